@@ -1,0 +1,41 @@
+# Two commands from a fresh clone: `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+ARGS ?=
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench install check-postgres clean
+
+install: $(STAMP)
+
+# (Re)install when pyproject.toml changes; otherwise this is a no-op.
+$(STAMP): pyproject.toml
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+check-postgres:
+	@if [ -z "$$AIRFLOW_RETRY_PG_DSN" ] && ! command -v initdb >/dev/null 2>&1 \
+	    && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  echo "PostgreSQL server binaries not found: apt-get install postgresql (or brew install postgresql), set AIRFLOW_RETRY_PG_DSN, or use docker compose up."; \
+	  exit 1; \
+	fi
+
+demo: check-postgres $(STAMP)
+	$(VENV)/bin/airflow-retry demo $(ARGS)
+
+test: check-postgres $(STAMP)
+	$(VENV)/bin/pytest $(ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+bench: check-postgres $(STAMP)
+	@for f in bench/*.py; do echo "== $$f"; $(VENV)/bin/python $$f || exit 1; done
+
+clean:
+	rm -rf .demo .pytest_cache .mypy_cache .ruff_cache

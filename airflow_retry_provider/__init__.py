@@ -1,0 +1,43 @@
+"""Classified retries, a dead-letter queue and medallion reconciliation for Apache Airflow 3.3.
+
+Importing this package is cheap: DAG files are parsed over and over, so the heavier
+names below are imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_LAZY = {
+    "ClassifiedRetryPolicy": "airflow_retry_provider.retry_policy",
+    "apply_profile": "airflow_retry_provider.retry_policy",
+}
+
+__all__ = ["__version__", "get_provider_info", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'airflow_retry_provider' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def get_provider_info() -> dict[str, Any]:
+    """Describe the provider to Airflow's ProvidersManager (the ``apache_airflow_provider`` entry point)."""
+    return {
+        "package-name": "airflow-retry-provider",
+        "name": "Airflow Retry Provider",
+        "description": "Classified retries, a PostgreSQL dead-letter queue and medallion reconciliation.",
+        "versions": [__version__],
+        "connection-types": [
+            {
+                "hook-class-name": "airflow_retry_provider.hooks.dead_letter.DeadLetterHook",
+                "connection-type": "retry_provider_postgres",
+            }
+        ],
+    }

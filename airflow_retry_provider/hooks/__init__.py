@@ -1,0 +1,1 @@
+"""Thin hooks over Airflow's PostgresHook."""

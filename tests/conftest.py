@@ -1,0 +1,107 @@
+"""Session-wide test environment: an isolated AIRFLOW_HOME and one throwaway PostgreSQL.
+
+The cluster is started in ``pytest_configure`` (before any test module imports Airflow), so
+Airflow's metadata database is a real PostgreSQL too. ``AIRFLOW_RETRY_PG_DSN`` points the
+suite at an existing server instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+TEMPLATE_DB = f"arp_template_{os.getpid()}"
+METADATA_DB = f"arp_airflow_{os.getpid()}"
+PROVIDER_DB = f"arp_provider_{os.getpid()}"
+
+_state: dict[str, object] = {}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from airflow_retry_provider.devstack import postgres
+
+    home = Path(tempfile.mkdtemp(prefix="arp-airflow-home-"))
+    _state["home"] = home
+    server = postgres.server_from_env_or_start()
+    _state["server"] = server
+    server.create_database(METADATA_DB)
+    server.create_database(TEMPLATE_DB)
+    from airflow_retry_provider.dlq.schema import apply_schema
+
+    with server.connect(TEMPLATE_DB, autocommit=False) as conn:
+        apply_schema(conn)
+    server.create_database(PROVIDER_DB, template=TEMPLATE_DB)
+    os.environ.update(
+        {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+            "AIRFLOW__CORE__DEFAULT_TIMEZONE": "America/Sao_Paulo",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": server.sqlalchemy_url(METADATA_DB),
+            "AIRFLOW_CONN_RETRY_PROVIDER_DEFAULT": server.dsn(PROVIDER_DB),
+        }
+    )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    server = _state.get("server")
+    if server is not None:
+        from airflow_retry_provider.devstack.postgres import PostgresServer
+
+        assert isinstance(server, PostgresServer)
+        if server.process is None:  # an external server: drop what we created
+            for name in (METADATA_DB, PROVIDER_DB, TEMPLATE_DB):
+                try:
+                    server.drop_database(name)
+                except Exception as exc:  # report, but never hide the test result
+                    print(f"could not drop {name}: {exc}", file=sys.stderr)
+        server.stop()
+    home = _state.get("home")
+    if isinstance(home, Path):
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """The session's PostgreSQL server (throwaway cluster or AIRFLOW_RETRY_PG_DSN)."""
+    return _state["server"]
+
+
+@pytest.fixture
+def pg_dsn(pg_server) -> Iterator[str]:
+    """A fresh database holding the provider's schema, copied from the session's template."""
+    name = f"arp_t_{uuid.uuid4().hex[:12]}"
+    dsn = pg_server.create_database(name, template=TEMPLATE_DB, replace=False)
+    try:
+        yield dsn
+    finally:
+        pg_server.drop_database(name)
+
+
+@pytest.fixture
+def provider_conn(pg_dsn, monkeypatch) -> str:
+    """Point Airflow's ``retry_provider_default`` connection at a fresh provider database."""
+    monkeypatch.setenv("AIRFLOW_CONN_RETRY_PROVIDER_DEFAULT", pg_dsn)
+    return pg_dsn
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> None:
+    """Airflow's metadata database, migrated once per session (``airflow db migrate``)."""
+    subprocess.run([str(VENV_BIN / "airflow"), "db", "migrate"], check=True, capture_output=True)
+
+
+def run_airflow_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the ``airflow`` CLI of this virtualenv with the test environment."""
+    return subprocess.run([str(VENV_BIN / "airflow"), *args], capture_output=True, text=True, timeout=300)
