@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "airflow_retry_provider.commands.policy",
     "airflow_retry_provider.commands.db",
     "airflow_retry_provider.commands.demo",
+    "airflow_retry_provider.commands.reconcile",
 )
 
 

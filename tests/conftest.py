@@ -7,6 +7,7 @@ suite at an existing server instead.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -24,7 +25,24 @@ TEMPLATE_DB = f"arp_template_{os.getpid()}"
 METADATA_DB = f"arp_airflow_{os.getpid()}"
 PROVIDER_DB = f"arp_provider_{os.getpid()}"
 
+TEST_DAGS = REPO / "tests" / "dag_files"
+
 _state: dict[str, object] = {}
+
+
+def bundle_config(*folders: Path) -> str:
+    """Airflow's dag bundle list: the repository's dags/ ("dags-folder") plus the test DAGs."""
+    names = ["dags-folder", "test-dags"]
+    return json.dumps(
+        [
+            {
+                "name": name,
+                "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle",
+                "kwargs": {"path": str(folder), "refresh_interval": 0},
+            }
+            for name, folder in zip(names, folders, strict=True)
+        ]
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -47,6 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
             "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+            "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST": bundle_config(REPO / "dags", TEST_DAGS),
             "AIRFLOW__CORE__DEFAULT_TIMEZONE": "America/Sao_Paulo",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": server.sqlalchemy_url(METADATA_DB),
             "AIRFLOW_CONN_RETRY_PROVIDER_DEFAULT": server.dsn(PROVIDER_DB),
@@ -105,3 +124,28 @@ def airflow_db() -> None:
 def run_airflow_cli(*args: str) -> subprocess.CompletedProcess[str]:
     """Run the ``airflow`` CLI of this virtualenv with the test environment."""
     return subprocess.run([str(VENV_BIN / "airflow"), *args], capture_output=True, text=True, timeout=300)
+
+
+def metadata_dsn() -> str:
+    """libpq DSN of Airflow's metadata database (the tests read retry_delay_override and retry_reason)."""
+    return os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].replace(
+        "postgresql+psycopg2://", "postgresql://", 1
+    )
+
+
+TRIES_SQL = """
+SELECT try_number, state, retry_delay_override, retry_reason FROM task_instance_history
+WHERE dag_id = %(dag_id)s AND run_id = %(run_id)s AND task_id = %(task_id)s
+UNION ALL
+SELECT try_number, state, retry_delay_override, retry_reason FROM task_instance
+WHERE dag_id = %(dag_id)s AND run_id = %(run_id)s AND task_id = %(task_id)s
+ORDER BY try_number
+"""
+
+
+def task_tries(dag_id: str, run_id: str, task_id: str) -> list[tuple]:
+    """Every try of one task instance: (try_number, state, retry_delay_override, retry_reason)."""
+    import psycopg
+
+    with psycopg.connect(metadata_dsn()) as conn:
+        return conn.execute(TRIES_SQL, {"dag_id": dag_id, "run_id": run_id, "task_id": task_id}).fetchall()

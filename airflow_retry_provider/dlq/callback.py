@@ -1,0 +1,169 @@
+"""The failure callback that files a dead letter, and the success callback that resolves one.
+
+Both run in the worker (or, for a task that died outside the task runner, in the
+dag-processor). They use the provider's PostgreSQL connection, never Airflow's ORM. Writing
+is retried briefly; if PostgreSQL stays unreachable the whole redacted record is logged on one
+line and the sweeper files the letter later: a failure is never lost.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from airflow_retry_provider.dlq.models import NewLetter, replay_cap_from_env
+from airflow_retry_provider.dlq.store import DeadLetterStore, FileResult
+from airflow_retry_provider.identity import key_parts, make_work_unit_key
+from airflow_retry_provider.policy import Classification, DeadLetter, classify, fingerprint, redact
+
+log = logging.getLogger(__name__)
+
+WRITE_ATTEMPTS = 3
+WRITE_PAUSE_SECONDS = 0.5
+UNFILED_EVENT = "airflow-retry-provider: dead letter not written"
+
+
+def mask(text: str) -> str:
+    """Airflow's secrets masker (connection passwords, masked variables) on top of our own redaction."""
+    try:
+        from airflow.sdk._shared.secrets_masker import redact as airflow_redact
+
+        masked = airflow_redact(text)
+        return str(masked) if masked is not None else ""
+    except Exception:  # the masker is best effort here; our own redaction already ran
+        return text
+
+
+def _setting(context: Mapping[str, Any], name: str) -> str | None:
+    """``name`` from the task (attribute) or the run's params, e.g. workspace_id, code_version, payload_ref."""
+    value = getattr(context.get("task"), name, None)
+    if value is None:
+        params = context.get("params") or {}
+        value = params.get(name) if hasattr(params, "get") else None
+    return str(value) if value is not None else None
+
+
+def build_letter(context: Mapping[str, Any], filed_by: str = "callback") -> NewLetter:
+    """Turn a failure ``context`` into the record to file (pure apart from reading the context)."""
+    ti = context["ti"]
+    exception = context.get("exception")
+    policy = getattr(context.get("task"), "retry_policy", None)
+    evaluation = None
+    if hasattr(policy, "evaluation_for"):
+        evaluation = policy.evaluation_for(context, ti.try_number)
+    if evaluation is not None:
+        classification = evaluation.classification
+        attempts_used, max_attempts = evaluation.attempt, evaluation.max_attempts
+    else:
+        classification = _classify_without_policy(exception)
+        max_tries = getattr(ti, "max_tries", None)
+        attempts_used = int(ti.try_number)
+        max_attempts = int(max_tries) + 1 if isinstance(max_tries, int) else None
+    decision = evaluation.decision if evaluation is not None else None
+    if isinstance(decision, DeadLetter):
+        category, reason = decision.category, decision.reason
+    else:  # a retry was allowed but Airflow had no attempt left, or no policy decided
+        category = "exhausted"
+        reason = f"[attempt {attempts_used}/{max_attempts or '?'}] dead letter exhausted: " + (
+            f"{classification.failure_class}/{classification.category}: "
+            f"{classification.exception_type}: {classification.message}"
+        )
+    parts = key_parts(context)
+    return NewLetter(
+        dag_id=parts["dag_id"],
+        run_id=parts["run_id"],
+        task_id=parts["task_id"],
+        map_index=parts["map_index"],
+        try_number=int(ti.try_number),
+        attempts_used=attempts_used,
+        max_attempts=max_attempts,
+        work_unit_key=make_work_unit_key(**parts, version=_setting(context, "processing_version")),
+        data_interval_start=parts["data_interval_start"],
+        data_interval_end=parts["data_interval_end"],
+        workspace_id=_setting(context, "workspace_id"),
+        failure_class=classification.failure_class,
+        category=category,
+        rule=classification.rule,
+        exception_type=classification.exception_type,
+        message=mask(classification.message),
+        reason=mask(reason)[:500],
+        fingerprint=fingerprint(classification),
+        code_version=_setting(context, "code_version"),
+        payload_ref=_redact_optional(_setting(context, "payload_ref")),
+        filed_by=filed_by,
+    )
+
+
+def _redact_optional(value: str | None) -> str | None:
+    return mask(redact(value)) if value else value
+
+
+def _classify_without_policy(exception: BaseException | str | None) -> Classification:
+    if isinstance(exception, BaseException):
+        return classify(exception)
+    if exception:  # the dag-processor passes a message, e.g. a heartbeat timeout
+        return Classification("unknown", "task-died", "no-exception", "TaskDied", redact(str(exception)))
+    return Classification(
+        "unknown", "task-died", "no-exception", "TaskDied", "the task died outside the runner"
+    )
+
+
+def file_letter(
+    letter: NewLetter,
+    store: DeadLetterStore,
+    replay_cap: int,
+    attempts: int = WRITE_ATTEMPTS,
+    pause: float = WRITE_PAUSE_SECONDS,
+    sleep: Callable[[float], None] = time.sleep,
+) -> FileResult | None:
+    """Write ``letter``, retrying briefly; on failure log it whole (redacted) on one line and return None."""
+    last: Exception | None = None
+    for attempt in range(1, attempts + 1):
+        try:
+            return store.file(letter, replay_cap)
+        except Exception as exc:  # unreachable database, failover, ...: try again, then hand over
+            last = exc
+            if attempt < attempts:
+                sleep(pause * 2 ** (attempt - 1))
+    record = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in asdict(letter).items()}
+    log.error(
+        "%s (%s); the sweeper will file it: %s",
+        UNFILED_EVENT,
+        mask(redact(f"{type(last).__name__}: {last}")),
+        json.dumps(record, sort_keys=True),
+    )
+    return None
+
+
+def file_dead_letter(context: Mapping[str, Any]) -> None:
+    """``on_failure_callback``: file the failed task instance in the dead-letter queue."""
+    letter = build_letter(context)
+    result = file_letter(letter, DeadLetterStore.from_conn_id(), replay_cap_from_env(os.environ))
+    if result is not None:
+        log.info(
+            "airflow-retry-provider: dead letter %s is %s (%s/%s)",
+            result.letter_id,
+            result.status,
+            letter.failure_class,
+            letter.category,
+        )
+
+
+def resolve_dead_letter(context: Mapping[str, Any]) -> None:
+    """``on_success_callback``: a replayed task instance succeeded, so its letter is resolved."""
+    parts = key_parts(context)
+    try:
+        letter_id = DeadLetterStore.from_conn_id().resolve_replaying(
+            parts["dag_id"], parts["run_id"], parts["task_id"], parts["map_index"]
+        )
+    except Exception as exc:  # the sweeper resolves it later from Airflow's state
+        log.warning("airflow-retry-provider: could not resolve the letter now: %s", mask(redact(str(exc))))
+        return
+    if letter_id is not None:
+        log.info("airflow-retry-provider: dead letter %s resolved by a successful replay", letter_id)

@@ -1,0 +1,163 @@
+"""Gap rules between the bronze, silver and gold layers: a pure function over a :class:`Snapshot`.
+
+A finding is reported only where there is a real expectation:
+
+* **bronze**: a *selected* table of a source whose latest ``ok`` run started at T is ``missing``
+  if never processed and ``stale`` if processed before T.
+* **silver**: a transform whose inputs (bronze tables) include at least one processed table is
+  ``missing`` if it never ran and ``stale`` if it last ran before the newest processed input.
+* **gold**: the same, with silver transforms that have run as the inputs.
+
+"Before" is strict: equal times are not stale. Each workspace is computed from its own rows only.
+Standard library only: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import datetime
+
+from airflow_retry_provider.reconciliation.models import (
+    LAYERS,
+    BronzeTable,
+    Finding,
+    FindingKind,
+    Layer,
+    Snapshot,
+    SourceRun,
+    Transform,
+)
+
+__all__ = ["find_gaps", "finding_sort_key"]
+
+_LAYER_RANK = {layer: rank for rank, layer in enumerate(LAYERS)}
+
+
+def finding_sort_key(finding: Finding) -> tuple[str, int, str, str]:
+    """Report order: workspace, layer (bronze, silver, gold), subject."""
+    return (finding.workspace_id, _LAYER_RANK[finding.layer], finding.subject, finding.kind)
+
+
+def find_gaps(snapshot: Snapshot, workspace: str | None = None) -> list[Finding]:
+    """Return the gap findings of every workspace in ``snapshot``, or of ``workspace`` only.
+
+    :param snapshot: source runs, bronze tables and transforms, of one or many workspaces.
+    :param workspace: when given, only this workspace's rows are read.
+    :returns: findings sorted by workspace, layer (bronze, silver, gold) and subject.
+    """
+    runs: dict[str, list[SourceRun]] = defaultdict(list)
+    tables: dict[str, list[BronzeTable]] = defaultdict(list)
+    transforms: dict[str, list[Transform]] = defaultdict(list)
+    for run in snapshot.source_runs:
+        if workspace is None or run.workspace_id == workspace:
+            runs[run.workspace_id].append(run)
+    for table in snapshot.bronze_tables:
+        if workspace is None or table.workspace_id == workspace:
+            tables[table.workspace_id].append(table)
+    for transform in snapshot.transforms:
+        if workspace is None or transform.workspace_id == workspace:
+            transforms[transform.workspace_id].append(transform)
+
+    findings: list[Finding] = []
+    for ws in set(runs) | set(tables) | set(transforms):
+        findings.extend(_bronze_gaps(ws, runs[ws], tables[ws]))
+        findings.extend(_silver_gaps(ws, tables[ws], transforms[ws]))
+        findings.extend(_gold_gaps(ws, transforms[ws]))
+    findings.sort(key=finding_sort_key)
+    return findings
+
+
+def _bronze_gaps(workspace: str, runs: list[SourceRun], tables: list[BronzeTable]) -> Iterable[Finding]:
+    latest_ok: dict[str, datetime] = {}
+    for run in runs:
+        if run.status == "ok" and (
+            run.source_id not in latest_ok or run.started_at > latest_ok[run.source_id]
+        ):
+            latest_ok[run.source_id] = run.started_at
+    for table in tables:
+        expected = latest_ok.get(table.source_id)
+        if not table.selected or expected is None:
+            continue
+        if table.processed_at is None:
+            action = f"Run source '{table.source_id}' to load bronze table '{table.key}', which it has never loaded."
+            yield _finding(workspace, "bronze", "missing", table.key, expected, None, action)
+        elif table.processed_at < expected:
+            action = (
+                f"Re-run source '{table.source_id}' to reload bronze table '{table.key}', "
+                "last loaded before the source's latest ok run."
+            )
+            yield _finding(workspace, "bronze", "stale", table.key, expected, table.processed_at, action)
+
+
+def _silver_gaps(workspace: str, tables: list[BronzeTable], transforms: list[Transform]) -> Iterable[Finding]:
+    # An input names a bronze table as "source_id/table" or as a bare "table" (every source's table of
+    # that name); both names are indexed to the newest processed_at under them.
+    newest: dict[str, datetime] = {}
+    newest_any: datetime | None = None
+    for table in tables:
+        at = table.processed_at
+        if at is None:
+            continue
+        for name in {table.key, table.table}:
+            if name not in newest or at > newest[name]:
+                newest[name] = at
+        if newest_any is None or at > newest_any:
+            newest_any = at
+    for transform in transforms:
+        if transform.layer != "silver":
+            continue
+        expected = _newest(newest, transform.inputs) if transform.inputs else newest_any
+        yield from _transform_gap(workspace, transform, expected, "bronze data loaded after its last run")
+
+
+def _gold_gaps(workspace: str, transforms: list[Transform]) -> Iterable[Finding]:
+    ran: dict[str, datetime] = {
+        t.transform_id: t.last_run_at for t in transforms if t.layer == "silver" and t.last_run_at is not None
+    }
+    newest_any = max(ran.values(), default=None)
+    for transform in transforms:
+        if transform.layer != "gold":
+            continue
+        expected = _newest(ran, transform.inputs) if transform.inputs else newest_any
+        yield from _transform_gap(workspace, transform, expected, "silver output produced after its last run")
+
+
+def _newest(index: dict[str, datetime], names: Iterable[str]) -> datetime | None:
+    return max((index[name] for name in names if name in index), default=None)
+
+
+def _transform_gap(
+    workspace: str, transform: Transform, expected: datetime | None, inputs: str
+) -> Iterable[Finding]:
+    if expected is None:
+        return
+    layer = transform.layer
+    if transform.last_run_at is None:
+        action = f"Run {layer} transform '{transform.transform_id}', which has never run."
+        yield _finding(workspace, layer, "missing", transform.transform_id, expected, None, action)
+    elif transform.last_run_at < expected:
+        action = f"Re-run {layer} transform '{transform.transform_id}' to pick up {inputs}."
+        yield _finding(
+            workspace, layer, "stale", transform.transform_id, expected, transform.last_run_at, action
+        )
+
+
+def _finding(
+    workspace: str,
+    layer: Layer,
+    kind: FindingKind,
+    subject: str,
+    expected_after: datetime,
+    observed_at: datetime | None,
+    action: str,
+) -> Finding:
+    return Finding(
+        workspace_id=workspace,
+        layer=layer,
+        kind=kind,
+        subject=subject,
+        expected_after=expected_after,
+        observed_at=observed_at,
+        action=action,
+    )

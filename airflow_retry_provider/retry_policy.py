@@ -1,0 +1,314 @@
+"""The Airflow edge of the policy core: an ``airflow.sdk.RetryPolicy`` and the profile helper.
+
+``ClassifiedRetryPolicy.evaluate`` runs in the worker after a failed try. It classifies the
+exception, works out the attempt within the current replay generation (a cleared task starts
+its backoff afresh), seeds the jitter with the work unit's stable identity, and turns the pure
+core's decision into a ``RetryDecision``. It never raises: Airflow would silently fall back to
+its own defaults.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from airflow.sdk import RetryDecision, RetryPolicy
+
+from airflow_retry_provider.identity import key_parts, make_work_unit_key
+from airflow_retry_provider.policy import (
+    Backoff,
+    Classification,
+    DeadLetter,
+    Profile,
+    Retry,
+    Rule,
+    classify,
+    decide,
+    get_profile,
+)
+from airflow_retry_provider.policy.decide import MAX_REASON_CHARS
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BACKOFF = Backoff()
+
+
+@dataclass(frozen=True)
+class DeliveryDeadline:
+    """ "Delivered by ``at`` local time in ``timezone``, ``days_after`` days after the data interval ends."
+
+    :param at: ``"HH:MM"``, e.g. ``"09:00"``.
+    :param timezone: an IANA name, e.g. ``"America/Sao_Paulo"``.
+    :param days_after: days after the day the data interval ends (in ``timezone``).
+    """
+
+    at: str = "09:00"
+    timezone: str = "America/Sao_Paulo"
+    days_after: int = 1
+
+    def __post_init__(self) -> None:
+        hour, _, minute = self.at.partition(":")
+        if not (hour.isdigit() and minute.isdigit() and int(hour) < 24 and int(minute) < 60):
+            raise ValueError(f"DeliveryDeadline.at must be 'HH:MM', got {self.at!r}")
+        import pendulum
+
+        try:
+            pendulum.timezone(self.timezone)
+        except Exception as exc:
+            raise ValueError(f"DeliveryDeadline.timezone: unknown time zone {self.timezone!r}") from exc
+
+    def resolve(self, context: Mapping[str, Any] | None) -> datetime | None:
+        """The deadline of the run in ``context`` (None without a data interval or run date)."""
+        import pendulum
+
+        if not context:
+            return None
+        anchor = context.get("data_interval_end")
+        if anchor is None:
+            dag_run = context.get("dag_run")
+            anchor = getattr(dag_run, "run_after", None)
+        if anchor is None:
+            return None
+        local = pendulum.instance(anchor).in_timezone(self.timezone)
+        hour, minute = (int(part) for part in self.at.split(":"))
+        day = local.add(days=self.days_after)
+        return day.replace(hour=hour, minute=minute, second=0, microsecond=0)
+
+
+DeadlineSpec = DeliveryDeadline | datetime | Callable[[Mapping[str, Any] | None], datetime | None]
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What the policy decided for one failed try; the dead-letter callback reads it back."""
+
+    classification: Classification
+    decision: Retry | DeadLetter
+    attempt: int
+    max_attempts: int
+    work_unit_key: str
+
+
+class ClassifiedRetryPolicy(RetryPolicy):
+    """Retry by failure class: poison and blind resubmits go to the dead-letter queue.
+
+    :param profile: a profile name (``"dashboard"``, ``"report"``, ``"pipeline"`` or one you
+        registered) or a ``Profile``; it gives max_attempts and the backoff.
+    :param rules: extra classification rules, checked before the defaults.
+    :param backoff: overrides the profile's backoff.
+    :param max_attempts: overrides the profile's ceiling (counts the first try). Without a
+        profile or this, the task's own ``retries`` + 1.
+    :param deadline: a ``DeliveryDeadline``, an aware datetime, or ``callable(context)``.
+    :param expected_duration: how long a retry takes to run.
+    :param validation: how long checking its output takes.
+    :param can_reconcile: the task reconciles with the remote side before resubmitting, so an
+        unknown outcome may be retried.
+    :param clock: returns "now" (aware); tests pass a fixed one.
+    """
+
+    def __init__(
+        self,
+        profile: str | Profile | None = None,
+        *,
+        rules: Sequence[Rule] = (),
+        backoff: Backoff | None = None,
+        max_attempts: int | None = None,
+        deadline: DeadlineSpec | None = None,
+        expected_duration: timedelta = timedelta(0),
+        validation: timedelta = timedelta(0),
+        can_reconcile: bool = False,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.profile = get_profile(profile) if isinstance(profile, str) else profile
+        self.rules = tuple(rules)
+        self.backoff = backoff or (self.profile.backoff if self.profile else DEFAULT_BACKOFF)
+        self.max_attempts = max_attempts or (self.profile.max_attempts if self.profile else None)
+        if self.max_attempts is not None and (isinstance(self.max_attempts, bool) or self.max_attempts < 1):
+            raise ValueError(f"max_attempts must be an integer >= 1, got {max_attempts!r}")
+        self.deadline = deadline
+        self.expected_duration = expected_duration
+        self.validation = validation
+        self.can_reconcile = can_reconcile
+        self.clock = clock or (lambda: datetime.now(timezone.utc))
+        self._evaluations: OrderedDict[tuple[Any, ...], Evaluation] = OrderedDict()
+
+    # -- RetryPolicy ------------------------------------------------------------------------
+
+    def evaluate(
+        self,
+        exception: BaseException,
+        try_number: int,
+        max_tries: int,
+        context: Any = None,
+    ) -> RetryDecision:
+        try:
+            evaluation = self.assess(exception, try_number, max_tries, context)
+        except Exception as exc:  # never let Airflow fall back to blind retries
+            log.exception("airflow-retry-provider: retry policy failed; failing the task for review")
+            reason = (
+                f"[policy error] {type(exc).__name__}: the retry policy could not decide; sent for review"
+            )
+            return RetryDecision.fail(reason[:MAX_REASON_CHARS])
+        decision = evaluation.decision
+        if isinstance(decision, Retry):
+            return RetryDecision.retry(decision.delay, decision.reason)
+        return RetryDecision.fail(decision.reason)
+
+    def serialize(self) -> dict[str, Any]:
+        return {
+            "__type": "ClassifiedRetryPolicy",
+            "profile": self.profile.name if self.profile else None,
+            "max_attempts": self.max_attempts,
+        }
+
+    # -- the decision, for the callback and for tests -----------------------------------------
+
+    def assess(
+        self, exception: BaseException, try_number: int, max_tries: int, context: Any = None
+    ) -> Evaluation:
+        """Classify and decide; remember the result for this task instance and try."""
+        classification = classify(exception, self.rules)
+        retries = _task_retries(context)
+        if retries is None:
+            retries = max_tries  # no context: assume the first generation
+        attempt = max(1, try_number - max(0, max_tries - retries))
+        max_attempts = self.max_attempts or retries + 1
+        key = self._work_unit_key(context)
+        decision = decide(
+            classification,
+            attempt=attempt,
+            max_attempts=max_attempts,
+            now=self.clock(),
+            backoff=self.backoff,
+            seed=key,
+            deadline=self._deadline(context),
+            expected_duration=self.expected_duration,
+            validation=self.validation,
+            can_reconcile=self.can_reconcile,
+        )
+        evaluation = Evaluation(classification, decision, attempt, max_attempts, key)
+        self._remember(context, try_number, evaluation)
+        return evaluation
+
+    def evaluation_for(self, context: Mapping[str, Any], try_number: int) -> Evaluation | None:
+        """The evaluation made for ``try_number`` of the task instance in ``context``, if any."""
+        return self._evaluations.get(_ti_key(context, try_number))
+
+    def _work_unit_key(self, context: Any) -> str:
+        if not context or "ti" not in context:
+            return "no-context"
+        return make_work_unit_key(**key_parts(context))
+
+    def _deadline(self, context: Any) -> datetime | None:
+        spec = self.deadline
+        if spec is None:
+            return None
+        if isinstance(spec, DeliveryDeadline):
+            return spec.resolve(context)
+        if isinstance(spec, datetime):
+            return spec
+        return spec(context)
+
+    def _remember(self, context: Any, try_number: int, evaluation: Evaluation) -> None:
+        if not context or "ti" not in context:
+            return
+        self._evaluations[_ti_key(context, try_number)] = evaluation
+        while len(self._evaluations) > 256:
+            self._evaluations.popitem(last=False)
+
+
+def _task_retries(context: Any) -> int | None:
+    task = context.get("task") if context else None
+    retries = getattr(task, "retries", None)
+    return int(retries) if isinstance(retries, int) and not isinstance(retries, bool) else None
+
+
+def _ti_key(context: Mapping[str, Any], try_number: int) -> tuple[Any, ...]:
+    ti = context["ti"]
+    return (ti.dag_id, ti.run_id, ti.task_id, getattr(ti, "map_index", -1), try_number)
+
+
+# -- applying a profile ------------------------------------------------------------------------
+
+
+class ProfileConflictError(ValueError):
+    """A task's hand-set ``retries`` contradicts its profile (a policy cannot add attempts)."""
+
+
+def apply_profile(target: Any, profile: str | Profile, **policy_kwargs: Any) -> Any:
+    """Apply a retry profile to ``default_args`` (a dict), an operator, or a ``@task`` call's result.
+
+    Sets ``retries`` to ``max_attempts - 1``, ``retry_policy``, ``execution_timeout`` and adds the
+    dead-letter ``on_failure_callback`` to any callbacks already there. A ``retries`` already set
+    to something else is a ``ProfileConflictError``. Returns ``target``.
+    """
+    resolved = get_profile(profile) if isinstance(profile, str) else profile
+    policy = ClassifiedRetryPolicy(resolved, **policy_kwargs)
+    if isinstance(target, MutableMapping):
+        _apply_to_mapping(target, resolved, policy)
+        return target
+    operator = getattr(target, "operator", target)  # XComArg from a @task call
+    _apply_to_operator(operator, resolved, policy)
+    return target
+
+
+def _check_retries(where: str, retries: Any, profile: Profile) -> None:
+    if retries not in (None, profile.retries):
+        raise ProfileConflictError(
+            f"{where}: retries={retries!r} contradicts retry profile {profile.name!r} "
+            f"(max_attempts={profile.max_attempts}, so retries must be {profile.retries}); "
+            "remove retries or choose another profile"
+        )
+
+
+def _with_callback(existing: Any, callback: Any) -> list[Any]:
+    """``existing`` callbacks (None, one, or a list) plus ``callback``, never replacing any."""
+    callbacks = (
+        [] if existing is None else list(existing) if isinstance(existing, (list, tuple)) else [existing]
+    )
+    if callback not in callbacks:
+        callbacks.append(callback)
+    return callbacks
+
+
+def _apply_to_mapping(
+    args: MutableMapping[str, Any], profile: Profile, policy: ClassifiedRetryPolicy
+) -> None:
+    from airflow_retry_provider.dlq.callback import file_dead_letter, resolve_dead_letter
+
+    _check_retries("default_args", args.get("retries"), profile)
+    args["retries"] = profile.retries
+    args["retry_policy"] = policy
+    args.setdefault("execution_timeout", profile.execution_timeout)
+    args["on_failure_callback"] = _with_callback(args.get("on_failure_callback"), file_dead_letter)
+    args["on_success_callback"] = _with_callback(args.get("on_success_callback"), resolve_dead_letter)
+
+
+def _apply_to_operator(operator: Any, profile: Profile, policy: ClassifiedRetryPolicy) -> None:
+    from airflow.sdk.bases.operator import BaseOperator
+
+    from airflow_retry_provider.dlq.callback import file_dead_letter, resolve_dead_letter
+
+    if not isinstance(operator, BaseOperator):
+        raise TypeError(
+            f"apply_profile: expected default_args, an operator or a @task result, got {operator!r}"
+        )
+    explicit = operator.retries if operator.retries != _default_retries() else None
+    _check_retries(f"task {operator.task_id!r}", explicit, profile)
+    operator.retries = profile.retries
+    operator.retry_policy = policy
+    if operator.execution_timeout is None:
+        operator.execution_timeout = profile.execution_timeout
+    operator.on_failure_callback = _with_callback(operator.on_failure_callback, file_dead_letter)
+    operator.on_success_callback = _with_callback(operator.on_success_callback, resolve_dead_letter)
+
+
+def _default_retries() -> int:
+    """The ``retries`` an operator gets when nobody sets it (``[core] default_task_retries``)."""
+    from airflow.sdk.definitions._internal.abstractoperator import DEFAULT_RETRIES
+
+    return int(DEFAULT_RETRIES)

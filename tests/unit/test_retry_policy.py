@@ -1,0 +1,203 @@
+"""ClassifiedRetryPolicy and apply_profile: the Airflow edge of the policy core (no database)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from types import SimpleNamespace
+
+import pendulum
+import pytest
+from airflow.sdk import DAG, RetryPolicy, task
+from airflow.sdk.definitions.retry_policy import RetryAction
+
+from airflow_retry_provider import ClassifiedRetryPolicy, apply_profile
+from airflow_retry_provider.dlq.callback import file_dead_letter, resolve_dead_letter
+from airflow_retry_provider.identity import make_work_unit_key
+from airflow_retry_provider.policy import PROFILES, Backoff
+from airflow_retry_provider.retry_policy import DeliveryDeadline, ProfileConflictError
+
+NOW = datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc)
+START = datetime(2026, 11, 28, 10, 0, tzinfo=timezone.utc)
+END = datetime(2026, 11, 29, 10, 0, tzinfo=timezone.utc)
+
+
+def _context(try_number=1, retries=2, start=START, end=END, run_id="scheduled__2026-11-29", map_index=-1):
+    ti = SimpleNamespace(
+        dag_id="sales", run_id=run_id, task_id="load", map_index=map_index, try_number=try_number
+    )
+    return {
+        "ti": ti,
+        "task": SimpleNamespace(retries=retries),
+        "data_interval_start": start,
+        "data_interval_end": end,
+    }
+
+
+def _policy(**kwargs) -> ClassifiedRetryPolicy:
+    return ClassifiedRetryPolicy("report", clock=lambda: NOW, **kwargs)
+
+
+def test_is_an_airflow_retry_policy():
+    """It plugs into Airflow's retry_policy hook and can be built without arguments."""
+    assert isinstance(ClassifiedRetryPolicy(), RetryPolicy)
+
+
+def test_retryable_failure_gets_our_delay_seeded_by_the_data_interval():
+    """A 429 is retried after Backoff.delay(attempt, work-unit key), with a readable reason."""
+    exc = RuntimeError("429 Too Many Requests")
+    exc.status_code = 429  # type: ignore[attr-defined]
+    decision = _policy().evaluate(exc, try_number=1, max_tries=2, context=_context())
+    key = make_work_unit_key("sales", "load", -1, START, END, "scheduled__2026-11-29")
+    expected = PROFILES["report"].backoff.delay(1, key)
+    assert decision.action == RetryAction.RETRY
+    assert decision.retry_delay == expected
+    after = (NOW + expected).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert (
+        decision.reason
+        == f"[attempt 2/3] [after {after}] retryable/rate-limited: RuntimeError: 429 Too Many Requests"
+    )
+
+
+def test_seed_ignores_try_number_and_run_id_when_the_interval_is_known():
+    """Two runs of one data interval (e.g. a re-trigger) draw the same jitter; another interval differs."""
+    exc = ConnectionResetError("reset")
+    one = _policy().evaluate(exc, 1, 2, _context(run_id="a"))
+    same = _policy().evaluate(exc, 1, 2, _context(run_id="b"))
+    other = _policy().evaluate(exc, 1, 2, _context(start=END, end=END + timedelta(days=1)))
+    assert one.retry_delay == same.retry_delay
+    assert one.retry_delay != other.retry_delay
+
+
+def test_identity_falls_back_to_run_id_without_a_data_interval():
+    """With no data interval (a trigger without logical date) the run id seeds the jitter."""
+    exc = ConnectionResetError("reset")
+    a = _policy().evaluate(exc, 1, 2, _context(start=None, end=None, run_id="manual__a"))
+    b = _policy().evaluate(exc, 1, 2, _context(start=None, end=None, run_id="manual__b"))
+    key = make_work_unit_key("sales", "load", -1, None, None, "manual__a")
+    assert key.endswith("run=manual__a")
+    assert a.retry_delay == PROFILES["report"].backoff.delay(1, key)
+    assert a.retry_delay != b.retry_delay
+
+
+def test_a_cleared_task_starts_its_backoff_afresh():
+    """After a clear (max_tries = try_number + retries) the first new try counts as attempt 1."""
+    exc = ConnectionResetError("reset")
+    # tries 1-3 were used; the clear set max_tries = 3 + 2 = 5; try 4 fails now
+    decision = _policy().evaluate(exc, try_number=4, max_tries=5, context=_context(try_number=4))
+    first = _policy().evaluate(exc, try_number=1, max_tries=2, context=_context())
+    assert decision.retry_delay == first.retry_delay
+    assert decision.reason.startswith("[attempt 2/3]")
+
+
+def test_poison_fails_at_once():
+    """A missing table fails the task without burning attempts."""
+    decision = _policy().evaluate(RuntimeError("table x not found"), 1, 2, _context())
+    assert decision.action == RetryAction.FAIL
+    assert decision.reason.startswith("[attempt 1/3] dead letter poison/not-found")
+
+
+def test_unknown_outcome_is_not_resubmitted_unless_the_task_reconciles():
+    """A timeout after submit dead-letters, unless the task can reconcile with the remote side."""
+    exc = TimeoutError("read timed out")
+    blind = _policy().evaluate(exc, 1, 2, _context())
+    reconciling = _policy(can_reconcile=True).evaluate(exc, 1, 2, _context())
+    assert blind.action == RetryAction.FAIL and "unknown-outcome" in blind.reason
+    assert reconciling.action == RetryAction.RETRY
+
+
+def test_last_attempt_is_exhausted():
+    """On the profile's last attempt a retryable failure goes to the dead-letter queue as exhausted."""
+    decision = _policy().evaluate(ConnectionResetError("reset"), 3, 2, _context(try_number=3))
+    assert decision.action == RetryAction.FAIL
+    assert "exhausted after 3 attempts" in decision.reason
+
+
+def test_works_without_context():
+    """context=None still decides (seeded with a constant, first generation assumed)."""
+    decision = _policy().evaluate(ConnectionResetError("reset"), 1, 2, None)
+    assert decision.action == RetryAction.RETRY
+    assert decision.retry_delay == PROFILES["report"].backoff.delay(1, "no-context")
+
+
+def test_evaluate_never_raises():
+    """An internal error is logged and the task fails for review instead of retrying blindly."""
+
+    def broken_clock() -> datetime:
+        raise RuntimeError("clock exploded")
+
+    policy = ClassifiedRetryPolicy("report", clock=broken_clock)
+    decision = policy.evaluate(ConnectionResetError("reset"), 1, 2, _context())
+    assert decision.action == RetryAction.FAIL
+    assert decision.reason.startswith("[policy error] RuntimeError")
+
+
+def test_delivery_deadline_makes_a_late_retry_infeasible():
+    """A retry that cannot finish before 09:00 Brasília the day after the interval is not attempted."""
+    deadline = DeliveryDeadline(at="09:00", timezone="America/Sao_Paulo", days_after=1)
+    assert deadline.resolve(_context()) == pendulum.datetime(2026, 11, 30, 9, 0, tz="America/Sao_Paulo")
+    policy = _policy(
+        deadline=deadline, expected_duration=timedelta(hours=1), validation=timedelta(minutes=30)
+    )
+    # 10:00Z is 07:00 in Brasília: 07:0x + 1h30 = 08:3x, before 09:00 -> retry
+    assert policy.evaluate(ConnectionResetError("reset"), 1, 2, _context()).action == RetryAction.RETRY
+    late = ClassifiedRetryPolicy(
+        "report",
+        clock=lambda: NOW + timedelta(hours=1, minutes=20),
+        deadline=deadline,
+        expected_duration=timedelta(hours=1),
+        validation=timedelta(minutes=30),
+    )
+    decision = late.evaluate(ConnectionResetError("reset"), 1, 2, _context())
+    assert decision.action == RetryAction.FAIL and "deadline-infeasible" in decision.reason
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("at", "9am"), ("timezone", "Mars/Olympus")],  # each field validated with its value in the message
+)
+def test_delivery_deadline_rejects_bad_input(field, value):
+    """A bad deadline is a clear error naming the field and value at DAG parse time."""
+    with pytest.raises(ValueError, match=field) as info:
+        DeliveryDeadline(**{field: value})
+    assert value in str(info.value)
+
+
+def test_apply_profile_to_default_args_keeps_existing_callbacks():
+    """default_args get retries, the policy, the timeout and our callbacks added to the author's."""
+
+    def mine(context):
+        return None
+
+    args = apply_profile({"owner": "data", "on_failure_callback": mine}, "report")
+    assert args["retries"] == 2 and isinstance(args["retry_policy"], ClassifiedRetryPolicy)
+    assert args["execution_timeout"] == PROFILES["report"].execution_timeout
+    assert args["on_failure_callback"] == [mine, file_dead_letter]
+    assert args["on_success_callback"] == [resolve_dead_letter]
+    assert apply_profile(args, "report")["on_failure_callback"] == [mine, file_dead_letter]  # idempotent
+
+
+def test_apply_profile_refuses_contradicting_retries():
+    """retries set by hand that contradicts the profile is an error naming both."""
+    with pytest.raises(ProfileConflictError, match=r"retries=5 contradicts retry profile 'report'"):
+        apply_profile({"retries": 5}, "report")
+
+
+def test_apply_profile_to_task_and_operator():
+    """A @task call's result and a classic operator both get the profile; a conflicting operator fails at parse time."""
+    from airflow.providers.standard.operators.empty import EmptyOperator
+
+    with DAG("profile_parse", schedule=None, start_date=pendulum.datetime(2026, 1, 1)):
+
+        @task
+        def work() -> None:
+            return None
+
+        call = apply_profile(work(), "dashboard", backoff=Backoff(base=timedelta(seconds=1)))
+        op = call.operator
+        assert op.retries == 1 and op.execution_timeout == PROFILES["dashboard"].execution_timeout
+        assert op.retry_policy.backoff.base == timedelta(seconds=1)
+        assert file_dead_letter in op.on_failure_callback
+        empty = apply_profile(EmptyOperator(task_id="e"), "pipeline")
+        assert empty.retries == 1
+        with pytest.raises(ProfileConflictError, match="task 'bad'"):
+            apply_profile(EmptyOperator(task_id="bad", retries=4), "report")
