@@ -1,0 +1,264 @@
+"""``airflow-retry classify``, ``schedule`` and ``decide``: the policy core from the shell.
+
+- ``classify [--type EXC_TYPE] [--status N] [--sqlstate CODE] MESSAGE [--json]``: how a failure
+  would be classified;
+- ``schedule [--profile P] [--base S --multiplier M --cap S --jitter J --max-attempts N] --seed SEED
+  [--json]``: the exact delays of a backoff;
+- ``decide < case.json``: the retry-window planner (see ``airflow_retry_provider.policy.window``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import builtins
+import json
+import math
+import sys
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from airflow_retry_provider.policy import (
+    PROFILES,
+    Backoff,
+    PlanInputError,
+    UnknownProfileError,
+    classify,
+    format_duration,
+    get_profile,
+    plan,
+)
+
+MAX_INPUT_BYTES = 1_000_000
+"""``decide`` refuses input larger than this (1 MB)."""
+
+MAX_SCHEDULE_ATTEMPTS = 100
+MAX_SCHEDULE_SECONDS = 10**9
+DEFAULT_MAX_ATTEMPTS = 3
+
+
+class BadInput(Exception):
+    """Bad input from the user: one line on stderr, nothing on stdout, exit code 2."""
+
+
+def _reporting_bad_input(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Turn BadInput into ``airflow-retry: <message>`` on stderr and exit code 2 (as cli.main does)."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except BadInput as error:
+            print(f"airflow-retry: {error}", file=sys.stderr)
+            return 2
+
+    run.__name__ = func.__name__
+    run.__doc__ = func.__doc__
+    return run
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``classify``, ``schedule`` and ``decide`` subcommands."""
+    parser = subparsers.add_parser(
+        "classify", help="classify a failure: poison, retryable or unknown outcome"
+    )
+    parser.add_argument("message", metavar="MESSAGE", help="the exception's message")
+    parser.add_argument(
+        "--type",
+        dest="exc_type",
+        default="Exception",
+        metavar="EXC_TYPE",
+        help="a builtin exception (TimeoutError) or a dotted name (requests.exceptions.ConnectTimeout); "
+        "default: %(default)s",
+    )
+    parser.add_argument("--status", type=int, metavar="N", help="an HTTP status carried by the exception")
+    parser.add_argument("--sqlstate", metavar="CODE", help="a PostgreSQL SQLSTATE carried by the exception")
+    parser.add_argument("--json", action="store_true", help="print a JSON object")
+    parser.set_defaults(func=_reporting_bad_input(run_classify))
+
+    parser = subparsers.add_parser("schedule", help="print the exact retry delays of a backoff")
+    parser.add_argument(
+        "--profile", metavar="P", help=f"start from a profile ({', '.join(sorted(PROFILES))})"
+    )
+    parser.add_argument("--base", type=float, metavar="S", help="first nominal delay, seconds")
+    parser.add_argument("--multiplier", type=float, metavar="M", help="growth per failed attempt")
+    parser.add_argument("--cap", type=float, metavar="S", help="largest nominal delay, seconds")
+    parser.add_argument("--jitter", type=float, metavar="J", help="largest fraction taken off (0..1)")
+    parser.add_argument(
+        "--max-attempts", type=int, metavar="N", help="executions at most, counting the first"
+    )
+    parser.add_argument("--seed", required=True, help="the jitter seed (the work unit's stable identity)")
+    parser.add_argument("--json", action="store_true", help="print a JSON list")
+    parser.set_defaults(func=_reporting_bad_input(run_schedule))
+
+    parser = subparsers.add_parser(
+        "decide", help="plan retries for a case read as JSON on stdin (the retry-window planner)"
+    )
+    parser.set_defaults(func=_reporting_bad_input(run_decide))
+
+
+# classify
+
+
+def _exception_class(name: str) -> type[BaseException]:
+    """A builtin exception class, or a synthetic Exception subclass carrying the dotted name."""
+    builtin = getattr(builtins, name, None) if "." not in name else None
+    if isinstance(builtin, type) and issubclass(builtin, BaseException):
+        return builtin
+    parts = name.split(".")
+    if not all(part.isidentifier() for part in parts):
+        raise BadInput(
+            f"--type must be an exception name like TimeoutError or pkg.module.Error, got {name!r}"
+        )
+    module = ".".join(parts[:-1]) or "__main__"
+    return type(parts[-1], (Exception,), {"__module__": module, "__qualname__": parts[-1]})
+
+
+def build_exception(
+    type_name: str, message: str, status: int | None = None, sqlstate: str | None = None
+) -> BaseException:
+    """The exception ``classify`` looks at, carrying ``status_code`` / ``sqlstate`` when given."""
+    cls = _exception_class(type_name)
+    try:
+        exc = cls(message)
+    except Exception as error:
+        raise BadInput(f"--type {type_name} cannot be built from a message: {error}") from None
+    if status is not None:
+        exc.status_code = status  # type: ignore[attr-defined]
+    if sqlstate is not None:
+        exc.sqlstate = sqlstate  # type: ignore[attr-defined]
+    return exc
+
+
+def run_classify(args: argparse.Namespace) -> int:
+    """Print the classification of the described failure."""
+    if args.sqlstate is not None and not (len(args.sqlstate) == 5 and args.sqlstate.isalnum()):
+        raise BadInput(f"--sqlstate must be five letters or digits (e.g. 40P01), got {args.sqlstate!r}")
+    result = classify(build_exception(args.exc_type, args.message, args.status, args.sqlstate))
+    if args.json:
+        output = {"failure_class": result.failure_class, "category": result.category, "rule": result.rule}
+        print(json.dumps(output))
+    else:
+        print(f"{result.failure_class}/{result.category} (rule: {result.rule})")
+    return 0
+
+
+# schedule
+
+
+def _seconds(flag: str, value: float) -> timedelta:
+    if not math.isfinite(value) or not 0 <= value <= MAX_SCHEDULE_SECONDS:
+        raise BadInput(f"{flag} must be a number of seconds from 0 to {MAX_SCHEDULE_SECONDS}, got {value!r}")
+    return timedelta(seconds=value)
+
+
+def _milliseconds(value: timedelta) -> int:
+    return (value.days * 86_400 + value.seconds) * 1000 + value.microseconds // 1000
+
+
+def schedule_rows(backoff: Backoff, max_attempts: int, seed: str) -> list[dict[str, Any]]:
+    """The JSON rows: one per attempt followed by a retry, seconds with millisecond precision."""
+    return [
+        {
+            "attempt": row.attempt,
+            "nominal_seconds": _milliseconds(row.nominal) / 1000,
+            "delay_seconds": _milliseconds(row.delay) / 1000,
+            "cumulative_seconds": _milliseconds(row.cumulative) / 1000,
+        }
+        for row in backoff.schedule(max_attempts, seed)
+    ]
+
+
+def run_schedule(args: argparse.Namespace) -> int:
+    """Print the delays after each attempt that is followed by a retry."""
+    backoff = Backoff()
+    max_attempts = DEFAULT_MAX_ATTEMPTS
+    if args.profile is not None:
+        try:
+            profile = get_profile(args.profile)
+        except UnknownProfileError as error:
+            raise BadInput(str(error)) from None
+        backoff, max_attempts = profile.backoff, profile.max_attempts
+    base = backoff.base if args.base is None else _seconds("--base", args.base)
+    cap = backoff.cap if args.cap is None else _seconds("--cap", args.cap)
+    multiplier = backoff.multiplier if args.multiplier is None else args.multiplier
+    jitter = backoff.jitter if args.jitter is None else args.jitter
+    if args.max_attempts is not None:
+        max_attempts = args.max_attempts
+    if not 1 <= max_attempts <= MAX_SCHEDULE_ATTEMPTS:
+        raise BadInput(f"--max-attempts must be from 1 to {MAX_SCHEDULE_ATTEMPTS}, got {max_attempts}")
+    try:
+        backoff = Backoff(base=base, multiplier=multiplier, cap=cap, jitter=jitter)
+    except ValueError as error:
+        raise BadInput(str(error)) from None
+
+    rows = schedule_rows(backoff, max_attempts, args.seed)
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    print(
+        f"backoff: base {format_duration(backoff.base)}, multiplier {backoff.multiplier:g}, "
+        f"cap {format_duration(backoff.cap)}, jitter {backoff.jitter:g}; "
+        f"max_attempts {max_attempts} (Airflow retries={max_attempts - 1}); seed {args.seed!r}"
+    )
+    if not rows:
+        print("no retries: the first attempt is the last")
+        return 0
+    print(f"{'after attempt':>13}  {'nominal':>12}  {'delay':>12}  {'cumulative':>12}")
+    for row in rows:
+        print(
+            f"{row['attempt']:>13}  {row['nominal_seconds']:>11.3f}s  {row['delay_seconds']:>11.3f}s"
+            f"  {row['cumulative_seconds']:>11.3f}s"
+        )
+    return 0
+
+
+# decide
+
+
+def _read_stdin() -> bytes:
+    """Read at most MAX_INPUT_BYTES + 1 bytes of stdin."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is not None:
+        data: bytes = stream.read(MAX_INPUT_BYTES + 1)
+        return data
+    return sys.stdin.read(MAX_INPUT_BYTES + 1).encode("utf-8")
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {json.dumps(key)}")
+        result[key] = value
+    return result
+
+
+def load_case(data: bytes) -> object:
+    """Parse the planner's input; a BadInput names the problem on one line."""
+    if len(data) > MAX_INPUT_BYTES:
+        raise BadInput(f"input: larger than {MAX_INPUT_BYTES} bytes, refused")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadInput(f"input: not valid UTF-8 at byte {error.start}") from None
+    try:
+        return json.loads(text, object_pairs_hook=_refuse_duplicates)
+    except json.JSONDecodeError as error:
+        raise BadInput(
+            f"input: not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
+        ) from None
+    except ValueError as error:
+        raise BadInput(f"input: {error}") from None
+    except RecursionError:
+        raise BadInput("input: nested too deeply") from None
+
+
+def run_decide(args: argparse.Namespace) -> int:
+    """Read a case on stdin, write the plan (keys sorted) on stdout."""
+    case = load_case(_read_stdin())
+    try:
+        result = plan(case)
+    except PlanInputError as error:
+        raise BadInput(str(error)) from None
+    print(json.dumps(result, sort_keys=True, indent=2))
+    return 0

@@ -1,0 +1,94 @@
+"""The pure policy core: classification, backoff, profiles, decisions and the retry-window planner.
+
+Standard library only: no Airflow import, no I/O, no clock read, no ``random``. The Airflow
+edge (``airflow_retry_provider.retry_policy``) wraps it.
+"""
+
+from __future__ import annotations
+
+from airflow_retry_provider.policy.backoff import Backoff, ScheduledDelay, fnv1a_32, jitter_fraction
+from airflow_retry_provider.policy.classify import (
+    DEFAULT_RULES,
+    FAILURE_CLASSES,
+    MAX_MESSAGE_CHARS,
+    AllOf,
+    Classification,
+    Evidence,
+    ExceptionType,
+    FailureClass,
+    HttpStatus,
+    MessagePattern,
+    Rule,
+    SqlState,
+    classify,
+    exception_chain,
+)
+from airflow_retry_provider.policy.decide import (
+    DEAD_LETTER_DEADLINE_INFEASIBLE,
+    DEAD_LETTER_EXHAUSTED,
+    DEAD_LETTER_UNKNOWN_OUTCOME,
+    MAX_REASON_CHARS,
+    DeadLetter,
+    Retry,
+    decide,
+    describe,
+    format_duration,
+    format_timestamp,
+)
+from airflow_retry_provider.policy.fingerprint import fingerprint, normalise_message
+from airflow_retry_provider.policy.profiles import (
+    BUILTIN_PROFILES,
+    PROFILES,
+    Profile,
+    UnknownProfileError,
+    get_profile,
+    max_attempts_for,
+    register_profile,
+    retries_for,
+)
+from airflow_retry_provider.policy.redact import redact
+from airflow_retry_provider.policy.window import PlanInputError, plan
+
+__all__ = [
+    "BUILTIN_PROFILES",
+    "DEAD_LETTER_DEADLINE_INFEASIBLE",
+    "DEAD_LETTER_EXHAUSTED",
+    "DEAD_LETTER_UNKNOWN_OUTCOME",
+    "DEFAULT_RULES",
+    "FAILURE_CLASSES",
+    "MAX_MESSAGE_CHARS",
+    "MAX_REASON_CHARS",
+    "PROFILES",
+    "AllOf",
+    "Backoff",
+    "Classification",
+    "DeadLetter",
+    "Evidence",
+    "ExceptionType",
+    "FailureClass",
+    "HttpStatus",
+    "MessagePattern",
+    "PlanInputError",
+    "Profile",
+    "Retry",
+    "Rule",
+    "ScheduledDelay",
+    "SqlState",
+    "UnknownProfileError",
+    "classify",
+    "decide",
+    "describe",
+    "exception_chain",
+    "fingerprint",
+    "fnv1a_32",
+    "format_duration",
+    "format_timestamp",
+    "get_profile",
+    "jitter_fraction",
+    "max_attempts_for",
+    "normalise_message",
+    "plan",
+    "redact",
+    "register_profile",
+    "retries_for",
+]

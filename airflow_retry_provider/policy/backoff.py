@@ -1,0 +1,146 @@
+"""Exact, deterministic exponential backoff with a capped delay and a seeded jitter.
+
+For ``attempt`` = the number of the attempt that just failed (1 for the first execution)::
+
+    nominal = min(cap, base * multiplier ** (attempt - 1))
+    u       = fnv1a_32(f"{seed}#{attempt}".encode("utf-8")) / 2**32      # 0 <= u < 1
+    delay   = nominal * (1 - jitter * u), rounded down to whole milliseconds
+
+The arithmetic is done on integers (microseconds, and the multiplier and jitter as exact
+fractions of their decimal value: 1.5 is 3/2, 0.1 is 1/10), so the result is exact and the
+same on every machine; a huge ``attempt`` simply gives the cap. No clock, no ``random``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import timedelta
+from fractions import Fraction
+
+FNV32_OFFSET_BASIS = 2166136261
+FNV32_PRIME = 16777619
+_TWO_TO_32 = 2**32
+_MICROSECONDS_PER_MILLISECOND = 1000
+
+
+def fnv1a_32(data: bytes) -> int:
+    """The 32-bit FNV-1a hash of ``data`` (offset basis 2166136261, prime 16777619)."""
+    value, prime = FNV32_OFFSET_BASIS, FNV32_PRIME
+    for byte in data:
+        value = ((value ^ byte) * prime) & 0xFFFFFFFF
+    return value
+
+
+def jitter_fraction(seed: str, attempt: int) -> Fraction:
+    """``u`` of the formula: ``fnv1a_32(f"{seed}#{attempt}") / 2**32``, in [0, 1)."""
+    return Fraction(fnv1a_32(f"{seed}#{attempt}".encode()), _TWO_TO_32)
+
+
+def _microseconds(value: timedelta) -> int:
+    return (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+
+
+def _exact(value: float) -> Fraction:
+    """The decimal value a person wrote: 1.5 -> 3/2, 0.1 -> 1/10 (not the binary float)."""
+    return Fraction(value) if isinstance(value, int) else Fraction(repr(float(value)))
+
+
+def _check_number(name: str, value: object, low: float, high: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value) or not low <= value <= high:
+        raise ValueError(f"{name} must be between {low:g} and {high:g}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class ScheduledDelay:
+    """One row of a retry schedule.
+
+    :param attempt: the attempt that failed (1-based); the next attempt is ``attempt + 1``.
+    :param nominal: the delay before jitter, ``min(cap, base * multiplier ** (attempt - 1))``.
+    :param delay: the jittered delay, whole milliseconds.
+    :param cumulative: the sum of the delays up to and including this one.
+    """
+
+    attempt: int
+    nominal: timedelta
+    delay: timedelta
+    cumulative: timedelta
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential backoff: the delay after failed attempt ``n`` (see the module docstring).
+
+    :param base: the nominal delay after the first failure (>= 0).
+    :param multiplier: growth factor per failed attempt (1..1000; 1 is a constant delay).
+    :param cap: the largest nominal delay (>= base); the delay never exceeds it.
+    :param jitter: the largest fraction taken off the nominal delay (0..1; 0.25 = up to 25 %).
+    """
+
+    base: timedelta = timedelta(minutes=5)
+    multiplier: float = 2
+    cap: timedelta = timedelta(hours=1)
+    jitter: float = 0.25
+    # the multiplier and jitter as exact fractions of their decimal value (set in __post_init__)
+    _multiplier: Fraction = field(init=False, repr=False, compare=False)
+    _jitter: Fraction = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.base, timedelta) or self.base < timedelta(0):
+            raise ValueError(f"base must be a timedelta >= 0, got {self.base!r}")
+        if not isinstance(self.cap, timedelta) or self.cap < self.base:
+            raise ValueError(f"cap must be a timedelta >= base ({self.base}), got {self.cap!r}")
+        _check_number("multiplier", self.multiplier, 1, 1000)
+        _check_number("jitter", self.jitter, 0, 1)
+        object.__setattr__(self, "_multiplier", _exact(self.multiplier))
+        object.__setattr__(self, "_jitter", _exact(self.jitter))
+
+    def _nominal_microseconds(self, attempt: int) -> tuple[int, int]:
+        """Exact ``min(cap, base * multiplier ** (attempt - 1))`` in microseconds, as (numerator, denominator)."""
+        if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
+            raise ValueError(f"attempt must be an integer >= 1, got {attempt!r}")
+        base = _microseconds(self.base)
+        cap = _microseconds(self.cap)
+        exponent = attempt - 1
+        if base == 0 or exponent == 0 or self._multiplier == 1:
+            return base, 1
+        # Far past the cap (by a factor e or more): do not build huge powers.
+        if exponent * math.log(self._multiplier) > math.log(cap / base) + 1:
+            return cap, 1
+        numerator = base * self._multiplier.numerator**exponent
+        denominator = self._multiplier.denominator**exponent
+        if numerator >= cap * denominator:
+            return cap, 1
+        return numerator, denominator
+
+    def nominal(self, attempt: int) -> timedelta:
+        """The delay before jitter after failed ``attempt``, rounded down to microseconds."""
+        numerator, denominator = self._nominal_microseconds(attempt)
+        return timedelta(microseconds=numerator // denominator)
+
+    def delay(self, attempt: int, seed: str) -> timedelta:
+        """The delay after failed ``attempt`` (1-based), jittered by ``seed``, whole milliseconds."""
+        numerator, denominator = self._nominal_microseconds(attempt)
+        # nominal * (1 - jitter * h / 2**32) with jitter = jp / jq, all in integers
+        h = fnv1a_32(f"{seed}#{attempt}".encode())
+        jp, jq = self._jitter.numerator, self._jitter.denominator
+        factor_numerator = jq * _TWO_TO_32 - jp * h
+        factor_denominator = jq * _TWO_TO_32
+        milliseconds = (numerator * factor_numerator) // (
+            denominator * factor_denominator * _MICROSECONDS_PER_MILLISECOND
+        )
+        return timedelta(milliseconds=milliseconds)
+
+    def schedule(self, max_attempts: int, seed: str) -> tuple[ScheduledDelay, ...]:
+        """The delays after attempts 1 .. max_attempts - 1 (the last attempt is not followed by a retry)."""
+        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+            raise ValueError(f"max_attempts must be an integer >= 1, got {max_attempts!r}")
+        rows: list[ScheduledDelay] = []
+        cumulative = timedelta(0)
+        for attempt in range(1, max_attempts):
+            delay = self.delay(attempt, seed)
+            cumulative += delay
+            rows.append(ScheduledDelay(attempt, self.nominal(attempt), delay, cumulative))
+        return tuple(rows)

@@ -1,0 +1,130 @@
+"""Named retry profiles: an attempt ceiling, a backoff and an execution timeout.
+
+``max_attempts`` counts the first execution: ``max_attempts=3`` means at most three
+executions, i.e. Airflow ``retries=2``. Use :func:`retries_for` and :func:`max_attempts_for`
+to translate; docs/CLASSIFICATION.md shows the attempt sequence of each built-in profile.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from types import MappingProxyType
+
+from airflow_retry_provider.policy.backoff import Backoff
+
+_NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+MAX_ATTEMPTS_LIMIT = 100
+"""The largest ``max_attempts`` a profile may have: more is a loop, not a retry policy."""
+
+
+class UnknownProfileError(KeyError, ValueError):
+    """No profile of that name; the message lists the known names."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer from {low} to {high}, got {value!r}")
+    return value
+
+
+def retries_for(max_attempts: int) -> int:
+    """Airflow's ``retries`` (excluding the first try) for ``max_attempts`` (including it)."""
+    return _check_int("max_attempts", max_attempts, 1, MAX_ATTEMPTS_LIMIT) - 1
+
+
+def max_attempts_for(retries: int) -> int:
+    """``max_attempts`` (including the first try) for Airflow's ``retries`` (excluding it)."""
+    return _check_int("retries", retries, 0, MAX_ATTEMPTS_LIMIT - 1) + 1
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A named retry policy for one kind of task.
+
+    :param name: lower-case identifier (letters, digits, ``_``, ``-``), e.g. ``"report"``.
+    :param max_attempts: executions at most, counting the first (Airflow ``retries`` + 1).
+    :param backoff: the delays between attempts.
+    :param execution_timeout: a run taking longer is killed and counts as a failure.
+    :param description: one sentence on when to use it.
+    """
+
+    name: str
+    max_attempts: int
+    backoff: Backoff
+    execution_timeout: timedelta
+    description: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME_PATTERN.match(self.name):
+            raise ValueError(
+                f"name must be 1-64 lower-case letters, digits, '_' or '-' starting with a letter, got {self.name!r}"
+            )
+        _check_int("max_attempts", self.max_attempts, 1, MAX_ATTEMPTS_LIMIT)
+        if not isinstance(self.backoff, Backoff):
+            raise ValueError(f"backoff must be a Backoff, got {self.backoff!r}")
+        if not isinstance(self.execution_timeout, timedelta) or self.execution_timeout <= timedelta(0):
+            raise ValueError(
+                f"execution_timeout must be a positive timedelta, got {self.execution_timeout!r}"
+            )
+        if not isinstance(self.description, str):
+            raise ValueError(f"description must be a string, got {self.description!r}")
+
+    @property
+    def retries(self) -> int:
+        """Airflow's ``retries`` for this profile: ``max_attempts - 1``."""
+        return self.max_attempts - 1
+
+
+BUILTIN_PROFILES: tuple[Profile, ...] = (
+    Profile(
+        name="dashboard",
+        max_attempts=2,
+        backoff=Backoff(base=timedelta(minutes=1), multiplier=2, cap=timedelta(minutes=5), jitter=0.25),
+        execution_timeout=timedelta(minutes=10),
+        description="Frequent refreshes: one quick retry; a stale tile beats a queue of retries.",
+    ),
+    Profile(
+        name="report",
+        max_attempts=3,
+        backoff=Backoff(base=timedelta(minutes=5), multiplier=2, cap=timedelta(minutes=30), jitter=0.25),
+        execution_timeout=timedelta(minutes=30),
+        description="Scheduled reports with a delivery time: two retries, 5 then 10 minutes apart.",
+    ),
+    Profile(
+        name="pipeline",
+        max_attempts=2,
+        backoff=Backoff(base=timedelta(minutes=15), multiplier=2, cap=timedelta(hours=1), jitter=0.25),
+        execution_timeout=timedelta(hours=2),
+        description="Heavy data-pipeline stages: one retry, late enough for an upstream incident to clear.",
+    ),
+)
+
+_REGISTRY: dict[str, Profile] = {profile.name: profile for profile in BUILTIN_PROFILES}
+
+PROFILES: Mapping[str, Profile] = MappingProxyType(_REGISTRY)
+"""Every known profile by name (read-only view; add with :func:`register_profile`)."""
+
+
+def register_profile(profile: Profile, *, replace: bool = False) -> Profile:
+    """Make ``profile`` known by its name; a name already known is refused unless ``replace``."""
+    if not isinstance(profile, Profile):
+        raise ValueError(f"profile must be a Profile, got {profile!r}")
+    if profile.name in _REGISTRY and not replace:
+        raise ValueError(f"a profile named {profile.name!r} already exists; pass replace=True to replace it")
+    _REGISTRY[profile.name] = profile
+    return profile
+
+
+def get_profile(name: str) -> Profile:
+    """The profile called ``name``; UnknownProfileError (a KeyError and ValueError) lists the known names."""
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        known = ", ".join(sorted(_REGISTRY))
+        raise UnknownProfileError(f"unknown retry profile {name!r}; known profiles: {known}") from None

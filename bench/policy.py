@@ -1,0 +1,117 @@
+"""Benchmark: the classified retry policy against Airflow's own ExceptionRetryPolicy, and import cost.
+
+Run: .venv/bin/python bench/policy.py   (prints each figure, its anchor and the ratio)
+Targets (issue "Classified retries"): evaluate <= 3x ExceptionRetryPolicy; importing the
+provider adds <= 50 ms to ``import airflow.sdk`` in a fresh process (median of 10).
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from types import SimpleNamespace
+
+from airflow.sdk import ExceptionRetryPolicy, RetryAction, RetryRule
+
+from airflow_retry_provider import ClassifiedRetryPolicy
+
+CALLS = 20_000
+NOW = datetime(2026, 11, 30, 10, tzinfo=timezone.utc)
+
+
+def _exceptions() -> list[BaseException]:
+    http = RuntimeError("429 Too Many Requests")
+    http.status_code = 429  # type: ignore[attr-defined]
+    chained = RuntimeError("load failed")
+    chained.__cause__ = ConnectionResetError(104, "Connection reset by peer")
+    return [
+        http,
+        chained,
+        TimeoutError("read timed out"),
+        RuntimeError('relation "positions_v2" does not exist'),
+        ValueError("no queries configured for report sales_daily"),
+        RuntimeError("something nobody has seen before"),
+    ]
+
+
+def _airflow_policy() -> ExceptionRetryPolicy:
+    """What a careful author writes with Airflow alone: the same families, by exception type."""
+    return ExceptionRetryPolicy(
+        rules=[
+            RetryRule(exception=ConnectionError, action=RetryAction.RETRY, retry_delay=timedelta(minutes=5)),
+            RetryRule(exception=TimeoutError, action=RetryAction.FAIL, reason="unknown outcome"),
+            RetryRule(exception=PermissionError, action=RetryAction.FAIL, reason="poison"),
+            RetryRule(exception=FileNotFoundError, action=RetryAction.FAIL, reason="poison"),
+            RetryRule(exception=ValueError, action=RetryAction.FAIL, reason="bad config"),
+            RetryRule(exception="requests.exceptions.HTTPError", action=RetryAction.RETRY),
+        ],
+        default=RetryAction.RETRY,
+    )
+
+
+def _context() -> dict:
+    ti = SimpleNamespace(dag_id="sales", run_id="scheduled__x", task_id="load", map_index=-1, try_number=1)
+    return {
+        "ti": ti,
+        "task": SimpleNamespace(retries=2),
+        "data_interval_start": NOW - timedelta(days=1),
+        "data_interval_end": NOW,
+    }
+
+
+def per_call_us(policy, exceptions, context) -> float:
+    for exc in exceptions:  # warm caches (compiled regexes, resolved exception classes)
+        policy.evaluate(exc, 1, 2, context)
+    rounds = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for i in range(CALLS):
+            policy.evaluate(exceptions[i % len(exceptions)], 1, 2, context)
+        rounds.append((time.perf_counter() - start) / CALLS * 1e6)
+    return statistics.median(rounds)
+
+
+def import_ms(code: str, runs: int = 10) -> float:
+    times = []
+    for _ in range(runs):
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"import time; t=time.perf_counter(); {code}; print(time.perf_counter()-t)",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        times.append(float(out.stdout.strip().splitlines()[-1]) * 1000)
+    return statistics.median(times)
+
+
+def main() -> None:
+    exceptions, context = _exceptions(), _context()
+    ours = per_call_us(ClassifiedRetryPolicy("report", clock=lambda: NOW), exceptions, context)
+    theirs = per_call_us(_airflow_policy(), exceptions, context)
+    print(f"evaluate per call: ClassifiedRetryPolicy {ours:.1f} us vs ExceptionRetryPolicy {theirs:.1f} us")
+    print(f"  ratio {ours / theirs:.2f}x (target <= 3x)")
+
+    base = import_ms("import airflow.sdk")
+    package = import_ms("import airflow.sdk; import airflow_retry_provider")
+    dag_author = import_ms(
+        "import airflow.sdk; from airflow_retry_provider import apply_profile, ClassifiedRetryPolicy"
+    )
+    print(f"import airflow.sdk: {base:.1f} ms (median of 10 fresh processes)")
+    print(
+        f"  + import airflow_retry_provider: {package:.1f} ms, adds {package - base:.1f} ms (target <= 50 ms)"
+    )
+    print(
+        f"  + from airflow_retry_provider import apply_profile, ClassifiedRetryPolicy: {dag_author:.1f} ms, "
+        f"adds {dag_author - base:.1f} ms (target <= 50 ms)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+"""Exact, deterministic backoff: FNV-1a jitter, cap, overflow safety, validation and properties."""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from airflow_retry_provider.policy import Backoff, ScheduledDelay, fnv1a_32, jitter_fraction
+
+MS = timedelta(milliseconds=1)
+
+
+def microseconds(value: timedelta) -> int:
+    return (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b"", 0x811C9DC5),  # empty input: the offset basis itself
+        (b"a", 0xE40C292C),  # published FNV-1a 32 test vector
+        (b"foobar", 0xBF9CF968),  # published FNV-1a 32 test vector
+    ],
+)
+def test_fnv1a_32_vectors(data: bytes, expected: int) -> None:
+    """fnv1a_32 gives the published FNV-1a 32-bit values."""
+    assert fnv1a_32(data) == expected
+
+
+def test_fnv1a_32_by_hand() -> None:
+    """One byte worked by hand: (basis XOR byte) * prime mod 2**32."""
+    expected = ((2166136261 ^ ord("a")) * 16777619) % 2**32
+    assert fnv1a_32(b"a") == expected == 3826002220
+
+
+def test_delay_by_hand() -> None:
+    """The default backoff after attempt 1 with seed 'job', computed step by step."""
+    h = fnv1a_32(b"job#1")
+    assert h == 1139088084
+    # nominal = 300 s = 300_000 ms; delay = 300_000 * (1 - (1/4) * h / 2**32), rounded down
+    expected_ms = (300_000 * (4 * 2**32 - h)) // (4 * 2**32)
+    assert expected_ms == 280_108
+    assert Backoff().delay(1, "job") == timedelta(milliseconds=280_108)
+
+
+@pytest.mark.parametrize(
+    ("attempt", "seed", "expected_ms"),
+    [
+        (1, "job", 280_108),  # nominal 5 min
+        (2, "job", 558_459),  # nominal 10 min
+        (3, "job", 1_118_091),  # nominal 20 min
+        (10, "job", 2_905_096),  # far past the cap: nominal 1 h
+        (1, "daily_sales|load|-1|2026-11-29T00:00:00+00:00/2026-11-30T00:00:00+00:00", 292_804),  # real seed
+    ],
+)
+def test_default_backoff_exact_values(attempt: int, seed: str, expected_ms: int) -> None:
+    """Pinned delays of the default backoff: a change here changes production schedules."""
+    assert Backoff().delay(attempt, seed) == timedelta(milliseconds=expected_ms)
+
+
+def test_nominal_grows_and_caps() -> None:
+    """nominal = min(cap, base * multiplier ** (attempt - 1))."""
+    backoff = Backoff()
+    assert [backoff.nominal(n) for n in (1, 2, 3, 4, 5)] == [
+        timedelta(minutes=5),
+        timedelta(minutes=10),
+        timedelta(minutes=20),
+        timedelta(minutes=40),
+        timedelta(hours=1),
+    ]
+
+
+def test_nominal_exactly_at_cap() -> None:
+    """base * multiplier ** k equal to the cap is the cap, with no float error."""
+    backoff = Backoff(base=timedelta(minutes=5), multiplier=2, cap=timedelta(minutes=80))
+    assert backoff.nominal(5) == timedelta(minutes=80)
+
+
+def test_no_jitter_is_nominal() -> None:
+    """With jitter 0 the delay is the nominal delay."""
+    backoff = Backoff(jitter=0)
+    assert backoff.delay(3, "any") == timedelta(minutes=20)
+
+
+def test_fractional_multiplier_is_exact() -> None:
+    """1.5 is taken as exactly 3/2: 1 s * 1.5**2 = 2.25 s."""
+    backoff = Backoff(base=timedelta(seconds=1), multiplier=1.5, cap=timedelta(hours=1), jitter=0)
+    assert backoff.nominal(3) == timedelta(seconds=2.25)
+    assert backoff.delay(3, "x") == timedelta(milliseconds=2250)
+
+
+@pytest.mark.parametrize("attempt", [64, 1025, 10**6, 10**9])
+def test_huge_attempt_is_capped(attempt: int) -> None:
+    """A huge attempt number gives the cap without overflowing."""
+    backoff = Backoff()
+    assert backoff.nominal(attempt) == timedelta(hours=1)
+    assert timedelta(minutes=45) < backoff.delay(attempt, "seed") <= timedelta(hours=1)
+
+
+def test_multiplier_one_is_constant() -> None:
+    """multiplier=1 gives the base delay after every attempt."""
+    backoff = Backoff(base=timedelta(seconds=30), multiplier=1, cap=timedelta(minutes=1))
+    assert backoff.nominal(10**6) == timedelta(seconds=30)
+
+
+def test_jitter_spreads_at_cap() -> None:
+    """Work units all at the cap still get different delays."""
+    backoff = Backoff()
+    delays = {backoff.delay(20, f"unit-{n}") for n in range(50)}
+    assert len(delays) > 45
+
+
+def test_jitter_fraction() -> None:
+    """u is fnv1a_32(seed#attempt) / 2**32."""
+    assert jitter_fraction("job", 1) == Fraction(1139088084, 2**32)
+
+
+def test_schedule() -> None:
+    """schedule() lists attempts 1..max_attempts-1 with cumulative delays."""
+    rows = Backoff().schedule(3, "job")
+    assert rows == (
+        ScheduledDelay(
+            1, timedelta(minutes=5), timedelta(milliseconds=280_108), timedelta(milliseconds=280_108)
+        ),
+        ScheduledDelay(
+            2,
+            timedelta(minutes=10),
+            timedelta(milliseconds=558_459),
+            timedelta(milliseconds=280_108 + 558_459),
+        ),
+    )
+    assert Backoff().schedule(1, "job") == ()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"base": timedelta(seconds=-1)}, "base"),  # negative delay
+        ({"base": 300}, "base"),  # seconds must be a timedelta
+        ({"cap": timedelta(minutes=1)}, "cap"),  # cap below base
+        ({"multiplier": 0.5}, "multiplier"),  # shrinking delays
+        ({"multiplier": True}, "multiplier"),  # a bool is not a number
+        ({"multiplier": float("nan")}, "multiplier"),  # not finite
+        ({"multiplier": "2"}, "multiplier"),  # a string
+        ({"jitter": 1.5}, "jitter"),  # more than the whole delay
+        ({"jitter": -0.1}, "jitter"),  # negative jitter
+    ],
+)
+def test_validation(kwargs: dict, field: str) -> None:
+    """A bad parameter is refused with a message naming the field and the value."""
+    with pytest.raises(ValueError, match=rf"^{field} must") as info:
+        Backoff(**kwargs)
+    assert repr(next(iter(kwargs.values()))) in str(info.value)
+
+
+@pytest.mark.parametrize("attempt", [0, -1, True, 1.0])
+def test_attempt_validation(attempt: object) -> None:
+    """The attempt must be an integer >= 1."""
+    with pytest.raises(ValueError, match="attempt must be an integer"):
+        Backoff().delay(attempt, "seed")  # type: ignore[arg-type]
+
+
+backoffs = st.builds(
+    lambda base_ms, factor, extra_ms, jitter_pct: Backoff(
+        base=timedelta(milliseconds=base_ms),
+        multiplier=factor,
+        cap=timedelta(milliseconds=base_ms + extra_ms),
+        jitter=jitter_pct / 100,
+    ),
+    st.integers(0, 10**7),
+    st.sampled_from([1, 1.5, 2, 3, 10]),
+    st.integers(0, 10**8),
+    st.integers(0, 100),
+)
+
+
+@given(backoffs, st.integers(1, 10**6), st.text(max_size=40))
+def test_delay_never_exceeds_cap(backoff: Backoff, attempt: int, seed: str) -> None:
+    """delay <= nominal <= cap, for any attempt and seed."""
+    delay = backoff.delay(attempt, seed)
+    assert timedelta(0) <= delay <= backoff.nominal(attempt) <= backoff.cap
+
+
+@given(backoffs, st.integers(1, 200), st.text(max_size=40))
+def test_delay_above_jitter_floor(backoff: Backoff, attempt: int, seed: str) -> None:
+    """delay > nominal * (1 - jitter) before rounding: so after rounding down, delay + 1 ms > it."""
+    floor = Fraction(microseconds(backoff.nominal(attempt))) * (1 - Fraction(repr(backoff.jitter)))
+    delay = microseconds(backoff.delay(attempt, seed))
+    assert delay + 1000 > floor
+    if backoff.jitter == 0 or backoff.nominal(attempt) == timedelta(0):
+        assert delay == math.floor(floor / 1000) * 1000
+
+
+@given(backoffs, st.integers(1, 10**6), st.text(max_size=40))
+def test_delay_is_deterministic(backoff: Backoff, attempt: int, seed: str) -> None:
+    """The same backoff, attempt and seed always give the same whole-millisecond delay."""
+    copy = Backoff(backoff.base, backoff.multiplier, backoff.cap, backoff.jitter)
+    delay = backoff.delay(attempt, seed)
+    assert delay == copy.delay(attempt, seed)
+    assert microseconds(delay) % 1000 == 0
