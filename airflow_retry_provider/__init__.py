@@ -15,6 +15,9 @@ __version__ = "0.1.0"
 _LAZY = {
     "ClassifiedRetryPolicy": "airflow_retry_provider.retry_policy",
     "apply_profile": "airflow_retry_provider.retry_policy",
+    "DeliveryDeadline": "airflow_retry_provider.retry_policy",
+    "work_unit_key": "airflow_retry_provider.identity",
+    "remote_job_id": "airflow_retry_provider.identity",
 }
 
 __all__ = ["__version__", "get_provider_info", *_LAZY]
