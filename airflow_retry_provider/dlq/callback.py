@@ -53,7 +53,7 @@ def build_letter(context: Mapping[str, Any], filed_by: str = "callback") -> NewL
     """Turn a failure ``context`` into the record to file (pure apart from reading the context)."""
     ti = context["ti"]
     exception = context.get("exception")
-    policy = getattr(context.get("task"), "retry_policy", None)
+    policy: Any = getattr(context.get("task"), "retry_policy", None)
     evaluation = None
     if hasattr(policy, "evaluation_for"):
         evaluation = policy.evaluation_for(context, ti.try_number)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -168,7 +169,7 @@ class DeadLetterStore:
             cur.execute(query("list_letters"), params)
             return [Letter.from_row(row) for row in self._rows(cur)]
 
-    def replays(self, letter_id: int) -> list[Replay]:
+    def replays(self, letter_id: int) -> builtins.list[Replay]:
         with self._transaction() as cur:
             cur.execute(query("replays_of_letter"), {"letter_id": letter_id})
             return [Replay.from_row(row) for row in self._rows(cur)]
