@@ -44,6 +44,8 @@ def run_demo(workdir: Path, dags_folder: Path, once: bool, timeout: float = 600)
     try:
         say("starting PostgreSQL")
         server = server_from_env_or_start()
+        if server.workdir is not None:
+            say(f"PostgreSQL cluster in {server.workdir} on port {server.port}")
         metadata_url = server.sqlalchemy_url(METADATA_DB)
         server.create_database(METADATA_DB)
         provider_dsn = server.create_database(PROVIDER_DB)

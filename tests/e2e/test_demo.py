@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import psutil
@@ -50,20 +51,6 @@ def test_demo_once_prints_summary_and_stops_everything(tmp_path, monkeypatch):
     assert "login admin / admin" in result.stdout
     assert "load" in result.stdout and "success" in result.stdout
     assert _processes_under(str(workdir)) == []
-    leftover_pg = [
-        p for p in psutil.process_iter(["cmdline"]) if "arp-pg-" in " ".join(p.info["cmdline"] or [])
-    ]
-    own = _state_cluster_pid()
-    assert [p.pid for p in leftover_pg if p.pid not in own] == []
-
-
-def _state_cluster_pid() -> set[int]:
-    """The test session's own PostgreSQL (and its children) is allowed to keep running."""
-    from tests.conftest import _state
-
-    server = _state["server"]
-    process = getattr(server, "process", None)
-    if process is None:
-        return set()
-    parent = psutil.Process(process.pid)
-    return {parent.pid, *(child.pid for child in parent.children(recursive=True))}
+    cluster = re.search(r"PostgreSQL cluster in (\S+) on port", result.stderr)
+    assert cluster, result.stderr[-2000:]
+    assert _processes_under(cluster.group(1)) == []
