@@ -18,6 +18,7 @@ from typing import Any
 
 from airflow.sdk import RetryDecision, RetryPolicy
 
+from airflow_retry_provider import metrics
 from airflow_retry_provider.identity import key_parts, make_work_unit_key
 from airflow_retry_provider.policy import (
     Backoff,
@@ -154,8 +155,11 @@ class ClassifiedRetryPolicy(RetryPolicy):
             )
             return RetryDecision.fail(reason[:MAX_REASON_CHARS])
         decision = evaluation.decision
+        cls = evaluation.classification
         if isinstance(decision, Retry):
+            metrics.decision(cls.failure_class, cls.category, "retry")
             return RetryDecision.retry(decision.delay, decision.reason)
+        metrics.decision(cls.failure_class, decision.category, "dead_letter")
         return RetryDecision.fail(decision.reason)
 
     def serialize(self) -> dict[str, Any]:

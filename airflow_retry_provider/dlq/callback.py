@@ -17,6 +17,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+from airflow_retry_provider import metrics
 from airflow_retry_provider.dlq.models import NewLetter, replay_cap_from_env
 from airflow_retry_provider.dlq.store import DeadLetterStore, FileResult
 from airflow_retry_provider.identity import key_parts, make_work_unit_key
@@ -146,6 +147,8 @@ def file_dead_letter(context: Mapping[str, Any]) -> None:
     letter = build_letter(context)
     result = file_letter(letter, DeadLetterStore.from_conn_id(), replay_cap_from_env(os.environ))
     if result is not None:
+        if result.changed:
+            metrics.letter("created" if result.created else result.status, letter.category)
         log.info(
             "airflow-retry-provider: dead letter %s is %s (%s/%s)",
             result.letter_id,
@@ -166,4 +169,5 @@ def resolve_dead_letter(context: Mapping[str, Any]) -> None:
         log.warning("airflow-retry-provider: could not resolve the letter now: %s", mask(redact(str(exc))))
         return
     if letter_id is not None:
+        metrics.letter("resolved")
         log.info("airflow-retry-provider: dead letter %s resolved by a successful replay", letter_id)

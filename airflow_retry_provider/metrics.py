@@ -1,0 +1,42 @@
+"""Counters through Airflow's own metrics (StatsD or OpenTelemetry, whichever is configured).
+
+Every name starts with ``retry_provider.``; class and category are part of the name (with
+``-`` written as ``_``) because plain StatsD drops tags. The names are listed in the README.
+A metric never breaks a task: emitting is best effort.
+"""
+
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger(__name__)
+
+PREFIX = "retry_provider"
+
+
+def _part(value: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in value.lower()) or "none"
+
+
+def incr(*parts: str) -> None:
+    """Increment ``retry_provider.<part>.<part>...``."""
+    name = ".".join([PREFIX, *(_part(part) for part in parts)])
+    try:
+        from airflow.sdk.observability.stats import Stats
+
+        Stats.incr(name)
+    except Exception:  # metrics are best effort
+        log.debug("could not emit %s", name, exc_info=True)
+
+
+def decision(failure_class: str, category: str, action: str) -> None:
+    """One policy decision: ``retry_provider.decision.<class>.<category>`` and ``.action.<retry|dead_letter>``."""
+    incr("decision", failure_class, category)
+    incr("action", action)
+
+
+def letter(event: str, category: str | None = None) -> None:
+    """A dead letter ``created``, ``refiled``, ``parked`` or ``resolved`` (with its category when known)."""
+    incr("letter", event)
+    if category:
+        incr("letter", event, category)

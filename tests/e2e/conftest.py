@@ -1,0 +1,144 @@
+"""A real Airflow stack for end-to-end tests, on fresh databases of the session's PostgreSQL."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from typing import Any
+
+import psycopg
+import pytest
+
+from airflow_retry_provider.devstack.airflow import AirflowStack
+from airflow_retry_provider.dlq.schema import apply_schema
+from tests.conftest import REPO, TEST_DAGS, bundle_config
+
+
+class StatsdListener:
+    """Collects the StatsD lines sent to a UDP port on loopback."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(0.5)
+        self.port = self.sock.getsockname()[1]
+        self.lines: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                data, _ = self.sock.recvfrom(65535)
+            except TimeoutError:
+                continue
+            self.lines.extend(data.decode("utf-8", "replace").splitlines())
+
+    def counters(self, prefix: str) -> dict[str, int]:
+        totals: dict[str, int] = {}
+        for line in list(self.lines):
+            name, _, rest = line.partition(":")
+            if name.startswith(prefix) and rest.endswith("|c"):
+                totals[name] = totals.get(name, 0) + int(float(rest.split("|")[0]))
+        return totals
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.sock.close()
+
+
+class E2E:
+    """The running stack plus its provider database and StatsD listener."""
+
+    def __init__(self, stack: AirflowStack, provider_dsn: str, metadata_dsn: str, statsd: StatsdListener):
+        self.stack, self.provider_dsn, self.metadata_dsn, self.statsd = (
+            stack,
+            provider_dsn,
+            metadata_dsn,
+            statsd,
+        )
+
+    def trigger(self, dag_id: str) -> dict[str, Any]:
+        """Unpause ``dag_id`` and start a run whose logical date is now (so it has a data interval)."""
+        self.stack.wait_for_dag(dag_id)
+        self.stack.api("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": False})
+        body = {
+            "logical_date": datetime.now(timezone.utc).isoformat(),
+            "dag_run_id": f"e2e__{uuid.uuid4().hex[:10]}",
+        }
+        return dict(self.stack.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", json=body))
+
+    def wait(self, run: dict[str, Any], timeout: float = 300) -> dict[str, Any]:
+        return self.stack.wait_for_run(run["dag_id"], run["dag_run_id"], timeout=timeout)
+
+    def letters(self, dag_id: str) -> dict[str, dict[str, Any]]:
+        with psycopg.connect(self.provider_dsn) as conn:
+            cur = conn.execute("SELECT * FROM retry_dead_letters WHERE dag_id = %s", (dag_id,))
+            names = [c.name for c in cur.description]
+            return {row[names.index("task_id")]: dict(zip(names, row, strict=True)) for row in cur.fetchall()}
+
+    def tries(self, run: dict[str, Any], task_id: str) -> list[dict[str, Any]]:
+        """Every try of a task instance from Airflow's metadata database, oldest first."""
+        sql = """
+            SELECT try_number, state, start_date, end_date, retry_delay_override, retry_reason
+            FROM task_instance_history WHERE dag_id = %(d)s AND run_id = %(r)s AND task_id = %(t)s
+            UNION ALL
+            SELECT try_number, state, start_date, end_date, retry_delay_override, retry_reason
+            FROM task_instance WHERE dag_id = %(d)s AND run_id = %(r)s AND task_id = %(t)s
+            ORDER BY try_number
+        """
+        with psycopg.connect(self.metadata_dsn) as conn:
+            cur = conn.execute(sql, {"d": run["dag_id"], "r": run["dag_run_id"], "t": task_id})
+            names = [c.name for c in cur.description]
+            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+@pytest.fixture(scope="module")
+def e2e(pg_server, tmp_path_factory) -> Iterator[E2E]:
+    """One real Airflow (scheduler, dag-processor, api-server, triggerer) for a test module."""
+    suffix = uuid.uuid4().hex[:8]
+    meta_db, provider_db = f"arp_e2e_meta_{suffix}", f"arp_e2e_provider_{suffix}"
+    pg_server.create_database(meta_db)
+    provider_dsn = pg_server.create_database(provider_db)
+    with psycopg.connect(provider_dsn) as conn:
+        apply_schema(conn)
+    statsd = StatsdListener()
+    stack = AirflowStack(
+        home=tmp_path_factory.mktemp("airflow-home"),
+        dags_folder=REPO / "dags",
+        metadata_url=pg_server.sqlalchemy_url(meta_db),
+        provider_dsn=provider_dsn,
+        extra_env={
+            "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST": bundle_config(REPO / "dags", TEST_DAGS),
+            "AIRFLOW__METRICS__STATSD_ON": "True",
+            "AIRFLOW__METRICS__STATSD_HOST": "127.0.0.1",
+            "AIRFLOW__METRICS__STATSD_PORT": str(statsd.port),
+            "AIRFLOW__METRICS__STATSD_PREFIX": "airflow",
+        },
+    )
+    try:
+        stack.migrate()
+        stack.start()
+        stack.wait_healthy()
+        yield E2E(stack, provider_dsn, pg_server.dsn(meta_db), statsd)
+    finally:
+        stack.stop()
+        statsd.close()
+        for name in (meta_db, provider_db):
+            pg_server.drop_database(name)
+
+
+def sample_until(predicate, timeout: float = 120, every: float = 0.5) -> None:
+    """Poll ``predicate`` until it is true."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(every)
+    raise TimeoutError("condition not met in time")
