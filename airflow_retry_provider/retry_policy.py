@@ -246,7 +246,8 @@ class ProfileConflictError(ValueError):
 def apply_profile(target: Any, profile: str | Profile, **policy_kwargs: Any) -> Any:
     """Apply a retry profile to ``default_args`` (a dict), an operator, or a ``@task`` call's result.
 
-    Sets ``retries`` to ``max_attempts - 1``, ``retry_policy``, ``execution_timeout`` and adds the
+    Sets ``retries`` to ``max_attempts - 1``, ``retry_policy``, ``execution_timeout``, ``retry_delay``
+    (the backoff's base, for failures the policy never sees, such as a killed worker) and adds the
     dead-letter ``on_failure_callback`` to any callbacks already there. A ``retries`` already set
     to something else is a ``ProfileConflictError``. Returns ``target``.
     """
@@ -287,6 +288,7 @@ def _apply_to_mapping(
     _check_retries("default_args", args.get("retries"), profile)
     args["retries"] = profile.retries
     args["retry_policy"] = policy
+    args["retry_delay"] = policy.backoff.base  # used only where the policy is not consulted (a killed worker)
     args.setdefault("execution_timeout", profile.execution_timeout)
     args["on_failure_callback"] = _with_callback(args.get("on_failure_callback"), file_dead_letter)
     args["on_success_callback"] = _with_callback(args.get("on_success_callback"), resolve_dead_letter)
@@ -294,10 +296,11 @@ def _apply_to_mapping(
 
 def _apply_to_operator(operator: Any, profile: Profile, policy: ClassifiedRetryPolicy) -> None:
     from airflow.sdk.bases.operator import BaseOperator
+    from airflow.sdk.definitions.mappedoperator import MappedOperator
 
     from airflow_retry_provider.dlq.callback import file_dead_letter, resolve_dead_letter
 
-    if not isinstance(operator, BaseOperator):
+    if not isinstance(operator, (BaseOperator, MappedOperator)):
         raise TypeError(
             f"apply_profile: expected default_args, an operator or a @task result, got {operator!r}"
         )
@@ -305,6 +308,7 @@ def _apply_to_operator(operator: Any, profile: Profile, policy: ClassifiedRetryP
     _check_retries(f"task {operator.task_id!r}", explicit, profile)
     operator.retries = profile.retries
     operator.retry_policy = policy
+    operator.retry_delay = policy.backoff.base  # used only where the policy is not consulted (a killed worker)
     if operator.execution_timeout is None:
         operator.execution_timeout = profile.execution_timeout
     operator.on_failure_callback = _with_callback(operator.on_failure_callback, file_dead_letter)

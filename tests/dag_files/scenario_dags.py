@@ -87,3 +87,48 @@ with _dag("e2e_pool_capacity"):
     heavy_extraction()
     light_extraction_a()
     light_extraction_b()
+
+
+with _dag("e2e_worker_killed"):
+
+    @task
+    def long_extraction(ti=None) -> None:
+        """Writes its pids for the test (which SIGKILLs the worker), then works for a long time."""
+        import os
+        from pathlib import Path
+
+        folder = Path(os.environ["E2E_PID_DIR"])
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"try-{ti.try_number}").write_text(f"{os.getpid()} {os.getppid()}")
+        time.sleep(600)
+
+    apply_profile(long_extraction(), "dashboard", backoff=FAST)
+
+
+LOAD_KINDS = ["poison"] * 80 + ["unknown"] * 60 + ["retryable"] * 60
+
+
+with _dag("e2e_load"):
+
+    @task
+    def fail(kind: str) -> None:
+        """Fails as told: poison (missing table), unknown (read timeout) or retryable (503)."""
+        if kind == "poison":
+            raise RuntimeError('relation "positions_v2" does not exist')
+        if kind == "unknown":
+            raise TimeoutError("read timed out waiting for the load confirmation")
+        exc = RuntimeError("503 Service Unavailable")
+        exc.status_code = 503  # type: ignore[attr-defined]
+        raise exc
+
+    apply_profile(fail.expand(kind=LOAD_KINDS), "dashboard", backoff=FAST)
+
+
+with _dag("e2e_bystander"):
+
+    @task
+    def still_scheduled() -> str:
+        """A small DAG that must keep running while the load drains."""
+        return "ok"
+
+    still_scheduled()

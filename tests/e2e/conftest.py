@@ -56,13 +56,14 @@ class StatsdListener:
 class E2E:
     """The running stack plus its provider database and StatsD listener."""
 
-    def __init__(self, stack: AirflowStack, provider_dsn: str, metadata_dsn: str, statsd: StatsdListener):
-        self.stack, self.provider_dsn, self.metadata_dsn, self.statsd = (
-            stack,
-            provider_dsn,
-            metadata_dsn,
-            statsd,
-        )
+    def __init__(
+        self, stack: AirflowStack, provider_dsn: str, metadata_dsn: str, statsd: StatsdListener, pid_dir: Path
+    ) -> None:
+        self.stack = stack
+        self.provider_dsn = provider_dsn
+        self.metadata_dsn = metadata_dsn
+        self.statsd = statsd
+        self.pid_dir = pid_dir
 
     def trigger(self, dag_id: str) -> dict[str, Any]:
         """Unpause ``dag_id`` and start a run whose logical date is now (so it has a data interval)."""
@@ -109,6 +110,7 @@ def e2e(pg_server, tmp_path_factory) -> Iterator[E2E]:
     with psycopg.connect(provider_dsn) as conn:
         apply_schema(conn)
     statsd = StatsdListener()
+    pid_dir = tmp_path_factory.mktemp("pids")
     stack = AirflowStack(
         home=tmp_path_factory.mktemp("airflow-home"),
         dags_folder=REPO / "dags",
@@ -120,13 +122,15 @@ def e2e(pg_server, tmp_path_factory) -> Iterator[E2E]:
             "AIRFLOW__METRICS__STATSD_HOST": "127.0.0.1",
             "AIRFLOW__METRICS__STATSD_PORT": str(statsd.port),
             "AIRFLOW__METRICS__STATSD_PREFIX": "airflow",
+            "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "60",
+            "E2E_PID_DIR": str(pid_dir),
         },
     )
     try:
         stack.migrate()
         stack.start()
         stack.wait_healthy()
-        yield E2E(stack, provider_dsn, pg_server.dsn(meta_db), statsd)
+        yield E2E(stack, provider_dsn, pg_server.dsn(meta_db), statsd, pid_dir)
     finally:
         stack.stop()
         statsd.close()

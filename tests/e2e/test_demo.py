@@ -49,7 +49,8 @@ def test_demo_once_prints_summary_and_stops_everything(tmp_path, monkeypatch):
     assert "example_retry_pipeline" in result.stdout
     assert "Airflow UI: http://127.0.0.1:" in result.stdout
     assert "login admin / admin" in result.stdout
-    assert "load" in result.stdout and "success" in result.stdout
+    assert re.search(r"load_bronze_positions\s+success\s+tries=2", result.stdout), result.stdout[-3000:]
+    assert re.search(r"gold_risk_report\s+failed\s+tries=1", result.stdout), result.stdout[-3000:]
     assert _processes_under(str(workdir)) == []
     cluster = re.search(r"PostgreSQL cluster in (\S+) on port", result.stderr)
     assert cluster, result.stderr[-2000:]

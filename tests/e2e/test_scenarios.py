@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from datetime import datetime, timedelta
 
+import psycopg
 import pytest
 
 from airflow_retry_provider.identity import make_work_unit_key
-from tests.dag_files.scenario_dags import FAST
+from tests.dag_files.scenario_dags import FAST, LOAD_KINDS
+from tests.e2e.conftest import sample_until
 
 pytestmark = pytest.mark.e2e
 
@@ -122,3 +126,52 @@ def test_metrics_reach_statsd(e2e, runs):
     assert counters.get("airflow.retry_provider.action.dead_letter", 0) >= 2
     assert counters.get("airflow.retry_provider.letter.created", 0) >= 2
     assert counters.get("airflow.retry_provider.letter.created.exhausted", 0) == 1
+
+
+def test_worker_killed_mid_task_is_never_lost(e2e):
+    """SIGKILL of the worker: heartbeat timeout, Airflow's retry, and when exhausted a letter all the same."""
+    run = e2e.trigger("e2e_worker_killed")
+    for try_number in (1, 2):
+        pid_file = e2e.pid_dir / f"try-{try_number}"
+        sample_until(pid_file.exists, timeout=240)
+        task_pid, supervisor_pid = (int(p) for p in pid_file.read_text().split())
+        for pid in (task_pid, supervisor_pid):  # the task and the worker process supervising it
+            os.kill(pid, signal.SIGKILL)
+    finished = e2e.wait(run, timeout=600)
+    assert finished["state"] == "failed"
+    assert [t["try_number"] for t in e2e.tries(run, "long_extraction")] == [1, 2]
+    sample_until(lambda: "long_extraction" in e2e.letters("e2e_worker_killed"), timeout=240)
+    letter = e2e.letters("e2e_worker_killed")["long_extraction"]
+    assert (letter["category"], letter["failure_class"]) == ("exhausted", "unknown")
+    assert letter["try_number"] == 2
+
+
+def test_200_failures_at_once_each_decided_and_filed_once(e2e):
+    """200 mapped failures of mixed classes: 200 letters, no duplicate, and other DAGs keep running."""
+    started = time.monotonic()
+    run = e2e.trigger("e2e_load")
+    bystander = e2e.trigger("e2e_bystander")
+    assert e2e.wait(bystander, timeout=600)["state"] == "success"
+    bystander_done = time.monotonic()
+    finished = e2e.wait(run, timeout=1200)
+    drained = time.monotonic() - started
+    print(
+        f"\n200 failing task instances drained in {drained:.1f} s (bystander DAG done after {bystander_done - started:.1f} s)"
+    )
+    assert finished["state"] == "failed"
+    letters = _load_letters(e2e)
+    assert len(letters) == 200 and {row[0] for row in letters} == set(range(200))
+    by_kind: dict[str, list[tuple]] = {}
+    for map_index, category, try_number in letters:
+        by_kind.setdefault(LOAD_KINDS[map_index], []).append((category, try_number))
+    assert set(by_kind["poison"]) == {("not-found", 1)}
+    assert set(by_kind["unknown"]) == {("unknown-outcome", 1)}
+    assert set(by_kind["retryable"]) == {("exhausted", 2)}
+    assert bystander_done < started + drained
+
+
+def _load_letters(e2e) -> list[tuple]:
+    with psycopg.connect(e2e.provider_dsn) as conn:
+        return conn.execute(
+            "SELECT map_index, category, try_number FROM retry_dead_letters WHERE dag_id = 'e2e_load'"
+        ).fetchall()

@@ -1,0 +1,231 @@
+"""The dead-letter pages in a real Airflow, driven by headless Chromium (Debian's ``chromium`` via Playwright).
+
+One stack serves the module (scheduler, dag-processor, api-server with the plugin, triggerer;
+LocalExecutor) on fresh databases of the session's PostgreSQL. A real DAG run files a real
+letter through the provider's callback; a few more are seeded with ``DeadLetterStore.file`` so
+the filter has something to filter out. The browser signs in on Airflow's login page, opens
+"Dead letters" from Airflow's nav, filters, opens the letter, previews and replays it, and sees
+its status change. Screenshots land in ``tests/artifacts/``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_retry_provider.devstack.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowStack
+from airflow_retry_provider.devstack.postgres import PostgresServer, free_port
+from airflow_retry_provider.dlq.models import Letter, NewLetter
+from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
+from tests.conftest import REPO, TEMPLATE_DB, TEST_DAGS, bundle_config
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = REPO / "tests" / "artifacts"
+POISON_DAG = "policy_poison_between_valid"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+SEED = NewLetter(
+    dag_id="nightly_positions",
+    run_id="scheduled__2026-11-28T00:00:00+00:00",
+    task_id="load_positions",
+    map_index=-1,
+    try_number=3,
+    attempts_used=3,
+    max_attempts=3,
+    work_unit_key="ws-7/2026-11-28",
+    data_interval_start=datetime(2026, 11, 28, tzinfo=timezone.utc),
+    data_interval_end=datetime(2026, 11, 29, tzinfo=timezone.utc),
+    workspace_id="ws-7",
+    failure_class="retryable",
+    category="timeout",
+    rule="timeout-error",
+    exception_type="TimeoutError",
+    message="read timed out after 30s <script>alert(1)</script>",
+    reason="retries exhausted",
+    fingerprint="fp-timeout",
+)
+
+
+class Env:
+    """The running stack, its provider store, and the letter the real DAG run filed."""
+
+    def __init__(self, stack: AirflowStack, store: DeadLetterStore, letter: Letter) -> None:
+        self.stack = stack
+        self.store = store
+        self.letter = letter
+
+
+@pytest.fixture(scope="module")
+def env(pg_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    """A real Airflow with the plugin; one poison job failed into the DLQ, three more letters seeded."""
+    suffix = uuid.uuid4().hex[:8]
+    metadata_db, provider_db = f"arp_ui_meta_{suffix}", f"arp_ui_dlq_{suffix}"
+    pg_server.create_database(metadata_db)
+    provider_dsn = pg_server.create_database(provider_db, template=TEMPLATE_DB)
+    port = free_port()
+    stack = AirflowStack(
+        home=Path(tmp_path_factory.mktemp("ui-airflow-home")),
+        dags_folder=TEST_DAGS,
+        metadata_url=pg_server.sqlalchemy_url(metadata_db),
+        provider_dsn=provider_dsn,
+        api_port=port,
+        extra_env={
+            "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST": bundle_config(REPO / "dags", TEST_DAGS),
+            "AIRFLOW_RETRY_DLQ_REPLAY_RATE_PER_MINUTE": "60",
+        },
+    )
+    store = DeadLetterStore.from_dsn(provider_dsn)
+    try:
+        stack.migrate()
+        stack.start()
+        stack.wait_healthy()
+        for i in range(3):
+            store.file(replace(SEED, run_id=f"{SEED.run_id}-{i}"), replay_cap=3)
+        stack.wait_for_dag(POISON_DAG)
+        stack.api("PATCH", f"/api/v2/dags/{POISON_DAG}", json={"is_paused": False})
+        run_id = stack.api("POST", f"/api/v2/dags/{POISON_DAG}/dagRuns", json={"logical_date": None})[
+            "dag_run_id"
+        ]
+        assert stack.wait_for_run(POISON_DAG, run_id, timeout=240)["state"] == "failed"
+        letter = _wait(lambda: _one(store.list(LetterFilter(dag_id=POISON_DAG))), "the poison job's letter")
+        yield Env(stack, store, letter)
+    finally:
+        stack.stop()
+        pg_server.drop_database(metadata_db)
+        pg_server.drop_database(provider_db)
+
+
+def _one(letters: list[Letter]) -> Letter | None:
+    return letters[0] if letters else None
+
+
+def _wait(check: Any, what: str, timeout: float = 120) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Debian Chromium through Playwright, with a fresh profile; closed at the end."""
+    from playwright.sync_api import sync_playwright
+
+    profile = tempfile.mkdtemp(prefix="arp-chromium-")
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            profile,
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1440, "height": 1000},
+        )
+        try:
+            yield context
+        finally:
+            context.close()
+            shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_an_operator_filters_previews_and_replays_a_letter_from_airflows_ui(env: Env, browser: Any):
+    """Sign in, Browse > Dead letters, filter, open the letter, preview, replay, and see its status change."""
+    from playwright.sync_api import expect
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page()
+    page.set_default_timeout(30_000)
+
+    page.goto(env.stack.base_url + "/")
+    page.wait_for_url(re.compile(r"/auth/login"))
+    page.locator("input[name=username]").fill(ADMIN_USER)
+    page.locator("input[name=password]").fill(ADMIN_PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(re.compile(r"^(?!.*/auth/login)"))
+
+    page.get_by_role("button", name=re.compile("Browse")).click()
+    page.get_by_role("menuitem", name="Dead letters").click()
+    page.wait_for_url(re.compile(r"/plugin/dead-letters"))
+    frame = page.frame_locator('iframe[title="Dead letters"]')
+    expect(frame.locator("#letters tbody tr[data-letter]")).to_have_count(4)
+    expect(frame.get_by_text("read timed out after 30s <script>alert(1)</script>").first).to_be_visible()
+    page.screenshot(path=str(ARTIFACTS / "dead-letters-list.png"), full_page=True)
+
+    frame.locator("select[name=dag_id]").select_option(POISON_DAG)
+    frame.locator("#apply-filters").click()
+    expect(frame.locator("#letters tbody tr[data-letter]")).to_have_count(1)
+    expect(frame.locator("#count")).to_contain_text("1 letter")
+
+    frame.locator(f'tr[data-letter="{env.letter.id}"] a.letter-link').click()
+    expect(frame.locator("#letter-status")).to_have_text("dlq")
+    expect(frame.locator("#error-message")).to_contain_text("positions_v2")
+
+    frame.locator("#replay").click()
+    expect(frame.locator("#preview-summary")).to_contain_text("1 letter will be replayed")
+    expect(frame.locator("#preview-summary")).to_contain_text("1 task instance cleared")
+    expect(frame.locator(f'#preview-items tr[data-letter="{env.letter.id}"]')).to_contain_text("invalid_job")
+    assert env.store.get(env.letter.id).status == "dlq"  # type: ignore[union-attr]  # the preview changed nothing
+
+    frame.locator("#reason").fill("checking the UI replay")
+    frame.locator("#fix-version").fill("ui-e2e-1")
+    frame.locator("#confirm-replay").click()
+    expect(frame.locator("#job-status")).to_contain_text("finished", timeout=60_000)
+    expect(frame.locator("#job-status")).to_contain_text("1 cleared")
+
+    replayed = _wait(
+        lambda: (lambda lt: lt if lt and lt.replay_count == 1 and lt.status == "dlq" else None)(
+            env.store.get(env.letter.id)
+        ),
+        "the replay to run and fail again (no fix deployed)",
+        timeout=150,
+    )
+    assert replayed.try_number == 2
+    (replay,) = env.store.replays(env.letter.id)
+    assert (replay.actor, replay.reason, replay.fix_version, replay.outcome) == (
+        ADMIN_USER,
+        "checking the UI replay",
+        "ui-e2e-1",
+        "failed",
+    )
+
+    frame.locator("a.job-letter").first.click()
+    expect(frame.locator("#replays")).to_contain_text("checking the UI replay")
+    expect(frame.locator("#replays")).to_contain_text("failed")
+    expect(frame.locator("body")).to_contain_text("replays so far: 1")
+    expect(frame.locator("#tries tbody tr")).to_have_count(2)  # both tries, from Airflow's REST API
+    page.screenshot(path=str(ARTIFACTS / "dead-letters-after-replay.png"), full_page=True)
+
+    frame.locator("#ti-link").click()  # a link into Airflow's own page moves Airflow's router, not the frame
+    page.wait_for_url(re.compile(r"/tasks/invalid_job"))
+    page.get_by_role("link", name="Dead letters").click()
+    tab = page.frame_locator('iframe[title="Dead letters"]')
+    expect(tab.locator("#ti-letter")).to_have_text(str(env.letter.id))
+    expect(tab.locator("#tries tbody tr")).to_have_count(2)
+    page.screenshot(path=str(ARTIFACTS / "dead-letters-task-instance-tab.png"), full_page=True)
+
+    audit = env.stack.api("GET", "/api/v2/eventLogs", params={"event": "retry_provider_replay"})
+    assert [entry["owner"] for entry in audit["event_logs"]] == [ADMIN_USER]
+    page.close()
