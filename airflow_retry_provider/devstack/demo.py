@@ -64,6 +64,7 @@ def run_demo(workdir: Path, dags_folder: Path, once: bool, timeout: float = 600)
         say("starting scheduler, dag-processor, api-server and triggerer")
         stack.start()
         stack.wait_healthy()
+        sync_example_pools(stack)
         runs = [run_example(stack, dag_id, timeout) for dag_id in DEMO_DAGS]
         print_summary(server, runs)
         print(f"\nAirflow UI: {stack.base_url}  (login {ADMIN_USER} / {ADMIN_PASSWORD})")
@@ -80,6 +81,22 @@ def run_demo(workdir: Path, dags_folder: Path, once: bool, timeout: float = 600)
             stack.stop()
         if server is not None:
             server.stop()
+
+
+def sync_example_pools(stack: AirflowStack) -> None:
+    """Create the pools of the shipped dependency map (the example DAG's extraction uses positions_db)."""
+    from airflow_retry_provider.capacity import (
+        ApiCredentials,
+        example_dependencies_path,
+        load_dependencies,
+        sync_pools,
+    )
+
+    changes = sync_pools(
+        load_dependencies(example_dependencies_path()),
+        ApiCredentials(stack.base_url, ADMIN_USER, ADMIN_PASSWORD),
+    )
+    say("pools: " + ", ".join(f"{change.pool} {change.action}" for change in changes))
 
 
 def run_example(stack: AirflowStack, dag_id: str, timeout: float) -> dict[str, Any]:

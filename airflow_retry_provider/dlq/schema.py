@@ -11,11 +11,16 @@ def schema_sql() -> str:
 
 
 def apply_schema(conn: Any) -> None:
-    """Run ``schema.sql`` on a DB-API connection (psycopg 3 or psycopg2) and commit."""
+    """Create every table of the provider (dead letters, medallion trails) in one transaction and commit."""
+    from airflow_retry_provider.ledger.sql import ledger_sql
+    from airflow_retry_provider.reconciliation.schema import apply_trail_schema
+
     cursor = conn.cursor()
     try:
         cursor.execute("SELECT pg_advisory_xact_lock(7311001)")  # two concurrent inits do not race
         cursor.execute(schema_sql())
+        cursor.execute(ledger_sql())
     finally:
         cursor.close()
+    apply_trail_schema(conn, commit=False)
     conn.commit()

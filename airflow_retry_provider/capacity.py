@@ -1,0 +1,403 @@
+"""Capacity by the real dependency: a declarative map of shared dependencies -> Airflow pools.
+
+A dependency is something many tasks share and that saturates (a positions database, a
+partner API): it has a number of slots, and each task takes a weight of them. The map is
+YAML (``dependencies.example.yaml``) or Python, and ``airflow-retry pools sync`` turns it into
+Airflow pools. Tasks say ``dependency=`` and ``weight=``; :func:`uses` and
+:func:`apply_capacity` turn that into ``pool`` / ``pool_slots`` and refuse, when the DAG is
+parsed, an unknown dependency or a weight larger than its pool (Airflow itself only warns,
+and the task waits forever).
+
+Which map: the one you pass, else the one registered with :func:`set_dependencies`, else the
+YAML file named by ``AIRFLOW_RETRY_DEPENDENCIES_FILE``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+DEPENDENCIES_FILE_ENV = "AIRFLOW_RETRY_DEPENDENCIES_FILE"
+DEFAULT_WEIGHTS: Mapping[str, int] = MappingProxyType({"heavy": 2, "light": 1})
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,256}$")
+
+
+class CapacityError(ValueError):
+    """A dependency map or a task's use of it is wrong (raised when the DAG is parsed)."""
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """A shared dependency and the Airflow pool that guards it.
+
+    :param name: the dependency's name, also the pool's name.
+    :param slots: how many weight units it takes at once (the pool's slots).
+    :param include_deferred: whether deferred tasks keep their slots (Airflow's pool option).
+    :param description: what it is and why this many slots.
+    """
+
+    name: str
+    slots: int
+    include_deferred: bool = False
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise CapacityError(
+                f"dependency name must be letters, digits, '_', '-' or '.', got {self.name!r}"
+            )
+        if isinstance(self.slots, bool) or not isinstance(self.slots, int) or self.slots < 1:
+            raise CapacityError(
+                f"dependency {self.name!r}: slots must be an integer >= 1, got {self.slots!r}"
+            )
+        if not isinstance(self.include_deferred, bool):
+            raise CapacityError(
+                f"dependency {self.name!r}: include_deferred must be true or false, got {self.include_deferred!r}"
+            )
+        if not isinstance(self.description, str):
+            raise CapacityError(f"dependency {self.name!r}: description must be text")
+
+    @property
+    def pool(self) -> str:
+        return self.name
+
+    def as_pool(self) -> dict[str, Any]:
+        """The body of ``POST /api/v2/pools`` for this dependency."""
+        return {
+            "name": self.pool,
+            "slots": self.slots,
+            "description": self.description,
+            "include_deferred": self.include_deferred,
+        }
+
+
+@dataclass(frozen=True)
+class DependencyMap:
+    """Dependencies by name, and named weights (``heavy: 2``, ``light: 1``)."""
+
+    dependencies: Mapping[str, Dependency]
+    weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+
+    def __post_init__(self) -> None:
+        for name, dep in self.dependencies.items():
+            if not isinstance(dep, Dependency) or dep.name != name:
+                raise CapacityError(f"dependencies[{name!r}] must be a Dependency named {name!r}")
+        for name, weight in self.weights.items():
+            if isinstance(weight, bool) or not isinstance(weight, int) or weight < 1:
+                raise CapacityError(f"weight {name!r} must be an integer >= 1, got {weight!r}")
+        object.__setattr__(self, "dependencies", MappingProxyType(dict(self.dependencies)))
+        object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
+
+    @classmethod
+    def of(cls, *dependencies: Dependency, weights: Mapping[str, int] | None = None) -> DependencyMap:
+        """The map in Python: ``DependencyMap.of(Dependency("positions_db", 2), weights={...})``."""
+        return cls({dep.name: dep for dep in dependencies}, dict(weights or DEFAULT_WEIGHTS))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "dependency map") -> DependencyMap:
+        """From ``{"dependencies": {name: {slots, include_deferred, description}}, "weights": {...}}``."""
+        if not isinstance(data, Mapping):
+            raise CapacityError(f"{source}: expected a mapping with 'dependencies' and 'weights'")
+        unknown = set(data) - {"dependencies", "weights"}
+        if unknown:
+            raise CapacityError(f"{source}: unknown top-level keys {sorted(unknown)}")
+        raw_deps = data.get("dependencies") or {}
+        if not isinstance(raw_deps, Mapping):
+            raise CapacityError(f"{source}: 'dependencies' must map names to settings")
+        deps = {}
+        for name, spec in raw_deps.items():
+            if isinstance(spec, int) and not isinstance(spec, bool):
+                spec = {"slots": spec}
+            if not isinstance(spec, Mapping):
+                raise CapacityError(f"{source}: dependency {name!r} must be a mapping or a number of slots")
+            extra = set(spec) - {"slots", "include_deferred", "description"}
+            if extra:
+                raise CapacityError(f"{source}: dependency {name!r} has unknown keys {sorted(extra)}")
+            if "slots" not in spec:
+                raise CapacityError(f"{source}: dependency {name!r} needs 'slots'")
+            deps[str(name)] = Dependency(
+                name=str(name),
+                slots=spec["slots"],
+                include_deferred=spec.get("include_deferred", False),
+                description=spec.get("description", "") or "",
+            )
+        weights = data.get("weights")
+        if weights is None:
+            weights = dict(DEFAULT_WEIGHTS)
+        if not isinstance(weights, Mapping):
+            raise CapacityError(f"{source}: 'weights' must map names to integers")
+        return cls(deps, {str(k): v for k, v in weights.items()})
+
+    @classmethod
+    def from_yaml(cls, text: str, source: str = "<yaml>") -> DependencyMap:
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise CapacityError(f"{source}: not valid YAML: {exc}") from exc
+        return cls.from_dict(data or {}, source)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> DependencyMap:
+        path = Path(path)
+        try:
+            text = path.read_text("utf-8")
+        except OSError as exc:
+            raise CapacityError(f"cannot read dependency map {path}: {exc}") from exc
+        return cls.from_yaml(text, str(path))
+
+    def weight_of(self, weight: int | str) -> int:
+        """A weight name's slots, or an integer weight itself."""
+        if isinstance(weight, str):
+            try:
+                return self.weights[weight]
+            except KeyError:
+                known = ", ".join(f"{k}={v}" for k, v in sorted(self.weights.items())) or "none"
+                raise CapacityError(f"unknown weight {weight!r}; known weights: {known}") from None
+        if isinstance(weight, bool) or not isinstance(weight, int) or weight < 1:
+            raise CapacityError(f"weight must be a weight name or an integer >= 1, got {weight!r}")
+        return weight
+
+    def uses(
+        self, dependency: str, weight: int | str = "light", *, task: str | None = None
+    ) -> dict[str, Any]:
+        """``{"pool": ..., "pool_slots": ...}`` for a task using ``dependency`` with ``weight``.
+
+        CapacityError names the dependency and the weight when the dependency is unknown or the
+        weight is larger than its pool (such a task could never run).
+        """
+        where = f"task {task!r}: " if task else ""
+        dep = self.dependencies.get(dependency)
+        if dep is None:
+            known = ", ".join(sorted(self.dependencies)) or "none declared"
+            raise CapacityError(f"{where}unknown dependency {dependency!r}; known dependencies: {known}")
+        slots = self.weight_of(weight)
+        if slots > dep.slots:
+            label = f"{weight!r} ({slots} slots)" if isinstance(weight, str) else f"{slots}"
+            raise CapacityError(
+                f"{where}weight {label} is larger than dependency {dependency!r} "
+                f"(pool of {dep.slots} slots): the task could never run; raise the dependency's "
+                "slots or lower the weight"
+            )
+        return {"pool": dep.pool, "pool_slots": slots}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dependencies": {
+                name: {
+                    "slots": dep.slots,
+                    "include_deferred": dep.include_deferred,
+                    "description": dep.description,
+                }
+                for name, dep in self.dependencies.items()
+            },
+            "weights": dict(self.weights),
+        }
+
+
+_registered: DependencyMap | None = None
+
+
+def set_dependencies(dependencies: DependencyMap | None) -> None:
+    """Make ``dependencies`` the default map of :func:`uses` and :func:`apply_capacity` (None forgets it)."""
+    global _registered
+    _registered = dependencies
+
+
+def example_dependencies_path() -> Path:
+    """The shipped ``dependencies.example.yaml``."""
+    return Path(__file__).with_name("dependencies.example.yaml")
+
+
+def load_dependencies(path: str | os.PathLike[str] | None = None) -> DependencyMap:
+    """The map at ``path``, else the registered one, else ``$AIRFLOW_RETRY_DEPENDENCIES_FILE``."""
+    if path is not None:
+        return DependencyMap.from_file(path)
+    if _registered is not None:
+        return _registered
+    env = os.environ.get(DEPENDENCIES_FILE_ENV)
+    if env:
+        return DependencyMap.from_file(env)
+    raise CapacityError(
+        f"no dependency map: pass dependencies=, call set_dependencies(), or set {DEPENDENCIES_FILE_ENV}"
+    )
+
+
+def uses(
+    dependency: str,
+    weight: int | str = "light",
+    *,
+    dependencies: DependencyMap | None = None,
+    task: str | None = None,
+) -> dict[str, Any]:
+    """Operator kwargs ``{"pool": ..., "pool_slots": ...}``: ``PythonOperator(..., **uses("positions_db", "heavy"))``."""
+    return (dependencies or load_dependencies()).uses(dependency, weight, task=task)
+
+
+def apply_capacity(
+    target: Any, dependency: str, weight: int | str = "light", *, dependencies: DependencyMap | None = None
+) -> Any:
+    """Set ``pool`` / ``pool_slots`` of an operator or a ``@task`` call's result; return ``target``."""
+    operator = getattr(target, "operator", target)
+    task_id = getattr(operator, "task_id", None)
+    kwargs = uses(dependency, weight, dependencies=dependencies, task=task_id)
+    operator.pool = kwargs["pool"]
+    operator.pool_slots = kwargs["pool_slots"]
+    return target
+
+
+# -- pools sync ---------------------------------------------------------------------------------
+
+API_CONN_ENV = "AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API"
+POOL_FIELDS = ("slots", "description", "include_deferred")
+
+
+@dataclass(frozen=True)
+class PoolChange:
+    """What syncing one dependency does to its pool.
+
+    :param pool: the pool's name.
+    :param action: ``create``, ``update`` or ``ok`` (already as declared).
+    :param drift: for ``update``, each differing field as ``(field, in Airflow, declared)``.
+    """
+
+    pool: str
+    action: str
+    drift: tuple[tuple[str, Any, Any], ...] = ()
+
+    def describe(self) -> str:
+        if self.action == "update":
+            diffs = ", ".join(f"{name} {old!r} -> {new!r}" for name, old, new in self.drift)
+            return f"update {self.pool}: {diffs}"
+        return f"{self.action} {self.pool}"
+
+
+def _normal(key: str, value: Any) -> Any:
+    return (value or "") if key == "description" else value
+
+
+def plan_pools(dependencies: DependencyMap, existing: Mapping[str, Mapping[str, Any]]) -> list[PoolChange]:
+    """The change each dependency needs, given Airflow's pools by name (pure: no I/O)."""
+    changes = []
+    for name in sorted(dependencies.dependencies):
+        wanted = dependencies.dependencies[name].as_pool()
+        current = existing.get(wanted["name"])
+        if current is None:
+            changes.append(PoolChange(wanted["name"], "create"))
+            continue
+        drift = tuple(
+            (key, current.get(key), wanted[key])
+            for key in POOL_FIELDS
+            if _normal(key, current.get(key)) != _normal(key, wanted[key])
+        )
+        changes.append(PoolChange(wanted["name"], "update" if drift else "ok", drift))
+    return changes
+
+
+@dataclass(frozen=True)
+class ApiCredentials:
+    """Where the Airflow REST API is and who we are there."""
+
+    url: str
+    user: str
+    password: str
+
+    @classmethod
+    def resolve(
+        cls, url: str | None = None, user: str | None = None, password: str | None = None
+    ) -> ApiCredentials:
+        """Flags first, then ``AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API=http://user:pass@host:port``."""
+        from urllib.parse import unquote, urlsplit
+
+        env = os.environ.get(API_CONN_ENV, "")
+        if env:
+            parts = urlsplit(env)
+            netloc = parts.hostname or ""
+            if parts.port:
+                netloc = f"{netloc}:{parts.port}"
+            scheme = parts.scheme if parts.scheme in ("http", "https") else "http"
+            url = url or f"{scheme}://{netloc}{parts.path.rstrip('/')}"
+            user = user or unquote(parts.username or "")
+            password = password or unquote(parts.password or "")
+        if not url or not user or password is None:
+            raise CapacityError(
+                f"no Airflow API: pass --api-url, --api-user and --api-password or set {API_CONN_ENV}"
+            )
+        return cls(url.rstrip("/"), user, password)
+
+
+class PoolsApi:
+    """The pool endpoints of Airflow's REST API (``/api/v2/pools``), with a token from ``/auth/token``."""
+
+    def __init__(self, credentials: ApiCredentials, timeout: float = 30) -> None:
+        import httpx
+
+        self.credentials = credentials
+        self._client = httpx.Client(base_url=credentials.url, timeout=timeout)
+        response = self._client.post(
+            "/auth/token", json={"username": credentials.user, "password": credentials.password}
+        )
+        if response.status_code >= 400:
+            raise CapacityError(
+                f"Airflow API {credentials.url}: login as {credentials.user!r} failed "
+                f"({response.status_code}): {response.text[:300]}"
+            )
+        self._client.headers["Authorization"] = f"Bearer {response.json()['access_token']}"
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._client.request(method, path, **kwargs)
+        if response.status_code >= 400:
+            raise CapacityError(f"{method} {path} -> {response.status_code}: {response.text[:500]}")
+        return response.json() if response.content else None
+
+    def list(self) -> dict[str, dict[str, Any]]:
+        """Every pool by name."""
+        pools: dict[str, dict[str, Any]] = {}
+        offset = 0
+        while True:
+            page = self._call("GET", "/api/v2/pools", params={"limit": 100, "offset": offset})
+            for pool in page["pools"]:
+                pools[pool["name"]] = pool
+            offset += len(page["pools"])
+            if not page["pools"] or offset >= page.get("total_entries", 0):
+                return pools
+
+    def create(self, body: Mapping[str, Any]) -> None:
+        self._call("POST", "/api/v2/pools", json=dict(body))
+
+    def update(self, body: Mapping[str, Any]) -> None:
+        from urllib.parse import quote
+
+        self._call("PATCH", f"/api/v2/pools/{quote(body['name'], safe='')}", json=dict(body))
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def sync_pools(
+    dependencies: DependencyMap, credentials: ApiCredentials, *, dry_run: bool = False
+) -> list[PoolChange]:
+    """Create or update one pool per dependency through the REST API; safe to run twice.
+
+    Returns the changes (``ok`` rows included): what was done, or with ``dry_run`` what would be.
+    Pools that are not in the map are left alone.
+    """
+    api = PoolsApi(credentials)
+    try:
+        changes = plan_pools(dependencies, api.list())
+        if not dry_run:
+            for change in changes:
+                body = dependencies.dependencies[change.pool].as_pool()
+                if change.action == "create":
+                    api.create(body)
+                elif change.action == "update":
+                    api.update(body)
+        return changes
+    finally:
+        api.close()

@@ -1,0 +1,337 @@
+"""The work-unit ledger in PostgreSQL: claim, complete, fail; each call one short transaction.
+
+A claim has exactly one winner (``INSERT ... ON CONFLICT DO UPDATE ... WHERE ... RETURNING``: the
+row lock serialises concurrent claims, and a loser gets no row back). A ``running`` claim whose
+worker died is taken over once its lease expires; a unit that succeeded is not run again until
+its dedup window passes. All times come from the database clock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from importlib import resources
+from typing import Any, Literal
+
+from airflow_retry_provider.ledger.sql import ledger_sql, query
+
+Connect = Callable[[], Any]
+ClaimOutcome = Literal["claimed", "taken_over", "done", "busy"]
+
+DEDUP_WINDOW_ENV = "AIRFLOW_RETRY_LEDGER_DEDUP_SECONDS"
+DEFAULT_DEDUP_WINDOW = timedelta(seconds=3600)
+DEFAULT_LEASE = timedelta(hours=1)
+MAX_ERROR_CHARS = 2000
+
+
+class LedgerError(RuntimeError):
+    """The ledger refused an operation (a lost lease, a missing table)."""
+
+
+class WorkUnitBusy(LedgerError):
+    """Another worker holds a live claim on the unit; try again after its lease expires."""
+
+
+class LeaseLost(LedgerError):
+    """Our claim was taken over (our lease expired) before we recorded the outcome."""
+
+
+@dataclass(frozen=True)
+class WorkUnit:
+    """One row of ``retry_work_units``.
+
+    :param key: the work-unit key (``identity.work_unit_key``).
+    :param status: ``running``, ``succeeded`` or ``failed``.
+    :param owner: the claim holder's token.
+    :param owner_ti: ``dag_id/run_id/task_id/map_index`` of the holder, when known.
+    :param owner_try: the holder's try number, when known.
+    :param claims: how many times the unit was claimed.
+    :param remote_job_id: the id the work was submitted under, if any.
+    :param result_ref: what the successful run returned (JSON), else None.
+    :param error: the last failure's text, else None.
+    :param claimed_at: when the current claim was taken.
+    :param lease_expires_at: a ``running`` claim may be taken over after this.
+    :param finished_at: when the unit last succeeded or failed.
+    :param dedup_expires_at: a ``succeeded`` unit is not run again before this.
+    """
+
+    key: str
+    status: str
+    owner: str
+    owner_ti: str | None
+    owner_try: int | None
+    claims: int
+    remote_job_id: str | None
+    result_ref: Any
+    error: str | None
+    claimed_at: datetime
+    lease_expires_at: datetime | None
+    finished_at: datetime | None
+    dedup_expires_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> WorkUnit:
+        return cls(
+            key=row["work_unit_key"],
+            status=row["status"],
+            owner=row["owner"],
+            owner_ti=row["owner_ti"],
+            owner_try=row["owner_try"],
+            claims=int(row["claims"]),
+            remote_job_id=row["remote_job_id"],
+            result_ref=row["result_ref"],
+            error=row["error"],
+            claimed_at=row["claimed_at"],
+            lease_expires_at=row["lease_expires_at"],
+            finished_at=row["finished_at"],
+            dedup_expires_at=row["dedup_expires_at"],
+        )
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The answer to a claim.
+
+    :param outcome: ``claimed`` (a new unit, or one that failed or left its window: run it),
+        ``taken_over`` (a dead or earlier holder's claim: run it), ``done`` (it succeeded inside
+        the dedup window: do not run, use ``unit.result_ref``) or ``busy`` (someone else holds a
+        live claim: do not run).
+    :param unit: the row after the claim.
+    :param owner: our token; pass the claim to :meth:`Ledger.complete` / :meth:`Ledger.fail`.
+    """
+
+    outcome: ClaimOutcome
+    unit: WorkUnit
+    owner: str
+
+    @property
+    def won(self) -> bool:
+        """Whether we hold the unit and must run it."""
+        return self.outcome in ("claimed", "taken_over")
+
+
+def new_owner() -> str:
+    """A token naming this process and claim: ``host:pid:random``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def dedup_window_from_env(default: timedelta = DEFAULT_DEDUP_WINDOW) -> timedelta:
+    """``AIRFLOW_RETRY_LEDGER_DEDUP_SECONDS`` as a timedelta, else ``default``."""
+    raw = os.environ.get(DEDUP_WINDOW_ENV, "").strip()
+    if not raw:
+        return default
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise ValueError(f"{DEDUP_WINDOW_ENV} must be a number of seconds, got {raw!r}") from None
+    if seconds < 0:
+        raise ValueError(f"{DEDUP_WINDOW_ENV} must be >= 0, got {raw!r}")
+    return timedelta(seconds=seconds)
+
+
+def apply_ledger_schema(conn: Any, *, commit: bool = True) -> None:
+    """Run the idempotent ``ledger.sql`` on a DB-API connection (psycopg 3 or psycopg2).
+
+    :param conn: an open connection, not in autocommit mode.
+    :param commit: commit at the end; ``False`` runs inside the caller's transaction (as
+        ``dlq.schema.apply_schema`` does).
+    """
+    cursor = conn.cursor()
+    try:
+        cursor.execute(ledger_sql())
+    finally:
+        cursor.close()
+    if commit:
+        conn.commit()
+
+
+def ledger_schema_path() -> str:
+    """Where ``ledger.sql`` is installed (for ``psql -f``)."""
+    return str(resources.files("airflow_retry_provider.ledger.sql").joinpath("ledger.sql"))
+
+
+def _seconds(value: timedelta) -> float:
+    return value.total_seconds()
+
+
+class Ledger:
+    """Claims and outcomes of work units; each public method is one transaction.
+
+    :param connect: returns a new DB-API connection, e.g. ``DeadLetterHook().get_conn``; or pass
+        ``conn=`` to reuse one open connection (benchmarks, tight loops).
+    :param dedup_window: how long a success is remembered (default ``AIRFLOW_RETRY_LEDGER_DEDUP_SECONDS``
+        or 3600 s).
+    :param lease: how long a ``running`` claim is protected before another worker may take it over.
+    """
+
+    def __init__(
+        self,
+        connect: Connect | None = None,
+        *,
+        conn: Any = None,
+        dedup_window: timedelta | None = None,
+        lease: timedelta = DEFAULT_LEASE,
+    ) -> None:
+        if (connect is None) == (conn is None):
+            raise ValueError("pass exactly one of connect= or conn=")
+        self._connect = connect
+        self._conn = conn
+        self.dedup_window = dedup_window if dedup_window is not None else dedup_window_from_env()
+        if self.dedup_window < timedelta(0):
+            raise ValueError(f"dedup_window must be >= 0, got {self.dedup_window}")
+        if lease <= timedelta(0):
+            raise ValueError(f"lease must be positive, got {lease}")
+        self.lease = lease
+
+    @classmethod
+    def from_dsn(cls, dsn: str, **kwargs: Any) -> Ledger:
+        import psycopg
+
+        return cls(lambda: psycopg.connect(dsn), **kwargs)
+
+    @classmethod
+    def from_conn_id(cls, conn_id: str = "retry_provider_default", **kwargs: Any) -> Ledger:
+        from airflow_retry_provider.hooks.dead_letter import DeadLetterHook
+
+        return cls(DeadLetterHook(postgres_conn_id=conn_id).get_conn, **kwargs)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        conn = self._conn if self._conn is not None else self._connect()  # type: ignore[misc]
+        try:
+            cursor = conn.cursor()
+            try:
+                yield cursor
+            finally:
+                cursor.close()
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+        finally:
+            if self._conn is None:
+                conn.close()
+
+    @staticmethod
+    def _one(cursor: Any) -> dict[str, Any] | None:
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        if isinstance(row, Mapping):
+            return dict(row)
+        names = [column[0] for column in cursor.description]
+        return dict(zip(names, row, strict=True))
+
+    # -- claiming ---------------------------------------------------------------------------
+
+    def claim(
+        self,
+        key: str,
+        *,
+        owner: str | None = None,
+        owner_ti: str | None = None,
+        owner_try: int | None = None,
+        remote_job_id: str | None = None,
+        lease: timedelta | None = None,
+    ) -> Claim:
+        """Claim ``key``; see :class:`Claim` for the four outcomes. One transaction."""
+        owner = owner or new_owner()
+        params = {
+            "key": key,
+            "owner": owner,
+            "owner_ti": owner_ti,
+            "owner_try": owner_try,
+            "remote_job_id": remote_job_id,
+            "lease_seconds": _seconds(lease or self.lease),
+        }
+        with self._transaction() as cur:
+            cur.execute(query("claim"), params)
+            row = self._one(cur)
+            if row is not None:
+                taken = not row["inserted"] and row["previous_status"] == "running"
+                return Claim("taken_over" if taken else "claimed", WorkUnit.from_row(row), owner)
+            cur.execute(query("get_unit"), {"key": key})
+            current = self._one(cur)
+        if current is None:  # deleted between the two statements: claim again
+            return self.claim(
+                key,
+                owner=owner,
+                owner_ti=owner_ti,
+                owner_try=owner_try,
+                remote_job_id=remote_job_id,
+                lease=lease,
+            )
+        unit = WorkUnit.from_row(current)
+        return Claim("done" if unit.status == "succeeded" else "busy", unit, owner)
+
+    def complete(self, claim: Claim, result_ref: Any = None, *, remote_job_id: str | None = None) -> WorkUnit:
+        """Record success (``result_ref`` must be JSON-serialisable); LeaseLost if our claim was taken."""
+        params = {
+            "key": claim.unit.key,
+            "owner": claim.owner,
+            "result_ref": json.dumps(result_ref, default=str),
+            "remote_job_id": remote_job_id,
+            "dedup_seconds": _seconds(self.dedup_window),
+        }
+        return self._finish("complete", params, claim)
+
+    def fail(self, claim: Claim, error: str, *, remote_job_id: str | None = None) -> WorkUnit:
+        """Record failure so that the next try may claim the unit at once."""
+        if len(error) > MAX_ERROR_CHARS:
+            error = error[: MAX_ERROR_CHARS - 1] + "…"
+        params = {"key": claim.unit.key, "owner": claim.owner, "error": error, "remote_job_id": remote_job_id}
+        return self._finish("fail", params, claim)
+
+    def _finish(self, name: str, params: dict[str, Any], claim: Claim) -> WorkUnit:
+        with self._transaction() as cur:
+            cur.execute(query(name), params)
+            row = self._one(cur)
+        if row is None:
+            raise LeaseLost(
+                f"work unit {claim.unit.key!r}: our claim ({claim.owner}) was taken over before it "
+                "finished; its lease was too short for the work"
+            )
+        return WorkUnit.from_row(row)
+
+    def set_remote_job_id(self, claim: Claim, remote_job_id: str) -> None:
+        """Record the remote job id of a unit we hold (before submitting)."""
+        with self._transaction() as cur:
+            cur.execute(
+                query("set_remote_job_id"),
+                {"key": claim.unit.key, "owner": claim.owner, "remote_job_id": remote_job_id},
+            )
+            if cur.fetchone() is None:
+                raise LeaseLost(f"work unit {claim.unit.key!r}: not held by {claim.owner}")
+
+    def renew(self, claim: Claim, lease: timedelta | None = None) -> datetime:
+        """Extend our lease (long work calls this now and then); LeaseLost if we no longer hold it."""
+        with self._transaction() as cur:
+            cur.execute(
+                query("renew_lease"),
+                {"key": claim.unit.key, "owner": claim.owner, "lease_seconds": _seconds(lease or self.lease)},
+            )
+            row = cur.fetchone()
+        if row is None:
+            raise LeaseLost(f"work unit {claim.unit.key!r}: not held by {claim.owner}")
+        return row[0] if not isinstance(row, Mapping) else row["lease_expires_at"]
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def get(self, key: str) -> WorkUnit | None:
+        """The unit's row, or None."""
+        with self._transaction() as cur:
+            cur.execute(query("get_unit"), {"key": key})
+            row = self._one(cur)
+        return WorkUnit.from_row(row) if row is not None else None
+
+    def forget(self, key: str) -> bool:
+        """Delete the unit's row (an operator forcing a re-run inside the window); whether it existed."""
+        with self._transaction() as cur:
+            cur.execute(query("forget"), {"key": key})
+            return cur.fetchone() is not None

@@ -1,0 +1,437 @@
+"""Build and store one workspace's reconciliation report, and summarise a run over many workspaces.
+
+A report is the pure gap findings (``rules.find_gaps`` over the workspace's snapshot) plus the
+connector health computed in PostgreSQL (``trails.connector_health_sql``). It is stored in
+``reconciliation_reports`` / ``reconciliation_findings`` (one row per workspace and ``as_of``; older
+reports are kept as history) and written as a JSON artifact and a Markdown summary under
+``<directory>/<as_of>/``. Findings are data, never errors: only a failure to read, store or write
+raises.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import os
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from airflow_retry_provider.reconciliation.health import DEFAULT_WINDOW
+from airflow_retry_provider.reconciliation.models import (
+    LAYERS,
+    ConnectorHealth,
+    Finding,
+    format_timestamp,
+    parse_timestamp,
+)
+from airflow_retry_provider.reconciliation.rules import find_gaps
+from airflow_retry_provider.reconciliation.sql import query
+from airflow_retry_provider.reconciliation.trails import (
+    connector_health_sql,
+    fetch_all,
+    list_workspaces,
+    load_snapshots,
+)
+
+__all__ = [
+    "OUTPUT_DIR_ENV",
+    "WorkspaceReport",
+    "build_report",
+    "build_reports",
+    "default_output_dir",
+    "load_notifier",
+    "reconcile_all",
+    "reconcile_workspace",
+    "reconcile_workspaces",
+    "run_directory",
+    "store_report",
+    "store_reports",
+    "summarise",
+    "write_artifacts",
+]
+
+#: Environment variable naming the directory for artifacts (default ``$AIRFLOW_HOME/reconciliation``).
+OUTPUT_DIR_ENV = "AIRFLOW_RETRY_RECONCILIATION_DIR"
+
+_UNHEALTHY = ("failing", "degraded", "stopped")
+
+
+def _identity(finding: Finding) -> tuple[str, str, str]:
+    return (finding.layer, finding.kind, finding.subject)
+
+
+@dataclass(frozen=True)
+class WorkspaceReport:
+    """One workspace's findings and connector health at ``as_of``.
+
+    :param workspace_id: the workspace.
+    :param as_of: the time the report describes (UTC).
+    :param window: the health window ending at ``as_of``.
+    :param findings: gap findings in report order.
+    :param health: one entry per connector, sorted by connector.
+    :param new_findings: the findings whose (layer, kind, subject) was not in the workspace's
+        previous report (every finding when there is no previous report).
+    :param report_id: the stored report's id, once stored.
+    """
+
+    workspace_id: str
+    as_of: datetime
+    window: timedelta
+    findings: tuple[Finding, ...] = ()
+    health: tuple[ConnectorHealth, ...] = ()
+    new_findings: tuple[Finding, ...] = ()
+    report_id: int | None = field(default=None, compare=False)
+
+    @property
+    def unhealthy(self) -> tuple[ConnectorHealth, ...]:
+        """Connectors that are failing, degraded or stopped."""
+        return tuple(h for h in self.health if h.status in _UNHEALTHY)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON artifact: everything in the report, timestamps in ISO 8601 UTC."""
+        return {
+            "workspace_id": self.workspace_id,
+            "report_id": self.report_id,
+            "as_of": format_timestamp(self.as_of),
+            "window_hours": self.window.total_seconds() / 3600,
+            "findings": [f.to_dict() for f in self.findings],
+            "new_findings": [f.to_dict() for f in self.new_findings],
+            "connectors": [h.to_dict() for h in self.health],
+        }
+
+    def outcome(self, artifacts: Mapping[str, Path] | None = None) -> dict[str, Any]:
+        """A small JSON-ready summary (the DAG's XCom): counts, new findings and artifact paths."""
+        by_layer = {layer: sum(1 for f in self.findings if f.layer == layer) for layer in LAYERS}
+        return {
+            "workspace_id": self.workspace_id,
+            "report_id": self.report_id,
+            "as_of": format_timestamp(self.as_of),
+            "findings": len(self.findings),
+            "findings_by_layer": by_layer,
+            "new_findings": [f.to_dict() for f in self.new_findings],
+            "connectors": len(self.health),
+            "unhealthy_connectors": {h.connector_id: h.status for h in self.unhealthy},
+            "artifacts": {name: str(path) for name, path in (artifacts or {}).items()},
+        }
+
+    def markdown(self) -> str:
+        """The Markdown summary: counts, then a findings table and a connector health table."""
+        return self._markdown
+
+    @functools.cached_property
+    def _markdown(self) -> str:
+        new = len(self.new_findings)
+        lines = [
+            f"# Reconciliation: workspace `{_cell(self.workspace_id)}`",
+            "",
+            f"As of {format_timestamp(self.as_of)}, health window {_hours(self.window)} h: "
+            f"{len(self.findings)} finding(s) ({new} new), {len(self.health)} connector(s) "
+            f"({len(self.unhealthy)} not healthy).",
+            "",
+            "## Findings",
+            "",
+        ]
+        if self.findings:
+            new_ids = {_identity(f) for f in self.new_findings}
+            lines += [
+                "| Layer | Kind | Subject | Expected after | Observed at | New | Action |",
+                "| --- | --- | --- | --- | --- | --- | --- |",
+            ]
+            for f in self.findings:
+                lines.append(
+                    f"| {f.layer} | {f.kind} | {_cell(f.subject)} | {format_timestamp(f.expected_after)} "
+                    f"| {format_timestamp(f.observed_at) or '-'} | {'yes' if _identity(f) in new_ids else ''} "
+                    f"| {_cell(f.action)} |"
+                )
+        else:
+            lines.append("No gaps between layers.")
+        lines += ["", "## Connector health", ""]
+        if self.health:
+            lines += [
+                "| Connector | Status | Runs | Failed | Error rate | p50 ms | p95 ms | Last run | Freshness s |",
+                "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            ]
+            for h in self.health:
+                lines.append(
+                    f"| {_cell(h.connector_id)} | {h.status} | {h.runs} | {h.failed_runs} "
+                    f"| {_number(h.error_rate, 3)} | {_number(h.p50_ms, 1)} | {_number(h.p95_ms, 1)} "
+                    f"| {format_timestamp(h.last_run_at) or '-'} | {_number(h.freshness_seconds, 0)} |"
+                )
+        else:
+            lines.append("No connectors.")
+        return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def _number(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _hours(window: timedelta) -> str:
+    return f"{window.total_seconds() / 3600:g}"
+
+
+def _stamp(as_of: datetime) -> str:
+    utc = parse_timestamp(as_of, "as_of")
+    return utc.strftime("%Y%m%dT%H%M%S") + (f".{utc.microsecond:06d}" if utc.microsecond else "") + "Z"
+
+
+def default_output_dir() -> Path:
+    """``$AIRFLOW_RETRY_RECONCILIATION_DIR``, else ``$AIRFLOW_HOME/reconciliation`` (``~/airflow`` by default)."""
+    configured = os.environ.get(OUTPUT_DIR_ENV)
+    if configured:
+        return Path(configured)
+    home = os.environ.get("AIRFLOW_HOME") or str(Path.home() / "airflow")
+    return Path(home) / "reconciliation"
+
+
+def run_directory(directory: Path, as_of: datetime) -> Path:
+    """Where one run's artifacts go: ``<directory>/<as_of in UTC, e.g. 20261130T120000Z>/``."""
+    return Path(directory) / _stamp(as_of)
+
+
+# --------------------------------------------------------------------------- building and storing
+
+
+def build_reports(
+    conn: Any, workspace_ids: Sequence[str], as_of: datetime, window: timedelta = DEFAULT_WINDOW
+) -> list[WorkspaceReport]:
+    """Read the given workspaces and compute their reports, in the given order (nothing is written).
+
+    Each workspace's report depends only on its own rows: the queries filter by the workspace ids
+    and group by workspace, and ``find_gaps`` runs on one workspace's snapshot at a time.
+
+    :param conn: an open connection to the provider's database.
+    :param workspace_ids: the workspaces (one, or a batch).
+    :param as_of: the time the reports describe (timezone-aware).
+    :param window: the connector health window ending at ``as_of``.
+    """
+    as_of = parse_timestamp(as_of, "as_of")
+    ids = list(dict.fromkeys(workspace_ids))
+    if not ids:
+        return []
+    snapshots = load_snapshots(conn, ids)
+    health: dict[str, list[ConnectorHealth]] = defaultdict(list)
+    for entry in connector_health_sql(conn, ids, as_of, window):
+        health[entry.workspace_id].append(entry)
+    previous: dict[str, set[tuple[str, str, str]]] = defaultdict(set)
+    for row in fetch_all(conn, "previous_findings", {"workspace_ids": ids, "as_of": as_of}):
+        previous[row["workspace_id"]].add((row["layer"], row["kind"], row["subject"]))
+    reports = []
+    for ws in ids:
+        findings = tuple(find_gaps(snapshots[ws], workspace=ws))
+        new = tuple(f for f in findings if _identity(f) not in previous[ws])
+        reports.append(WorkspaceReport(ws, as_of, window, findings, tuple(health[ws]), new))
+    return reports
+
+
+def build_report(
+    conn: Any, workspace_id: str, as_of: datetime, window: timedelta = DEFAULT_WINDOW
+) -> WorkspaceReport:
+    """One workspace's report (see :func:`build_reports`)."""
+    return build_reports(conn, [workspace_id], as_of, window)[0]
+
+
+def store_reports(conn: Any, reports: Sequence[WorkspaceReport]) -> list[WorkspaceReport]:
+    """Store reports and their findings in the caller's transaction; return them with their ``report_id``.
+
+    All reports share one ``as_of`` and window (as :func:`build_reports` makes them). A report for
+    the same workspace and ``as_of`` (a task re-run) is replaced; older reports are kept as history.
+    """
+    if not reports:
+        return []
+    as_of, window = reports[0].as_of, reports[0].window
+    if any(r.as_of != as_of or r.window != window for r in reports):
+        raise ValueError("reports stored together must share as_of and window")
+    cursor = conn.cursor()
+    try:
+        cursor.execute(
+            query("upsert_reports"),
+            {
+                "as_of": as_of,
+                "window_seconds": window.total_seconds(),
+                "workspace_ids": [r.workspace_id for r in reports],
+                "findings_counts": [len(r.findings) for r in reports],
+                "new_findings": [len(r.new_findings) for r in reports],
+                "healths": [json.dumps([h.to_dict() for h in r.health], sort_keys=True) for r in reports],
+                "summaries": [r.markdown() for r in reports],
+            },
+        )
+        report_ids = {ws: int(report_id) for report_id, ws in cursor.fetchall()}
+        stored = [replace(r, report_id=report_ids[r.workspace_id]) for r in reports]
+        cursor.execute(
+            query("delete_report_findings"),
+            {"workspace_ids": list(report_ids), "report_ids": list(report_ids.values())},
+        )
+        findings = [(r.report_id, f) for r in stored for f in r.findings]
+        if findings:
+            cursor.execute(
+                query("insert_findings"),
+                {
+                    "report_ids": [report_id for report_id, _ in findings],
+                    "workspace_ids": [f.workspace_id for _, f in findings],
+                    "layers": [f.layer for _, f in findings],
+                    "kinds": [f.kind for _, f in findings],
+                    "subjects": [f.subject for _, f in findings],
+                    "expected_afters": [f.expected_after for _, f in findings],
+                    "observed_ats": [f.observed_at for _, f in findings],
+                    "actions": [f.action for _, f in findings],
+                },
+            )
+    finally:
+        cursor.close()
+    return stored
+
+
+def store_report(conn: Any, report: WorkspaceReport) -> WorkspaceReport:
+    """Store one report (see :func:`store_reports`)."""
+    return store_reports(conn, [report])[0]
+
+
+def write_artifacts(report: WorkspaceReport, directory: Path) -> dict[str, Path]:
+    """Write ``<ws>.json`` (the whole report) and ``<ws>.md`` (the summary) under the run's directory.
+
+    The workspace id is percent-encoded in the file names, so any id is a safe, distinct name.
+    """
+    folder = run_directory(directory, report.as_of)
+    folder.mkdir(parents=True, exist_ok=True)
+    name = quote(report.workspace_id, safe="")
+    paths = {"json": folder / f"{name}.json", "markdown": folder / f"{name}.md"}
+    _write(paths["json"], json.dumps(report.to_dict(), sort_keys=True) + "\n")
+    _write(paths["markdown"], report.markdown())
+    return paths
+
+
+def _write(path: Path, text: str) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(path)  # readers never see half a file
+
+
+def reconcile_workspaces(
+    conn: Any,
+    workspace_ids: Sequence[str],
+    as_of: datetime,
+    window: timedelta = DEFAULT_WINDOW,
+    directory: Path | None = None,
+) -> list[dict[str, Any]]:
+    """Build, store (and commit) and write the workspaces' reports; return their outcomes.
+
+    :param directory: where artifacts go; :func:`default_output_dir` when ``None``.
+    """
+    try:
+        reports = store_reports(conn, build_reports(conn, workspace_ids, as_of, window))
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    folder = directory or default_output_dir()
+    return [report.outcome(write_artifacts(report, folder)) for report in reports]
+
+
+def reconcile_workspace(
+    conn: Any,
+    workspace_id: str,
+    as_of: datetime,
+    window: timedelta = DEFAULT_WINDOW,
+    directory: Path | None = None,
+) -> dict[str, Any]:
+    """One workspace's report, built, stored and written: what each mapped task of the DAG runs."""
+    return reconcile_workspaces(conn, [workspace_id], as_of, window, directory)[0]
+
+
+def reconcile_all(
+    conn: Any,
+    as_of: datetime,
+    window: timedelta = DEFAULT_WINDOW,
+    directory: Path | None = None,
+    batch_size: int = 250,
+) -> dict[str, Any]:
+    """Every workspace's report, in batches of ``batch_size`` workspaces, then the run's summary."""
+    workspaces = list_workspaces(conn)
+    conn.commit()
+    outcomes: list[dict[str, Any]] = []
+    for start in range(0, len(workspaces), batch_size):
+        outcomes += reconcile_workspaces(
+            conn, workspaces[start : start + batch_size], as_of, window, directory
+        )
+    return summarise(outcomes, as_of, directory)
+
+
+# --------------------------------------------------------------------------- a whole run
+
+
+def summarise(
+    outcomes: Iterable[Mapping[str, Any]], as_of: datetime, directory: Path | None = None
+) -> dict[str, Any]:
+    """Combine the workspaces' outcomes into ``summary.json`` and ``summary.md`` for the run; return it.
+
+    Zero workspaces give an empty summary (and its files), not an error.
+    """
+    rows = sorted((dict(o) for o in outcomes), key=lambda o: str(o["workspace_id"]))
+    folder = run_directory(directory or default_output_dir(), parse_timestamp(as_of, "as_of"))
+    folder.mkdir(parents=True, exist_ok=True)
+    new_findings = [f for o in rows for f in o.get("new_findings", [])]
+    summary: dict[str, Any] = {
+        "as_of": format_timestamp(parse_timestamp(as_of, "as_of")),
+        "workspaces": len(rows),
+        "findings": sum(int(o["findings"]) for o in rows),
+        "new_findings": new_findings,
+        "unhealthy_connectors": sum(len(o.get("unhealthy_connectors", {})) for o in rows),
+        "reports": rows,
+        "artifacts": {"json": str(folder / "summary.json"), "markdown": str(folder / "summary.md")},
+    }
+    lines = [
+        "# Medallion reconciliation",
+        "",
+        f"As of {summary['as_of']}: {summary['workspaces']} workspace(s), {summary['findings']} "
+        f"finding(s) ({len(new_findings)} new), {summary['unhealthy_connectors']} connector(s) not healthy.",
+        "",
+    ]
+    if rows:
+        lines += [
+            "| Workspace | Bronze | Silver | Gold | New | Connectors not healthy | Report |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for o in rows:
+            layers = o.get("findings_by_layer", {})
+            unhealthy = ", ".join(
+                f"{_cell(c)} ({s})" for c, s in sorted(o.get("unhealthy_connectors", {}).items())
+            )
+            lines.append(
+                f"| {_cell(str(o['workspace_id']))} | {layers.get('bronze', 0)} | {layers.get('silver', 0)} "
+                f"| {layers.get('gold', 0)} | {len(o.get('new_findings', []))} | {unhealthy or '-'} "
+                f"| {_cell(str(o.get('artifacts', {}).get('markdown', '-')))} |"
+            )
+    else:
+        lines.append("No workspaces: no trail rows yet.")
+    _write(folder / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    _write(folder / "summary.md", "\n".join(lines) + "\n")
+    return summary
+
+
+def load_notifier(spec: str) -> Callable[[dict[str, Any]], Any]:
+    """Import a notifier named ``package.module:function`` (or ``package.module.function``).
+
+    The notifier is called with the run's :func:`summarise` dict when there are new findings.
+    """
+    module_name, sep, attribute = spec.strip().partition(":")
+    if not sep:
+        module_name, _, attribute = spec.strip().rpartition(".")
+    if not module_name or not attribute:
+        raise ValueError(f"notifier {spec!r} is not 'package.module:function'")
+    target: Any = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        target = getattr(target, part)
+    if not callable(target):
+        raise TypeError(f"notifier {spec!r} is not callable")
+    return target

@@ -1,0 +1,208 @@
+"""The work-unit ledger on a real PostgreSQL: one winner per claim, lease takeover, the dedup window."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import timedelta
+
+import psycopg
+import pytest
+
+from airflow_retry_provider.ledger import (
+    IdempotentMixin,
+    LeaseLost,
+    Ledger,
+    WorkUnitBusy,
+    apply_ledger_schema,
+    idempotent,
+    run_once,
+)
+
+
+@pytest.fixture
+def ledger_dsn(pg_dsn) -> str:
+    """A fresh provider database with the ledger table (until dlq.schema.apply_schema creates it)."""
+    with psycopg.connect(pg_dsn) as conn:
+        apply_ledger_schema(conn)
+        apply_ledger_schema(conn)  # idempotent: a second run changes nothing
+    return pg_dsn
+
+
+def _rows(dsn: str, sql: str) -> list[tuple]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def test_concurrent_claims_run_the_unit_exactly_once(ledger_dsn):
+    """Eight workers claim one unit at the same moment: the work runs once, the others never run it."""
+    runs: list[str] = []
+    outcomes: list[str] = []
+    barrier = threading.Barrier(8)
+    lock = threading.Lock()
+
+    def worker(name: str) -> None:
+        ledger = Ledger.from_dsn(ledger_dsn)
+
+        def work() -> dict:
+            with lock:
+                runs.append(name)
+            time.sleep(0.5)
+            return {"rows": 3}
+
+        barrier.wait()
+        try:
+            result = run_once(work, ledger=ledger, key="dag/load/-1/2026-11-01")
+            with lock:
+                outcomes.append("ran" if runs and runs[0] == name else f"done:{result}")
+        except WorkUnitBusy:
+            with lock:
+                outcomes.append("busy")
+
+    threads = [threading.Thread(target=worker, args=(f"w{i}",)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(runs) == 1
+    assert outcomes.count("ran") == 1
+    assert set(outcomes) - {"ran"} <= {"busy", "done:{'rows': 3}"}
+    assert _rows(ledger_dsn, "SELECT status, claims, result_ref FROM retry_work_units") == [
+        ("succeeded", 1, {"rows": 3})
+    ]
+
+
+def test_a_dead_workers_claim_is_taken_over_after_its_lease(ledger_dsn):
+    """A running claim blocks others until its lease expires; then it is taken over and the dead owner cannot finish."""
+    ledger = Ledger.from_dsn(ledger_dsn, lease=timedelta(seconds=1))
+    dead = ledger.claim("unit", owner="worker-that-died")
+    assert dead.outcome == "claimed"
+    assert ledger.claim("unit", owner="other").outcome == "busy"
+    time.sleep(1.2)
+    taken = ledger.claim("unit", owner="rescuer")
+    assert (taken.outcome, taken.unit.owner, taken.unit.claims) == ("taken_over", "rescuer", 2)
+    with pytest.raises(LeaseLost):
+        ledger.complete(dead, {"late": True})
+    assert ledger.complete(taken, {"ok": 1}).status == "succeeded"
+
+
+def test_a_later_try_of_the_same_task_instance_takes_over_at_once(ledger_dsn):
+    """Airflow never runs two tries of one task instance together, so try 2 need not wait for try 1's lease."""
+    ledger = Ledger.from_dsn(ledger_dsn)
+    ti = "dag/run/load/-1"
+    ledger.claim("unit", owner="try1", owner_ti=ti, owner_try=1)
+    assert (
+        ledger.claim("unit", owner="other-ti", owner_ti="dag/other-run/load/-1", owner_try=1).outcome
+        == "busy"
+    )
+    assert ledger.claim("unit", owner="try2", owner_ti=ti, owner_try=2).outcome == "taken_over"
+
+
+def test_success_is_remembered_for_the_dedup_window_only(ledger_dsn):
+    """Inside the window a success is 'done' with its result; after it the unit may run again."""
+    ledger = Ledger.from_dsn(ledger_dsn, dedup_window=timedelta(seconds=1))
+    claim = ledger.claim("unit")
+    unit = ledger.complete(claim, {"file": "s3://bucket/x.parquet"})
+    assert unit.dedup_expires_at > unit.finished_at
+    again = ledger.claim("unit")
+    assert (again.outcome, again.unit.result_ref) == ("done", {"file": "s3://bucket/x.parquet"})
+    time.sleep(1.2)
+    assert ledger.claim("unit").outcome == "claimed"
+
+
+def test_a_failed_unit_may_be_claimed_again_at_once(ledger_dsn):
+    """fail() records the error and frees the unit for the next try."""
+    ledger = Ledger.from_dsn(ledger_dsn)
+    claim = ledger.claim("unit")
+    assert ledger.fail(claim, "ConnectionResetError: reset").error == "ConnectionResetError: reset"
+    retry = ledger.claim("unit")  # the last error stays visible while the retry runs
+    assert (retry.outcome, retry.unit.claims, retry.unit.error) == (
+        "claimed",
+        2,
+        "ConnectionResetError: reset",
+    )
+    assert ledger.complete(retry).error is None
+
+
+def test_default_window_is_an_hour_and_configurable_by_env(ledger_dsn, monkeypatch):
+    """The dedup window defaults to 3600 s; AIRFLOW_RETRY_LEDGER_DEDUP_SECONDS changes it."""
+    assert Ledger.from_dsn(ledger_dsn).dedup_window == timedelta(seconds=3600)
+    monkeypatch.setenv("AIRFLOW_RETRY_LEDGER_DEDUP_SECONDS", "120")
+    assert Ledger.from_dsn(ledger_dsn).dedup_window == timedelta(seconds=120)
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def test_decorator_skips_a_done_unit_and_returns_the_recorded_result(ledger_dsn):
+    """The second call of a succeeded unit does not run the function, logs the skip and returns the first result."""
+    calls: list[int] = []
+    ledger = Ledger.from_dsn(ledger_dsn)
+
+    @idempotent(key="dag/report/-1/2026-11-01", ledger=ledger)
+    def report(n: int) -> dict:
+        calls.append(n)
+        return {"sent": n}
+
+    assert report(1) == {"sent": 1}
+    logger = logging.getLogger("airflow_retry_provider.ledger.decorator")
+    records, level = _Records(), logger.level
+    logger.addHandler(records)
+    logger.setLevel(logging.INFO)
+    try:
+        assert report(2) == {"sent": 1}
+    finally:
+        logger.removeHandler(records)
+        logger.setLevel(level)
+    assert calls == [1]
+    assert any("already succeeded" in m and "not run again" in m for m in records.messages), records.messages
+
+
+def test_decorator_records_a_failure_and_runs_again_next_time(ledger_dsn):
+    """An exception is recorded as failed and re-raised; the next call runs the function."""
+    attempts: list[int] = []
+    ledger = Ledger.from_dsn(ledger_dsn)
+
+    @idempotent(key="unit", ledger=ledger)
+    def flaky() -> str:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        return "ok"
+
+    with pytest.raises(ConnectionResetError):
+        flaky()
+    assert ledger.get("unit").status == "failed"
+    assert flaky() == "ok" and len(attempts) == 2
+
+
+def test_mixin_runs_work_once_per_key(ledger_dsn):
+    """IdempotentMixin.run_idempotent applies the same rules to a classic operator's work."""
+
+    class Load(IdempotentMixin):
+        def __init__(self) -> None:
+            self.ran = 0
+
+        def work_unit_key(self, context):
+            return "classic/unit"
+
+        def ledger(self) -> Ledger:
+            return Ledger.from_dsn(ledger_dsn)
+
+        def execute(self, context):
+            return self.run_idempotent(context, self._load)
+
+        def _load(self) -> int:
+            self.ran += 1
+            return 42
+
+    op = Load()
+    assert op.execute({}) == 42 and op.execute({}) == 42
+    assert op.ran == 1
