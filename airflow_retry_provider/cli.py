@@ -19,6 +19,8 @@ COMMAND_MODULES = (
     "airflow_retry_provider.commands.db",
     "airflow_retry_provider.commands.demo",
     "airflow_retry_provider.commands.reconcile",
+    "airflow_retry_provider.commands.dlq",
+    "airflow_retry_provider.commands.pools",
 )
 
 

@@ -308,7 +308,9 @@ def _apply_to_operator(operator: Any, profile: Profile, policy: ClassifiedRetryP
     _check_retries(f"task {operator.task_id!r}", explicit, profile)
     operator.retries = profile.retries
     operator.retry_policy = policy
-    operator.retry_delay = policy.backoff.base  # used only where the policy is not consulted (a killed worker)
+    operator.retry_delay = (
+        policy.backoff.base
+    )  # used only where the policy is not consulted (a killed worker)
     if operator.execution_timeout is None:
         operator.execution_timeout = profile.execution_timeout
     operator.on_failure_callback = _with_callback(operator.on_failure_callback, file_dead_letter)

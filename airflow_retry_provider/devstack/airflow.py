@@ -84,6 +84,9 @@ class AirflowStack:
                 "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
                 "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "60",
                 "AIRFLOW_CONN_RETRY_PROVIDER_DEFAULT": self.provider_dsn,
+                "AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API": (
+                    f"http://{ADMIN_USER}:{ADMIN_PASSWORD}@127.0.0.1:{self.api_port}"
+                ),
             }
         )
         env.update(self.extra_env)

@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import psycopg
