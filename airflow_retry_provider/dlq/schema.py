@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from importlib import resources
 from typing import Any
 
 
 def schema_sql() -> str:
-    return resources.files("airflow_retry_provider.dlq.sql").joinpath("schema.sql").read_text("utf-8")
+    """The idempotent ``dlq/sql/schema.sql``."""
+    from airflow_retry_provider import sql
+
+    return sql.read("airflow_retry_provider.dlq.sql", "schema.sql")
 
 
 def apply_schema(conn: Any) -> None:

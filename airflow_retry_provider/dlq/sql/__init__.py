@@ -1,21 +1,15 @@
-"""Named SQL statements (``-- name: x`` blocks in ``queries.sql``), loaded once."""
+"""Named SQL of the dead-letter queue: ``schema.sql`` and the ``-- name: x`` blocks of ``queries.sql``."""
 
 from __future__ import annotations
 
-import functools
-import re
-from importlib import resources
-
-_NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+from airflow_retry_provider import sql
 
 
-@functools.cache
 def queries() -> dict[str, str]:
     """Every named statement of queries.sql."""
-    text = resources.files(__name__).joinpath("queries.sql").read_text("utf-8")
-    parts = _NAME.split(text)
-    return {name: body.strip().rstrip(";") for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+    return sql.named(__name__)
 
 
 def query(name: str) -> str:
+    """One named statement of queries.sql; ``KeyError`` names an unknown one."""
     return queries()[name]

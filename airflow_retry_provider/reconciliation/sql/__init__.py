@@ -1,35 +1,15 @@
-"""Named SQL for reconciliation: ``trails.sql`` (the tables) and ``queries.sql`` (``-- name: x`` blocks).
-
-Statements use ``%(name)s`` placeholders and work with psycopg 3 and psycopg2. Python never builds
-SQL from strings: it runs a statement of these files by name.
-"""
+"""Named SQL for reconciliation: ``trails.sql`` (the tables) and ``queries.sql`` (``-- name: x`` blocks)."""
 
 from __future__ import annotations
 
-import functools
-import re
-from importlib import resources
+from airflow_retry_provider import sql
 
-__all__ = ["parse_named", "queries", "query", "trails_sql"]
-
-_NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+__all__ = ["queries", "query", "trails_sql"]
 
 
-def parse_named(text: str) -> dict[str, str]:
-    """Split ``-- name: x`` blocks into ``{name: statement}`` (text before the first name is ignored)."""
-    parts = _NAME.split(text)
-    named = {
-        name: body.strip().rstrip(";").strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)
-    }
-    if len(named) != len(parts) // 2:
-        raise ValueError("a statement name is used twice")
-    return named
-
-
-@functools.cache
 def queries() -> dict[str, str]:
     """Every named statement of ``queries.sql``."""
-    return parse_named(resources.files(__name__).joinpath("queries.sql").read_text("utf-8"))
+    return sql.named(__name__)
 
 
 def query(name: str) -> str:
@@ -37,7 +17,6 @@ def query(name: str) -> str:
     return queries()[name]
 
 
-@functools.cache
 def trails_sql() -> str:
     """The idempotent ``CREATE ... IF NOT EXISTS`` script of the trail and report tables."""
-    return resources.files(__name__).joinpath("trails.sql").read_text("utf-8")
+    return sql.read(__name__, "trails.sql")

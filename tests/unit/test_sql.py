@@ -1,0 +1,34 @@
+"""Named SQL files: every statement loads by name, comments never become parameters."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_retry_provider import sql
+
+
+def test_parse_named_drops_comment_lines_and_semicolons():
+    """A placeholder inside a whole-line comment is not part of the statement."""
+    text = "-- header\n-- name: one\n-- uses %(dag_ids)s in prose\nSELECT %(x)s;\n\n-- name: two\nSELECT 2;\n"
+    assert sql.parse_named(text) == {"one": "SELECT %(x)s", "two": "SELECT 2"}
+
+
+def test_parse_named_refuses_a_name_twice():
+    """Two statements with one name is an error naming it."""
+    with pytest.raises(ValueError, match="'one'"):
+        sql.parse_named("-- name: one\nSELECT 1;\n-- name: one\nSELECT 2;\n")
+
+
+@pytest.mark.parametrize(
+    "package",
+    [
+        "airflow_retry_provider.dlq.sql",  # dead letters and replays
+        "airflow_retry_provider.ledger.sql",  # work-unit ledger
+        "airflow_retry_provider.reconciliation.sql",  # trails and reports
+    ],
+)
+def test_shipped_queries_parse_and_have_no_comment_placeholders(package):
+    """Every shipped queries.sql parses, and no statement is empty."""
+    statements = sql.named(package)
+    assert statements
+    assert all(body and not body.lstrip().startswith("--") for body in statements.values())
