@@ -20,7 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_retry_provider.dlq.airflow_api import ApiCredentials
 
 DEPENDENCIES_FILE_ENV = "AIRFLOW_RETRY_DEPENDENCIES_FILE"
 DEFAULT_WEIGHTS: Mapping[str, int] = MappingProxyType({"heavy": 2, "light": 1})
@@ -254,7 +257,6 @@ def apply_capacity(
 
 # -- pools sync ---------------------------------------------------------------------------------
 
-API_CONN_ENV = "AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API"
 POOL_FIELDS = ("slots", "description", "include_deferred")
 
 
@@ -300,86 +302,6 @@ def plan_pools(dependencies: DependencyMap, existing: Mapping[str, Mapping[str, 
     return changes
 
 
-@dataclass(frozen=True)
-class ApiCredentials:
-    """Where the Airflow REST API is and who we are there."""
-
-    url: str
-    user: str
-    password: str
-
-    @classmethod
-    def resolve(
-        cls, url: str | None = None, user: str | None = None, password: str | None = None
-    ) -> ApiCredentials:
-        """Flags first, then ``AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API=http://user:pass@host:port``."""
-        from urllib.parse import unquote, urlsplit
-
-        env = os.environ.get(API_CONN_ENV, "")
-        if env:
-            parts = urlsplit(env)
-            netloc = parts.hostname or ""
-            if parts.port:
-                netloc = f"{netloc}:{parts.port}"
-            scheme = parts.scheme if parts.scheme in ("http", "https") else "http"
-            url = url or f"{scheme}://{netloc}{parts.path.rstrip('/')}"
-            user = user or unquote(parts.username or "")
-            password = password or unquote(parts.password or "")
-        if not url or not user or password is None:
-            raise CapacityError(
-                f"no Airflow API: pass --api-url, --api-user and --api-password or set {API_CONN_ENV}"
-            )
-        return cls(url.rstrip("/"), user, password)
-
-
-class PoolsApi:
-    """The pool endpoints of Airflow's REST API (``/api/v2/pools``), with a token from ``/auth/token``."""
-
-    def __init__(self, credentials: ApiCredentials, timeout: float = 30) -> None:
-        import httpx
-
-        self.credentials = credentials
-        self._client = httpx.Client(base_url=credentials.url, timeout=timeout)
-        response = self._client.post(
-            "/auth/token", json={"username": credentials.user, "password": credentials.password}
-        )
-        if response.status_code >= 400:
-            raise CapacityError(
-                f"Airflow API {credentials.url}: login as {credentials.user!r} failed "
-                f"({response.status_code}): {response.text[:300]}"
-            )
-        self._client.headers["Authorization"] = f"Bearer {response.json()['access_token']}"
-
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = self._client.request(method, path, **kwargs)
-        if response.status_code >= 400:
-            raise CapacityError(f"{method} {path} -> {response.status_code}: {response.text[:500]}")
-        return response.json() if response.content else None
-
-    def list(self) -> dict[str, dict[str, Any]]:
-        """Every pool by name."""
-        pools: dict[str, dict[str, Any]] = {}
-        offset = 0
-        while True:
-            page = self._call("GET", "/api/v2/pools", params={"limit": 100, "offset": offset})
-            for pool in page["pools"]:
-                pools[pool["name"]] = pool
-            offset += len(page["pools"])
-            if not page["pools"] or offset >= page.get("total_entries", 0):
-                return pools
-
-    def create(self, body: Mapping[str, Any]) -> None:
-        self._call("POST", "/api/v2/pools", json=dict(body))
-
-    def update(self, body: Mapping[str, Any]) -> None:
-        from urllib.parse import quote
-
-        self._call("PATCH", f"/api/v2/pools/{quote(body['name'], safe='')}", json=dict(body))
-
-    def close(self) -> None:
-        self._client.close()
-
-
 def sync_pools(
     dependencies: DependencyMap, credentials: ApiCredentials, *, dry_run: bool = False
 ) -> list[PoolChange]:
@@ -388,16 +310,18 @@ def sync_pools(
     Returns the changes (``ok`` rows included): what was done, or with ``dry_run`` what would be.
     Pools that are not in the map are left alone.
     """
-    api = PoolsApi(credentials)
+    from airflow_retry_provider.dlq.airflow_api import AirflowApi, AirflowApiError
+
     try:
-        changes = plan_pools(dependencies, api.list())
-        if not dry_run:
-            for change in changes:
-                body = dependencies.dependencies[change.pool].as_pool()
-                if change.action == "create":
-                    api.create(body)
-                elif change.action == "update":
-                    api.update(body)
-        return changes
-    finally:
-        api.close()
+        with AirflowApi(credentials) as api:
+            changes = plan_pools(dependencies, api.pools())
+            if not dry_run:
+                for change in changes:
+                    body = dependencies.dependencies[change.pool].as_pool()
+                    if change.action == "create":
+                        api.create_pool(body)
+                    elif change.action == "update":
+                        api.update_pool(body)
+            return changes
+    except AirflowApiError as exc:
+        raise CapacityError(f"pools sync via {credentials.base_url}: {exc}") from None

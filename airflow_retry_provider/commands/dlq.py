@@ -200,29 +200,12 @@ def _store(args: argparse.Namespace) -> Any:
 
 
 def _api_client(args: argparse.Namespace) -> AirflowApi:
-    from airflow_retry_provider.dlq.airflow_api import API_CONN_ENV, AirflowApi, ApiCredentials
+    from airflow_retry_provider.dlq.airflow_api import AirflowApi, ApiCredentials
 
     try:
-        from_env = ApiCredentials.from_env()
-    except ValueError:
-        raise _usage(f"{API_CONN_ENV}: not an http(s)://user:password@host:port URI") from None
-    if args.api_url:
-        if not args.api_url.startswith(("http://", "https://")):
-            raise _usage(f"--api-url: {args.api_url!r} is not an http(s):// URL")
-        user = args.api_user or (from_env.username if from_env else None)
-        password = args.api_password or (from_env.password if from_env else None)
-        if not user:
-            raise _usage("--api-user: missing (required with --api-url)")
-        credentials = ApiCredentials(args.api_url.rstrip("/"), user, password or "")
-    elif from_env is not None:
-        credentials = ApiCredentials(
-            from_env.base_url,
-            args.api_user or from_env.username,
-            args.api_password or from_env.password,
-        )
-    else:
-        raise _usage(f"--api-url: missing, and {API_CONN_ENV} is not set")
-    return AirflowApi(credentials)
+        return AirflowApi(ApiCredentials.resolve(args.api_url, args.api_user, args.api_password))
+    except ValueError as exc:
+        raise _usage(str(exc)) from None
 
 
 def _engine(args: argparse.Namespace, api: AirflowApi | None = None, rate: int | None = None) -> ReplayEngine:

@@ -23,14 +23,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _sync(args: argparse.Namespace) -> int:
-    from airflow_retry_provider.capacity import ApiCredentials, CapacityError, load_dependencies, sync_pools
+    from airflow_retry_provider.capacity import load_dependencies, sync_pools
     from airflow_retry_provider.cli import UsageError
+    from airflow_retry_provider.dlq.airflow_api import ApiCredentials
 
     try:
         dependencies = load_dependencies(args.file)
         credentials = ApiCredentials.resolve(args.api_url, args.api_user, args.api_password)
         changes = sync_pools(dependencies, credentials, dry_run=args.dry_run)
-    except CapacityError as exc:
+    except ValueError as exc:  # CapacityError is a ValueError
         raise UsageError(str(exc)) from exc
     prefix = "would " if args.dry_run else ""
     for change in changes:

@@ -85,12 +85,8 @@ def run_demo(workdir: Path, dags_folder: Path, once: bool, timeout: float = 600)
 
 def sync_example_pools(stack: AirflowStack) -> None:
     """Create the pools of the shipped dependency map (the example DAG's extraction uses positions_db)."""
-    from airflow_retry_provider.capacity import (
-        ApiCredentials,
-        example_dependencies_path,
-        load_dependencies,
-        sync_pools,
-    )
+    from airflow_retry_provider.capacity import example_dependencies_path, load_dependencies, sync_pools
+    from airflow_retry_provider.dlq.airflow_api import ApiCredentials
 
     changes = sync_pools(
         load_dependencies(example_dependencies_path()),

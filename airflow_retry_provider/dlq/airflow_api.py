@@ -119,6 +119,30 @@ class ApiCredentials:
         uri = (os.environ if environ is None else environ).get(API_CONN_ENV)
         return cls.from_uri(uri) if uri else None
 
+    @classmethod
+    def resolve(
+        cls, url: str | None = None, user: str | None = None, password: str | None = None
+    ) -> ApiCredentials:
+        """Command-line flags first, then ``AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API``.
+
+        A ``ValueError`` names the flag (or the variable) that is missing or malformed.
+        """
+        try:
+            from_env = cls.from_env()
+        except ValueError:
+            raise ValueError(f"{API_CONN_ENV}: not an http(s)://user:password@host:port URI") from None
+        if url:
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"--api-url: {url!r} is not an http(s):// URL")
+            user = user or (from_env.username if from_env else None)
+            if not user:
+                raise ValueError("--api-user: missing (required with --api-url)")
+            password = password or (from_env.password if from_env else None)
+            return cls(url.rstrip("/"), user, password or "")
+        if from_env is None:
+            raise ValueError(f"--api-url: missing, and {API_CONN_ENV} is not set")
+        return cls(from_env.base_url, user or from_env.username, password or from_env.password)
+
 
 def credentials_from_airflow(conn_id: str = API_CONN_ID) -> ApiCredentials:
     """The API connection through Airflow (in a task: environment, secrets backend or metadata)."""
@@ -286,6 +310,24 @@ class AirflowApi:
             offset += len(dags)
             if not dags or len(dags) < PAGE_SIZE:
                 return found
+
+    def pools(self) -> dict[str, dict[str, Any]]:
+        """Every pool by name."""
+        found: dict[str, dict[str, Any]] = {}
+        offset = 0
+        while True:
+            page = self.request("GET", "/api/v2/pools", params={"limit": PAGE_SIZE, "offset": offset})
+            pools = list(page.get("pools", []))
+            found.update((str(pool["name"]), dict(pool)) for pool in pools)
+            offset += len(pools)
+            if not pools or len(pools) < PAGE_SIZE:
+                return found
+
+    def create_pool(self, body: Mapping[str, Any]) -> None:
+        self.request("POST", "/api/v2/pools", json=dict(body))
+
+    def update_pool(self, body: Mapping[str, Any]) -> None:
+        self.request("PATCH", f"/api/v2/pools/{quote(str(body['name']), safe='')}", json=dict(body))
 
     def variable(self, key: str) -> str | None:
         """An Airflow Variable's value, or None when it does not exist."""

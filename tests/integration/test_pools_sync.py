@@ -90,4 +90,4 @@ def test_flags_override_the_connection_and_bad_login_is_a_usage_error(stack, tmp
     args = ["pools", "sync", "--file", str(path), "--api-url", stack.base_url, "--api-user", ADMIN_USER]
     assert main([*args, "--api-password", ADMIN_PASSWORD, "--dry-run"]) == 0
     assert main([*args, "--api-password", "wrong"]) == 2
-    assert "login as 'admin' failed" in capsys.readouterr().err
+    assert "refused a token for user 'admin'" in capsys.readouterr().err
