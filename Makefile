@@ -35,7 +35,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 bench: check-postgres $(STAMP)
-	@for f in bench/*.py; do echo "== $$f"; $(VENV)/bin/python $$f || exit 1; done
+	$(VENV)/bin/python bench/run_all.py
 
 clean:
 	rm -rf .demo .pytest_cache .mypy_cache .ruff_cache

@@ -11,7 +11,11 @@ from typing import Any
 from airflow_retry_provider.devstack.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowStack
 from airflow_retry_provider.devstack.postgres import PostgresServer, server_from_env_or_start
 
-DEMO_DAGS = ("example_retry_pipeline",)
+DEMO_DAGS = (
+    "example_retry_pipeline",
+    "medallion_reconciliation",
+)  # in this order: the report reads the trails
+DEAD_LETTERS_PATH = "/retry-provider/"
 METADATA_DB = "airflow_retry_demo_meta"
 PROVIDER_DB = "airflow_retry_demo"
 
@@ -67,7 +71,10 @@ def run_demo(workdir: Path, dags_folder: Path, once: bool, timeout: float = 600)
         sync_example_pools(stack)
         runs = [run_example(stack, dag_id, timeout) for dag_id in DEMO_DAGS]
         print_summary(server, runs)
+        print_dead_letters(provider_dsn)
+        print_gap_report(provider_dsn)
         print(f"\nAirflow UI: {stack.base_url}  (login {ADMIN_USER} / {ADMIN_PASSWORD})")
+        print(f"Dead letters: {stack.base_url}{DEAD_LETTERS_PATH}")
         if not once:
             print("The stack stays up until Ctrl-C.")
             while True:
@@ -99,7 +106,7 @@ def run_example(stack: AirflowStack, dag_id: str, timeout: float) -> dict[str, A
     """Unpause ``dag_id``, wait for the scheduler's run of the latest interval (or trigger one) and its end."""
     stack.wait_for_dag(dag_id)
     stack.api("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": False})
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 15  # a data-interval DAG gets its latest interval's run at once
     run_id = None
     while run_id is None and time.monotonic() < deadline:
         found = stack.api("GET", f"/api/v2/dags/{dag_id}/dagRuns", params={"limit": 1})
@@ -133,6 +140,37 @@ def print_summary(server: PostgresServer, runs: list[dict[str, Any]]) -> None:
                 for row in rows[:-1]:
                     delay = f"{row[4]:.3f}s" if row[4] is not None else "default"
                     print(f"      try {row[2]}: {row[3]}, retry after {delay}: {row[5] or ''}")
+
+
+def print_dead_letters(provider_dsn: str) -> None:
+    """What is in the dead-letter queue, and why."""
+    from airflow_retry_provider.dlq.store import DeadLetterStore
+
+    letters = DeadLetterStore.from_dsn(provider_dsn).list(limit=20)
+    print(f"\nDead-letter queue: {len(letters)} letter(s)")
+    for letter in letters:
+        print(f"  #{letter.id} {letter.dag_id}.{letter.task_id} [{letter.status}] {letter.category}")
+        print(f"      {letter.reason}")
+
+
+def print_gap_report(provider_dsn: str) -> None:
+    """The latest medallion gap report of each workspace."""
+    import psycopg
+
+    from airflow_retry_provider.reconciliation.trails import fetch_all, list_workspaces
+
+    with psycopg.connect(provider_dsn) as conn:
+        workspaces = list_workspaces(conn)
+        reports = fetch_all(conn, "latest_reports", {"workspace_ids": workspaces}) if workspaces else []
+        print(f"\nLatest gap report: {len(reports)} workspace(s)")
+        for report in reports:
+            print(
+                f"  {report['workspace_id']}: {report['findings_count']} finding(s) as of {report['as_of']}"
+            )
+            for finding in fetch_all(
+                conn, "report_findings", {"report_id": report["id"], "workspace_id": report["workspace_id"]}
+            ):
+                print(f"      {finding['layer']} {finding['kind']} {finding['subject']}: {finding['action']}")
 
 
 def say(message: str) -> None:
