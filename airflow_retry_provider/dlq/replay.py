@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from airflow_retry_provider import metrics
 from airflow_retry_provider.dlq.airflow_api import AirflowApi, AirflowApiError, TaskInstanceRef
 from airflow_retry_provider.dlq.models import Letter, NewLetter, replay_cap_from_env
 from airflow_retry_provider.dlq.sql import query
@@ -379,9 +380,11 @@ class ReplayEngine:
                     query("finish_pending_replays"),
                     {"letter_id": letter.id, "outcome": "clear-failed", "detail": detail},
                 )
+            metrics.incr("replay", "clear_failed")
             return ReplayResult(letter.id, "clear-failed", replay_id, detail)
         with self.store._transaction() as cur:
             cur.execute(query("mark_replay_cleared"), {"id": replay_id, "detail": note})
+        metrics.incr("replay", "cleared")
         return ReplayResult(letter.id, "cleared", replay_id, note)
 
     # -- park, dismiss, purge ----------------------------------------------------------------

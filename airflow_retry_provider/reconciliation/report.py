@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from airflow_retry_provider import metrics
 from airflow_retry_provider.reconciliation.health import DEFAULT_WINDOW
 from airflow_retry_provider.reconciliation.models import (
     LAYERS,
@@ -334,6 +335,9 @@ def reconcile_workspaces(
     except BaseException:
         conn.rollback()
         raise
+    for report in reports:
+        for finding in report.findings:
+            metrics.incr("reconciliation", "finding", finding.layer, finding.kind)
     folder = directory or default_output_dir()
     return [report.outcome(write_artifacts(report, folder)) for report in reports]
 
