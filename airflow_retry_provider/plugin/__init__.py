@@ -1,11 +1,39 @@
-"""The Airflow plugin, loaded through the ``airflow.plugins`` entry point."""
+"""The Airflow plugin, loaded through the ``airflow.plugins`` entry point.
+
+It only mounts the app built by :func:`~airflow_retry_provider.plugin.app.create_app` on the
+api-server and tells Airflow's UI where to show it: "Dead letters" under Browse, and a tab on
+each task instance. The app reaches no database until its first request.
+"""
 
 from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
 
+from airflow_retry_provider.plugin.app import URL_PREFIX, create_app
+
+NAV_ROUTE = "dead-letters"
+TI_TAB_ROUTE = "dead-letters-ti"
+
 
 class RetryProviderPlugin(AirflowPlugin):
-    """Airflow Retry Provider: the dead-letter pages are mounted here."""
+    """Airflow Retry Provider: the dead-letter pages, in Airflow's UI and behind its login."""
 
     name = "retry_provider"
+    fastapi_apps = [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "Dead letters"}]
+    external_views = [
+        {
+            "name": "Dead letters",
+            "href": f"{URL_PREFIX}/",
+            "destination": "nav",
+            "category": "browse",
+            "url_route": NAV_ROUTE,
+        },
+        {
+            "name": "Dead letters",
+            "href": (
+                f"{URL_PREFIX}/ti?dag_id={{DAG_ID}}&run_id={{RUN_ID}}&task_id={{TASK_ID}}&map_index={{MAP_INDEX}}"
+            ),
+            "destination": "task_instance",
+            "url_route": TI_TAB_ROUTE,
+        },
+    ]

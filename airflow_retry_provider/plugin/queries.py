@@ -1,0 +1,191 @@
+"""The reads the dead-letter pages need beyond the store: scoped to the DAGs the user may read.
+
+Every query takes ``dag_ids``, the DAGs the signed-in user may read; letters of any other DAG are
+never returned nor counted. Retry history comes from Airflow's public REST API (the task
+instance ``tries`` endpoint), called as the signed-in user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from airflow_retry_provider.dlq.airflow_api import AirflowApi, parse_time
+from airflow_retry_provider.dlq.models import Letter
+from airflow_retry_provider.dlq.sql import query
+from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
+
+Keyset = tuple[datetime, int]
+
+
+@dataclass(frozen=True)
+class Group:
+    """Letters sharing one fingerprint (one root cause), with the newest of them as the sample."""
+
+    fingerprint: str
+    letters: int
+    waiting: int
+    oldest: datetime
+    newest: datetime
+    sample_id: int
+    dag_id: str
+    task_id: str
+    category: str
+    failure_class: str
+    rule: str
+    exception_type: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            name: (value.isoformat() if isinstance(value, datetime) else value)
+            for name, value in self.__dict__.items()
+        }
+
+
+@dataclass(frozen=True)
+class GroupPage:
+    """One page of groups, and the totals of every group that matches.
+
+    :param after: the keyset (letters, fingerprint) of the next page, or None on the last page.
+    """
+
+    groups: tuple[Group, ...]
+    total_groups: int
+    total_letters: int
+    after: tuple[int, str] | None
+
+
+@dataclass(frozen=True)
+class Try:
+    """One try of a task instance as Airflow's REST API reports it."""
+
+    try_number: int
+    state: str | None
+    start_date: datetime | None
+    end_date: datetime | None
+    duration: float | None
+
+    @classmethod
+    def from_json(cls, item: dict[str, Any]) -> Try:
+        return cls(
+            try_number=int(item.get("try_number") or 0),
+            state=item.get("state"),
+            start_date=parse_time(item.get("start_date")),
+            end_date=parse_time(item.get("end_date")),
+            duration=item.get("duration"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "try_number": self.try_number,
+            "state": self.state,
+            "start_date": self.start_date.isoformat() if self.start_date else None,
+            "end_date": self.end_date.isoformat() if self.end_date else None,
+            "duration": self.duration,
+        }
+
+
+def _params(where: LetterFilter, dag_ids: Collection[str]) -> dict[str, Any]:
+    params = where.as_params()
+    params["dag_ids"] = sorted(dag_ids)
+    return params
+
+
+class LetterViews:
+    """The pages' reads, on the store's connections.
+
+    Each call is a transaction of its own, except inside :meth:`reading`, where the calls share one
+    connection (a page makes three or four reads; a connection costs more than any of them).
+
+    :param store: the dead-letter store (its connection factory is reused).
+    """
+
+    def __init__(self, store: DeadLetterStore, cursor: Any = None) -> None:
+        self.store = store
+        self._cursor = cursor
+
+    @contextmanager
+    def reading(self) -> Iterator[LetterViews]:
+        """These views on one connection and one transaction."""
+        with self.store._transaction() as cur:
+            yield LetterViews(self.store, cur)
+
+    def _fetch(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        if self._cursor is not None:
+            self._cursor.execute(query(name), params)
+            return self.store._rows(self._cursor)
+        with self.store._transaction() as cur:
+            cur.execute(query(name), params)
+            return self.store._rows(cur)
+
+    def dag_ids(self) -> list[str]:
+        """Every DAG that has letters (before any permission check)."""
+        return [str(row["dag_id"]) for row in self._fetch("ui_letter_dag_ids", {})]
+
+    def letters(
+        self, where: LetterFilter, dag_ids: Collection[str], limit: int, before: Keyset | None = None
+    ) -> list[Letter]:
+        """Letters matching ``where`` in ``dag_ids``, newest first, after the keyset ``before``."""
+        params = _params(where, dag_ids)
+        params.update(
+            limit=limit,
+            before_created=before[0] if before else None,
+            before_id=before[1] if before else None,
+        )
+        return [Letter.from_row(row) for row in self._fetch("ui_list_letters", params)]
+
+    def count(self, where: LetterFilter, dag_ids: Collection[str], cap: int) -> int:
+        """How many letters match, counted up to ``cap``."""
+        rows = self._fetch("ui_count_letters", {**_params(where, dag_ids), "cap": cap})
+        return int(rows[0]["count"])
+
+    def groups(
+        self, where: LetterFilter, dag_ids: Collection[str], limit: int, after: tuple[int, str] | None = None
+    ) -> GroupPage:
+        """Groups by fingerprint, biggest first; ``after`` is the last group of the previous page."""
+        params = _params(where, dag_ids)
+        params.update(
+            limit=limit,
+            after_letters=after[0] if after else None,
+            after_fingerprint=after[1] if after else None,
+        )
+        rows = self._fetch("ui_fingerprint_groups", params)
+        groups = tuple(Group(**{name: row[name] for name in Group.__dataclass_fields__}) for row in rows)
+        total_groups = int(rows[0]["total_groups"]) if rows else 0
+        total_letters = int(rows[0]["total_letters"]) if rows else 0
+        following = (groups[-1].letters, groups[-1].fingerprint) if len(groups) == limit else None
+        return GroupPage(groups, total_groups, total_letters, following)
+
+    def letter_of_ti(self, dag_id: str, run_id: str, task_id: str, map_index: int) -> Letter | None:
+        """The letter filed for one task instance, if any."""
+        ti = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index}
+        rows = self._fetch("ui_letter_of_ti", ti)
+        return Letter.from_row(rows[0]) if rows else None
+
+    def export(self, where: LetterFilter, dag_ids: Collection[str], batch: int = 1000) -> Iterator[Letter]:
+        """Every matching letter, newest first, read in keyset batches of ``batch``."""
+        before: Keyset | None = None
+        while True:
+            page = self.letters(where, dag_ids, batch, before)
+            yield from page
+            if len(page) < batch:
+                return
+            before = (page[-1].created_at, page[-1].id)
+
+
+def task_instance_tries(api: AirflowApi, dag_id: str, run_id: str, task_id: str, map_index: int) -> list[Try]:
+    """Every try of one task instance (``GET .../taskInstances/{task_id}[/{map_index}]/tries``)."""
+    path = (
+        f"/api/v2/dags/{quote(dag_id, safe='')}/dagRuns/{quote(run_id, safe='')}"
+        f"/taskInstances/{quote(task_id, safe='')}"
+    )
+    if map_index != -1:
+        path += f"/{map_index}"
+    answer = api.request("GET", path + "/tries")
+    tries = [Try.from_json(item) for item in (answer or {}).get("task_instances", [])]
+    return sorted(tries, key=lambda t: t.try_number)
