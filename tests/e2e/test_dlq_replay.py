@@ -202,7 +202,8 @@ def test_replays_without_a_fix_return_to_dlq_and_park_at_the_cap(env: Env, poiso
     assert code == 0
     env.wait_letter(letter.id, lambda lt: lt.replay_count == 2 and lt.status == "dlq")
     env.wait_ti(POISON_DAG, poison_run, "invalid_job", "failed", 3)
-    engine.replay(ReplayRequest("ana", "third try", "v1"), ids=[letter.id])
+    job = _replay_through_plugin(env, letter.id, "third try", "v1")  # as the on-call operator does in the UI
+    assert job["actor"] == ADMIN_USER and job["counts"] == {"cleared": 1}
     parked = env.wait_letter(letter.id, lambda lt: lt.replay_count == 3)
     assert parked.status == "parked"
     env.wait_ti(POISON_DAG, poison_run, "invalid_job", "failed", 4)
@@ -213,7 +214,7 @@ def test_replays_without_a_fix_return_to_dlq_and_park_at_the_cap(env: Env, poiso
     assert engine.preview(ids=[letter.id]).count == 0
     replays = env.store.replays(letter.id)
     assert [r.outcome for r in replays] == ["failed", "failed", "failed"]
-    assert sorted(r.actor for r in replays) == ["ana", "ana", "bia"]
+    assert sorted(r.actor for r in replays) == sorted(["ana", "bia", ADMIN_USER])
     assert all(r.cleared_at is not None and r.fix_version == "v1" for r in replays)
 
 
@@ -227,10 +228,7 @@ def test_replay_after_the_fix_resolves_the_letter(env: Env):
     assert letter is not None and letter.status == "dlq"
     env.wait_ti(FIX_DAG, run_id, "load_positions", "failed", 1)
     env.set_variable("policy_fix_applied", "yes")
-    report = env.engine().replay(
-        ReplayRequest("ana", "positions_v3 created", "v2", processing_version="p2"), ids=[letter.id]
-    )
-    assert report.cleared == [letter.id]
+    _replay_through_plugin(env, letter.id, "positions_v3 created", "v2", processing_version="p2")
     resolved = env.wait_letter(letter.id, lambda lt: lt.status != "replaying")
     assert (resolved.status, resolved.replay_count) == ("resolved", 0)
     assert env.ti(FIX_DAG, run_id, "load_positions")["state"] == "success"
@@ -292,3 +290,15 @@ def test_sweeper_files_the_letter_once_postgres_is_back(env: Env, poison_run: st
     assert again.filed == () and again.covered >= 2  # the probe and the parked poison letter
     with psycopg.connect(env.provider_dsn) as conn:
         assert conn.execute("SELECT count(*) FROM retry_dead_letters").fetchone() == (4,)
+
+
+def _replay_through_plugin(env: Env, letter_id: int, reason: str, fix_version: str, **extra: str) -> dict:
+    """POST the plugin's replay API as the signed-in admin (the acting user comes from the token)."""
+    body = {"ids": [letter_id], "reason": reason, "fix_version": fix_version, "actor": "forged", **extra}
+    job = env.stack.api("POST", "/retry-provider/api/replays", json=body)
+    deadline = time.monotonic() + 120
+    while not job["finished"] and time.monotonic() < deadline:
+        time.sleep(1)
+        job = env.stack.api("GET", f"/retry-provider/api/jobs/{job['id']}")
+    assert job["finished"] and job["error"] is None, job
+    return dict(job)
