@@ -106,9 +106,16 @@ class DeadLetterStore:
             if try_number >= letter.try_number:
                 return FileResult(letter_id, status, replay_count, created=False, changed=False)
             new_status, new_count = status_after_failure(status, replay_count, replay_cap)
+            why = "replay failed" if status == "replaying" else "failed again"
             cur.execute(
                 query("refile_letter"),
-                {**params, "id": letter_id, "status": new_status, "replay_count": new_count},
+                {
+                    **params,
+                    "id": letter_id,
+                    "status": new_status,
+                    "replay_count": new_count,
+                    "status_reason": f"{why} (try {letter.try_number})",
+                },
             )
             if status == "replaying":
                 cur.execute(

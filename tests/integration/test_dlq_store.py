@@ -80,6 +80,7 @@ def test_a_later_try_updates_the_letter_and_a_failed_replay_counts(pg_dsn):
     assert (result.created, result.changed, result.status, result.replay_count) == (False, True, "dlq", 1)
     (row,) = _rows(pg_dsn)
     assert (row["try_number"], row["message"], row["status"]) == (2, "still missing", "dlq")
+    assert row["status_reason"] == "replay failed (try 2)"  # not the stale "replay requested ..."
     assert [r.outcome for r in store.replays(letter_id)] == ["failed"]
 
 

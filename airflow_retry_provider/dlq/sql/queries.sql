@@ -27,7 +27,8 @@ UPDATE retry_dead_letters SET
     failure_class = %(failure_class)s, category = %(category)s, rule = %(rule)s,
     exception_type = %(exception_type)s, message = %(message)s, reason = %(reason)s,
     fingerprint = %(fingerprint)s, code_version = %(code_version)s, payload_ref = %(payload_ref)s,
-    filed_by = %(filed_by)s, status = %(status)s, replay_count = %(replay_count)s, updated_at = now()
+    filed_by = %(filed_by)s, status = %(status)s, status_reason = %(status_reason)s,
+    replay_count = %(replay_count)s, updated_at = now()
 WHERE id = %(id)s;
 
 -- name: finish_pending_replays
