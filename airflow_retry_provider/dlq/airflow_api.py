@@ -157,14 +157,23 @@ class AirflowApi:
     :param credentials: base URL, username, password.
     :param timeout: seconds per request.
     :param transport: an ``httpx`` transport (tests of the client itself may pass one).
+    :param token: act with this bearer token (e.g. the signed-in user's) instead of logging in;
+        when Airflow refuses it, the call fails rather than falling back to the credentials.
     """
 
-    def __init__(self, credentials: ApiCredentials, timeout: float = 30.0, transport: Any = None) -> None:
+    def __init__(
+        self,
+        credentials: ApiCredentials,
+        timeout: float = 30.0,
+        transport: Any = None,
+        token: str | None = None,
+    ) -> None:
         import httpx
 
         self.credentials = credentials
         self._client = httpx.Client(base_url=credentials.base_url, timeout=timeout, transport=transport)
-        self._token: str | None = None
+        self._token: str | None = token
+        self._fixed_token = token is not None
 
     def __repr__(self) -> str:
         return f"AirflowApi({self.credentials.base_url!r})"
@@ -182,6 +191,9 @@ class AirflowApi:
 
     def _get_token(self) -> str:
         import httpx
+
+        if self._fixed_token:
+            raise AirflowApiError("Airflow refused the given token (expired?): sign in again", 401)
 
         try:
             response = self._client.post(

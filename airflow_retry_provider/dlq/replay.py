@@ -339,7 +339,7 @@ class ReplayEngine:
 
     def claim(self, letter: Letter, request: ReplayRequest) -> int | None:
         """``dlq`` -> ``replaying`` and the replay row, in one transaction; the replay id or None."""
-        with self.store._transaction() as cur:
+        with self.store.transaction() as cur:
             cur.execute(
                 query("claim_for_replay"),
                 {
@@ -374,7 +374,7 @@ class ReplayEngine:
                 raise AirflowApiError("Airflow cleared no task instance (is the DAG run still there?)")
         except AirflowApiError as exc:
             detail = redact(f"clear failed: {exc}")[:1000]
-            with self.store._transaction() as cur:
+            with self.store.transaction() as cur:
                 cur.execute(query("release_failed_claim"), {"id": letter.id, "status_reason": detail[:500]})
                 cur.execute(
                     query("finish_pending_replays"),
@@ -382,7 +382,7 @@ class ReplayEngine:
                 )
             metrics.incr("replay", "clear_failed")
             return ReplayResult(letter.id, "clear-failed", replay_id, detail)
-        with self.store._transaction() as cur:
+        with self.store.transaction() as cur:
             cur.execute(query("mark_replay_cleared"), {"id": replay_id, "detail": note})
         metrics.incr("replay", "cleared")
         return ReplayResult(letter.id, "cleared", replay_id, note)
@@ -409,7 +409,7 @@ class ReplayEngine:
     ) -> list[int]:
         changed = []
         for letter_id in letter_ids:
-            with self.store._transaction() as cur:
+            with self.store.transaction() as cur:
                 cur.execute(
                     query("set_status"),
                     {
@@ -425,7 +425,7 @@ class ReplayEngine:
 
     def purge_closed_before(self, before: datetime) -> list[int]:
         """Delete resolved and dismissed letters (and their replays) last changed before ``before``."""
-        with self.store._transaction() as cur:
+        with self.store.transaction() as cur:
             cur.execute(query("delete_closed_before"), {"before": before})
             return sorted(int(row[0]) for row in cur.fetchall())
 
@@ -445,9 +445,9 @@ class ReplayEngine:
         api = self._require_api()
         now = now or datetime.now(timezone.utc)
         resolved, refiled, waiting, errors = [], [], [], []
-        with self.store._transaction() as cur:
+        with self.store.transaction() as cur:
             cur.execute(query("replaying_letters"), {"limit": limit})
-            letters = [Letter.from_row(row) for row in self.store._rows(cur)]
+            letters = [Letter.from_row(row) for row in self.store.rows(cur)]
         for letter in letters:
             try:
                 ti = api.task_instance(letter.dag_id, letter.run_id, letter.task_id, letter.map_index)

@@ -70,7 +70,8 @@ class DeadLetterStore:
         return cls(DeadLetterHook(postgres_conn_id=conn_id).get_conn)
 
     @contextmanager
-    def _transaction(self) -> Iterator[Any]:
+    def transaction(self) -> Iterator[Any]:
+        """A cursor on a new connection: committed when the block ends, rolled back on an error."""
         conn = self._connect()
         try:
             cursor = conn.cursor()
@@ -83,7 +84,8 @@ class DeadLetterStore:
             conn.close()
 
     @staticmethod
-    def _rows(cursor: Any) -> list[dict[str, Any]]:
+    def rows(cursor: Any) -> list[dict[str, Any]]:
+        """The cursor's remaining rows as dicts by column name."""
         names = [column[0] for column in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
@@ -96,7 +98,7 @@ class DeadLetterStore:
         replay it returns to ``dlq`` with ``replay_count + 1`` (``parked`` at ``replay_cap``).
         """
         params = letter.as_params()
-        with self._transaction() as cur:
+        with self.transaction() as cur:
             cur.execute(query("insert_letter"), params)
             inserted = cur.fetchone()
             if inserted is not None:
@@ -127,7 +129,7 @@ class DeadLetterStore:
     def resolve_replaying(self, dag_id: str, run_id: str, task_id: str, map_index: int) -> int | None:
         """A replayed task instance succeeded: its letter becomes ``resolved``. Returns the letter id."""
         ti = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index}
-        with self._transaction() as cur:
+        with self.transaction() as cur:
             cur.execute(query("resolve_replaying_letter"), {**ti, "status_reason": "replay succeeded"})
             row = cur.fetchone()
             if row is None:
@@ -147,16 +149,16 @@ class DeadLetterStore:
             "map_index": map_index,
             "try_number": try_number,
         }
-        with self._transaction() as cur:
+        with self.transaction() as cur:
             cur.execute(query("letter_exists_for_ti"), params)
             return cur.fetchone() is not None
 
     # -- reading ---------------------------------------------------------------------------
 
     def get(self, letter_id: int) -> Letter | None:
-        with self._transaction() as cur:
+        with self.transaction() as cur:
             cur.execute(query("get_letter"), {"id": letter_id})
-            rows = self._rows(cur)
+            rows = self.rows(cur)
         return Letter.from_row(rows[0]) if rows else None
 
     def list(
@@ -172,11 +174,11 @@ class DeadLetterStore:
             before_created=before[0] if before else None,
             before_id=before[1] if before else None,
         )
-        with self._transaction() as cur:
+        with self.transaction() as cur:
             cur.execute(query("list_letters"), params)
-            return [Letter.from_row(row) for row in self._rows(cur)]
+            return [Letter.from_row(row) for row in self.rows(cur)]
 
     def replays(self, letter_id: int) -> builtins.list[Replay]:
-        with self._transaction() as cur:
+        with self.transaction() as cur:
             cur.execute(query("replays_of_letter"), {"letter_id": letter_id})
-            return [Replay.from_row(row) for row in self._rows(cur)]
+            return [Replay.from_row(row) for row in self.rows(cur)]

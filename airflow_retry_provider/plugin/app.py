@@ -70,19 +70,13 @@ def ui_timezone(environ: Mapping[str, str]) -> ZoneInfo:
 # -- Airflow: auth, URLs, the REST API as the signed-in user ------------------------------------
 
 
-class ActingUserApi(AirflowApi):
+def acting_user_api(base_url: str, token: str, timeout: float = 30.0) -> AirflowApi:
     """Airflow's REST API called with the signed-in user's own token, so Airflow checks their rights again.
 
     :param base_url: where Airflow's API is (``[api] base_url`` or this request's origin).
     :param token: the user's JWT, from the Authorization header or Airflow's ``_token`` cookie.
     """
-
-    def __init__(self, base_url: str, token: str, timeout: float = 30.0, transport: Any = None) -> None:
-        super().__init__(ApiCredentials(base_url, "", ""), timeout=timeout, transport=transport)
-        self._token = token
-
-    def _get_token(self) -> str:
-        raise AirflowApiError("Airflow refused the signed-in user's token (expired?): sign in again", 401)
+    return AirflowApi(ApiCredentials(base_url, "", ""), timeout=timeout, token=token)
 
 
 def request_token(request: Request) -> str | None:
@@ -113,7 +107,7 @@ def airflow_base_url(request: Request) -> str:
 
 
 def default_api(request: Request, token: str) -> AirflowApi:
-    return ActingUserApi(airflow_base_url(request), token)
+    return acting_user_api(airflow_base_url(request), token)
 
 
 def _team_names(dag_ids: list[str]) -> dict[str, str | None]:
@@ -412,12 +406,14 @@ def create_app(
     :param store: the dead-letter store; by default built on first use from the Airflow connection
         ``retry_provider_default``.
     :param api_factory: builds Airflow's REST API client for a request and the user's token; by
-        default :class:`ActingUserApi` on ``[api] base_url`` (or the request's origin).
+        default :func:`acting_user_api` on ``[api] base_url`` (or the request's origin).
     :param url_prefix: where the plugin mounts this app (to link back to Airflow's own pages).
     """
     from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
     from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
     from airflow.api_fastapi.logging.decorators import action_logging
+
+    from airflow_retry_provider.plugin.reconciliation_pages import register as register_reconciliation
 
     tz = ui_timezone(os.environ)
     templates = _templates(tz)
@@ -434,6 +430,7 @@ def create_app(
     app.state.url_prefix = url_prefix
     app.state.store = store
     lock = threading.Lock()
+    register_reconciliation(app)  # "Medallion gaps" and "Connector health", same auth and store
 
     def get_store() -> DeadLetterStore:
         if app.state.store is None:

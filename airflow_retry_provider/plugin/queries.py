@@ -112,16 +112,16 @@ class LetterViews:
     @contextmanager
     def reading(self) -> Iterator[LetterViews]:
         """These views on one connection and one transaction."""
-        with self.store._transaction() as cur:
+        with self.store.transaction() as cur:
             yield LetterViews(self.store, cur)
 
     def _fetch(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         if self._cursor is not None:
             self._cursor.execute(query(name), params)
-            return self.store._rows(self._cursor)
-        with self.store._transaction() as cur:
+            return self.store.rows(self._cursor)
+        with self.store.transaction() as cur:
             cur.execute(query(name), params)
-            return self.store._rows(cur)
+            return self.store.rows(cur)
 
     def dag_ids(self) -> list[str]:
         """Every DAG that has letters (before any permission check)."""

@@ -28,7 +28,7 @@ from fastapi.testclient import TestClient
 from airflow_retry_provider.devstack.postgres import free_port
 from airflow_retry_provider.dlq.models import NewLetter
 from airflow_retry_provider.dlq.store import DeadLetterStore
-from airflow_retry_provider.plugin.app import ActingUserApi, create_app
+from airflow_retry_provider.plugin.app import acting_user_api, create_app
 from tests.conftest import metadata_dsn
 
 DAG_A, DAG_B, DAG_FREE = "ui_dag_team_a", "ui_dag_team_b", "ui_dag_no_team"
@@ -133,7 +133,7 @@ class Ui:
         self.store = DeadLetterStore.from_dsn(dsn)
         closed = f"http://127.0.0.1:{free_port()}"  # Airflow's REST API: nothing listens here
         self.app = create_app(
-            store=self.store, api_factory=lambda request, token: ActingUserApi(closed, token, timeout=5)
+            store=self.store, api_factory=lambda request, token: acting_user_api(closed, token, timeout=5)
         )
         _mount_auth(self.app)
         self.client = TestClient(self.app)
