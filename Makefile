@@ -5,7 +5,7 @@ VENV ?= .venv
 ARGS ?=
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench install check-postgres clean
+.PHONY: demo test lint bench install check-postgres check-chromium clean
 
 install: $(STAMP)
 
@@ -26,7 +26,11 @@ check-postgres:
 demo: check-postgres $(STAMP)
 	$(VENV)/bin/airflow-retry demo $(ARGS)
 
-test: check-postgres $(STAMP)
+check-chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "Chromium not found (the browser test needs it): apt-get install chromium"; exit 1; }
+
+test: check-postgres check-chromium $(STAMP)
 	$(VENV)/bin/pytest $(ARGS)
 
 lint: $(STAMP)
