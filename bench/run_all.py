@@ -80,7 +80,14 @@ def main() -> int:
         elapsed = time.monotonic() - began
         print(result.stdout, end="", flush=True)
         lines += [f"## {script.name}", "", f"Target: {TARGETS.get(script.name, 'see the script')}.", ""]
-        lines += ["```", result.stdout.rstrip(), "```", "", f"({elapsed:.0f} s, exit {result.returncode})", ""]
+        lines += [
+            "```",
+            result.stdout.rstrip(),
+            "```",
+            "",
+            f"({elapsed:.0f} s, exit {result.returncode})",
+            "",
+        ]
         if result.returncode != 0:
             failed += 1
             lines += ["Errors:", "", "```", result.stderr[-3000:].rstrip(), "```", ""]
