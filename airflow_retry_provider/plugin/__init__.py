@@ -1,8 +1,8 @@
 """The Airflow plugin, loaded through the ``airflow.plugins`` entry point.
 
 It only mounts the app built by :func:`~airflow_retry_provider.plugin.app.create_app` on the
-api-server and tells Airflow's UI where to show it: "Dead letters" under Browse, and a tab on
-each task instance. The app reaches no database until its first request.
+api-server and tells Airflow's UI where to show it: "Dead letters", "Medallion gaps" and
+"Connector health" under Browse, and a tab on each task instance. The app reaches no database until its first request.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from airflow_retry_provider.plugin.app import URL_PREFIX, create_app
 
 NAV_ROUTE = "dead-letters"
 TI_TAB_ROUTE = "dead-letters-ti"
+GAPS_ROUTE = "medallion-gaps"
+HEALTH_ROUTE = "connector-health"
 
 
 class RetryProviderPlugin(AirflowPlugin):
@@ -27,6 +29,20 @@ class RetryProviderPlugin(AirflowPlugin):
             "destination": "nav",
             "category": "browse",
             "url_route": NAV_ROUTE,
+        },
+        {
+            "name": "Medallion gaps",
+            "href": f"{URL_PREFIX}/medallion-gaps",
+            "destination": "nav",
+            "category": "browse",
+            "url_route": GAPS_ROUTE,
+        },
+        {
+            "name": "Connector health",
+            "href": f"{URL_PREFIX}/connector-health",
+            "destination": "nav",
+            "category": "browse",
+            "url_route": HEALTH_ROUTE,
         },
         {
             "name": "Dead letters",

@@ -413,6 +413,8 @@ def create_app(
     from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
     from airflow.api_fastapi.logging.decorators import action_logging
 
+    from airflow_retry_provider.plugin.reconciliation_pages import register as register_reconciliation
+
     tz = ui_timezone(os.environ)
     templates = _templates(tz)
     jobs = ReplayJobs()
@@ -428,6 +430,7 @@ def create_app(
     app.state.url_prefix = url_prefix
     app.state.store = store
     lock = threading.Lock()
+    register_reconciliation(app)  # "Medallion gaps" and "Connector health", same auth and store
 
     def get_store() -> DeadLetterStore:
         if app.state.store is None:

@@ -296,3 +296,22 @@ SELECT workspace_id, layer, kind, subject, expected_after, observed_at, action
 FROM reconciliation_findings
 WHERE workspace_id = %(workspace_id)s AND report_id = %(report_id)s
 ORDER BY array_position(ARRAY['bronze', 'silver', 'gold'], layer), subject COLLATE "C", kind;
+
+-- name: report_workspaces
+-- The plugin pages' workspace selector: every workspace with a stored report, by a loose index scan
+-- of reconciliation_reports_newest. Like list_workspaces it returns ids only, never a workspace's rows;
+-- the pages then read each workspace with the statements below, all filtered by workspace id.
+WITH RECURSIVE ws (workspace_id) AS (
+    (SELECT workspace_id FROM reconciliation_reports ORDER BY workspace_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT r.workspace_id FROM reconciliation_reports r
+            WHERE r.workspace_id > ws.workspace_id ORDER BY r.workspace_id LIMIT 1)
+    FROM ws WHERE ws.workspace_id IS NOT NULL
+)
+SELECT workspace_id FROM ws WHERE workspace_id IS NOT NULL ORDER BY workspace_id COLLATE "C";
+
+-- name: workspace_report
+-- One report of a workspace, by id (a report of another workspace is not found).
+SELECT id, workspace_id, as_of, window_seconds, created_at, findings_count, new_findings, health, summary
+FROM reconciliation_reports
+WHERE workspace_id = %(workspace_id)s AND id = %(report_id)s;

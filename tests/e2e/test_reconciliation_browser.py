@@ -1,0 +1,96 @@
+""" "Medallion gaps" and "Connector health" in a real Airflow, opened from its nav in headless Chromium.
+
+One stack (scheduler, dag-processor, api-server with the plugin, triggerer) on fresh databases;
+two workspaces' reports are stored by the real ``report.py`` functions (the integration test's
+``seed``). The browser signs in on Airflow's login page, opens both pages from Browse, switches
+workspace, and saves screenshots to ``tests/artifacts/``.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_retry_provider.devstack.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowStack
+from airflow_retry_provider.devstack.postgres import PostgresServer, free_port
+from tests.conftest import REPO, TEMPLATE_DB, TEST_DAGS, bundle_config
+from tests.e2e.test_ui_browser import ARTIFACTS, browser  # noqa: F401 (the browser fixture)
+from tests.integration.test_reconciliation_pages import seed
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def stack(pg_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowStack]:
+    """A real Airflow with the plugin, on a provider database holding ws-a's and ws-b's reports."""
+    suffix = uuid.uuid4().hex[:8]
+    metadata_db, provider_db = f"arp_rc_meta_{suffix}", f"arp_rc_prov_{suffix}"
+    pg_server.create_database(metadata_db)
+    provider_dsn = pg_server.create_database(provider_db, template=TEMPLATE_DB)
+    seed(provider_dsn)
+    airflow = AirflowStack(
+        home=Path(tmp_path_factory.mktemp("rc-airflow-home")),
+        dags_folder=TEST_DAGS,
+        metadata_url=pg_server.sqlalchemy_url(metadata_db),
+        provider_dsn=provider_dsn,
+        api_port=free_port(),
+        extra_env={"AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST": bundle_config(REPO / "dags", TEST_DAGS)},
+    )
+    try:
+        airflow.migrate()
+        airflow.start()
+        airflow.wait_healthy()
+        yield airflow
+    finally:
+        airflow.stop()
+        pg_server.drop_database(metadata_db)
+        pg_server.drop_database(provider_db)
+
+
+def test_an_operator_opens_medallion_gaps_and_connector_health_from_airflows_nav(
+    stack: AirflowStack,
+    browser: Any,  # noqa: F811 (the imported fixture)
+):
+    """Sign in, Browse > Medallion gaps (findings, chart, another workspace), Browse > Connector health."""
+    from playwright.sync_api import expect
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page()
+    page.set_default_timeout(30_000)
+    page.goto(stack.base_url + "/")
+    page.wait_for_url(re.compile(r"/auth/login"))
+    page.locator("input[name=username]").fill(ADMIN_USER)
+    page.locator("input[name=password]").fill(ADMIN_PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(re.compile(r"^(?!.*/auth/login)"))
+
+    page.get_by_role("button", name=re.compile("Browse")).click()
+    page.get_by_role("menuitem", name="Medallion gaps").click()
+    page.wait_for_url(re.compile(r"/plugin/medallion-gaps"))
+    gaps = page.frame_locator('iframe[title="Medallion gaps"]')
+    expect(gaps.locator("#findings tbody tr[data-layer]")).to_have_count(3)
+    expect(gaps.locator("#findings")).to_contain_text("crm/<script>alert(1)</script>")
+    expect(gaps.locator("#findings-chart svg polyline")).to_have_count(3)
+    expect(gaps.locator("#history tbody tr")).to_have_count(3)
+    page.screenshot(path=str(ARTIFACTS / "medallion-gaps.png"), full_page=True)
+
+    gaps.locator("#workspace").select_option("ws-b")
+    expect(gaps.locator("#findings tbody tr[data-layer]")).to_have_count(1)
+    expect(gaps.locator("#findings")).to_contain_text("erp/secret_b_table")
+    expect(gaps.locator("#findings")).not_to_contain_text("crm/")
+
+    page.get_by_role("button", name=re.compile("Browse")).click()
+    page.get_by_role("menuitem", name="Connector health").click()
+    page.wait_for_url(re.compile(r"/plugin/connector-health"))
+    health = page.frame_locator('iframe[title="Connector health"]')
+    expect(health.locator("#connectors tbody tr[data-connector]")).to_have_count(3)
+    expect(health.locator('tr[data-connector="api"] .status')).to_have_text("failing")
+    expect(health.locator('tr[data-connector="db"] .status')).to_have_text("healthy")
+    expect(health.locator('tr[data-connector="api"] svg')).to_have_count(2)
+    page.screenshot(path=str(ARTIFACTS / "connector-health.png"), full_page=True)
+    page.close()
