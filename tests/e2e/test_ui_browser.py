@@ -25,9 +25,10 @@ import pytest
 
 from airflow_retry_provider.devstack.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowStack
 from airflow_retry_provider.devstack.postgres import PostgresServer, free_port
-from airflow_retry_provider.dlq.models import Letter, NewLetter
+from airflow_retry_provider.dlq.models import Letter
 from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
 from tests.conftest import REPO, TEMPLATE_DB, TEST_DAGS, bundle_config
+from tests.factories import new_letter
 
 pytestmark = pytest.mark.e2e
 
@@ -45,11 +46,10 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 
-SEED = NewLetter(
+SEED = new_letter(
     dag_id="nightly_positions",
     run_id="scheduled__2026-11-28T00:00:00+00:00",
     task_id="load_positions",
-    map_index=-1,
     try_number=3,
     attempts_used=3,
     max_attempts=3,

@@ -13,30 +13,11 @@ import pytest
 
 from airflow_retry_provider.cli import main
 from airflow_retry_provider.devstack.postgres import free_port
-from airflow_retry_provider.dlq.models import NewLetter
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from tests.conftest import VENV_BIN
+from tests.factories import new_letter
 
-LETTER = NewLetter(
-    dag_id="etl",
-    run_id="r1",
-    task_id="load",
-    map_index=-1,
-    try_number=1,
-    attempts_used=1,
-    max_attempts=3,
-    work_unit_key="etl/load/-1/run=r1",
-    data_interval_start=None,
-    data_interval_end=None,
-    workspace_id="w1",
-    failure_class="poison",
-    category="not-found",
-    rule="message-not-found",
-    exception_type="RuntimeError",
-    message='relation "x" not found',
-    reason="[attempt 1/3] dead letter poison/not-found",
-    fingerprint="0123456789abcdef",
-)
+LETTER = new_letter()
 
 
 @pytest.fixture

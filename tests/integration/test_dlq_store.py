@@ -20,31 +20,15 @@ from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest, pace_
 from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
 from airflow_retry_provider.dlq.sweeper import parse_dag_list, sweeper_letter
 from airflow_retry_provider.retry_policy import ClassifiedRetryPolicy
+from tests.factories import new_letter
 
 SECRET = "hunter2-Secr3t"
 T0 = datetime(2026, 11, 2, 10, 0, tzinfo=timezone.utc)
 
 
 def _letter(task_id: str = "load", try_number: int = 1, dag_id: str = "etl", run_id: str = "r1") -> NewLetter:
-    return NewLetter(
-        dag_id=dag_id,
-        run_id=run_id,
-        task_id=task_id,
-        map_index=-1,
-        try_number=try_number,
-        attempts_used=1,
-        max_attempts=3,
-        work_unit_key=f"{dag_id}/{task_id}/-1/run={run_id}",
-        data_interval_start=None,
-        data_interval_end=None,
-        workspace_id="w1",
-        failure_class="poison",
-        category="not-found",
-        rule="message-not-found",
-        exception_type="RuntimeError",
-        message='relation "x" not found',
-        reason="[attempt 1/3] dead letter poison/not-found",
-        fingerprint="f" * 16,
+    return new_letter(
+        task_id=task_id, try_number=try_number, dag_id=dag_id, run_id=run_id, fingerprint="f" * 16
     )
 
 

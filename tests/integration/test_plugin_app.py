@@ -26,29 +26,23 @@ import pytest
 from fastapi.testclient import TestClient
 
 from airflow_retry_provider.devstack.postgres import free_port
-from airflow_retry_provider.dlq.models import NewLetter
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.plugin.app import acting_user_api, create_app
 from tests.conftest import metadata_dsn
+from tests.factories import new_letter
 
 DAG_A, DAG_B, DAG_FREE = "ui_dag_team_a", "ui_dag_team_b", "ui_dag_no_team"
 PASSWORDS = {"admin": "admin-pw", "viewer": "viewer-pw", "ops_a": "ops-a-pw", "viewer_a": "viewer-a-pw"}
 USERS = "admin:admin,viewer:viewer,ops_a:user:team_a,viewer_a:viewer:team_a"
 
-BASE = NewLetter(
+BASE = new_letter(
     dag_id=DAG_A,
     run_id="scheduled__2026-11-29T00:00:00+00:00",
     task_id="load",
-    map_index=-1,
-    try_number=1,
-    attempts_used=1,
-    max_attempts=3,
     work_unit_key="ws-1/2026-11-29",
     data_interval_start=datetime(2026, 11, 29, tzinfo=timezone.utc),
     data_interval_end=datetime(2026, 11, 30, tzinfo=timezone.utc),
     workspace_id="ws-1",
-    failure_class="poison",
-    category="not-found",
     rule="http-404",
     exception_type="HTTPError",
     message="404 Not Found: job 7 does not exist",
@@ -621,12 +615,18 @@ def test_the_plugin_mounts_the_app_and_adds_the_nav_entry_and_the_task_instance_
     (plugin,) = [p for p in plugins if p.name == "retry_provider"]
     (app,) = plugin.fastapi_apps
     assert (app["url_prefix"], app["name"]) == ("/retry-provider", "Dead letters")
-    nav, tab = plugin.external_views
-    assert (nav["name"], nav["category"], nav["destination"], nav["href"]) == (
-        "Dead letters",
+    views = {view["name"]: view for view in plugin.external_views if view["destination"] == "nav"}
+    (tab,) = [view for view in plugin.external_views if view["destination"] == "task_instance"]
+    assert list(views) == ["Dead letters", "Medallion gaps", "Connector health"]
+    nav = views["Dead letters"]
+    assert (nav["category"], nav["href"]) == ("browse", "/retry-provider/")
+    assert (views["Medallion gaps"]["category"], views["Medallion gaps"]["href"]) == (
         "browse",
-        "nav",
-        "/retry-provider/",
+        "/retry-provider/medallion-gaps",
+    )
+    assert (views["Connector health"]["category"], views["Connector health"]["href"]) == (
+        "browse",
+        "/retry-provider/connector-health",
     )
     assert nav["url_route"] and tab["url_route"] and tab["destination"] == "task_instance"
     assert "{DAG_ID}" in tab["href"] and "{RUN_ID}" in tab["href"] and "{TASK_ID}" in tab["href"]
