@@ -387,8 +387,10 @@ _READS: dict[str, dict[str, Any]] = {
     "latest_reports": {},
     "report_history": {"limit": 10},
     "report_findings": {"report_id": None},  # filled with w1's report id
+    "workspace_report": {"report_id": None},  # filled with w1's report id
 }
-_NOT_PER_WORKSPACE = {"list_workspaces", "missing_trail_tables", "disable_jit"}  # ids, catalogue, a setting
+# ids (of all workspaces, for a selector), the catalogue, a setting
+_NOT_PER_WORKSPACE = {"list_workspaces", "report_workspaces", "missing_trail_tables", "disable_jit"}
 _WRITES = re.compile(r"^\s*(INSERT|UPDATE|DELETE)\b", re.IGNORECASE)
 
 
@@ -411,7 +413,7 @@ def _run_reads(conn, report_id: int) -> dict[str, list[dict[str, Any]]]:
     results = {}
     for name, extra in _READS.items():
         params = {"workspace_id": "w1", "workspace_ids": ["w1"], **extra}
-        if name == "report_findings":
+        if name in ("report_findings", "workspace_report"):
             params["report_id"] = report_id
         rows = trails.fetch_all(conn, name, params)
         for row in rows:
