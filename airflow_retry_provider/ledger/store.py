@@ -52,6 +52,8 @@ class WorkUnit:
     :param owner_ti: ``dag_id/run_id/task_id/map_index`` of the holder, when known.
     :param owner_try: the holder's try number, when known.
     :param claims: how many times the unit was claimed.
+    :param claimed_from: the status the current claim replaced (``running``: a takeover), None
+        when the claim created the unit.
     :param remote_job_id: the id the work was submitted under, if any.
     :param result_ref: what the successful run returned (JSON), else None.
     :param error: the last failure's text, else None.
@@ -67,6 +69,7 @@ class WorkUnit:
     owner_ti: str | None
     owner_try: int | None
     claims: int
+    claimed_from: str | None
     remote_job_id: str | None
     result_ref: Any
     error: str | None
@@ -84,6 +87,7 @@ class WorkUnit:
             owner_ti=row["owner_ti"],
             owner_try=row["owner_try"],
             claims=int(row["claims"]),
+            claimed_from=row["claimed_from"],
             remote_job_id=row["remote_job_id"],
             result_ref=row["result_ref"],
             error=row["error"],
@@ -156,15 +160,26 @@ def ledger_schema_path() -> str:
     return str(resources.files("airflow_retry_provider.ledger.sql").joinpath("ledger.sql"))
 
 
+def _dict_cursor(conn: Any) -> Any:
+    """A cursor returning dict rows on psycopg 3 (cheaper than reading ``description`` per row)."""
+    try:
+        from psycopg import Connection
+        from psycopg.rows import dict_row
+    except ImportError:  # psycopg 2 only
+        return conn.cursor()
+    return conn.cursor(row_factory=dict_row) if isinstance(conn, Connection) else conn.cursor()
+
+
 def _seconds(value: timedelta) -> float:
     return value.total_seconds()
 
 
 class Ledger:
-    """Claims and outcomes of work units; each public method is one transaction.
+    """Claims and outcomes of work units; each public method is one short transaction.
 
     :param connect: returns a new DB-API connection, e.g. ``DeadLetterHook().get_conn``; or pass
-        ``conn=`` to reuse one open connection (benchmarks, tight loops).
+        ``conn=`` to reuse one open connection (tight loops; open it with ``autocommit=True`` to
+        save the COMMIT round trip, as the ledger does with the connections it opens).
     :param dedup_window: how long a success is remembered (default ``AIRFLOW_RETRY_LEDGER_DEDUP_SECONDS``
         or 3600 s).
     :param lease: how long a ``running`` claim is protected before another worker may take it over.
@@ -203,19 +218,30 @@ class Ledger:
 
     @contextmanager
     def _transaction(self) -> Iterator[Any]:
-        conn = self._conn if self._conn is not None else self._connect()  # type: ignore[misc]
+        """A cursor whose statement is one transaction.
+
+        Every ledger statement is atomic on its own, so a connection the ledger opens runs in
+        autocommit mode: one round trip per call, no separate COMMIT. A connection passed as
+        ``conn=`` is used as it is (committed here unless it is in autocommit mode).
+        """
+        owned = self._conn is None
+        conn = self._connect() if owned else self._conn  # type: ignore[misc]
+        if owned:
+            conn.autocommit = True
         try:
-            cursor = conn.cursor()
+            cursor = _dict_cursor(conn)
             try:
                 yield cursor
             finally:
                 cursor.close()
-            conn.commit()
+            if not conn.autocommit:
+                conn.commit()
         except BaseException:
-            conn.rollback()
+            if not conn.autocommit:
+                conn.rollback()
             raise
         finally:
-            if self._conn is None:
+            if owned:
                 conn.close()
 
     @staticmethod
@@ -240,7 +266,8 @@ class Ledger:
         remote_job_id: str | None = None,
         lease: timedelta | None = None,
     ) -> Claim:
-        """Claim ``key``; see :class:`Claim` for the four outcomes. One transaction."""
+        """Claim ``key``; see :class:`Claim` for the four outcomes. One statement (a second, read-only
+        one only when the claim is refused)."""
         owner = owner or new_owner()
         params = {
             "key": key,
@@ -254,7 +281,7 @@ class Ledger:
             cur.execute(query("claim"), params)
             row = self._one(cur)
             if row is not None:
-                taken = not row["inserted"] and row["previous_status"] == "running"
+                taken = row["claimed_from"] == "running"
                 return Claim("taken_over" if taken else "claimed", WorkUnit.from_row(row), owner)
             cur.execute(query("get_unit"), {"key": key})
             current = self._one(cur)

@@ -53,6 +53,7 @@ def test_every_dag_runs_with_dag_test(dag_id, airflow_db):
     states = {ti.task_id: ti.state for ti in run.get_task_instances()}
     assert states, f"{dag_id} ran no task"
     assert set(states.values()) <= {"success", "failed", "skipped", "upstream_failed"}
-    failed = {task_id for task_id, state in states.items() if state != "success"}
+    # "skipped" is a success too: a mapped task over an empty list (no workspace seeded yet)
+    failed = {task_id for task_id, state in states.items() if state not in ("success", "skipped")}
     assert failed <= INTENTIONALLY_FAILING.get(dag_id, set()), states
     assert run.state == ("failed" if failed else "success"), states

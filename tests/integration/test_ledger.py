@@ -206,3 +206,29 @@ def test_mixin_runs_work_once_per_key(ledger_dsn):
     op = Load()
     assert op.execute({}) == 42 and op.execute({}) == 42
     assert op.ran == 1
+
+
+def test_a_ledger_table_from_before_claimed_from_is_upgraded(pg_dsn):
+    """A table created by an earlier release (no claimed_from) gains the column; claims then work on it."""
+    with psycopg.connect(pg_dsn) as conn:
+        apply_ledger_schema(conn)
+        conn.execute("ALTER TABLE retry_work_units DROP COLUMN claimed_from")
+        conn.commit()
+        apply_ledger_schema(conn)
+    ledger = Ledger.from_dsn(pg_dsn, lease=timedelta(seconds=1))
+    first = ledger.claim("old-table-unit", owner="first")
+    assert (first.outcome, first.unit.claimed_from) == ("claimed", None)
+    ledger.fail(first, "boom")
+    again = ledger.claim("old-table-unit", owner="second")
+    assert (again.outcome, again.unit.claimed_from) == ("claimed", "failed")
+
+
+def test_the_ledger_commits_each_call_on_a_connection_it_was_given(ledger_dsn):
+    """With ``conn=`` in transaction mode the ledger commits each call: another session sees it at once."""
+    with psycopg.connect(ledger_dsn) as conn:
+        ledger = Ledger(conn=conn)
+        ledger.complete(ledger.claim("given-conn-unit"), {"rows": 1})
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert _rows(
+        ledger_dsn, "SELECT status FROM retry_work_units WHERE work_unit_key = 'given-conn-unit'"
+    ) == [("succeeded",)]

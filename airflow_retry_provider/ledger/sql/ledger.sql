@@ -13,6 +13,7 @@ CREATE TABLE IF NOT EXISTS retry_work_units (
     owner_ti          text,                              -- dag_id/run_id/task_id/map_index of the holder
     owner_try         integer,                           -- its try number (a later try of it takes over)
     claims            integer     NOT NULL DEFAULT 1,    -- how many times the unit was claimed
+    claimed_from      text,                              -- the status the last claim replaced, NULL if new
     remote_job_id     text,                              -- the deterministic id sent to the remote side
     result_ref        jsonb,                             -- what the run returned (a value or a reference)
     error             text,                              -- the last failure, cut to 2000 characters
@@ -23,5 +24,8 @@ CREATE TABLE IF NOT EXISTS retry_work_units (
     created_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
     updated_at        timestamptz NOT NULL DEFAULT clock_timestamp()
 );
+-- Added after the first release; a no-op on a table that has it.
+ALTER TABLE retry_work_units ADD COLUMN IF NOT EXISTS claimed_from text;
+
 -- No secondary index on purpose: every claim and outcome updates the row, and the primary key
 -- is all they need (an index on status or updated_at would make each update write it too).

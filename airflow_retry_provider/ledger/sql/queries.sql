@@ -4,8 +4,8 @@
 -- Exactly one winner: a new key is inserted; an existing row is taken only when it failed, its
 -- lease expired, its dedup window passed, or it is held by an earlier try of the same task
 -- instance (Airflow never runs two tries of one task instance at once). Concurrent claims of one
--- key serialise on the row; the loser gets no row back. previous_status is informational.
-WITH previous AS (SELECT status FROM retry_work_units WHERE work_unit_key = %(key)s)
+-- key serialise on the row; the loser gets no row back. claimed_from records the status the
+-- claim replaced ('running' means a takeover), NULL for a new unit.
 INSERT INTO retry_work_units AS w (
     work_unit_key, status, owner, owner_ti, owner_try, remote_job_id, lease_expires_at
 ) VALUES (
@@ -19,6 +19,7 @@ ON CONFLICT (work_unit_key) DO UPDATE SET
     owner_try = EXCLUDED.owner_try,
     remote_job_id = COALESCE(EXCLUDED.remote_job_id, w.remote_job_id),
     claims = w.claims + 1,
+    claimed_from = w.status,
     claimed_at = clock_timestamp(),
     lease_expires_at = EXCLUDED.lease_expires_at,
     finished_at = NULL,
@@ -28,10 +29,10 @@ WHERE w.status = 'failed'
    OR (w.status = 'running' AND w.lease_expires_at <= clock_timestamp())
    OR (w.status = 'running' AND w.owner_ti = EXCLUDED.owner_ti AND w.owner_try < EXCLUDED.owner_try)
    OR (w.status = 'succeeded' AND w.dedup_expires_at <= clock_timestamp())
-RETURNING w.*, (w.xmax = 0) AS inserted, (SELECT status FROM previous) AS previous_status;
+RETURNING w.*;
 
 -- name: get_unit
-SELECT w.*, false AS inserted FROM retry_work_units AS w WHERE w.work_unit_key = %(key)s;
+SELECT w.* FROM retry_work_units AS w WHERE w.work_unit_key = %(key)s;
 
 -- name: complete
 UPDATE retry_work_units AS w SET
@@ -44,7 +45,7 @@ UPDATE retry_work_units AS w SET
     dedup_expires_at = clock_timestamp() + make_interval(secs => %(dedup_seconds)s::double precision),
     updated_at = clock_timestamp()
 WHERE w.work_unit_key = %(key)s AND w.owner = %(owner)s AND w.status = 'running'
-RETURNING w.*, false AS inserted;
+RETURNING w.*;
 
 -- name: fail
 UPDATE retry_work_units AS w SET
@@ -55,7 +56,7 @@ UPDATE retry_work_units AS w SET
     lease_expires_at = NULL,
     updated_at = clock_timestamp()
 WHERE w.work_unit_key = %(key)s AND w.owner = %(owner)s AND w.status = 'running'
-RETURNING w.*, false AS inserted;
+RETURNING w.*;
 
 -- name: set_remote_job_id
 UPDATE retry_work_units SET remote_job_id = %(remote_job_id)s, updated_at = clock_timestamp()
