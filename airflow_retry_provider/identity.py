@@ -19,7 +19,7 @@ MAX_REMOTE_JOB_ID = 1024
 
 
 def _utc(value: datetime) -> str:
-    return value.astimezone(timezone.utc).replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+    return value.astimezone(timezone.utc).isoformat(timespec="seconds")[:-6] + "Z"  # "+00:00" -> "Z"
 
 
 def key_parts(context: Mapping[str, Any]) -> dict[str, Any]:

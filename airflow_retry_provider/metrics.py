@@ -8,19 +8,24 @@ A metric never breaks a task: emitting is best effort.
 from __future__ import annotations
 
 import logging
+import re
 
 log = logging.getLogger(__name__)
 
 PREFIX = "retry_provider"
 
 
+_NOT_NAME = re.compile(r"[^0-9a-z]")
+
+
 def _part(value: str) -> str:
-    return "".join(ch if ch.isalnum() else "_" for ch in value.lower()) or "none"
+    """A safe name segment: lower-case ASCII letters and digits, anything else ``_``."""
+    return _NOT_NAME.sub("_", value.lower()) or "none"
 
 
 def incr(*parts: str) -> None:
     """Increment ``retry_provider.<part>.<part>...``."""
-    name = ".".join([PREFIX, *(_part(part) for part in parts)])
+    name = ".".join((PREFIX, *map(_part, parts)))
     try:
         from airflow.sdk.observability.stats import Stats
 

@@ -30,6 +30,7 @@ from airflow_retry_provider.policy import (
     classify,
     decide,
     get_profile,
+    rule_book,
 )
 from airflow_retry_provider.policy.decide import MAX_REASON_CHARS
 
@@ -126,6 +127,7 @@ class ClassifiedRetryPolicy(RetryPolicy):
     ) -> None:
         self.profile = get_profile(profile) if isinstance(profile, str) else profile
         self.rules = tuple(rules)
+        self._rule_book = rule_book(self.rules)  # compiled once, used by every evaluate
         self.backoff = backoff or (self.profile.backoff if self.profile else DEFAULT_BACKOFF)
         self.max_attempts = max_attempts or (self.profile.max_attempts if self.profile else None)
         if self.max_attempts is not None and (isinstance(self.max_attempts, bool) or self.max_attempts < 1):
@@ -175,7 +177,7 @@ class ClassifiedRetryPolicy(RetryPolicy):
         self, exception: BaseException, try_number: int, max_tries: int, context: Any = None
     ) -> Evaluation:
         """Classify and decide; remember the result for this task instance and try."""
-        classification = classify(exception, self.rules)
+        classification = classify(exception, self._rule_book)
         retries = _task_retries(context)
         if retries is None:
             retries = max_tries  # no context: assume the first generation

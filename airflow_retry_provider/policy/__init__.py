@@ -19,9 +19,11 @@ from airflow_retry_provider.policy.classify import (
     HttpStatus,
     MessagePattern,
     Rule,
+    RuleBook,
     SqlState,
     classify,
     exception_chain,
+    rule_book,
 )
 from airflow_retry_provider.policy.decide import (
     DEAD_LETTER_DEADLINE_INFEASIBLE,
@@ -72,6 +74,7 @@ __all__ = [
     "Profile",
     "Retry",
     "Rule",
+    "RuleBook",
     "ScheduledDelay",
     "SqlState",
     "UnknownProfileError",
@@ -91,4 +94,5 @@ __all__ = [
     "redact",
     "register_profile",
     "retries_for",
+    "rule_book",
 ]

@@ -83,9 +83,12 @@ class Backoff:
     multiplier: float = 2
     cap: timedelta = timedelta(hours=1)
     jitter: float = 0.25
-    # the multiplier and jitter as exact fractions of their decimal value (set in __post_init__)
+    # derived once in __post_init__: the multiplier and jitter as exact fractions of their decimal
+    # value, and everything delay() needs as plain integers
     _multiplier: Fraction = field(init=False, repr=False, compare=False)
     _jitter: Fraction = field(init=False, repr=False, compare=False)
+    _integers: tuple[int, int, int, int, int, int] = field(init=False, repr=False, compare=False)
+    _cap_exponent: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.base, timedelta) or self.base < timedelta(0):
@@ -94,23 +97,32 @@ class Backoff:
             raise ValueError(f"cap must be a timedelta >= base ({self.base}), got {self.cap!r}")
         _check_number("multiplier", self.multiplier, 1, 1000)
         _check_number("jitter", self.jitter, 0, 1)
-        object.__setattr__(self, "_multiplier", _exact(self.multiplier))
-        object.__setattr__(self, "_jitter", _exact(self.jitter))
+        multiplier, jitter = _exact(self.multiplier), _exact(self.jitter)
+        base, cap = _microseconds(self.base), _microseconds(self.cap)
+        object.__setattr__(self, "_multiplier", multiplier)
+        object.__setattr__(self, "_jitter", jitter)
+        object.__setattr__(
+            self,
+            "_integers",
+            (base, cap, multiplier.numerator, multiplier.denominator, jitter.numerator, jitter.denominator),
+        )
+        # an exponent past which the nominal delay is the cap by a factor e or more (no huge powers)
+        growth = math.log(multiplier) if multiplier > 1 else 0.0
+        limit = (math.log(cap / base) + 1) / growth if base and growth else math.inf
+        object.__setattr__(self, "_cap_exponent", limit)
 
     def _nominal_microseconds(self, attempt: int) -> tuple[int, int]:
         """Exact ``min(cap, base * multiplier ** (attempt - 1))`` in microseconds, as (numerator, denominator)."""
         if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
             raise ValueError(f"attempt must be an integer >= 1, got {attempt!r}")
-        base = _microseconds(self.base)
-        cap = _microseconds(self.cap)
+        base, cap, multiplier_p, multiplier_q, _, _ = self._integers
         exponent = attempt - 1
-        if base == 0 or exponent == 0 or self._multiplier == 1:
+        if base == 0 or exponent == 0 or multiplier_p == multiplier_q:
             return base, 1
-        # Far past the cap (by a factor e or more): do not build huge powers.
-        if exponent * math.log(self._multiplier) > math.log(cap / base) + 1:
+        if exponent > self._cap_exponent:  # far past the cap: do not build huge powers
             return cap, 1
-        numerator = base * self._multiplier.numerator**exponent
-        denominator = self._multiplier.denominator**exponent
+        numerator = base * multiplier_p**exponent
+        denominator = multiplier_q**exponent
         if numerator >= cap * denominator:
             return cap, 1
         return numerator, denominator
@@ -125,7 +137,7 @@ class Backoff:
         numerator, denominator = self._nominal_microseconds(attempt)
         # nominal * (1 - jitter * h / 2**32) with jitter = jp / jq, all in integers
         h = fnv1a_32(f"{seed}#{attempt}".encode())
-        jp, jq = self._jitter.numerator, self._jitter.denominator
+        jp, jq = self._integers[4:]
         factor_numerator = jq * _TWO_TO_32 - jp * h
         factor_denominator = jq * _TWO_TO_32
         milliseconds = (numerator * factor_numerator) // (

@@ -13,7 +13,6 @@ The first rule that applies wins:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
@@ -26,8 +25,6 @@ MAX_REASON_CHARS = 500
 DEAD_LETTER_UNKNOWN_OUTCOME = "unknown-outcome"
 DEAD_LETTER_EXHAUSTED = "exhausted"
 DEAD_LETTER_DEADLINE_INFEASIBLE = "deadline-infeasible"
-
-_WHITESPACE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -81,7 +78,7 @@ def _check_duration(name: str, value: object) -> None:
 
 def format_timestamp(value: datetime) -> str:
     """``2026-11-30T10:05:00Z``: UTC, whole seconds (truncated)."""
-    return value.astimezone(timezone.utc).replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+    return value.astimezone(timezone.utc).isoformat(timespec="seconds")[:-6] + "Z"  # "+00:00" -> "Z"
 
 
 def format_duration(value: timedelta) -> str:
@@ -103,7 +100,7 @@ def format_duration(value: timedelta) -> str:
 
 
 def _cap(reason: str) -> str:
-    reason = _WHITESPACE.sub(" ", reason).strip()
+    reason = " ".join(reason.split())  # one line: runs of whitespace become one space
     if len(reason) > MAX_REASON_CHARS:
         return reason[: MAX_REASON_CHARS - 1] + "…"
     return reason
