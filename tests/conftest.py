@@ -14,8 +14,11 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,6 +92,61 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     home = _state.get("home")
     if isinstance(home, Path):
         shutil.rmtree(home, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class RunningAirflow:
+    """A started Airflow stack and its provider database (with the provider's schema)."""
+
+    stack: Any  # devstack.airflow.AirflowStack
+    provider_db: str
+    provider_dsn: str
+    metadata_dsn: str
+
+
+@contextmanager
+def running_airflow(
+    pg_server: Any,
+    home: Path,
+    name: str,
+    *,
+    extra_env: dict[str, str] | None = None,
+    prepare: Callable[[str], object] | None = None,
+) -> Iterator[RunningAirflow]:
+    """A real Airflow (scheduler, dag-processor, api-server, triggerer; LocalExecutor) for a test module.
+
+    Its metadata and provider databases are fresh databases of the session's PostgreSQL (the
+    provider one from the template, so it has the schema); it sees dags/ and tests/dag_files.
+    ``prepare(provider_dsn)`` seeds data before the stack starts. On exit every process is
+    stopped and both databases are dropped.
+    """
+    from airflow_retry_provider.devstack.airflow import AirflowStack
+
+    suffix = uuid.uuid4().hex[:8]
+    metadata_db, provider_db = f"arp_{name}_meta_{suffix}", f"arp_{name}_prov_{suffix}"
+    pg_server.create_database(metadata_db)
+    provider_dsn = pg_server.create_database(provider_db, template=TEMPLATE_DB)
+    stack = AirflowStack(
+        home=home,
+        dags_folder=TEST_DAGS,
+        metadata_url=pg_server.sqlalchemy_url(metadata_db),
+        provider_dsn=provider_dsn,
+        extra_env={
+            "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST": bundle_config(REPO / "dags", TEST_DAGS),
+            **(extra_env or {}),
+        },
+    )
+    try:
+        if prepare is not None:
+            prepare(provider_dsn)
+        stack.migrate()
+        stack.start()
+        stack.wait_healthy()
+        yield RunningAirflow(stack, provider_db, provider_dsn, pg_server.dsn(metadata_db))
+    finally:
+        stack.stop()
+        for database in (metadata_db, provider_db):
+            pg_server.drop_database(database)
 
 
 @pytest.fixture(scope="session")

@@ -5,11 +5,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 STATUSES = ("dlq", "replaying", "resolved", "parked", "dismissed")
 DEFAULT_REPLAY_CAP = 3
 REPLAY_CAP_ENV = "AIRFLOW_RETRY_DLQ_REPLAY_MAX_ATTEMPTS"
+
+
+class _Row:
+    """``from_row`` and ``to_json`` for a frozen dataclass that mirrors a table row."""
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Any:
+        return cls(**{f.name: row[f.name] for f in fields(cls)})  # type: ignore[arg-type]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            f.name: (value.isoformat() if isinstance(value, datetime) else value)
+            for f in fields(self)  # type: ignore[arg-type]
+            for value in [getattr(self, f.name)]
+        }
 
 
 @dataclass(frozen=True)
@@ -43,35 +58,15 @@ class NewLetter:
     filed_by: str = "callback"
 
     def as_params(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The filed fields by name (the parameters of the ``file_letter`` statement)."""
+        return {f.name: getattr(self, f.name) for f in fields(NewLetter)}
 
 
-@dataclass(frozen=True)
-class Letter:
-    """A row of ``retry_dead_letters``."""
+@dataclass(frozen=True, kw_only=True)
+class Letter(_Row, NewLetter):
+    """A row of ``retry_dead_letters``: what was filed, plus its id and its life cycle."""
 
     id: int
-    dag_id: str
-    run_id: str
-    task_id: str
-    map_index: int
-    try_number: int
-    attempts_used: int
-    max_attempts: int | None
-    work_unit_key: str
-    data_interval_start: datetime | None
-    data_interval_end: datetime | None
-    workspace_id: str | None
-    failure_class: str
-    category: str
-    rule: str
-    exception_type: str
-    message: str
-    reason: str
-    fingerprint: str
-    code_version: str | None
-    payload_ref: str | None
-    filed_by: str
     status: str
     status_reason: str | None
     replay_count: int
@@ -80,18 +75,11 @@ class Letter:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Letter:
-        return cls(**{f.name: row[f.name] for f in fields(cls)})
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            f.name: (value.isoformat() if isinstance(value, datetime) else value)
-            for f in fields(self)
-            for value in [getattr(self, f.name)]
-        }
+        return cast(Letter, super().from_row(row))
 
 
 @dataclass(frozen=True)
-class Replay:
+class Replay(_Row):
     """A row of ``retry_replays``: one replay a person asked for."""
 
     id: int
@@ -109,14 +97,7 @@ class Replay:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Replay:
-        return cls(**{f.name: row[f.name] for f in fields(cls)})
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            f.name: (value.isoformat() if isinstance(value, datetime) else value)
-            for f in fields(self)
-            for value in [getattr(self, f.name)]
-        }
+        return cast(Replay, super().from_row(row))
 
 
 def status_after_failure(status: str, replay_count: int, replay_cap: int) -> tuple[str, int]:

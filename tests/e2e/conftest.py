@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -15,8 +14,7 @@ import psycopg
 import pytest
 
 from airflow_retry_provider.devstack.airflow import AirflowStack
-from airflow_retry_provider.dlq.schema import apply_schema
-from tests.conftest import REPO, TEST_DAGS, bundle_config
+from tests.conftest import running_airflow
 
 
 class StatsdListener:
@@ -104,46 +102,20 @@ class E2E:
 @pytest.fixture(scope="module")
 def e2e(pg_server, tmp_path_factory) -> Iterator[E2E]:
     """One real Airflow (scheduler, dag-processor, api-server, triggerer) for a test module."""
-    suffix = uuid.uuid4().hex[:8]
-    meta_db, provider_db = f"arp_e2e_meta_{suffix}", f"arp_e2e_provider_{suffix}"
-    pg_server.create_database(meta_db)
-    provider_dsn = pg_server.create_database(provider_db)
-    with psycopg.connect(provider_dsn) as conn:
-        apply_schema(conn)
     statsd = StatsdListener()
     pid_dir = tmp_path_factory.mktemp("pids")
-    stack = AirflowStack(
-        home=tmp_path_factory.mktemp("airflow-home"),
-        dags_folder=REPO / "dags",
-        metadata_url=pg_server.sqlalchemy_url(meta_db),
-        provider_dsn=provider_dsn,
-        extra_env={
-            "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST": bundle_config(REPO / "dags", TEST_DAGS),
-            "AIRFLOW__METRICS__STATSD_ON": "True",
-            "AIRFLOW__METRICS__STATSD_HOST": "127.0.0.1",
-            "AIRFLOW__METRICS__STATSD_PORT": str(statsd.port),
-            "AIRFLOW__METRICS__STATSD_PREFIX": "airflow",
-            "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "60",
-            "E2E_PID_DIR": str(pid_dir),
-        },
-    )
+    extra_env = {
+        "AIRFLOW__METRICS__STATSD_ON": "True",
+        "AIRFLOW__METRICS__STATSD_HOST": "127.0.0.1",
+        "AIRFLOW__METRICS__STATSD_PORT": str(statsd.port),
+        "AIRFLOW__METRICS__STATSD_PREFIX": "airflow",
+        "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "60",
+        "E2E_PID_DIR": str(pid_dir),
+    }
     try:
-        stack.migrate()
-        stack.start()
-        stack.wait_healthy()
-        yield E2E(stack, provider_dsn, pg_server.dsn(meta_db), statsd, pid_dir)
+        with running_airflow(
+            pg_server, tmp_path_factory.mktemp("airflow-home"), "e2e", extra_env=extra_env
+        ) as airflow:
+            yield E2E(airflow.stack, airflow.provider_dsn, airflow.metadata_dsn, statsd, pid_dir)
     finally:
-        stack.stop()
         statsd.close()
-        for name in (meta_db, provider_db):
-            pg_server.drop_database(name)
-
-
-def sample_until(predicate, timeout: float = 120, every: float = 0.5) -> None:
-    """Poll ``predicate`` until it is true."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(every)
-    raise TimeoutError("condition not met in time")

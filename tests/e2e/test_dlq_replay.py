@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -20,14 +18,14 @@ from psycopg import sql
 
 from airflow_retry_provider.cli import main
 from airflow_retry_provider.devstack.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowStack
-from airflow_retry_provider.devstack.postgres import PostgresServer, free_port
+from airflow_retry_provider.devstack.postgres import PostgresServer
 from airflow_retry_provider.dlq.airflow_api import AirflowApi, ApiCredentials, TaskInstanceRef
 from airflow_retry_provider.dlq.callback import UNFILED_EVENT
 from airflow_retry_provider.dlq.models import Letter
 from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
 from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
 from airflow_retry_provider.dlq.sweeper import SWEEP_VARIABLE, managed_dag_ids, sweep, sweeper_letter
-from tests.conftest import REPO, TEMPLATE_DB, TEST_DAGS, bundle_config
+from tests.conftest import running_airflow
 
 pytestmark = pytest.mark.e2e
 
@@ -103,32 +101,13 @@ def _ti_ref(dag_id: str, run_id: str, task_id: str) -> TaskInstanceRef:
 @pytest.fixture(scope="module")
 def env(pg_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     """A real Airflow on fresh databases with tests/dag_files and dags/; stopped at the end of the module."""
-    suffix = uuid.uuid4().hex[:8]
-    metadata_db, provider_db = f"arp_e2e_meta_{suffix}", f"arp_e2e_dlq_{suffix}"
-    pg_server.create_database(metadata_db)
-    provider_dsn = pg_server.create_database(provider_db, template=TEMPLATE_DB)
-    port = free_port()
-    stack = AirflowStack(
-        home=Path(tmp_path_factory.mktemp("dlq-airflow-home")),
-        dags_folder=TEST_DAGS,
-        metadata_url=pg_server.sqlalchemy_url(metadata_db),
-        provider_dsn=provider_dsn,
-        api_port=port,
-        extra_env={
-            "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST": bundle_config(REPO / "dags", TEST_DAGS),
-            "AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API": f"http://{ADMIN_USER}:{ADMIN_PASSWORD}@127.0.0.1:{port}",
-            "AIRFLOW_RETRY_DLQ_SWEEP_GRACE_SECONDS": "0",
-        },
-    )
-    try:
-        stack.migrate()
-        stack.start()
-        stack.wait_healthy()
-        yield Env(stack, pg_server, provider_db, provider_dsn)
-    finally:
-        stack.stop()
-        pg_server.drop_database(metadata_db)
-        pg_server.drop_database(provider_db)
+    with running_airflow(
+        pg_server,
+        tmp_path_factory.mktemp("dlq-airflow-home"),
+        "dlq",
+        extra_env={"AIRFLOW_RETRY_DLQ_SWEEP_GRACE_SECONDS": "0"},
+    ) as airflow:
+        yield Env(airflow.stack, pg_server, airflow.provider_db, airflow.provider_dsn)
 
 
 @pytest.fixture(scope="module")

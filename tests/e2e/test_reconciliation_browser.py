@@ -9,16 +9,14 @@ workspace, and saves screenshots to ``tests/artifacts/``.
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from airflow_retry_provider.devstack.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowStack
-from airflow_retry_provider.devstack.postgres import PostgresServer, free_port
-from tests.conftest import REPO, TEMPLATE_DB, TEST_DAGS, bundle_config
+from airflow_retry_provider.devstack.postgres import PostgresServer
+from tests.conftest import running_airflow
 from tests.e2e.test_ui_browser import ARTIFACTS, browser  # noqa: F401 (the browser fixture)
 from tests.integration.test_reconciliation_pages import seed
 
@@ -28,28 +26,10 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def stack(pg_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowStack]:
     """A real Airflow with the plugin, on a provider database holding ws-a's and ws-b's reports."""
-    suffix = uuid.uuid4().hex[:8]
-    metadata_db, provider_db = f"arp_rc_meta_{suffix}", f"arp_rc_prov_{suffix}"
-    pg_server.create_database(metadata_db)
-    provider_dsn = pg_server.create_database(provider_db, template=TEMPLATE_DB)
-    seed(provider_dsn)
-    airflow = AirflowStack(
-        home=Path(tmp_path_factory.mktemp("rc-airflow-home")),
-        dags_folder=TEST_DAGS,
-        metadata_url=pg_server.sqlalchemy_url(metadata_db),
-        provider_dsn=provider_dsn,
-        api_port=free_port(),
-        extra_env={"AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST": bundle_config(REPO / "dags", TEST_DAGS)},
-    )
-    try:
-        airflow.migrate()
-        airflow.start()
-        airflow.wait_healthy()
-        yield airflow
-    finally:
-        airflow.stop()
-        pg_server.drop_database(metadata_db)
-        pg_server.drop_database(provider_db)
+    with running_airflow(
+        pg_server, tmp_path_factory.mktemp("rc-airflow-home"), "rc", prepare=seed
+    ) as airflow:
+        yield airflow.stack
 
 
 def test_an_operator_opens_medallion_gaps_and_connector_health_from_airflows_nav(

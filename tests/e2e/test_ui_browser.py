@@ -14,20 +14,18 @@ import re
 import shutil
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from airflow_retry_provider.devstack.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowStack
-from airflow_retry_provider.devstack.postgres import PostgresServer, free_port
+from airflow_retry_provider.devstack.postgres import PostgresServer
 from airflow_retry_provider.dlq.models import Letter
 from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
-from tests.conftest import REPO, TEMPLATE_DB, TEST_DAGS, bundle_config
+from tests.conftest import REPO, running_airflow
 from tests.factories import new_letter
 
 pytestmark = pytest.mark.e2e
@@ -79,27 +77,13 @@ class Env:
 @pytest.fixture(scope="module")
 def env(pg_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     """A real Airflow with the plugin; one poison job failed into the DLQ, three more letters seeded."""
-    suffix = uuid.uuid4().hex[:8]
-    metadata_db, provider_db = f"arp_ui_meta_{suffix}", f"arp_ui_dlq_{suffix}"
-    pg_server.create_database(metadata_db)
-    provider_dsn = pg_server.create_database(provider_db, template=TEMPLATE_DB)
-    port = free_port()
-    stack = AirflowStack(
-        home=Path(tmp_path_factory.mktemp("ui-airflow-home")),
-        dags_folder=TEST_DAGS,
-        metadata_url=pg_server.sqlalchemy_url(metadata_db),
-        provider_dsn=provider_dsn,
-        api_port=port,
-        extra_env={
-            "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST": bundle_config(REPO / "dags", TEST_DAGS),
-            "AIRFLOW_RETRY_DLQ_REPLAY_RATE_PER_MINUTE": "60",
-        },
-    )
-    store = DeadLetterStore.from_dsn(provider_dsn)
-    try:
-        stack.migrate()
-        stack.start()
-        stack.wait_healthy()
+    with running_airflow(
+        pg_server,
+        tmp_path_factory.mktemp("ui-airflow-home"),
+        "ui",
+        extra_env={"AIRFLOW_RETRY_DLQ_REPLAY_RATE_PER_MINUTE": "60"},
+    ) as airflow:
+        stack, store = airflow.stack, DeadLetterStore.from_dsn(airflow.provider_dsn)
         for i in range(3):
             store.file(replace(SEED, run_id=f"{SEED.run_id}-{i}"), replay_cap=3)
         stack.wait_for_dag(POISON_DAG)
@@ -110,10 +94,6 @@ def env(pg_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> 
         assert stack.wait_for_run(POISON_DAG, run_id, timeout=240)["state"] == "failed"
         letter = _wait(lambda: _one(store.list(LetterFilter(dag_id=POISON_DAG))), "the poison job's letter")
         yield Env(stack, store, letter)
-    finally:
-        stack.stop()
-        pg_server.drop_database(metadata_db)
-        pg_server.drop_database(provider_db)
 
 
 def _one(letters: list[Letter]) -> Letter | None:

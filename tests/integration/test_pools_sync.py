@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from airflow_retry_provider.cli import main
 from airflow_retry_provider.devstack.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowStack
-from tests.conftest import REPO
+from tests.conftest import running_airflow
 
 DEPS = """
 weights: {heavy: 2, light: 1}
@@ -21,26 +19,8 @@ dependencies:
 @pytest.fixture(scope="module")
 def stack(pg_server, tmp_path_factory):
     """A real Airflow (api-server and friends) on fresh databases of the session's PostgreSQL."""
-    suffix = uuid.uuid4().hex[:8]
-    metadata = f"arp_pools_meta_{suffix}"
-    provider = f"arp_pools_prov_{suffix}"
-    pg_server.create_database(metadata)
-    provider_dsn = pg_server.create_database(provider)
-    airflow = AirflowStack(
-        home=tmp_path_factory.mktemp("pools-airflow"),
-        dags_folder=REPO / "tests" / "dag_files",
-        metadata_url=pg_server.sqlalchemy_url(metadata),
-        provider_dsn=provider_dsn,
-    )
-    try:
-        airflow.migrate()
-        airflow.start()
-        airflow.wait_healthy()
-        yield airflow
-    finally:
-        airflow.stop()
-        for name in (metadata, provider):
-            pg_server.drop_database(name)
+    with running_airflow(pg_server, tmp_path_factory.mktemp("pools-airflow"), "pools") as airflow:
+        yield airflow.stack
 
 
 def _pools(stack: AirflowStack) -> dict[str, tuple]:
