@@ -119,3 +119,13 @@ def e2e(pg_server, tmp_path_factory) -> Iterator[E2E]:
             yield E2E(airflow.stack, airflow.provider_dsn, airflow.metadata_dsn, statsd, pid_dir)
     finally:
         statsd.close()
+
+
+def sample_until(predicate, timeout: float = 120, every: float = 0.5) -> None:
+    """Poll ``predicate`` until it is true."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(every)
+    raise TimeoutError("condition not met in time")
