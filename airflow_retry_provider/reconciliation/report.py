@@ -101,10 +101,27 @@ class WorkspaceReport:
             "report_id": self.report_id,
             "as_of": format_timestamp(self.as_of),
             "window_hours": self.window.total_seconds() / 3600,
-            "findings": [f.to_dict() for f in self.findings],
-            "new_findings": [f.to_dict() for f in self.new_findings],
-            "connectors": [h.to_dict() for h in self.health],
+            "findings": [dict(d) for d in self._dicts.findings],
+            "new_findings": [dict(d) for d in self._dicts.new_findings],
+            "connectors": [dict(d) for d in self._dicts.health],
         }
+
+    @functools.cached_property
+    def _dicts(self) -> _Dicts:
+        # Made once per report: the stored rows, the JSON artifact and the outcome all need them
+        # (callers get copies). A new finding is one of the findings: its dict is reused.
+        findings = [f.to_dict() for f in self.findings]
+        made = dict(zip(self.findings, findings, strict=True))
+        new = [made[f] if f in made else f.to_dict() for f in self.new_findings]
+        return _Dicts(findings, new, [h.to_dict() for h in self.health])
+
+    def _stored_as(self, report_id: int) -> WorkspaceReport:
+        """This report with its stored id, keeping the Markdown and dicts made so far (they do not show the id)."""
+        stored = replace(self, report_id=report_id)
+        for name in ("_markdown", "_dicts"):
+            if name in self.__dict__:  # where functools.cached_property keeps a computed value
+                stored.__dict__[name] = self.__dict__[name]
+        return stored
 
     def outcome(self, artifacts: Mapping[str, Path] | None = None) -> dict[str, Any]:
         """A small JSON-ready summary (the DAG's XCom): counts, new findings and artifact paths."""
@@ -115,7 +132,7 @@ class WorkspaceReport:
             "as_of": format_timestamp(self.as_of),
             "findings": len(self.findings),
             "findings_by_layer": by_layer,
-            "new_findings": [f.to_dict() for f in self.new_findings],
+            "new_findings": [dict(d) for d in self._dicts.new_findings],
             "connectors": len(self.health),
             "unhealthy_connectors": {h.connector_id: h.status for h in self.unhealthy},
             "artifacts": {name: str(path) for name, path in (artifacts or {}).items()},
@@ -167,6 +184,13 @@ class WorkspaceReport:
         else:
             lines.append("No connectors.")
         return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class _Dicts:
+    findings: list[dict[str, Any]]
+    new_findings: list[dict[str, Any]]
+    health: list[dict[str, Any]]
 
 
 def _cell(text: str) -> str:
@@ -253,44 +277,39 @@ def store_reports(conn: Any, reports: Sequence[WorkspaceReport]) -> list[Workspa
     as_of, window = reports[0].as_of, reports[0].window
     if any(r.as_of != as_of or r.window != window for r in reports):
         raise ValueError("reports stored together must share as_of and window")
+    reports_json = [
+        {
+            "workspace_id": r.workspace_id,
+            "findings_count": len(r.findings),
+            "new_findings": len(r.new_findings),
+            "health": r._dicts.health,
+            "summary": r.markdown(),
+        }
+        for r in reports
+    ]
     cursor = conn.cursor()
     try:
         cursor.execute(
             query("upsert_reports"),
-            {
-                "as_of": as_of,
-                "window_seconds": window.total_seconds(),
-                "workspace_ids": [r.workspace_id for r in reports],
-                "findings_counts": [len(r.findings) for r in reports],
-                "new_findings": [len(r.new_findings) for r in reports],
-                "healths": [json.dumps([h.to_dict() for h in r.health], sort_keys=True) for r in reports],
-                "summaries": [r.markdown() for r in reports],
-            },
+            {"as_of": as_of, "window_seconds": window.total_seconds(), "reports": _json(reports_json)},
         )
         report_ids = {ws: int(report_id) for report_id, ws in cursor.fetchall()}
-        stored = [replace(r, report_id=report_ids[r.workspace_id]) for r in reports]
+        stored = [r._stored_as(report_ids[r.workspace_id]) for r in reports]
         cursor.execute(
             query("delete_report_findings"),
             {"workspace_ids": list(report_ids), "report_ids": list(report_ids.values())},
         )
-        findings = [(r.report_id, f) for r in stored for f in r.findings]
+        findings = [{**d, "report_id": r.report_id} for r in stored for d in r._dicts.findings]
         if findings:
-            cursor.execute(
-                query("insert_findings"),
-                {
-                    "report_ids": [report_id for report_id, _ in findings],
-                    "workspace_ids": [f.workspace_id for _, f in findings],
-                    "layers": [f.layer for _, f in findings],
-                    "kinds": [f.kind for _, f in findings],
-                    "subjects": [f.subject for _, f in findings],
-                    "expected_afters": [f.expected_after for _, f in findings],
-                    "observed_ats": [f.observed_at for _, f in findings],
-                    "actions": [f.action for _, f in findings],
-                },
-            )
+            cursor.execute(query("insert_findings"), {"findings": _json(findings)})
     finally:
         cursor.close()
     return stored
+
+
+def _json(rows: list[dict[str, Any]]) -> str:
+    """Rows for json_to_recordset: UTF-8 as is (no \\u escapes, whatever the server's encoding)."""
+    return json.dumps(rows, ensure_ascii=False)
 
 
 def store_report(conn: Any, report: WorkspaceReport) -> WorkspaceReport:

@@ -10,7 +10,7 @@ the caller's transaction: **the caller commits**.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from airflow_retry_provider.reconciliation.health import (
@@ -89,13 +89,60 @@ def load_snapshots(conn: Any, workspace_ids: Sequence[str]) -> dict[str, Snapsho
     runs: dict[str, list[SourceRun]] = {ws: [] for ws in params["workspace_ids"]}
     tables: dict[str, list[BronzeTable]] = {ws: [] for ws in runs}
     transforms: dict[str, list[Transform]] = {ws: [] for ws in runs}
-    for i, row in enumerate(fetch_all(conn, "snapshot_source_runs", params)):
-        runs[row["workspace_id"]].append(SourceRun.from_dict(row, f"source_runs[{i}]"))
-    for i, row in enumerate(fetch_all(conn, "snapshot_bronze_tables", params)):
-        tables[row["workspace_id"]].append(BronzeTable.from_dict(row, f"bronze_tables[{i}]"))
-    for i, row in enumerate(fetch_all(conn, "snapshot_transforms", params)):
-        transforms[row["workspace_id"]].append(Transform.from_dict(row, f"transforms[{i}]"))
+    for i, row in enumerate(_rows(conn, "snapshot_source_runs", params)):
+        runs[row[0]].append(_source_run(row, i))
+    for i, row in enumerate(_rows(conn, "snapshot_bronze_tables", params)):
+        tables[row[0]].append(_bronze_table(row, i))
+    for i, row in enumerate(_rows(conn, "snapshot_transforms", params)):
+        transforms[row[0]].append(_transform(row, i))
     return {ws: Snapshot(tuple(runs[ws]), tuple(tables[ws]), tuple(transforms[ws])) for ws in runs}
+
+
+# Snapshot rows become models without a dict and ``from_dict`` per row: that was most of the time
+# for 100,000 bronze tables. The columns' types and CHECK constraints guarantee what ``from_dict``
+# checks, except non-empty ids and inputs; those are checked here, and a row that fails them goes
+# through ``from_dict``, which raises the usual SnapshotError naming the field.
+_SOURCE_RUN_COLUMNS = ("workspace_id", "source_id", "status", "started_at", "finished_at")
+_BRONZE_TABLE_COLUMNS = ("workspace_id", "source_id", "table", "selected", "processed_at")
+_TRANSFORM_COLUMNS = ("workspace_id", "transform_id", "layer", "inputs", "last_run_at")
+
+
+def _source_run(row: tuple[Any, ...], i: int) -> SourceRun:
+    ws, source_id, status, started_at, finished_at = row
+    if not (ws and source_id):
+        return SourceRun.from_dict(dict(zip(_SOURCE_RUN_COLUMNS, row, strict=True)), f"source_runs[{i}]")
+    return SourceRun(ws, source_id, status, started_at.astimezone(timezone.utc), _utc(finished_at))
+
+
+def _bronze_table(row: tuple[Any, ...], i: int) -> BronzeTable:
+    ws, source_id, table, selected, processed_at = row
+    if not (ws and source_id and table):
+        return BronzeTable.from_dict(
+            dict(zip(_BRONZE_TABLE_COLUMNS, row, strict=True)), f"bronze_tables[{i}]"
+        )
+    return BronzeTable(ws, source_id, table, selected, _utc(processed_at))
+
+
+def _transform(row: tuple[Any, ...], i: int) -> Transform:
+    ws, transform_id, layer, inputs, last_run_at = row
+    if not (ws and transform_id and all(inputs)):
+        return Transform.from_dict(dict(zip(_TRANSFORM_COLUMNS, row, strict=True)), f"transforms[{i}]")
+    return Transform(ws, transform_id, layer, tuple(inputs), _utc(last_run_at))
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    """A timestamptz value (always timezone-aware) in UTC, as ``parse_timestamp`` returns it."""
+    return None if value is None else value.astimezone(timezone.utc)
+
+
+def _rows(conn: Any, name: str, params: Mapping[str, Any]) -> list[Any]:
+    """Run the named statement and return its rows as the driver gives them (tuples)."""
+    cursor = conn.cursor()
+    try:
+        cursor.execute(query(name), params)
+        return list(cursor.fetchall())
+    finally:
+        cursor.close()
 
 
 def load_snapshot(conn: Any, workspace_id: str) -> Snapshot:

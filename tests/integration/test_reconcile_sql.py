@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from airflow_retry_provider.reconciliation import (
     BronzeTable,
     ExtractionEvent,
+    Finding,
     Snapshot,
     SnapshotError,
     SourceRun,
@@ -117,6 +118,38 @@ def test_sql_health_equals_python_on_a_known_case(conn):
     assert (by_id["crm"].runs, by_id["crm"].failed_runs, by_id["crm"].status) == (3, 1, "degraded")
     assert (by_id["edge"].runs, by_id["edge"].freshness_seconds) == (1, 0.0)
     assert by_id["idle"].status == by_id["old"].status == "stopped"
+
+
+def test_sql_health_reads_whole_runs_across_the_window_start_and_as_of(conn):
+    """A run's events before the window count, events finished after as_of do not exist."""
+    window_start = AS_OF - DAY
+    events = [
+        # s1 straddles the window start: it lasts from its first start, and its early error fails it
+        _event("w1", "span", "s1", window_start - timedelta(minutes=10), 1000, "error"),
+        _event("w1", "span", "s1", AS_OF - timedelta(hours=1), 2000),
+        # s2's second event finishes after as_of: ignored, with its error
+        _event("w1", "span", "s2", AS_OF - timedelta(minutes=30), 1000),
+        _event("w1", "span", "s2", AS_OF - timedelta(seconds=1), 5000, "error"),
+        # only an event finishing after as_of: the connector does not exist yet
+        _event("w1", "late", "l1", AS_OF - timedelta(seconds=1), 5000),
+        # p1 finished before the window; its event after as_of does not bring it into the window
+        _event("w1", "prior", "p1", window_start - timedelta(hours=2), 1000),
+        _event("w1", "prior", "p1", AS_OF + timedelta(minutes=1), 10),
+    ]
+    _record_events(conn, events)
+    trails.record_expected_connector(conn, workspace_id="w1", connector_id="span")  # expected and seen
+    conn.commit()
+    sql = trails.connector_health_sql(conn, ["w1"], AS_OF)
+    assert sql == connector_health(events, AS_OF, DAY, expected=[("w1", "span")])
+    assert [(h.connector_id, h.runs, h.failed_runs, h.status) for h in sql] == [
+        ("prior", 0, 0, "stopped"),
+        ("span", 2, 1, "failing"),
+    ]
+    span = sql[1]
+    s1_ms = (23 * 3600 + 10 * 60 + 2) * 1000  # from 10 min before the window start to 2 s after 14:00
+    assert (span.p50_ms, span.p95_ms) == (1000 + 0.5 * (s1_ms - 1000), 1000 + 0.95 * (s1_ms - 1000))
+    s2_finish = AS_OF - timedelta(minutes=30) + timedelta(seconds=1)
+    assert (span.last_run_at, span.freshness_seconds) == (s2_finish, 30 * 60 - 1)
 
 
 _MINUTE_MS = 60_000
@@ -279,6 +312,31 @@ def test_snapshot_from_sql_gives_the_findings_of_the_full_snapshot(conn):
         "stg_leads",
         "mart",
     ]
+
+
+@pytest.mark.parametrize(
+    ("statement", "message"),
+    [
+        (
+            "INSERT INTO bronze_tables (workspace_id, source_id, table_name) VALUES ('w1', 's', '')",
+            r"bronze_tables\[0\]\.table: '' is not a non-empty string",
+        ),
+        (
+            "INSERT INTO source_runs (workspace_id, source_id, status, started_at) VALUES ('w1', '', 'ok', now())",
+            r"source_runs\[0\]\.source_id: '' is not a non-empty string",
+        ),
+        (
+            "INSERT INTO transforms (workspace_id, transform_id, layer, inputs) VALUES ('w1', 'x', 'silver', '{a,NULL}')",
+            r"transforms\[0\]\.inputs\[1\]: None is not a non-empty string",
+        ),
+    ],
+)
+def test_load_snapshot_refuses_rows_the_models_refuse(conn, statement, message):
+    """Rows written around the writers (an empty id, a null input) raise SnapshotError as from_dict does."""
+    conn.execute(statement)
+    conn.commit()
+    with pytest.raises(SnapshotError, match=message):
+        trails.load_snapshot(conn, "w1")
 
 
 def test_writers_keep_processed_times_moving_forward(conn):
@@ -520,6 +578,34 @@ def test_reports_are_stored_with_history_and_new_findings(conn, tmp_path):
         ("silver", "missing", "stg_leads"),
         ("gold", "stale", "mart"),
     ]
+
+
+def test_stored_reports_keep_any_text(conn):
+    """Quotes, backslashes, braces, commas and non-ASCII text are stored exactly (a batch is sent as JSON)."""
+    ws, table = 'wé "1" \\{}', "naïve \"q\" \\ {x}, 'y'"
+    trails.record_source_run(
+        conn, workspace_id=ws, source_id="src", status="ok", started_at=AS_OF - timedelta(hours=1)
+    )
+    trails.record_bronze_table(conn, workspace_id=ws, source_id="src", table=table)  # never loaded: missing
+    trails.record_extraction_event(
+        conn,
+        workspace_id=ws,
+        connector_id="cön",
+        run_id="r",
+        operation="fetch",
+        started_at=AS_OF - timedelta(hours=1),
+        duration_ms=10,
+        status="ok",
+    )
+    conn.commit()
+    report = rep.store_report(conn, rep.build_report(conn, ws, AS_OF))
+    conn.commit()
+    assert [f.subject for f in report.findings] == [f"src/{table}"]
+    stored = trails.fetch_all(conn, "report_findings", {"workspace_id": ws, "report_id": report.report_id})
+    assert [Finding.from_dict(row) for row in stored] == list(report.findings)
+    latest = trails.fetch_all(conn, "latest_report", {"workspace_id": ws})[0]
+    assert (latest["id"], latest["summary"]) == (report.report_id, report.markdown())
+    assert latest["health"] == [h.to_dict() for h in report.health]
 
 
 def test_artifacts_are_json_and_markdown(conn, tmp_path):

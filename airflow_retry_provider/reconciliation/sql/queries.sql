@@ -97,76 +97,51 @@ SELECT set_config('jit', 'off', true);
 -- Python, so a day is 24 hours whatever the session's time zone); the status thresholds as
 -- fractions failing_num/failing_den and degraded_num/degraded_den. Only events finished by as_of
 -- exist; a run is in the window when its last finish is in (window_start, as_of].
-WITH ids AS (
-    SELECT DISTINCT workspace_id FROM unnest(%(workspace_ids)s::text[]) AS u (workspace_id)
-),
-recent AS (
-    -- the runs with an event finishing in the window
-    SELECT DISTINCT w.workspace_id, w.connector_id, w.run_id
-    FROM ids
-    JOIN extraction_events w ON w.workspace_id = ids.workspace_id
-    WHERE w.finished_at > %(window_start)s AND w.finished_at <= %(as_of)s
-),
-runs AS (
-    -- each of those runs over all its events finished by as_of (an index-only lookup per run)
-    SELECT r.workspace_id, r.connector_id, a.finished_at,
-           (extract(epoch FROM a.finished_at - a.started_at) * 1000)::float8 AS duration_ms,
-           a.failed
-    FROM recent r
-    CROSS JOIN LATERAL (
-        SELECT max(e.finished_at) AS finished_at, min(e.started_at) AS started_at,
-               bool_or(e.status = 'error') AS failed
-        FROM extraction_events e
-        WHERE e.workspace_id = r.workspace_id AND e.connector_id = r.connector_id AND e.run_id = r.run_id
-          AND e.finished_at <= %(as_of)s
-    ) AS a
+-- One pass, like the Python computation: every event finished by as_of is read once, in the order
+-- of extraction_events_by_run (index-only, no sort), and aggregated per run, then per connector.
+-- Looking up each recent run's events separately (an index probe per run) was 3x slower; and a
+-- connector whose runs all ended before the window must be listed anyway, so the old events are
+-- read in any case.
+WITH runs AS (
+    SELECT e.workspace_id, e.connector_id,
+           max(e.finished_at) AS finished_at,
+           (extract(epoch FROM max(e.finished_at) - min(e.started_at)) * 1000)::float8 AS duration_ms,
+           bool_or(e.status = 'error') AS failed
+    FROM extraction_events e
+    WHERE e.workspace_id = ANY(%(workspace_ids)s::text[]) AND e.finished_at <= %(as_of)s
+    GROUP BY e.workspace_id, e.connector_id, e.run_id
 ),
 per_connector AS (
+    -- every connector with an event finished by as_of; runs = 0 when none of its runs is in the window
     SELECT workspace_id, connector_id,
-           count(*) AS runs,
-           count(*) FILTER (WHERE failed) AS failed_runs,
-           percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50_ms,
-           percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95_ms,
-           max(finished_at) AS last_run_at,
-           max(finished_at) FILTER (WHERE NOT failed) AS last_ok_at
+           count(*) FILTER (WHERE finished_at > %(window_start)s) AS runs,
+           count(*) FILTER (WHERE finished_at > %(window_start)s AND failed) AS failed_runs,
+           percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms)
+               FILTER (WHERE finished_at > %(window_start)s) AS p50_ms,
+           percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms)
+               FILTER (WHERE finished_at > %(window_start)s) AS p95_ms,
+           max(finished_at) FILTER (WHERE finished_at > %(window_start)s) AS last_run_at,
+           max(finished_at) FILTER (WHERE finished_at > %(window_start)s AND NOT failed) AS last_ok_at
     FROM runs
     GROUP BY workspace_id, connector_id
 ),
 connectors AS (
-    -- every connector with an event finished by as_of (a loose index scan per workspace) ...
-    SELECT ids.workspace_id, c.connector_id
-    FROM ids
-    CROSS JOIN LATERAL (
-        WITH RECURSIVE seen (connector_id) AS (
-            (SELECT e.connector_id FROM extraction_events e
-             WHERE e.workspace_id = ids.workspace_id ORDER BY e.connector_id LIMIT 1)
-            UNION ALL
-            SELECT (SELECT e.connector_id FROM extraction_events e
-                    WHERE e.workspace_id = ids.workspace_id AND e.connector_id > s.connector_id
-                    ORDER BY e.connector_id LIMIT 1)
-            FROM seen s WHERE s.connector_id IS NOT NULL
-        )
-        SELECT s.connector_id FROM seen s WHERE s.connector_id IS NOT NULL
-    ) AS c
-    WHERE EXISTS (SELECT 1 FROM extraction_events e
-                  WHERE e.workspace_id = ids.workspace_id AND e.connector_id = c.connector_id
-                    AND e.finished_at <= %(as_of)s)
-    -- ... and every expected one
+    SELECT workspace_id, connector_id FROM per_connector
     UNION
-    SELECT x.workspace_id, x.connector_id
-    FROM ids JOIN expected_connectors x ON x.workspace_id = ids.workspace_id
+    SELECT workspace_id, connector_id FROM expected_connectors
+    WHERE workspace_id = ANY(%(workspace_ids)s::text[])
 )
 SELECT c.workspace_id,
        c.connector_id,
        coalesce(p.runs, 0)::integer AS runs,
        coalesce(p.failed_runs, 0)::integer AS failed_runs,
-       p.failed_runs::float8 / p.runs AS error_rate,
+       p.failed_runs::float8 / nullif(p.runs, 0) AS error_rate,
        p.p50_ms,
        p.p95_ms,
        p.last_run_at,
        extract(epoch FROM %(as_of)s::timestamptz - p.last_ok_at)::float8 AS freshness_seconds,
        CASE
-           WHEN p.runs IS NULL THEN 'stopped'
+           WHEN coalesce(p.runs, 0) = 0 THEN 'stopped'
            WHEN p.failed_runs * %(failing_den)s::bigint >= p.runs * %(failing_num)s::bigint THEN 'failing'
            WHEN p.failed_runs * %(degraded_den)s::bigint >= p.runs * %(degraded_num)s::bigint THEN 'degraded'
            ELSE 'healthy'
@@ -213,14 +188,15 @@ VALUES (%(workspace_id)s, %(connector_id)s)
 ON CONFLICT DO NOTHING;
 
 -- name: upsert_reports
--- One report per (workspace, as_of): a re-run of the same as_of replaces it. Arrays, one element per
--- report: workspace_ids, findings_counts, new_findings, healths (JSON text), summaries.
+-- One report per (workspace, as_of): a re-run of the same as_of replaces it. reports: a JSON array,
+-- one object per report: workspace_id, findings_count, new_findings, health (an array), summary.
+-- JSON rather than parallel arrays: the driver encodes a text array in Python, escaping every element,
+-- while json.dumps encodes the whole batch in C (and both psycopg 2 and 3 pass it as one text value).
 INSERT INTO reconciliation_reports AS r
     (workspace_id, as_of, window_seconds, findings_count, new_findings, health, summary)
-SELECT u.workspace_id, %(as_of)s, %(window_seconds)s, u.findings_count, u.new_findings, u.health::jsonb, u.summary
-FROM unnest(%(workspace_ids)s::text[], %(findings_counts)s::integer[], %(new_findings)s::integer[],
-            %(healths)s::text[], %(summaries)s::text[])
-     AS u (workspace_id, findings_count, new_findings, health, summary)
+SELECT u.workspace_id, %(as_of)s, %(window_seconds)s, u.findings_count, u.new_findings, u.health, u.summary
+FROM json_to_recordset(%(reports)s::json)
+     AS u (workspace_id text, findings_count integer, new_findings integer, health jsonb, summary text)
 ON CONFLICT (workspace_id, as_of) DO UPDATE
 SET window_seconds = EXCLUDED.window_seconds,
     created_at = now(),
@@ -236,12 +212,14 @@ DELETE FROM reconciliation_findings
 WHERE workspace_id = ANY(%(workspace_ids)s::text[]) AND report_id = ANY(%(report_ids)s::bigint[]);
 
 -- name: insert_findings
--- Arrays, one element per finding.
+-- findings: a JSON array (as for upsert_reports), one object per finding: report_id and the fields
+-- of Finding.to_dict(), timestamps in ISO 8601 with an offset.
 INSERT INTO reconciliation_findings
     (report_id, workspace_id, layer, kind, subject, expected_after, observed_at, action)
-SELECT * FROM unnest(%(report_ids)s::bigint[], %(workspace_ids)s::text[], %(layers)s::text[], %(kinds)s::text[],
-                     %(subjects)s::text[], %(expected_afters)s::timestamptz[], %(observed_ats)s::timestamptz[],
-                     %(actions)s::text[]);
+SELECT f.report_id, f.workspace_id, f.layer, f.kind, f.subject, f.expected_after, f.observed_at, f.action
+FROM json_to_recordset(%(findings)s::json)
+     AS f (report_id bigint, workspace_id text, layer text, kind text, subject text,
+           expected_after timestamptz, observed_at timestamptz, action text);
 
 -- name: previous_findings
 -- The findings of each workspace's latest report before as_of (to tell which findings are new).

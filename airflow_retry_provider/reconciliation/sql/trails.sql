@@ -59,9 +59,10 @@ CREATE TABLE IF NOT EXISTS extraction_events (
     status        text        NOT NULL CONSTRAINT extraction_events_status CHECK (status IN ('ok', 'error')),
     finished_at   timestamptz GENERATED ALWAYS AS (reconciliation_event_finish(started_at, duration_ms)) STORED
 );
--- The runs that finished in a health window, and the events a Python computation fetches.
+-- The events finished by as_of that a Python health computation fetches (load_event_log).
 CREATE INDEX IF NOT EXISTS extraction_events_by_finish ON extraction_events (workspace_id, finished_at);
--- Every event of those runs (index-only), and the connectors seen (loose index scan).
+-- connector_health reads the workspaces' events in this order, index-only: runs are aggregated
+-- without a sort.
 CREATE INDEX IF NOT EXISTS extraction_events_by_run
     ON extraction_events (workspace_id, connector_id, run_id) INCLUDE (started_at, finished_at, status);
 
