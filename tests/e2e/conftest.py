@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
