@@ -16,6 +16,7 @@ import json
 import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -348,6 +349,14 @@ def reconcile_workspaces(
 
     :param directory: where artifacts go; :func:`default_output_dir` when ``None``.
     """
+    reports = _store_batch(conn, workspace_ids, as_of, window)
+    return _write_batch(reports, directory or default_output_dir())
+
+
+def _store_batch(
+    conn: Any, workspace_ids: Sequence[str], as_of: datetime, window: timedelta
+) -> list[WorkspaceReport]:
+    """Build, store and commit the workspaces' reports (rolled back on error); count their findings."""
     try:
         reports = store_reports(conn, build_reports(conn, workspace_ids, as_of, window))
         conn.commit()
@@ -357,7 +366,10 @@ def reconcile_workspaces(
     for report in reports:
         for finding in report.findings:
             metrics.incr("reconciliation", "finding", finding.layer, finding.kind)
-    folder = directory or default_output_dir()
+    return reports
+
+
+def _write_batch(reports: Sequence[WorkspaceReport], folder: Path) -> list[dict[str, Any]]:
     return [report.outcome(write_artifacts(report, folder)) for report in reports]
 
 
@@ -379,14 +391,27 @@ def reconcile_all(
     directory: Path | None = None,
     batch_size: int = 250,
 ) -> dict[str, Any]:
-    """Every workspace's report, in batches of ``batch_size`` workspaces, then the run's summary."""
+    """Every workspace's report, in batches of ``batch_size`` workspaces, then the run's summary.
+
+    Each batch is stored (and committed) before its artifacts are written, as in
+    :func:`reconcile_workspaces`; an error writing them is raised once every batch is stored.
+    """
     workspaces = list_workspaces(conn)
     conn.commit()
-    outcomes: list[dict[str, Any]] = []
-    for start in range(0, len(workspaces), batch_size):
-        outcomes += reconcile_workspaces(
-            conn, workspaces[start : start + batch_size], as_of, window, directory
-        )
+    folder = directory or default_output_dir()
+    # One thread writes a batch's artifacts while this one builds and stores the next batch: creating
+    # the files mostly waits on the file system (seconds for 1,000 workspaces on a slow disk), and
+    # the database work mostly waits on the server, so the waits overlap.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="reconciliation-artifacts") as writer:
+        written = [
+            writer.submit(
+                _write_batch,
+                _store_batch(conn, workspaces[start : start + batch_size], as_of, window),
+                folder,
+            )
+            for start in range(0, len(workspaces), batch_size)
+        ]
+        outcomes = [outcome for batch in written for outcome in batch.result()]
     return summarise(outcomes, as_of, directory)
 
 

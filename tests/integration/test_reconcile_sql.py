@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -619,6 +620,32 @@ def test_artifacts_are_json_and_markdown(conn, tmp_path):
     assert artifact["connectors"][0]["connector_id"] == "crm_api"
     markdown = (folder / "w%2F1.md").read_text()
     assert "crm/orders" in markdown and "| crm_api | healthy |" in markdown
+
+
+def test_reconcile_all_gives_each_batch_its_reports_and_artifacts(conn, tmp_path):
+    """Batches of 2: the summary lists what reconciling the workspaces together gives, artifacts written."""
+    for ws, hours in (("w1", 0), ("w2", 2), ("w3", -3)):
+        _seed_workspace(conn, ws, shift=timedelta(hours=hours))
+    conn.commit()
+    summary = rep.reconcile_all(conn, AS_OF, directory=tmp_path, batch_size=2)
+    assert summary["workspaces"] == 3
+    for outcome in summary["reports"]:
+        assert all(Path(path).is_file() for path in outcome["artifacts"].values())
+    again = rep.reconcile_workspaces(conn, ["w1", "w2", "w3"], AS_OF, directory=tmp_path)  # replaces
+    assert summary["reports"] == again
+
+
+def test_reconcile_all_raises_a_failed_write_once_every_batch_is_stored(conn, tmp_path):
+    """Artifacts are written beside the next batch; a write error still fails the run, after storing."""
+    _seed_workspace(conn, "w1")
+    _seed_workspace(conn, "w2")
+    conn.commit()
+    not_a_directory = tmp_path / "artifacts"
+    not_a_directory.write_text("")
+    with pytest.raises(OSError):
+        rep.reconcile_all(conn, AS_OF, directory=not_a_directory, batch_size=1)
+    stored = trails.fetch_all(conn, "latest_reports", {"workspace_ids": ["w1", "w2"]})
+    assert [(r["workspace_id"], r["as_of"]) for r in stored] == [("w1", AS_OF), ("w2", AS_OF)]
 
 
 def test_summary_of_zero_workspaces_is_empty(tmp_path):

@@ -104,51 +104,59 @@ SELECT set_config('jit', 'off', true);
 -- read in any case.
 WITH runs AS (
     SELECT e.workspace_id, e.connector_id,
+           min(e.started_at) AS started_at,
            max(e.finished_at) AS finished_at,
-           (extract(epoch FROM max(e.finished_at) - min(e.started_at)) * 1000)::float8 AS duration_ms,
-           bool_or(e.status = 'error') AS failed
+           bool_or(e.status = 'error' COLLATE "C") AS failed  -- "C": no collation lookup per event
     FROM extraction_events e
     WHERE e.workspace_id = ANY(%(workspace_ids)s::text[]) AND e.finished_at <= %(as_of)s
     GROUP BY e.workspace_id, e.connector_id, e.run_id
 ),
 per_connector AS (
-    -- every connector with an event finished by as_of; runs = 0 when none of its runs is in the window
+    -- every connector with an event finished by as_of; runs = 0 when none of its runs is in the
+    -- window. Durations are computed for the runs in the window only (numeric to float8 is costly).
     SELECT workspace_id, connector_id,
            count(*) FILTER (WHERE finished_at > %(window_start)s) AS runs,
            count(*) FILTER (WHERE finished_at > %(window_start)s AND failed) AS failed_runs,
-           percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms)
-               FILTER (WHERE finished_at > %(window_start)s) AS p50_ms,
-           percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms)
-               FILTER (WHERE finished_at > %(window_start)s) AS p95_ms,
+           percentile_cont(0.5) WITHIN GROUP (
+               ORDER BY (extract(epoch FROM finished_at - started_at) * 1000)::float8
+           ) FILTER (WHERE finished_at > %(window_start)s) AS p50_ms,
+           percentile_cont(0.95) WITHIN GROUP (
+               ORDER BY (extract(epoch FROM finished_at - started_at) * 1000)::float8
+           ) FILTER (WHERE finished_at > %(window_start)s) AS p95_ms,
            max(finished_at) FILTER (WHERE finished_at > %(window_start)s) AS last_run_at,
            max(finished_at) FILTER (WHERE finished_at > %(window_start)s AND NOT failed) AS last_ok_at
     FROM runs
     GROUP BY workspace_id, connector_id
 ),
-connectors AS (
-    SELECT workspace_id, connector_id FROM per_connector
-    UNION
+expected AS (
     SELECT workspace_id, connector_id FROM expected_connectors
     WHERE workspace_id = ANY(%(workspace_ids)s::text[])
+),
+connectors AS (
+    -- the connectors seen and the expected ones, each once (a merge join, both sides in key order)
+    SELECT coalesce(p.workspace_id, x.workspace_id) AS workspace_id,
+           coalesce(p.connector_id, x.connector_id) AS connector_id,
+           p.runs, p.failed_runs, p.p50_ms, p.p95_ms, p.last_run_at, p.last_ok_at
+    FROM per_connector p
+    FULL JOIN expected x ON x.workspace_id = p.workspace_id AND x.connector_id = p.connector_id
 )
-SELECT c.workspace_id,
-       c.connector_id,
-       coalesce(p.runs, 0)::integer AS runs,
-       coalesce(p.failed_runs, 0)::integer AS failed_runs,
-       p.failed_runs::float8 / nullif(p.runs, 0) AS error_rate,
-       p.p50_ms,
-       p.p95_ms,
-       p.last_run_at,
-       extract(epoch FROM %(as_of)s::timestamptz - p.last_ok_at)::float8 AS freshness_seconds,
+SELECT workspace_id,
+       connector_id,
+       coalesce(runs, 0)::integer AS runs,
+       coalesce(failed_runs, 0)::integer AS failed_runs,
+       failed_runs::float8 / nullif(runs, 0) AS error_rate,
+       p50_ms,
+       p95_ms,
+       last_run_at,
+       extract(epoch FROM %(as_of)s::timestamptz - last_ok_at)::float8 AS freshness_seconds,
        CASE
-           WHEN coalesce(p.runs, 0) = 0 THEN 'stopped'
-           WHEN p.failed_runs * %(failing_den)s::bigint >= p.runs * %(failing_num)s::bigint THEN 'failing'
-           WHEN p.failed_runs * %(degraded_den)s::bigint >= p.runs * %(degraded_num)s::bigint THEN 'degraded'
+           WHEN coalesce(runs, 0) = 0 THEN 'stopped'
+           WHEN failed_runs * %(failing_den)s::bigint >= runs * %(failing_num)s::bigint THEN 'failing'
+           WHEN failed_runs * %(degraded_den)s::bigint >= runs * %(degraded_num)s::bigint THEN 'degraded'
            ELSE 'healthy'
        END AS status
-FROM connectors c
-LEFT JOIN per_connector p ON p.workspace_id = c.workspace_id AND p.connector_id = c.connector_id
-ORDER BY c.workspace_id COLLATE "C", c.connector_id COLLATE "C";
+FROM connectors
+ORDER BY workspace_id COLLATE "C", connector_id COLLATE "C";
 
 -- name: insert_source_run
 INSERT INTO source_runs (workspace_id, source_id, status, started_at, finished_at)
