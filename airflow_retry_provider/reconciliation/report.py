@@ -309,7 +309,7 @@ def store_reports(conn: Any, reports: Sequence[WorkspaceReport]) -> list[Workspa
 
 
 def _json(rows: list[dict[str, Any]]) -> str:
-    """Rows for json_to_recordset: UTF-8 as is (no \\u escapes, whatever the server's encoding)."""
+    """Rows for json_to_recordset. Text goes as is, not as \\u escapes the server would have to decode."""
     return json.dumps(rows, ensure_ascii=False)
 
 
