@@ -23,13 +23,13 @@ def _part(value: str) -> str:
     return _NOT_NAME.sub("_", value.lower()) or "none"
 
 
-def incr(*parts: str) -> None:
-    """Increment ``retry_provider.<part>.<part>...``."""
+def incr(*parts: str, count: int = 1) -> None:
+    """Increment ``retry_provider.<part>.<part>...`` by ``count``."""
     name = ".".join((PREFIX, *map(_part, parts)))
     try:
         from airflow.sdk.observability.stats import Stats
 
-        Stats.incr(name)
+        Stats.incr(name, count)
     except Exception:  # metrics are best effort
         log.debug("could not emit %s", name, exc_info=True)
 

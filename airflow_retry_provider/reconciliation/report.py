@@ -14,7 +14,7 @@ import functools
 import importlib
 import json
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -363,9 +363,9 @@ def _store_batch(
     except BaseException:
         conn.rollback()
         raise
-    for report in reports:
-        for finding in report.findings:
-            metrics.incr("reconciliation", "finding", finding.layer, finding.kind)
+    found = Counter((finding.layer, finding.kind) for report in reports for finding in report.findings)
+    for (layer, kind), count in sorted(found.items()):
+        metrics.incr("reconciliation", "finding", layer, kind, count=count)
     return reports
 
 
