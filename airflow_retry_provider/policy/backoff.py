@@ -83,10 +83,8 @@ class Backoff:
     multiplier: float = 2
     cap: timedelta = timedelta(hours=1)
     jitter: float = 0.25
-    # derived once in __post_init__: the multiplier and jitter as exact fractions of their decimal
-    # value, and everything delay() needs as plain integers
-    _multiplier: Fraction = field(init=False, repr=False, compare=False)
-    _jitter: Fraction = field(init=False, repr=False, compare=False)
+    # derived once in __post_init__: base and cap in microseconds, and the multiplier and jitter as
+    # exact fractions of their decimal value (numerator, denominator), all plain integers
     _integers: tuple[int, int, int, int, int, int] = field(init=False, repr=False, compare=False)
     _cap_exponent: float = field(init=False, repr=False, compare=False)
 
@@ -99,8 +97,6 @@ class Backoff:
         _check_number("jitter", self.jitter, 0, 1)
         multiplier, jitter = _exact(self.multiplier), _exact(self.jitter)
         base, cap = _microseconds(self.base), _microseconds(self.cap)
-        object.__setattr__(self, "_multiplier", multiplier)
-        object.__setattr__(self, "_jitter", jitter)
         object.__setattr__(
             self,
             "_integers",

@@ -405,7 +405,7 @@ class RuleBook:
 
     def __init__(self, rules: Iterable[Rule]) -> None:
         self.rules: tuple[Rule, ...] = tuple(rules)
-        self._status: dict[int, int] = {}
+        self._status: dict[int | None, int] = {}
         self._sqlstate: dict[str, int] = {}
         self._type_names: dict[str, int] = {}
         self._type_classes: list[tuple[int, tuple[type[BaseException], ...]]] = []
@@ -414,25 +414,25 @@ class RuleBook:
         for index, rule in enumerate(self.rules):
             if not isinstance(rule, Rule):
                 raise ValueError(f"rules must be Rule instances, got {rule!r}")
-            kind = type(rule)  # a subclass may override matches(): it is tried in order
-            if kind is HttpStatus:
-                for code in rule.codes:  # type: ignore[attr-defined]
+            # exact types only: a subclass may override matches(), so it is tried in order
+            if type(rule) is HttpStatus:
+                for code in rule.codes:
                     self._status.setdefault(code, index)
-            elif kind is SqlState:
-                for state in rule.codes:  # type: ignore[attr-defined]
+            elif type(rule) is SqlState:
+                for state in rule.codes:
                     self._sqlstate.setdefault(state, index)
-            elif kind is ExceptionType:
-                for name in rule.names:  # type: ignore[attr-defined]
+            elif type(rule) is ExceptionType:
+                for name in rule.names:
                     self._type_names.setdefault(name, index)
-                if rule.types:  # type: ignore[attr-defined]
-                    self._type_classes.append((index, rule.types))  # type: ignore[attr-defined]
+                if rule.types:
+                    self._type_classes.append((index, rule.types))
             else:
                 self._in_order.append((index, rule))
 
     def first_match(self, evidence: Evidence) -> Rule | None:
         """The first rule, in order, that matches ``evidence``; None when none does."""
         best = min(
-            self._status.get(evidence.http_status, _NO_MATCH),  # type: ignore[arg-type]
+            self._status.get(evidence.http_status, _NO_MATCH),
             self._sqlstate_index(evidence.sqlstate),
             self._type_index(type(evidence.exception), evidence.type_names),
         )
