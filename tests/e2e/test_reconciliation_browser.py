@@ -8,16 +8,15 @@ workspace, and saves screenshots to ``tests/artifacts/``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from airflow_retry_provider.devstack.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowStack
+from airflow_retry_provider.devstack.airflow import AirflowStack
 from airflow_retry_provider.devstack.postgres import PostgresServer
 from tests.conftest import running_airflow
-from tests.e2e.test_ui_browser import ARTIFACTS, browser  # noqa: F401 (the browser fixture)
+from tests.e2e.conftest import ARTIFACTS, open_from_browse_menu, signed_in_page
 from tests.integration.test_reconciliation_pages import seed
 
 pytestmark = pytest.mark.e2e
@@ -34,24 +33,13 @@ def stack(pg_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -
 
 def test_an_operator_opens_medallion_gaps_and_connector_health_from_airflows_nav(
     stack: AirflowStack,
-    browser: Any,  # noqa: F811 (the imported fixture)
+    browser: Any,
 ):
     """Sign in, Browse > Medallion gaps (findings, chart, another workspace), Browse > Connector health."""
     from playwright.sync_api import expect
 
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page = browser.new_page()
-    page.set_default_timeout(30_000)
-    page.goto(stack.base_url + "/")
-    page.wait_for_url(re.compile(r"/auth/login"))
-    page.locator("input[name=username]").fill(ADMIN_USER)
-    page.locator("input[name=password]").fill(ADMIN_PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(re.compile(r"^(?!.*/auth/login)"))
-
-    page.get_by_role("button", name=re.compile("Browse")).click()
-    page.get_by_role("menuitem", name="Medallion gaps").click()
-    page.wait_for_url(re.compile(r"/plugin/medallion-gaps"))
+    page = signed_in_page(browser, stack.base_url)
+    open_from_browse_menu(page, "Medallion gaps", r"/plugin/medallion-gaps")
     gaps = page.frame_locator('iframe[title="Medallion gaps"]')
     expect(gaps.locator("#findings tbody tr[data-layer]")).to_have_count(3)
     expect(gaps.locator("#findings")).to_contain_text("crm/<script>alert(1)</script>")
@@ -64,9 +52,7 @@ def test_an_operator_opens_medallion_gaps_and_connector_health_from_airflows_nav
     expect(gaps.locator("#findings")).to_contain_text("erp/secret_b_table")
     expect(gaps.locator("#findings")).not_to_contain_text("crm/")
 
-    page.get_by_role("button", name=re.compile("Browse")).click()
-    page.get_by_role("menuitem", name="Connector health").click()
-    page.wait_for_url(re.compile(r"/plugin/connector-health"))
+    open_from_browse_menu(page, "Connector health", r"/plugin/connector-health")
     health = page.frame_locator('iframe[title="Connector health"]')
     expect(health.locator("#connectors tbody tr[data-connector]")).to_have_count(3)
     expect(health.locator('tr[data-connector="api"] .status')).to_have_text("failing")

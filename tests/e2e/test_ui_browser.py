@@ -11,8 +11,6 @@ its status change. Screenshots land in ``tests/artifacts/``.
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -21,28 +19,17 @@ from typing import Any
 
 import pytest
 
-from airflow_retry_provider.devstack.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowStack
+from airflow_retry_provider.devstack.airflow import ADMIN_USER, AirflowStack
 from airflow_retry_provider.devstack.postgres import PostgresServer
 from airflow_retry_provider.dlq.models import Letter
 from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
-from tests.conftest import REPO, running_airflow
+from tests.conftest import running_airflow
+from tests.e2e.conftest import ARTIFACTS, open_from_browse_menu, signed_in_page
 from tests.factories import new_letter
 
 pytestmark = pytest.mark.e2e
 
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = REPO / "tests" / "artifacts"
 POISON_DAG = "policy_poison_between_valid"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 SEED = new_letter(
     dag_id="nightly_positions",
@@ -110,45 +97,12 @@ def _wait(check: Any, what: str, timeout: float = 120) -> Any:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Headless Debian Chromium through Playwright, with a fresh profile; closed at the end."""
-    from playwright.sync_api import sync_playwright
-
-    profile = tempfile.mkdtemp(prefix="arp-chromium-")
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            profile,
-            executable_path=CHROMIUM,
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1440, "height": 1000},
-        )
-        try:
-            yield context
-        finally:
-            context.close()
-            shutil.rmtree(profile, ignore_errors=True)
-
-
 def test_an_operator_filters_previews_and_replays_a_letter_from_airflows_ui(env: Env, browser: Any):
     """Sign in, Browse > Dead letters, filter, open the letter, preview, replay, and see its status change."""
     from playwright.sync_api import expect
 
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page = browser.new_page()
-    page.set_default_timeout(30_000)
-
-    page.goto(env.stack.base_url + "/")
-    page.wait_for_url(re.compile(r"/auth/login"))
-    page.locator("input[name=username]").fill(ADMIN_USER)
-    page.locator("input[name=password]").fill(ADMIN_PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(re.compile(r"^(?!.*/auth/login)"))
-
-    page.get_by_role("button", name=re.compile("Browse")).click()
-    page.get_by_role("menuitem", name="Dead letters").click()
-    page.wait_for_url(re.compile(r"/plugin/dead-letters"))
+    page = signed_in_page(browser, env.stack.base_url)
+    open_from_browse_menu(page, "Dead letters", r"/plugin/dead-letters")
     frame = page.frame_locator('iframe[title="Dead letters"]')
     expect(frame.locator("#letters tbody tr[data-letter]")).to_have_count(4)
     expect(frame.get_by_text("read timed out after 30s <script>alert(1)</script>").first).to_be_visible()
