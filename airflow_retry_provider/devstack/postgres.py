@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+import random
 import shutil
 import signal
 import socket
@@ -36,8 +37,28 @@ def find_binary(name: str) -> str:
     raise PostgresUnavailable(MISSING_BINARIES)
 
 
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LISTEN_PORTS_FROM = 10_000
+
+
 def free_port() -> int:
-    """Ask the kernel for a free TCP port on loopback."""
+    """A free TCP port on loopback for a server we start a little later.
+
+    It is taken below the kernel's ephemeral range: a port from that range (what binding to port 0
+    gives) may be taken by any outgoing connection before our server binds it, and the test suite
+    opens many. Falls back to port 0 where the range is unknown or leaves no room below it.
+    """
+    low = LISTEN_PORTS_FROM
+    if EPHEMERAL_RANGE.exists():
+        low = int(EPHEMERAL_RANGE.read_text().split()[0])
+    for _ in range(100) if low > LISTEN_PORTS_FROM else ():
+        port = random.randrange(LISTEN_PORTS_FROM, low)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
