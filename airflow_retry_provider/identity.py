@@ -11,15 +11,18 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
+
+from airflow_retry_provider.policy.decide import format_timestamp as _utc
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 MAX_REMOTE_JOB_ID = 1024
 
 
-def _utc(value: datetime) -> str:
-    return value.astimezone(timezone.utc).isoformat(timespec="seconds")[:-6] + "Z"  # "+00:00" -> "Z"
+def _map_index(ti: Any) -> int:
+    map_index = getattr(ti, "map_index", None)
+    return -1 if map_index is None else int(map_index)
 
 
 def key_parts(context: Mapping[str, Any]) -> dict[str, Any]:
@@ -28,7 +31,7 @@ def key_parts(context: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "dag_id": ti.dag_id,
         "task_id": ti.task_id,
-        "map_index": int(getattr(ti, "map_index", -1) if getattr(ti, "map_index", None) is not None else -1),
+        "map_index": _map_index(ti),
         "run_id": ti.run_id,
         "data_interval_start": context.get("data_interval_start"),
         "data_interval_end": context.get("data_interval_end"),
@@ -55,7 +58,16 @@ def make_work_unit_key(
 
 def work_unit_key(context: Mapping[str, Any], version: str | None = None) -> str:
     """The work-unit key of the task instance in an Airflow task ``context``."""
-    return make_work_unit_key(**key_parts(context), version=version)
+    ti = context["ti"]
+    return make_work_unit_key(
+        ti.dag_id,
+        ti.task_id,
+        _map_index(ti),
+        context.get("data_interval_start"),
+        context.get("data_interval_end"),
+        ti.run_id,
+        version,
+    )
 
 
 def make_remote_job_id(key: str, prefix: str) -> str:

@@ -16,6 +16,8 @@ PREFIX = "retry_provider"
 
 
 _NOT_NAME = re.compile(r"[^0-9a-z]")
+_NAMES: dict[tuple[str, ...], str] = {}
+_NAMES_CACHE_SIZE = 1024
 
 
 def _part(value: str) -> str:
@@ -23,15 +25,25 @@ def _part(value: str) -> str:
     return _NOT_NAME.sub("_", value.lower()) or "none"
 
 
+def name(*parts: str) -> str:
+    """``retry_provider.<part>.<part>...``; remembered for the first 1024 combinations seen."""
+    found = _NAMES.get(parts)
+    if found is None:
+        found = ".".join((PREFIX, *map(_part, parts)))
+        if len(_NAMES) < _NAMES_CACHE_SIZE:
+            _NAMES[parts] = found
+    return found
+
+
 def incr(*parts: str, count: int = 1) -> None:
     """Increment ``retry_provider.<part>.<part>...`` by ``count``."""
-    name = ".".join((PREFIX, *map(_part, parts)))
+    metric = name(*parts)
     try:
         from airflow.sdk.observability.stats import Stats
 
-        Stats.incr(name, count)
+        Stats.incr(metric, count)
     except Exception:  # metrics are best effort
-        log.debug("could not emit %s", name, exc_info=True)
+        log.debug("could not emit %s", metric, exc_info=True)
 
 
 def decision(failure_class: str, category: str, action: str) -> None:

@@ -10,16 +10,15 @@ its own defaults.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from airflow.sdk import RetryDecision, RetryPolicy
 
 from airflow_retry_provider import metrics
-from airflow_retry_provider.identity import key_parts, make_work_unit_key
+from airflow_retry_provider.identity import work_unit_key
 from airflow_retry_provider.policy import (
     Backoff,
     Classification,
@@ -28,11 +27,10 @@ from airflow_retry_provider.policy import (
     Retry,
     Rule,
     classify,
-    decide,
     get_profile,
     rule_book,
 )
-from airflow_retry_provider.policy.decide import MAX_REASON_CHARS
+from airflow_retry_provider.policy.decide import MAX_REASON_CHARS, dead_letter_at_once, retry_unless_late
 
 log = logging.getLogger(__name__)
 
@@ -84,15 +82,13 @@ class DeliveryDeadline:
 DeadlineSpec = DeliveryDeadline | datetime | Callable[[Mapping[str, Any] | None], datetime | None]
 
 
-@dataclass(frozen=True)
-class Evaluation:
+class Evaluation(NamedTuple):
     """What the policy decided for one failed try; the dead-letter callback reads it back."""
 
     classification: Classification
     decision: Retry | DeadLetter
     attempt: int
     max_attempts: int
-    work_unit_key: str
 
 
 class ClassifiedRetryPolicy(RetryPolicy):
@@ -132,12 +128,15 @@ class ClassifiedRetryPolicy(RetryPolicy):
         self.max_attempts = max_attempts or (self.profile.max_attempts if self.profile else None)
         if self.max_attempts is not None and (isinstance(self.max_attempts, bool) or self.max_attempts < 1):
             raise ValueError(f"max_attempts must be an integer >= 1, got {max_attempts!r}")
+        for name, value in (("expected_duration", expected_duration), ("validation", validation)):
+            if not isinstance(value, timedelta) or value < timedelta(0):
+                raise ValueError(f"{name} must be a timedelta >= 0, got {value!r}")
         self.deadline = deadline
         self.expected_duration = expected_duration
         self.validation = validation
         self.can_reconcile = can_reconcile
         self.clock = clock or (lambda: datetime.now(timezone.utc))
-        self._evaluations: OrderedDict[tuple[Any, ...], Evaluation] = OrderedDict()
+        self._evaluations: dict[tuple[Any, ...], Evaluation] = {}  # oldest first
 
     # -- RetryPolicy ------------------------------------------------------------------------
 
@@ -176,27 +175,31 @@ class ClassifiedRetryPolicy(RetryPolicy):
     def assess(
         self, exception: BaseException, try_number: int, max_tries: int, context: Any = None
     ) -> Evaluation:
-        """Classify and decide; remember the result for this task instance and try."""
+        """Classify and decide; remember the result for this task instance and try.
+
+        The decision rules are those of :func:`airflow_retry_provider.policy.decide`, in two
+        steps so that the work-unit key, the clock and the deadline are read only for a retry.
+        """
         classification = classify(exception, self._rule_book)
         retries = _task_retries(context)
         if retries is None:
             retries = max_tries  # no context: assume the first generation
         attempt = max(1, try_number - max(0, max_tries - retries))
         max_attempts = self.max_attempts or retries + 1
-        key = self._work_unit_key(context)
-        decision = decide(
-            classification,
-            attempt=attempt,
-            max_attempts=max_attempts,
-            now=self.clock(),
-            backoff=self.backoff,
-            seed=key,
-            deadline=self._deadline(context),
-            expected_duration=self.expected_duration,
-            validation=self.validation,
-            can_reconcile=self.can_reconcile,
+        decision: Retry | DeadLetter | None = dead_letter_at_once(
+            classification, attempt, max_attempts, self.can_reconcile
         )
-        evaluation = Evaluation(classification, decision, attempt, max_attempts, key)
+        if decision is None:
+            decision = retry_unless_late(
+                classification,
+                attempt,
+                max_attempts,
+                _aware("clock()", self.clock()),
+                self.backoff.delay(attempt, self._work_unit_key(context)),
+                self._deadline(context),
+                self.expected_duration + self.validation,
+            )
+        evaluation = Evaluation(classification, decision, attempt, max_attempts)
         self._remember(context, try_number, evaluation)
         return evaluation
 
@@ -207,24 +210,33 @@ class ClassifiedRetryPolicy(RetryPolicy):
     def _work_unit_key(self, context: Any) -> str:
         if not context or "ti" not in context:
             return "no-context"
-        return make_work_unit_key(**key_parts(context))
+        return work_unit_key(context)
 
     def _deadline(self, context: Any) -> datetime | None:
         spec = self.deadline
         if spec is None:
             return None
         if isinstance(spec, DeliveryDeadline):
-            return spec.resolve(context)
-        if isinstance(spec, datetime):
-            return spec
-        return spec(context)
+            deadline = spec.resolve(context)
+        elif isinstance(spec, datetime):
+            deadline = spec
+        else:
+            deadline = spec(context)
+        return None if deadline is None else _aware("deadline", deadline)
 
     def _remember(self, context: Any, try_number: int, evaluation: Evaluation) -> None:
         if not context or "ti" not in context:
             return
-        self._evaluations[_ti_key(context, try_number)] = evaluation
-        while len(self._evaluations) > 256:
-            self._evaluations.popitem(last=False)
+        evaluations = self._evaluations
+        evaluations[_ti_key(context, try_number)] = evaluation
+        if len(evaluations) > 256:
+            del evaluations[next(iter(evaluations))]
+
+
+def _aware(name: str, value: Any) -> datetime:
+    if not isinstance(value, datetime) or value.utcoffset() is None:
+        raise ValueError(f"{name} must be a timezone-aware datetime, got {value!r}")
+    return value
 
 
 def _task_retries(context: Any) -> int | None:

@@ -17,7 +17,7 @@ import re
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from airflow_retry_provider.policy.redact import redact
 
@@ -36,9 +36,8 @@ _HTTP_STATUS_ATTRIBUTES = ("status_code", "status", "code")
 _SQLSTATE_ATTRIBUTES = ("sqlstate", "pgcode")
 
 
-@dataclass(frozen=True)
-class Classification:
-    """What a failure is, and why we think so.
+class Classification(NamedTuple):
+    """What a failure is, and why we think so (an immutable record).
 
     :param failure_class: ``"poison"`` (retrying cannot help), ``"retryable"`` (transient)
         or ``"unknown"`` (the remote side may or may not have applied the work).
@@ -56,9 +55,8 @@ class Classification:
     message: str
 
 
-@dataclass(frozen=True)
-class Evidence:
-    """Everything a rule may look at, read once from one exception.
+class Evidence(NamedTuple):
+    """Everything a rule may look at, read once from one exception (an immutable record).
 
     :param exception: the exception itself (custom rules may inspect it further).
     :param type_names: for every class of the MRO, its ``__name__``, ``__qualname__`` and
@@ -77,14 +75,14 @@ class Evidence:
     sqlstate: str | None
 
     @classmethod
-    def of(cls, exc: BaseException) -> Evidence:
-        """Gather the evidence from ``exc``; never raises."""
+    def of(cls, exc: BaseException, text: str | None = None) -> Evidence:
+        """Gather the evidence from ``exc`` (``text``: its ``str()``, when already known); never raises."""
         return cls(
-            exception=exc,
-            type_names=_type_names(type(exc)),
-            message=_safe_str(exc).lower(),
-            http_status=_http_status(exc),
-            sqlstate=_sqlstate(exc),
+            exc,
+            _type_names(type(exc)),
+            (_safe_str(exc) if text is None else text).lower(),
+            _http_status(exc),
+            _sqlstate(exc),
         )
 
 
@@ -400,7 +398,7 @@ class RuleBook:
     HTTP status, SQLSTATE and exception-type rules become dictionaries from a value to the
     position of the first rule matching it, so their best match costs a few lookups. The other
     rules (message patterns, ``AllOf``, your own ``Rule`` subclasses) are tried in order, and
-    only those placed before that best match.
+    only those placed before that best match; a plain ``MessagePattern`` is checked inline.
     """
 
     def __init__(self, rules: Iterable[Rule]) -> None:
@@ -409,7 +407,8 @@ class RuleBook:
         self._sqlstate: dict[str, int] = {}
         self._type_names: dict[str, int] = {}
         self._type_classes: list[tuple[int, tuple[type[BaseException], ...]]] = []
-        self._in_order: list[tuple[int, Rule]] = []
+        # (position, rule, its substrings and regexes when it is a plain MessagePattern, else None)
+        self._in_order: list[tuple[int, Rule, tuple[str, ...] | None, tuple[re.Pattern[str], ...]]] = []
         self._class_index: dict[type, int] = {}
         for index, rule in enumerate(self.rules):
             if not isinstance(rule, Rule):
@@ -426,38 +425,47 @@ class RuleBook:
                     self._type_names.setdefault(name, index)
                 if rule.types:
                     self._type_classes.append((index, rule.types))
+            elif type(rule) is MessagePattern:
+                self._in_order.append((index, rule, rule.substrings, rule.regexes))
             else:
-                self._in_order.append((index, rule))
+                self._in_order.append((index, rule, None, ()))
 
     def first_match(self, evidence: Evidence) -> Rule | None:
         """The first rule, in order, that matches ``evidence``; None when none does."""
-        best = min(
-            self._status.get(evidence.http_status, _NO_MATCH),
-            self._sqlstate_index(evidence.sqlstate),
-            self._type_index(type(evidence.exception), evidence.type_names),
-        )
-        for index, rule in self._in_order:
+        best = self._status.get(evidence.http_status, _NO_MATCH)
+        state = evidence.sqlstate
+        if state is not None:
+            best = min(best, self._sqlstate.get(state, _NO_MATCH), self._sqlstate.get(state[:2], _NO_MATCH))
+        cls = type(evidence.exception)
+        by_type = self._class_index.get(cls)
+        if by_type is None:
+            by_type = self._type_index(cls, evidence.type_names)
+        if by_type < best:
+            best = by_type
+        message = evidence.message
+        for index, rule, substrings, regexes in self._in_order:
             if index >= best:
                 break
-            if rule.matches(evidence):
-                return rule
+            if substrings is None:
+                if rule.matches(evidence):
+                    return rule
+                continue
+            for substring in substrings:
+                if substring in message:
+                    return rule
+            for regex in regexes:
+                if regex.search(message):
+                    return rule
         return self.rules[best] if best != _NO_MATCH else None
-
-    def _sqlstate_index(self, state: str | None) -> int:
-        if state is None:
-            return _NO_MATCH
-        return min(self._sqlstate.get(state, _NO_MATCH), self._sqlstate.get(state[:2], _NO_MATCH))
 
     def _type_index(self, cls: type, names: frozenset[str]) -> int:
         """The first type rule matching ``cls``; remembered for the first 1024 classes seen."""
-        index = self._class_index.get(cls)
-        if index is None:
-            index = min((self._type_names.get(name, _NO_MATCH) for name in names), default=_NO_MATCH)
-            for position, classes in self._type_classes:
-                if position < index and issubclass(cls, classes):
-                    index = position
-            if len(self._class_index) < _TYPE_NAMES_CACHE_SIZE:
-                self._class_index[cls] = index
+        index = min((self._type_names.get(name, _NO_MATCH) for name in names), default=_NO_MATCH)
+        for position, classes in self._type_classes:
+            if position < index and issubclass(cls, classes):
+                index = position
+        if len(self._class_index) < _TYPE_NAMES_CACHE_SIZE:
+            self._class_index[cls] = index
         return index
 
 
@@ -481,14 +489,17 @@ def classify(exc: BaseException, rules: Sequence[Rule] | RuleBook | None = None)
     """
     book = rule_book(rules)
     for link in exception_chain(exc):
-        rule = book.first_match(Evidence.of(link))
+        text = _safe_str(link)
+        rule = book.first_match(Evidence.of(link, text))
         if rule is not None:
-            return _result(link, rule.failure_class, rule.category, rule.name)
-    return _result(exc, "retryable", "unclassified", "default")
+            return _result(link, text, rule.failure_class, rule.category, rule.name)
+    return _result(exc, _safe_str(exc), "retryable", "unclassified", "default")
 
 
 def exception_chain(exc: BaseException) -> list[BaseException]:
     """``exc`` then its causes (``__cause__``, else an unsuppressed ``__context__``), cycle-safe."""
+    if exc.__cause__ is None and (exc.__context__ is None or exc.__suppress_context__):
+        return [exc]  # the common case: no chain
     chain: list[BaseException] = []
     seen: set[int] = set()
     current: BaseException | None = exc
@@ -504,17 +515,13 @@ def exception_chain(exc: BaseException) -> list[BaseException]:
     return chain
 
 
-def _result(exc: BaseException, failure_class: FailureClass, category: str, rule: str) -> Classification:
-    message = redact(_safe_str(exc))
+def _result(
+    exc: BaseException, text: str, failure_class: FailureClass, category: str, rule: str
+) -> Classification:
+    message = redact(text)
     if len(message) > MAX_MESSAGE_CHARS:
         message = message[: MAX_MESSAGE_CHARS - 1] + "…"
-    return Classification(
-        failure_class=failure_class,
-        category=category,
-        rule=rule,
-        exception_type=type(exc).__qualname__,
-        message=message,
-    )
+    return Classification(failure_class, category, rule, type(exc).__qualname__, message)
 
 
 def _safe_str(exc: BaseException) -> str:
@@ -561,7 +568,10 @@ def _as_status(value: object) -> int | None:
 
 def _http_status(exc: BaseException) -> int | None:
     for name in _HTTP_STATUS_ATTRIBUTES:
-        value = _attribute(exc, name)
+        try:
+            value = getattr(exc, name, None)
+        except Exception:  # a property may raise anything
+            continue
         if value is not None and (status := _as_status(value)) is not None:
             return status
     response = _attribute(exc, "response")
@@ -576,7 +586,10 @@ def _as_sqlstate(value: object) -> str | None:
 
 def _sqlstate(exc: BaseException) -> str | None:
     for name in _SQLSTATE_ATTRIBUTES:
-        value = _attribute(exc, name)
+        try:
+            value = getattr(exc, name, None)
+        except Exception:  # a property may raise anything
+            continue
         if value is not None and (state := _as_sqlstate(value)) is not None:
             return state
     diag = _attribute(exc, "diag")

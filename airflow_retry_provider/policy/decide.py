@@ -13,8 +13,8 @@ The first rule that applies wins:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import NamedTuple
 
 from airflow_retry_provider.policy.backoff import Backoff
 from airflow_retry_provider.policy.classify import Classification, FailureClass
@@ -27,9 +27,8 @@ DEAD_LETTER_EXHAUSTED = "exhausted"
 DEAD_LETTER_DEADLINE_INFEASIBLE = "deadline-infeasible"
 
 
-@dataclass(frozen=True)
-class Retry:
-    """Run again, not before ``not_before``.
+class Retry(NamedTuple):
+    """Run again, not before ``not_before`` (an immutable record).
 
     :param attempt: the number of the next attempt (the failed one + 1).
     :param delay: how long to wait, whole milliseconds.
@@ -44,9 +43,8 @@ class Retry:
     reason: str
 
 
-@dataclass(frozen=True)
-class DeadLetter:
-    """Stop retrying and send the work unit to the dead-letter queue.
+class DeadLetter(NamedTuple):
+    """Stop retrying and send the work unit to the dead-letter queue (an immutable record).
 
     :param category: the classification's category for poison, else ``unknown-outcome``,
         ``exhausted`` or ``deadline-infeasible``.
@@ -77,8 +75,13 @@ def _check_duration(name: str, value: object) -> None:
 
 
 def format_timestamp(value: datetime) -> str:
-    """``2026-11-30T10:05:00Z``: UTC, whole seconds (truncated)."""
-    return value.astimezone(timezone.utc).isoformat(timespec="seconds")[:-6] + "Z"  # "+00:00" -> "Z"
+    """``2026-11-30T10:05:00Z``: UTC, whole seconds (truncated); a naive value is local time."""
+    offset = value.utcoffset()
+    if offset is None:
+        value = value.astimezone(timezone.utc)
+    elif offset:
+        value = value - offset  # the same instant's UTC wall clock; only the fields are printed
+    return f"{value.isoformat(timespec='seconds')[:19]}Z"
 
 
 def format_duration(value: timedelta) -> str:
@@ -134,31 +137,60 @@ def decide(
     _check_duration("validation", validation)
     if not isinstance(backoff, Backoff):
         raise ValueError(f"backoff must be a Backoff, got {backoff!r}")
+    return dead_letter_at_once(classification, attempt, max_attempts, can_reconcile) or retry_unless_late(
+        classification,
+        attempt,
+        max_attempts,
+        now,
+        backoff.delay(attempt, seed),
+        deadline,
+        expected_duration + validation,
+    )
 
+
+def dead_letter_at_once(
+    classification: Classification, attempt: int, max_attempts: int, can_reconcile: bool
+) -> DeadLetter | None:
+    """Rules 1-3, which need no backoff: poison, a blind resubmit, or attempts exhausted; else None.
+
+    Inputs are not checked here: :func:`decide` checks them (a policy checks its own once).
+    """
     failure_class = classification.failure_class
-    prefix = f"[attempt {attempt}/{max_attempts}] dead letter"
-    what = describe(classification)
-
     if failure_class == "poison":
-        reason = f"{prefix} {what}"
-        return DeadLetter(classification.category, _cap(reason), failure_class)
-    if failure_class == "unknown" and not can_reconcile:
-        reason = f"{prefix} {DEAD_LETTER_UNKNOWN_OUTCOME}: {what}"
-        return DeadLetter(DEAD_LETTER_UNKNOWN_OUTCOME, _cap(reason), failure_class)
-    if attempt >= max_attempts:
-        reason = f"{prefix} {DEAD_LETTER_EXHAUSTED} after {attempt} attempts: {what}"
-        return DeadLetter(DEAD_LETTER_EXHAUSTED, _cap(reason), failure_class)
+        category = classification.category
+        reason = f"[attempt {attempt}/{max_attempts}] dead letter {describe(classification)}"
+    elif failure_class == "unknown" and not can_reconcile:
+        category = DEAD_LETTER_UNKNOWN_OUTCOME
+        reason = f"[attempt {attempt}/{max_attempts}] dead letter {category}: {describe(classification)}"
+    elif attempt >= max_attempts:
+        category = DEAD_LETTER_EXHAUSTED
+        reason = (
+            f"[attempt {attempt}/{max_attempts}] dead letter {category} after {attempt} attempts: "
+            f"{describe(classification)}"
+        )
+    else:
+        return None
+    return DeadLetter(category, _cap(reason), failure_class)
 
-    delay = backoff.delay(attempt, seed)
+
+def retry_unless_late(
+    classification: Classification,
+    attempt: int,
+    max_attempts: int,
+    now: datetime,
+    delay: timedelta,
+    deadline: datetime | None,
+    needed: timedelta,
+) -> Retry | DeadLetter:
+    """Rules 4-5: retry after ``delay``, unless that retry plus ``needed`` would finish after ``deadline``."""
     not_before = now + delay
-    if deadline is not None:
-        needed = expected_duration + validation
-        if not_before + needed > deadline:
-            reason = (
-                f"{prefix} {DEAD_LETTER_DEADLINE_INFEASIBLE}: next attempt at {format_timestamp(not_before)}"
-                f" + {format_duration(needed)} would finish after deadline {format_timestamp(deadline)}: {what}"
-            )
-            return DeadLetter(DEAD_LETTER_DEADLINE_INFEASIBLE, _cap(reason), failure_class)
-
+    what = describe(classification)
+    if deadline is not None and not_before + needed > deadline:
+        reason = (
+            f"[attempt {attempt}/{max_attempts}] dead letter {DEAD_LETTER_DEADLINE_INFEASIBLE}: "
+            f"next attempt at {format_timestamp(not_before)} + {format_duration(needed)} would finish "
+            f"after deadline {format_timestamp(deadline)}: {what}"
+        )
+        return DeadLetter(DEAD_LETTER_DEADLINE_INFEASIBLE, _cap(reason), classification.failure_class)
     reason = f"[attempt {attempt + 1}/{max_attempts}] [after {format_timestamp(not_before)}] {what}"
     return Retry(attempt + 1, delay, not_before, _cap(reason))

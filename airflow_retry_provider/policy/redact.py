@@ -64,6 +64,8 @@ def redact(text: str) -> str:
         text = _AUTHORIZATION.sub(_mask_secret, text)
     if "bearer" in lowered:
         text = _BEARER.sub(_mask_secret, text)
-    if any(word in lowered for word in _KEY_WORDS):
-        text = _KEY_VALUE.sub(_mask_secret, text)
+    for word in _KEY_WORDS:
+        if word in lowered:
+            text = _KEY_VALUE.sub(_mask_secret, text)
+            break
     return _STANDALONE.sub(MASK, text)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 
+import pendulum
 import pytest
 
 from airflow_retry_provider.identity import make_remote_job_id, remote_job_id, work_unit_key
@@ -54,3 +55,19 @@ def test_remote_job_id_rejects_bad_prefix(prefix):
     """A prefix that would break the id is refused, naming the value."""
     with pytest.raises(ValueError, match="prefix"):
         make_remote_job_id("k", prefix)
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [
+        datetime(2026, 11, 28, 10, 0, 59, 999_999, tzinfo=timezone.utc),
+        datetime(2026, 11, 28, 7, 0, 59, tzinfo=timezone(timedelta(hours=-3))),
+        pendulum.datetime(2026, 11, 28, 7, 0, 59, tz="America/Sao_Paulo"),
+        pendulum.datetime(2026, 11, 28, 10, 0, 59, tz="UTC"),
+    ],
+    ids=["utc-with-microseconds", "fixed-offset", "pendulum-zone", "pendulum-utc"],
+)
+def test_interval_bounds_are_written_in_utc_whole_seconds(moment):
+    """Any aware datetime Airflow may hand over gives the same key text for the same instant."""
+    context = _context(start=moment, end=DAY2)
+    assert work_unit_key(context) == "d/t/3/2026-11-28T10:00:59Z--2026-11-29T10:00:00Z"

@@ -131,6 +131,29 @@ def test_evaluate_never_raises():
     assert decision.reason.startswith("[policy error] RuntimeError")
 
 
+@pytest.mark.parametrize(
+    ("clock", "deadline"),
+    [
+        (lambda: NOW.replace(tzinfo=None), None),  # a naive clock
+        (lambda: NOW, lambda context: datetime(2026, 12, 1, 9)),  # a naive deadline
+    ],
+    ids=["naive-clock", "naive-deadline"],
+)
+def test_a_naive_clock_or_deadline_fails_for_review(clock, deadline):
+    """Naive datetimes would misplace the retry by the machine's UTC offset: fail, named, instead."""
+    policy = ClassifiedRetryPolicy("report", clock=clock, deadline=deadline)
+    decision = policy.evaluate(ConnectionResetError("reset"), 1, 2, _context())
+    assert decision.action == RetryAction.FAIL
+    assert decision.reason.startswith("[policy error] ValueError")
+
+
+@pytest.mark.parametrize("field", ["expected_duration", "validation"])
+def test_durations_are_checked_when_the_policy_is_built(field):
+    """A negative duration is an error at DAG parse time, naming the field and the value."""
+    with pytest.raises(ValueError, match=rf"{field} must be a timedelta >= 0, got .*days=-1"):
+        ClassifiedRetryPolicy("report", **{field: timedelta(seconds=-1)})
+
+
 def test_delivery_deadline_makes_a_late_retry_infeasible():
     """A retry that cannot finish before 09:00 Brasília the day after the interval is not attempted."""
     deadline = DeliveryDeadline(at="09:00", timezone="America/Sao_Paulo", days_after=1)
