@@ -7,8 +7,10 @@ A metric never breaks a task: emitting is best effort.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -35,13 +37,22 @@ def name(*parts: str) -> str:
     return found
 
 
+@functools.cache
+def _stats() -> Any:
+    """Airflow's ``Stats``, imported on first use (importing this module stays free)."""
+    from airflow.sdk.observability.stats import Stats
+
+    return Stats
+
+
 def incr(*parts: str, count: int = 1) -> None:
     """Increment ``retry_provider.<part>.<part>...`` by ``count``."""
     metric = name(*parts)
     try:
-        from airflow.sdk.observability.stats import Stats
-
-        Stats.incr(metric, count)
+        if count == 1:
+            _stats().incr(metric)  # Stats' own default; its wrapper then passes no keyword at all
+        else:
+            _stats().incr(metric, count)
     except Exception:  # metrics are best effort
         log.debug("could not emit %s", metric, exc_info=True)
 

@@ -21,6 +21,7 @@ from airflow.sdk import ExceptionRetryPolicy, RetryAction, RetryDecision, RetryR
 from airflow_retry_provider import ClassifiedRetryPolicy, metrics
 from airflow_retry_provider.identity import work_unit_key
 from airflow_retry_provider.policy import classify, fnv1a_32
+from airflow_retry_provider.policy.decide import retry_unless_late
 
 CALLS = 20_000
 NOW = datetime(2026, 11, 30, 10, tzinfo=timezone.utc)
@@ -94,6 +95,7 @@ def evaluate_figures() -> None:
     context = _context()
     ours, theirs = ClassifiedRetryPolicy("report", clock=lambda: NOW), _airflow_policy()
     seed = f"{work_unit_key(context)}#1".encode()
+    classified = classify(_exceptions()[0])
     decision = ours.assess(_exceptions()[0], 1, 2, context).decision
     figures = per_call_us(
         {
@@ -103,6 +105,10 @@ def evaluate_figures() -> None:
             "metrics": lambda exc: metrics.decision("retryable", "rate-limited", "retry"),
             "retry decision": lambda exc: RetryDecision.retry(decision.delay, decision.reason),
             "jitter hash": lambda exc: fnv1a_32(seed),
+            "key": lambda exc: work_unit_key(context),
+            "reason": lambda exc: retry_unless_late(
+                classified, 1, 3, NOW, decision.delay, None, timedelta(0)
+            ),
         }
     )
     anchor = figures["anchor"]
@@ -116,7 +122,9 @@ def evaluate_figures() -> None:
         ("classify", "classify() with the full default rules (ours)"),
         ("metrics", "metrics: 2 counters through Airflow's Stats.incr (every decision)"),
         ("retry decision", "Airflow's own RetryDecision (built by both policies)"),
-        ("jitter hash", f"FNV-1a over the {len(seed)}-byte work-unit seed (3 of the 6 failures retry)"),
+        ("jitter hash", f"FNV-1a over the {len(seed)}-byte work-unit seed (per retry: 3 of the 6 failures)"),
+        ("key", "the work-unit key read from the context (per retry)"),
+        ("reason", "the retry and its reason line (per retry)"),
     )
     for name, label in parts:
         print(f"    {label}: {figures[name]:.1f} us = {figures[name] / anchor:.2f}x")
