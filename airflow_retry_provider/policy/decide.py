@@ -77,10 +77,8 @@ def _check_duration(name: str, value: object) -> None:
 def format_timestamp(value: datetime) -> str:
     """``2026-11-30T10:05:00Z``: UTC, whole seconds (truncated); a naive value is local time."""
     offset = value.utcoffset()
-    if offset is None:
+    if offset is None or offset:  # naive, or not already UTC (Airflow's own values are UTC)
         value = value.astimezone(timezone.utc)
-    elif offset:
-        value = value - offset  # the same instant's UTC wall clock; only the fields are printed
     return f"{value.isoformat(timespec='seconds')[:19]}Z"
 
 

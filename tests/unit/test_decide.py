@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import pendulum
 import pytest
 
 from airflow_retry_provider.policy import (
@@ -15,6 +16,7 @@ from airflow_retry_provider.policy import (
     Retry,
     decide,
     format_duration,
+    format_timestamp,
 )
 
 NOW = datetime(2026, 11, 30, 10, 0, 0, tzinfo=timezone.utc)
@@ -204,3 +206,19 @@ def test_validation(overrides: dict[str, Any], message: str) -> None:
 def test_format_duration(value: timedelta, text: str) -> None:
     """Durations in reasons are compact."""
     assert format_duration(value) == text
+
+
+@pytest.mark.parametrize(
+    ("moment", "expected"),
+    [
+        (datetime(2026, 11, 30, 10, 5, 0, 999_999, tzinfo=timezone.utc), "2026-11-30T10:05:00Z"),
+        (pendulum.datetime(2026, 11, 30, 7, 5, tz="America/Sao_Paulo"), "2026-11-30T10:05:00Z"),
+        # 23:00 EST, five hours before New York's clocks go forward (07:00Z): moving the local
+        # time by its offset would cross the change and print 05:00Z
+        (pendulum.datetime(2026, 3, 7, 23, 0, tz="America/New_York"), "2026-03-08T04:00:00Z"),
+    ],
+    ids=["utc", "zone", "zone-before-dst-change"],
+)
+def test_timestamps_are_utc_whole_seconds(moment: datetime, expected: str) -> None:
+    """Reasons and work-unit keys write instants as UTC, whatever zone they came in."""
+    assert format_timestamp(moment) == expected
