@@ -30,7 +30,13 @@ from airflow_retry_provider.policy import (
     get_profile,
     rule_book,
 )
-from airflow_retry_provider.policy.decide import MAX_REASON_CHARS, dead_letter_at_once, retry_unless_late
+from airflow_retry_provider.policy.decide import (
+    MAX_REASON_CHARS,
+    check_aware,
+    check_duration,
+    dead_letter_at_once,
+    retry_unless_late,
+)
 
 log = logging.getLogger(__name__)
 
@@ -128,12 +134,9 @@ class ClassifiedRetryPolicy(RetryPolicy):
         self.max_attempts = max_attempts or (self.profile.max_attempts if self.profile else None)
         if self.max_attempts is not None and (isinstance(self.max_attempts, bool) or self.max_attempts < 1):
             raise ValueError(f"max_attempts must be an integer >= 1, got {max_attempts!r}")
-        for name, value in (("expected_duration", expected_duration), ("validation", validation)):
-            if not isinstance(value, timedelta) or value < timedelta(0):
-                raise ValueError(f"{name} must be a timedelta >= 0, got {value!r}")
         self.deadline = deadline
-        self.expected_duration = expected_duration
-        self.validation = validation
+        self.expected_duration = check_duration("expected_duration", expected_duration)
+        self.validation = check_duration("validation", validation)
         self.can_reconcile = can_reconcile
         self.clock = clock or (lambda: datetime.now(timezone.utc))
         self._evaluations: dict[tuple[Any, ...], Evaluation] = {}  # oldest first
@@ -194,7 +197,7 @@ class ClassifiedRetryPolicy(RetryPolicy):
                 classification,
                 attempt,
                 max_attempts,
-                _aware("clock()", self.clock()),
+                check_aware("clock()", self.clock()),
                 self.backoff.delay(attempt, self._work_unit_key(context)),
                 self._deadline(context),
                 self.expected_duration + self.validation,
@@ -222,7 +225,7 @@ class ClassifiedRetryPolicy(RetryPolicy):
             deadline = spec
         else:
             deadline = spec(context)
-        return None if deadline is None else _aware("deadline", deadline)
+        return None if deadline is None else check_aware("deadline", deadline)
 
     def _remember(self, context: Any, try_number: int, evaluation: Evaluation) -> None:
         if not context or "ti" not in context:
@@ -231,12 +234,6 @@ class ClassifiedRetryPolicy(RetryPolicy):
         evaluations[_ti_key(context, try_number)] = evaluation
         if len(evaluations) > 256:
             del evaluations[next(iter(evaluations))]
-
-
-def _aware(name: str, value: Any) -> datetime:
-    if not isinstance(value, datetime) or value.utcoffset() is None:
-        raise ValueError(f"{name} must be a timezone-aware datetime, got {value!r}")
-    return value
 
 
 def _task_retries(context: Any) -> int | None:

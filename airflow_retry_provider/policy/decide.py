@@ -64,14 +64,18 @@ def _check_attempts(attempt: object, max_attempts: object) -> None:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
 
 
-def _check_aware(name: str, value: object) -> None:
+def check_aware(name: str, value: object) -> datetime:
+    """``value`` if it is a timezone-aware datetime, else a ValueError naming ``name`` and the value."""
     if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(f"{name} must be a timezone-aware datetime, got {value!r}")
+    return value
 
 
-def _check_duration(name: str, value: object) -> None:
+def check_duration(name: str, value: object) -> timedelta:
+    """``value`` if it is a timedelta >= 0, else a ValueError naming ``name`` and the value."""
     if not isinstance(value, timedelta) or value < timedelta(0):
         raise ValueError(f"{name} must be a timedelta >= 0, got {value!r}")
+    return value
 
 
 def format_timestamp(value: datetime) -> str:
@@ -128,11 +132,11 @@ def decide(
 ) -> Retry | DeadLetter:
     """Decide what follows failed ``attempt`` (1-based) out of ``max_attempts`` (see the module docstring)."""
     _check_attempts(attempt, max_attempts)
-    _check_aware("now", now)
+    check_aware("now", now)
     if deadline is not None:
-        _check_aware("deadline", deadline)
-    _check_duration("expected_duration", expected_duration)
-    _check_duration("validation", validation)
+        check_aware("deadline", deadline)
+    check_duration("expected_duration", expected_duration)
+    check_duration("validation", validation)
     if not isinstance(backoff, Backoff):
         raise ValueError(f"backoff must be a Backoff, got {backoff!r}")
     return dead_letter_at_once(classification, attempt, max_attempts, can_reconcile) or retry_unless_late(
