@@ -5,7 +5,7 @@ VENV ?= .venv
 ARGS ?=
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench install check-postgres check-chromium clean
+.PHONY: demo screenshots test lint bench install check-postgres check-chromium clean
 
 install: $(STAMP)
 
@@ -30,6 +30,10 @@ check-chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "Chromium not found (the browser test needs it): apt-get install chromium"; exit 1; }
 
+# PNGs of the plugin's pages for the README, from a demo it starts (or ARGS=--base-url URL).
+screenshots: check-postgres check-chromium $(STAMP)
+	$(VENV)/bin/python tools/screenshots.py $(ARGS)
+
 test: check-postgres check-chromium $(STAMP)
 	$(VENV)/bin/pytest $(ARGS)
 
@@ -37,9 +41,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 bench: check-postgres $(STAMP)
 	$(VENV)/bin/python bench/run_all.py
 
 clean:
-	rm -rf .demo .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .demo .demo-screenshots .pytest_cache .mypy_cache .ruff_cache

@@ -32,14 +32,17 @@ def __getattr__(name: str) -> Any:
 
 def get_provider_info() -> dict[str, Any]:
     """Describe the provider to Airflow's ProvidersManager (the ``apache_airflow_provider`` entry point)."""
+    from airflow_retry_provider import settings
+
     return {
         "package-name": "airflow-retry-provider",
         "name": "Airflow Retry Provider",
         "description": "Classified retries, a PostgreSQL dead-letter queue and medallion reconciliation.",
         "versions": [__version__],
+        "config": settings.provider_config(),
         "connection-types": [
             {
-                "hook-class-name": "airflow_retry_provider.hooks.dead_letter.DeadLetterHook",
+                "hook-class-name": "airflow_retry_provider.hooks.retry_provider.RetryProviderHook",
                 "connection-type": "retry_provider_postgres",
             }
         ],

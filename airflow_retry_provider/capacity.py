@@ -9,7 +9,7 @@ parsed, an unknown dependency or a weight larger than its pool (Airflow itself o
 and the task waits forever).
 
 Which map: the one you pass, else the one registered with :func:`set_dependencies`, else the
-YAML file named by ``AIRFLOW_RETRY_DEPENDENCIES_FILE``.
+YAML file named by ``[retry_provider] dependencies_file``.
 """
 
 from __future__ import annotations
@@ -22,16 +22,21 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from airflow_retry_provider.dlq.airflow_api import ApiCredentials
+from airflow_retry_provider.policy.fields import FieldError
 
-DEPENDENCIES_FILE_ENV = "AIRFLOW_RETRY_DEPENDENCIES_FILE"
+if TYPE_CHECKING:
+    from airflow_retry_provider.hooks.airflow_api import ApiCredentials
+
 DEFAULT_WEIGHTS: Mapping[str, int] = MappingProxyType({"heavy": 2, "light": 1})
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,256}$")
 
 
-class CapacityError(ValueError):
-    """A dependency map or a task's use of it is wrong (raised when the DAG is parsed)."""
+class CapacityError(FieldError):
+    """A dependency map or a task's use of it is wrong (raised when the DAG is parsed).
+
+    ``path`` names where: the map's file, ``dependency 'name'`` or ``task 'id'`` (empty when
+    the problem is not at one place).
+    """
 
 
 @dataclass(frozen=True)
@@ -56,14 +61,15 @@ class Dependency:
             )
         if isinstance(self.slots, bool) or not isinstance(self.slots, int) or self.slots < 1:
             raise CapacityError(
-                f"dependency {self.name!r}: slots must be an integer >= 1, got {self.slots!r}"
+                f"slots must be an integer >= 1, got {self.slots!r}", path=f"dependency {self.name!r}"
             )
         if not isinstance(self.include_deferred, bool):
             raise CapacityError(
-                f"dependency {self.name!r}: include_deferred must be true or false, got {self.include_deferred!r}"
+                f"include_deferred must be true or false, got {self.include_deferred!r}",
+                path=f"dependency {self.name!r}",
             )
         if not isinstance(self.description, str):
-            raise CapacityError(f"dependency {self.name!r}: description must be text")
+            raise CapacityError("description must be text", path=f"dependency {self.name!r}")
 
     @property
     def pool(self) -> str:
@@ -105,24 +111,26 @@ class DependencyMap:
     def from_dict(cls, data: Mapping[str, Any], source: str = "dependency map") -> DependencyMap:
         """From ``{"dependencies": {name: {slots, include_deferred, description}}, "weights": {...}}``."""
         if not isinstance(data, Mapping):
-            raise CapacityError(f"{source}: expected a mapping with 'dependencies' and 'weights'")
+            raise CapacityError("expected a mapping with 'dependencies' and 'weights'", path=source)
         unknown = set(data) - {"dependencies", "weights"}
         if unknown:
-            raise CapacityError(f"{source}: unknown top-level keys {sorted(unknown)}")
+            raise CapacityError(f"unknown top-level keys {sorted(unknown)}", path=source)
         raw_deps = data.get("dependencies") or {}
         if not isinstance(raw_deps, Mapping):
-            raise CapacityError(f"{source}: 'dependencies' must map names to settings")
+            raise CapacityError("'dependencies' must map names to settings", path=source)
         deps = {}
         for name, spec in raw_deps.items():
             if isinstance(spec, int) and not isinstance(spec, bool):
                 spec = {"slots": spec}
             if not isinstance(spec, Mapping):
-                raise CapacityError(f"{source}: dependency {name!r} must be a mapping or a number of slots")
+                raise CapacityError(
+                    f"dependency {name!r} must be a mapping or a number of slots", path=source
+                )
             extra = set(spec) - {"slots", "include_deferred", "description"}
             if extra:
-                raise CapacityError(f"{source}: dependency {name!r} has unknown keys {sorted(extra)}")
+                raise CapacityError(f"dependency {name!r} has unknown keys {sorted(extra)}", path=source)
             if "slots" not in spec:
-                raise CapacityError(f"{source}: dependency {name!r} needs 'slots'")
+                raise CapacityError(f"dependency {name!r} needs 'slots'", path=source)
             deps[str(name)] = Dependency(
                 name=str(name),
                 slots=spec["slots"],
@@ -133,7 +141,7 @@ class DependencyMap:
         if weights is None:
             weights = dict(DEFAULT_WEIGHTS)
         if not isinstance(weights, Mapping):
-            raise CapacityError(f"{source}: 'weights' must map names to integers")
+            raise CapacityError("'weights' must map names to integers", path=source)
         return cls(deps, {str(k): v for k, v in weights.items()})
 
     @classmethod
@@ -143,7 +151,7 @@ class DependencyMap:
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise CapacityError(f"{source}: not valid YAML: {exc}") from exc
+            raise CapacityError(f"not valid YAML: {exc}", path=source) from exc
         return cls.from_dict(data or {}, source)
 
     @classmethod
@@ -175,18 +183,19 @@ class DependencyMap:
         CapacityError names the dependency and the weight when the dependency is unknown or the
         weight is larger than its pool (such a task could never run).
         """
-        where = f"task {task!r}: " if task else ""
+        where = f"task {task!r}" if task else ""
         dep = self.dependencies.get(dependency)
         if dep is None:
             known = ", ".join(sorted(self.dependencies)) or "none declared"
-            raise CapacityError(f"{where}unknown dependency {dependency!r}; known dependencies: {known}")
+            raise CapacityError(f"unknown dependency {dependency!r}; known dependencies: {known}", path=where)
         slots = self.weight_of(weight)
         if slots > dep.slots:
             label = f"{weight!r} ({slots} slots)" if isinstance(weight, str) else f"{slots}"
             raise CapacityError(
-                f"{where}weight {label} is larger than dependency {dependency!r} "
+                f"weight {label} is larger than dependency {dependency!r} "
                 f"(pool of {dep.slots} slots): the task could never run; raise the dependency's "
-                "slots or lower the weight"
+                "slots or lower the weight",
+                path=where,
             )
         return {"pool": dep.pool, "pool_slots": slots}
 
@@ -219,16 +228,19 @@ def example_dependencies_path() -> Path:
 
 
 def load_dependencies(path: str | os.PathLike[str] | None = None) -> DependencyMap:
-    """The map at ``path``, else the registered one, else ``$AIRFLOW_RETRY_DEPENDENCIES_FILE``."""
+    """The map at ``path``, else the registered one, else ``[retry_provider] dependencies_file``."""
     if path is not None:
         return DependencyMap.from_file(path)
     if _registered is not None:
         return _registered
-    env = os.environ.get(DEPENDENCIES_FILE_ENV)
-    if env:
-        return DependencyMap.from_file(env)
+    from airflow_retry_provider import settings
+
+    configured = settings.get("dependencies_file")
+    if configured:
+        return DependencyMap.from_file(configured)
     raise CapacityError(
-        f"no dependency map: pass dependencies=, call set_dependencies(), or set {DEPENDENCIES_FILE_ENV}"
+        "no dependency map: pass dependencies=, call set_dependencies(), "
+        "or set [retry_provider] dependencies_file (AIRFLOW__RETRY_PROVIDER__DEPENDENCIES_FILE)"
     )
 
 
@@ -310,7 +322,7 @@ def sync_pools(
     Returns the changes (``ok`` rows included): what was done, or with ``dry_run`` what would be.
     Pools that are not in the map are left alone.
     """
-    from airflow_retry_provider.dlq.airflow_api import AirflowApi, AirflowApiError
+    from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError
 
     try:
         with AirflowApi(credentials) as api:
@@ -324,4 +336,4 @@ def sync_pools(
                         api.update_pool(body)
             return changes
     except AirflowApiError as exc:
-        raise CapacityError(f"pools sync via {credentials.base_url}: {exc}") from None
+        raise CapacityError(f"pools sync via {credentials.base_url}: {exc}") from exc

@@ -1,5 +1,9 @@
 """The ``airflow-retry`` console script.
 
+Exit codes: 0 done, 1 nothing matched, 2 bad input or missing configuration, 3 a service down
+(the database, Airflow's API), 4 an unexpected error. Every failure is one line on stderr; the
+traceback only with ``--debug`` (anywhere on the command line).
+
 Each group of subcommands lives in ``airflow_retry_provider.commands.<name>`` and exposes
 ``register(subparsers)``; the module is imported only when listed here, and heavy imports
 happen inside the command functions so ``--help`` stays fast.
@@ -11,8 +15,15 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from airflow_retry_provider import __version__
+from airflow_retry_provider.commands import Unavailable, UsageError
+from airflow_retry_provider.policy import redact
+
+__all__ = ["COMMAND_MODULES", "Unavailable", "UsageError", "build_parser", "main"]
+
+PROG = "airflow-retry"
 
 COMMAND_MODULES = (
     "airflow_retry_provider.commands.policy",
@@ -21,19 +32,26 @@ COMMAND_MODULES = (
     "airflow_retry_provider.commands.reconcile",
     "airflow_retry_provider.commands.dlq",
     "airflow_retry_provider.commands.pools",
+    "airflow_retry_provider.commands.retention",
+    "airflow_retry_provider.commands.tries",
 )
 
 
-class UsageError(Exception):
-    """Bad input from the user: printed as one line on stderr, exit code 2."""
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad flag as any bad input: a UsageError (one line, exit code 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix(PROG).strip()
+        raise UsageError(f"{command}: {message}" if command else message)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="airflow-retry",
+    parser = _Parser(
+        prog=PROG,
         description="Classified retries, dead letters and reconciliation for Apache Airflow.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--debug", action="store_true", help="print the traceback of an error")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
@@ -41,16 +59,47 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args_list
+    args_list = [a for a in args_list if a != "--debug"]
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
+    args = None
     try:
+        args = parser.parse_args(args_list)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 0
         return int(args.func(args) or 0)
     except UsageError as exc:
-        print(f"airflow-retry: {exc}", file=sys.stderr)
-        return 2
+        return _fail(2, str(exc))
+    except Unavailable as exc:
+        return _fail(3, str(exc))
+    except Exception as exc:
+        if debug:
+            raise
+        code, message = explain(exc, getattr(args, "conn_id", None) or "retry_provider_default")
+        return _fail(code, message)
+
+
+def explain(exc: Exception, conn_id: str) -> tuple[int, str]:
+    """The exit code and the one line for an error a command did not handle itself."""
+    name = type(exc).__name__
+    first_line = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else name)[:300]
+    if name == "AirflowNotFoundException":
+        return 2, (
+            f"no database connection {conn_id!r}: set AIRFLOW_CONN_{conn_id.upper()}="
+            "postgresql://user:password@host:5432/db, or pass --dsn postgresql://..."
+        )
+    if name == "OperationalError" and type(exc).__module__.startswith(("psycopg", "sqlalchemy")):
+        return 3, f"database unavailable: {first_line}"
+    if name == "AirflowApiError" and getattr(exc, "status_code", 0) is None:
+        return 3, f"Airflow's API unavailable: {first_line}"
+    return 4, f"unexpected error: {name}: {first_line} (run with --debug for the traceback)"
+
+
+def _fail(code: int, message: str) -> int:
+    print(f"airflow-retry: {message}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

@@ -68,3 +68,12 @@ def letter(event: str, category: str | None = None) -> None:
     incr("letter", event)
     if category:
         incr("letter", event, category)
+
+
+def gauge(*parts: str, value: float) -> None:
+    """Set the gauge ``retry_provider.<part>.<part>...`` to ``value``."""
+    metric = name(*parts)
+    try:
+        _stats().gauge(metric, value)
+    except Exception:  # metrics are best effort
+        log.debug("could not emit %s", metric, exc_info=True)

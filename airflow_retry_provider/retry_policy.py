@@ -5,6 +5,10 @@ exception, works out the attempt within the current replay generation (a cleared
 its backoff afresh), seeds the jitter with the work unit's stable identity, and turns the pure
 core's decision into a ``RetryDecision``. It never raises: Airflow would silently fall back to
 its own defaults.
+
+Building a policy (when the DAG file is parsed) reads the rule file of
+``[retry_provider] rules_file`` (:mod:`airflow_retry_provider.rules_file`): a bad file fails the
+DAG's import, not a task.
 """
 
 from __future__ import annotations
@@ -35,8 +39,11 @@ from airflow_retry_provider.policy.decide import (
     check_aware,
     check_duration,
     dead_letter_at_once,
+    retry_delay,
     retry_unless_late,
 )
+from airflow_retry_provider.policy.tries import tag_reason
+from airflow_retry_provider.rules_file import load_rules_file
 
 log = logging.getLogger(__name__)
 
@@ -101,16 +108,20 @@ class ClassifiedRetryPolicy(RetryPolicy):
     """Retry by failure class: poison and blind resubmits go to the dead-letter queue.
 
     :param profile: a profile name (``"dashboard"``, ``"report"``, ``"pipeline"`` or one you
-        registered) or a ``Profile``; it gives max_attempts and the backoff.
-    :param rules: extra classification rules, checked before the defaults.
+        registered) or a ``Profile``; it gives max_attempts, the backoff and whether plain tasks
+        are safe to repeat.
+    :param rules: extra classification rules, checked before the rule file's and the defaults.
     :param backoff: overrides the profile's backoff.
     :param max_attempts: overrides the profile's ceiling (counts the first try). Without a
         profile or this, the task's own ``retries`` + 1.
     :param deadline: a ``DeliveryDeadline``, an aware datetime, or ``callable(context)``.
     :param expected_duration: how long a retry takes to run.
     :param validation: how long checking its output takes.
-    :param can_reconcile: the task reconciles with the remote side before resubmitting, so an
-        unknown outcome may be retried.
+    :param safe_to_repeat: running the work again does no harm, so an unknown outcome (a
+        timeout) is retried with backoff instead of sent to the queue. None (the default): safe
+        when the task is idempotent by construction (``@idempotent``, ``IdempotentMixin``, the
+        medallion and remote-job operators, anything with ``safe_to_repeat = True``) or when the
+        profile says so.
     :param clock: returns "now" (aware); tests pass a fixed one.
     """
 
@@ -124,12 +135,13 @@ class ClassifiedRetryPolicy(RetryPolicy):
         deadline: DeadlineSpec | None = None,
         expected_duration: timedelta = timedelta(0),
         validation: timedelta = timedelta(0),
-        can_reconcile: bool = False,
+        safe_to_repeat: bool | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.profile = get_profile(profile) if isinstance(profile, str) else profile
         self.rules = tuple(rules)
-        self._rule_book = rule_book(self.rules)  # compiled once, used by every evaluate
+        # compiled once, used by every evaluate; a bad rule file fails here, at parse time
+        self._rule_book = rule_book((*self.rules, *load_rules_file()))
         self.backoff = backoff or (self.profile.backoff if self.profile else DEFAULT_BACKOFF)
         self.max_attempts = max_attempts or (self.profile.max_attempts if self.profile else None)
         if self.max_attempts is not None and (isinstance(self.max_attempts, bool) or self.max_attempts < 1):
@@ -137,7 +149,9 @@ class ClassifiedRetryPolicy(RetryPolicy):
         self.deadline = deadline
         self.expected_duration = check_duration("expected_duration", expected_duration)
         self.validation = check_duration("validation", validation)
-        self.can_reconcile = can_reconcile
+        if safe_to_repeat not in (None, True, False):
+            raise ValueError(f"safe_to_repeat must be True, False or None, got {safe_to_repeat!r}")
+        self.safe_to_repeat = safe_to_repeat
         self.clock = clock or (lambda: datetime.now(timezone.utc))
         self._evaluations: dict[tuple[Any, ...], Evaluation] = {}  # oldest first
 
@@ -152,6 +166,12 @@ class ClassifiedRetryPolicy(RetryPolicy):
     ) -> RetryDecision:
         try:
             evaluation = self.assess(exception, try_number, max_tries, context)
+            reason = tag_reason(
+                evaluation.decision.reason,
+                evaluation.classification.rule,
+                self._profile_as_configured(),
+                self.deadline_for(context),
+            )
         except Exception as exc:  # never let Airflow fall back to blind retries
             log.exception("airflow-retry-provider: retry policy failed; failing the task for review")
             reason = (
@@ -162,15 +182,16 @@ class ClassifiedRetryPolicy(RetryPolicy):
         cls = evaluation.classification
         if isinstance(decision, Retry):
             metrics.decision(cls.failure_class, cls.category, "retry")
-            return RetryDecision.retry(decision.delay, decision.reason)
+            return RetryDecision.retry(decision.delay, reason)
         metrics.decision(cls.failure_class, decision.category, "dead_letter")
-        return RetryDecision.fail(decision.reason)
+        return RetryDecision.fail(reason)
 
     def serialize(self) -> dict[str, Any]:
         return {
             "__type": "ClassifiedRetryPolicy",
             "profile": self.profile.name if self.profile else None,
             "max_attempts": self.max_attempts,
+            "safe_to_repeat": self.safe_to_repeat,
         }
 
     # -- the decision, for the callback and for tests -----------------------------------------
@@ -181,26 +202,30 @@ class ClassifiedRetryPolicy(RetryPolicy):
         """Classify and decide; remember the result for this task instance and try.
 
         The decision rules are those of :func:`airflow_retry_provider.policy.decide`, in two
-        steps so that the work-unit key, the clock and the deadline are read only for a retry.
+        steps so that the work-unit key and the deadline are read only for a retry. The clock is
+        read first: an HTTP-date ``Retry-After`` is read from it.
         """
-        classification = classify(exception, self._rule_book)
+        now = check_aware("clock()", self.clock())
+        classification = classify(exception, self._rule_book, now=now)
         retries = _task_retries(context)
         if retries is None:
             retries = max_tries  # no context: assume the first generation
         attempt = max(1, try_number - max(0, max_tries - retries))
         max_attempts = self.max_attempts or retries + 1
         decision: Retry | DeadLetter | None = dead_letter_at_once(
-            classification, attempt, max_attempts, self.can_reconcile
+            classification, attempt, max_attempts, self.is_safe_to_repeat(context)
         )
         if decision is None:
+            delay, note = retry_delay(classification, self.backoff, attempt, self._work_unit_key(context))
             decision = retry_unless_late(
                 classification,
                 attempt,
                 max_attempts,
-                check_aware("clock()", self.clock()),
-                self.backoff.delay(attempt, self._work_unit_key(context)),
-                self._deadline(context),
+                now,
+                delay,
+                self.deadline_for(context),
                 self.expected_duration + self.validation,
+                note,
             )
         evaluation = Evaluation(classification, decision, attempt, max_attempts)
         self._remember(context, try_number, evaluation)
@@ -210,12 +235,30 @@ class ClassifiedRetryPolicy(RetryPolicy):
         """The evaluation made for ``try_number`` of the task instance in ``context``, if any."""
         return self._evaluations.get(_ti_key(context, try_number))
 
+    def _profile_as_configured(self) -> str | None:
+        """The profile's name, if its backoff and ceiling are the ones used (the Retries tab plans with them)."""
+        profile = self.profile
+        if profile is None or (self.backoff, self.max_attempts) != (profile.backoff, profile.max_attempts):
+            return None
+        return profile.name
+
+    def is_safe_to_repeat(self, context: Any) -> bool:
+        """``safe_to_repeat`` if given, else whether the task is marked safe or the profile is."""
+        if self.safe_to_repeat is not None:
+            return self.safe_to_repeat
+        task = context.get("task") if context else None
+        marked = (task, getattr(task, "python_callable", None))  # an operator, or @idempotent's wrapper
+        if any(getattr(part, "safe_to_repeat", False) is True for part in marked):
+            return True
+        return self.profile is not None and self.profile.safe_to_repeat
+
     def _work_unit_key(self, context: Any) -> str:
         if not context or "ti" not in context:
             return "no-context"
         return work_unit_key(context)
 
-    def _deadline(self, context: Any) -> datetime | None:
+    def deadline_for(self, context: Any) -> datetime | None:
+        """The delivery deadline of the run in ``context``, if this policy has one."""
         spec = self.deadline
         if spec is None:
             return None

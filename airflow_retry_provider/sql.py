@@ -1,14 +1,18 @@
 """Named SQL: every statement lives in a ``.sql`` file as a ``-- name: x`` block, loaded once.
 
 Statements use ``%(name)s`` placeholders and run on psycopg 3 and psycopg2 alike; Python never
-builds SQL from strings, it runs a statement of these files by name.
+builds SQL from strings, it runs a statement of these files by name. :func:`transaction` is the
+one way the provider commits or rolls back a connection.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
+from typing import Any
 
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 _COMMENT_LINE = re.compile(r"^\s*--.*$\n?", re.MULTILINE)
@@ -39,3 +43,25 @@ def read(package: str, filename: str) -> str:
 def named(package: str, filename: str = "queries.sql") -> dict[str, str]:
     """Every named statement of ``filename`` in ``package``."""
     return parse_named(read(package, filename))
+
+
+@contextmanager
+def transaction(conn: Any, *, close: bool = True) -> Iterator[Any]:
+    """``conn`` as one transaction: committed when the block ends, rolled back if it raises.
+
+    A connection in autocommit mode commits each statement itself, so nothing is sent for it.
+
+    :param conn: an open DB-API connection (psycopg 3 or psycopg2).
+    :param close: close ``conn`` afterwards; ``False`` for a connection the caller keeps.
+    """
+    try:
+        yield conn
+        if not conn.autocommit:
+            conn.commit()
+    except BaseException:
+        if not conn.autocommit:
+            conn.rollback()
+        raise
+    finally:
+        if close:
+            conn.close()

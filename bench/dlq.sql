@@ -35,6 +35,6 @@ FROM generate_series(1, %(n)s) AS g;
 ANALYZE retry_dead_letters;
 
 -- name: drop_letter_indexes
--- A bulk load is faster without the secondary indexes; apply_schema() creates them again.
+-- A bulk load is faster without the secondary indexes; migration 0001 (idempotent) creates them again.
 DROP INDEX IF EXISTS retry_dead_letters_newest, retry_dead_letters_dag_status,
     retry_dead_letters_status_newest, retry_dead_letters_fingerprint;

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import random
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -22,13 +23,16 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import psycopg
+from verdict import exit_code, judge
 
-from airflow_retry_provider.devstack.postgres import server_from_env_or_start
 from airflow_retry_provider.reconciliation import ExtractionEvent, connector_health
 from airflow_retry_provider.reconciliation.report import reconcile_all, reconcile_workspace
 from airflow_retry_provider.reconciliation.schema import apply_trail_schema
 from airflow_retry_provider.reconciliation.sql import query
 from airflow_retry_provider.reconciliation.trails import connector_health_sql, list_workspaces
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))  # devstack: not in the wheel
+from devstack.postgres import server_from_env_or_start  # noqa: E402
 
 AS_OF = datetime(2026, 11, 30, 15, 0, tzinfo=timezone.utc)
 WINDOW = timedelta(hours=24)
@@ -197,14 +201,14 @@ def main() -> int:
             print(
                 f"whole report: {whole:6.2f} s for {summary['workspaces']:,} workspaces "
                 f"({summary['findings']:,} findings, {summary['unhealthy_connectors']:,} connectors not healthy); "
-                f"target <= 10 s: {whole / 10:.2f} of the budget -> {'ok' if whole <= 10 else 'MISSED'}"
+                f"target <= 10 s: {whole / 10:.2f} of the budget -> {judge('whole report <= 10 s', whole <= 10)}"
             )
             timings = one_workspace(conn, directory, sample)
             one = p95(timings)
             print(
                 f"one workspace: p95 {one * 1000:6.1f} ms (median {statistics.median(timings) * 1000:.1f} ms, "
                 f"{len(timings)} runs); target <= 100 ms: {one / 0.1:.2f} of the budget -> "
-                f"{'ok' if one <= 0.1 else 'MISSED'}"
+                f"{judge('one workspace <= 100 ms', one <= 0.1)}"
             )
             in_sql, in_python, connectors = health(conn, workspaces)
             speedup = in_python / in_sql
@@ -212,9 +216,9 @@ def main() -> int:
                 f"connector health, {len(workspaces):,} workspaces ({connectors:,} connectors, same results): "
                 f"SQL {in_sql:.2f} s, Python (fetch the events + compute) {in_python:.2f} s; "
                 f"SQL is {speedup:.1f}x faster; target >= 10x: {speedup / 10:.2f} of the target -> "
-                f"{'ok' if speedup >= 10 else 'MISSED'}"
+                f"{judge('health in SQL >= 10x Python', speedup >= 10)}"
             )
-            return 0 if whole <= 10 and one <= 0.1 and speedup >= 10 else 1
+            return exit_code()
     finally:
         try:
             server.drop_database(database)

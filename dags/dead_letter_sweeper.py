@@ -1,4 +1,4 @@
-"""The dead-letter sweeper: every 10 minutes, file failures no callback could file and sync replays.
+"""The dead-letter sweeper: every 10 minutes, file failures no callback could file, sync replays, send alerts, emit gauges.
 
 Policy-managed DAGs are those tagged ``airflow-retry-provider`` or listed in the Variable
 ``airflow_retry_dlq_sweep_dags``; the sweeper reads Airflow through its REST API (connection
@@ -31,4 +31,20 @@ with DAG(
 
         return run_sweeper()
 
+    @task(execution_timeout=timedelta(minutes=5))
+    def send_alerts() -> dict:
+        """Send the summaries of ended root-cause windows and retry messages a notifier failed to send."""
+        from airflow_retry_provider.alerts import run_alerts
+
+        return run_alerts()
+
+    @task(execution_timeout=timedelta(minutes=2))
+    def emit_gauges() -> dict:
+        """Queue gauges (letters by status, oldest dlq letter, expired leases, ...) through Airflow's Stats."""
+        from airflow_retry_provider.maintenance.gauges import emit_gauges
+
+        return emit_gauges()
+
     sweep_dead_letters()
+    send_alerts()
+    emit_gauges()

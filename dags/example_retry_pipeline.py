@@ -4,7 +4,9 @@ Every task is a ledger work unit keyed by the data interval, writes the medallio
 reconciliation DAG reads, and retries by failure class:
 
 * ``prepare`` creates what the pipeline needs (its source table with the interval's rows, the
-  layer tables, the ledger and trail tables) idempotently, so it runs on an empty database;
+  layer tables, the ledger and trail tables) idempotently, so it runs on an empty database, and
+  registers the pipeline's transforms in the trails, so that the reconciliation expects each one
+  (a transform that never succeeds is a gap);
 * ``extract_positions`` records one extraction event per operation (kill switch ``ingestion``);
 * ``load_bronze_positions`` replaces the interval's rows in bronze; in this demo its first try
   loses the connection *after* the rows were committed, and the retry (two seconds later)
@@ -12,6 +14,9 @@ reconciliation DAG reads, and retries by failure class:
 * ``silver_positions`` and ``gold_exposure`` are versioned SQL transforms;
 * ``gold_risk_report`` is poison: it reads a table that does not exist, runs once, and lands
   in the dead-letter queue (kill switch ``reports``), so a run of this DAG ends ``failed``.
+  "Deploying the fix" is setting the Variable ``example_risk_report_fixed`` to ``yes``: it then
+  reads silver, and a replay of its letter (with downstream) completes the run;
+* ``publish_risk_report`` announces the report: it runs only after the report succeeded.
 
 Connection: ``retry_provider_default``. No database access at parse time.
 """
@@ -67,6 +72,12 @@ FROM generate_series(0, 4) AS n
 ON CONFLICT (id) DO NOTHING
 """
 
+# The Variable only picks one of two fixed table names: no Variable value reaches the SQL text.
+RISK_REPORT_SQL = (
+    "SELECT book, amount FROM {{ 'example_silver_positions' "
+    "if var.value.get('example_risk_report_fixed', 'no') == 'yes' else 'positions_v2_missing' }} "
+    "WHERE interval_start = %(start)s"
+)
 INTERVAL_ROWS = "FROM example_positions_source WHERE traded_at >= %(start)s AND traded_at < %(end)s"
 
 
@@ -96,18 +107,23 @@ with DAG(
         from contextlib import closing
 
         from airflow_retry_provider.dlq.schema import apply_schema
-        from airflow_retry_provider.hooks.dead_letter import DeadLetterHook
-        from airflow_retry_provider.ledger import apply_ledger_schema
-        from airflow_retry_provider.reconciliation.schema import apply_trail_schema
+        from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
+        from airflow_retry_provider.reconciliation.trails import record_transform
 
-        with closing(DeadLetterHook().get_conn()) as conn:
-            apply_schema(conn)
-            apply_ledger_schema(conn)
-            apply_trail_schema(conn)
+        with closing(RetryProviderHook().get_conn()) as conn:
+            apply_schema(conn)  # every provider table: dead letters, ledger, trails
             cursor = conn.cursor()
             cursor.execute(TABLES_SQL)
             cursor.execute(SOURCE_ROWS_SQL, {"start": data_interval_start})
             inserted = cursor.rowcount
+            for transform in (silver, gold, risk_report):  # registered, not marked run
+                record_transform(
+                    conn,
+                    workspace_id=WORKSPACE,
+                    transform_id=transform.transform_id,
+                    layer=transform.layer,
+                    inputs=transform.inputs,
+                )
             conn.commit()
         return inserted
 
@@ -160,10 +176,15 @@ with DAG(
         task_id="gold_risk_report",
         layer="gold",
         inputs=["silver_positions"],
-        sql="SELECT book, amount FROM positions_v2_missing WHERE interval_start = %(start)s",
+        sql=RISK_REPORT_SQL,
         workspace_id=WORKSPACE,
         kill_switch="reports",
     )
+
+    @task
+    def publish_risk_report(data_interval_start=None) -> str:
+        """Announce the interval's risk report (only once the report succeeded)."""
+        return f"risk report of {data_interval_start} published"
 
     # The positions database takes one heavy extraction or two light ones at a time
     # (airflow_retry_provider/dependencies.example.yaml; `airflow-retry pools sync` creates the pool).
@@ -172,5 +193,6 @@ with DAG(
     apply_capacity(load, "positions_db", "heavy", dependencies=dependencies)
 
     prepare() >> extract >> load >> silver >> [gold, risk_report]
+    risk_report >> publish_risk_report()
     for operator in (extract, load, silver, gold, risk_report):
         apply_profile(operator, "report", backoff=FAST)

@@ -3,16 +3,18 @@ and gold and each connector's health, per workspace.
 
 One task lists the workspaces, one mapped task per workspace builds and stores its report
 (``reconciliation_reports`` / ``reconciliation_findings``, history kept) and writes a JSON artifact
-and a Markdown summary, and a final task writes the run's summary and calls the optional notifier
-when new findings appear. Findings never fail the DAG (it is a diagnostic); its own errors do
+and a Markdown summary, and a final task writes the run's summary, alerts new findings and
+connectors that turned stopped or failing (or recovered) through the configured notifiers
+(``[retry_provider] alert_notifiers``), and calls the optional legacy notifier when new findings appear. Findings never fail the DAG (it is a diagnostic); its own errors do
 (the database unreachable, a bad ``as_of``, a notifier that cannot be imported or raises).
 
 Parameters: ``as_of`` (ISO 8601 with offset; default the run's logical date, or its run_after for
 a manual run) and ``window_hours`` (the connector health window, default 24).
 Configuration: the Airflow connection ``retry_provider_default``; the Variable
 ``retry_provider_reconciliation_notifier`` (or ``AIRFLOW_VAR_RETRY_PROVIDER_RECONCILIATION_NOTIFIER``)
-naming a ``package.module:function`` called with the run's summary when there are new findings;
-``AIRFLOW_RETRY_RECONCILIATION_DIR`` for the artifacts (default ``$AIRFLOW_HOME/reconciliation``).
+naming a ``package.module:function`` called with the run's summary when there are new findings
+(only modules under a prefix of ``[retry_provider] notifier_modules`` are imported);
+``[retry_provider] reconciliation_dir`` for the artifacts (default ``$AIRFLOW_HOME/reconciliation``).
 
 The file imports only pendulum and ``airflow.sdk``: no database access at parse time.
 """
@@ -44,9 +46,9 @@ def _window(params: dict | None) -> timedelta:
 
 
 def _connection() -> Any:
-    from airflow_retry_provider.hooks.dead_letter import DeadLetterHook
+    from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
 
-    return DeadLetterHook().get_conn()
+    return RetryProviderHook().get_conn()
 
 
 with DAG(
@@ -100,15 +102,20 @@ with DAG(
     def summarise(
         outcomes: Any, params: dict | None = None, logical_date: Any = None, dag_run: Any = None
     ) -> dict:
-        """Write the run's summary; call the notifier when new findings appeared."""
+        """Write the run's summary; alert new findings and connector changes; call the legacy notifier."""
         from airflow.sdk import Variable
 
+        from airflow_retry_provider import settings
         from airflow_retry_provider.reconciliation import report
 
         summary = report.summarise(outcomes or [], _as_of(params, logical_date, dag_run))
+        from airflow_retry_provider.alerts import reconciliation_alerts
+        from airflow_retry_provider.dlq.store import DeadLetterStore
+
+        reconciliation_alerts(DeadLetterStore.from_conn_id(), summary)  # never raises
         notifier = Variable.get(NOTIFIER_VARIABLE, default=None)
         if notifier and summary["new_findings"]:
-            report.load_notifier(notifier)(summary)
+            report.load_notifier(notifier, settings.get("notifier_modules"))(summary)
         return {key: summary[key] for key in ("as_of", "workspaces", "findings", "artifacts")}
 
     summarise(reconcile_workspace.expand(workspace_id=list_workspaces()))

@@ -21,6 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+# CPU-bound properties on a loaded 2-core machine: Hypothesis's 200 ms per-example deadline would
+# fail them for the machine's sake, not the code's. One profile for the whole suite.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
@@ -49,7 +55,7 @@ def bundle_config(*folders: Path) -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from airflow_retry_provider.devstack import postgres
+    from devstack import postgres
 
     home = Path(tempfile.mkdtemp(prefix="arp-airflow-home-"))
     _state["home"] = home
@@ -77,9 +83,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if "airflow.settings" in sys.modules:  # close Airflow's pooled connections while the server is up:
+        from airflow import settings  # its atexit dispose_orm would print a traceback after the stop
+
+        settings.dispose_orm()
     server = _state.get("server")
     if server is not None:
-        from airflow_retry_provider.devstack.postgres import PostgresServer
+        from devstack.postgres import PostgresServer
 
         assert isinstance(server, PostgresServer)
         if server.process is None:  # an external server: drop what we created
@@ -112,15 +122,19 @@ def running_airflow(
     *,
     extra_env: dict[str, str] | None = None,
     prepare: Callable[[str], object] | None = None,
+    stack_options: dict[str, Any] | None = None,
+    before_start: Callable[[Any], object] | None = None,
 ) -> Iterator[RunningAirflow]:
-    """A real Airflow (scheduler, dag-processor, api-server, triggerer; LocalExecutor) for a test module.
+    """A real Airflow (scheduler, dag-processor, api-server with two workers, triggerer; LocalExecutor) for a test module.
 
     Its metadata and provider databases are fresh databases of the session's PostgreSQL (the
     provider one from the template, so it has the schema); it sees dags/ and tests/dag_files.
-    ``prepare(provider_dsn)`` seeds data before the stack starts. On exit every process is
+    ``prepare(provider_dsn)`` seeds data before the stack starts; ``stack_options`` go to
+    :class:`AirflowStack` (e.g. a Celery ``broker_url``); ``before_start(stack)`` runs on the migrated
+    metadata database before any component starts. On exit every process is
     stopped and both databases are dropped.
     """
-    from airflow_retry_provider.devstack.airflow import AirflowStack
+    from devstack.airflow import AirflowStack
 
     suffix = uuid.uuid4().hex[:8]
     metadata_db, provider_db = f"arp_{name}_meta_{suffix}", f"arp_{name}_prov_{suffix}"
@@ -133,13 +147,18 @@ def running_airflow(
         provider_dsn=provider_dsn,
         extra_env={
             "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST": bundle_config(REPO / "dags", TEST_DAGS),
+            # two api-server workers, as deployments run: nothing may live in one worker's memory
+            "AIRFLOW__API__WORKERS": "2",
             **(extra_env or {}),
         },
+        **(stack_options or {}),
     )
     try:
         if prepare is not None:
             prepare(provider_dsn)
         stack.migrate()
+        if before_start is not None:
+            before_start(stack)
         stack.start()
         stack.wait_healthy()
         yield RunningAirflow(stack, provider_db, provider_dsn, pg_server.dsn(metadata_db))

@@ -1,0 +1,71 @@
+"""The ``airflow-retry`` subcommands, one module per group (registered in ``cli.py``), and what they share:
+the usage error, the provider database's flags and the store they name."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_retry_provider.hooks.airflow_api import AirflowApi
+
+
+class UsageError(Exception):
+    """Bad input from the user: ``cli.main`` prints ``airflow-retry: <message>`` as one line on
+    stderr (naming the flag or field and the value), nothing on stdout, and exits with code 2."""
+
+
+class Unavailable(Exception):
+    """Something the command needs did not answer (the database, Airflow's API): ``cli.main`` prints
+    ``airflow-retry: <which>: <why>`` as one line on stderr and exits with code 3."""
+
+
+def add_database_flags(parser: argparse.ArgumentParser) -> None:
+    """``--dsn`` and ``--conn-id`` (default ``retry_provider_default``)."""
+    parser.add_argument("--dsn", help="a postgresql:// URI instead of the Airflow connection")
+    parser.add_argument(
+        "--conn-id", default="retry_provider_default", help="Airflow connection of the provider's database"
+    )
+
+
+def store_from_args(args: argparse.Namespace) -> Any:
+    """The ``DeadLetterStore`` on ``--dsn`` or the ``--conn-id`` connection; a bad DSN is a usage error."""
+    from airflow_retry_provider.dlq.store import DeadLetterStore
+
+    if args.dsn:
+        if not args.dsn.startswith(("postgresql://", "postgres://")):
+            raise UsageError(f"--dsn: {args.dsn.split('@')[-1]!r} is not a postgresql:// URI")
+        return DeadLetterStore.from_dsn(args.dsn)
+    return DeadLetterStore.from_conn_id(args.conn_id)
+
+
+def add_api_flags(parser: argparse.ArgumentParser) -> None:
+    """``--api-url/--api-user/--api-password``: Airflow's REST API (else ``AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API``)."""
+    parser.add_argument(
+        "--api-url", help="Airflow's base URL (default from AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API)"
+    )
+    parser.add_argument("--api-user", help="Airflow user for the REST API")
+    parser.add_argument("--api-password", help="its password (prefer the connection variable)")
+
+
+def api_client(args: argparse.Namespace, sign_in: bool = False) -> AirflowApi:
+    """Airflow's API as the user of :func:`add_api_flags` (a UsageError when none is configured).
+
+    With ``sign_in`` the token is fetched at once: no answer at all is :class:`Unavailable` (exit 3),
+    a refused sign-in a :class:`UsageError` naming the user (exit 2), before the command touches anything.
+    """
+    from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError, ApiCredentials
+
+    try:
+        api = AirflowApi(ApiCredentials.resolve(args.api_url, args.api_user, args.api_password))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if sign_in:
+        try:
+            api.sign_in()
+        except AirflowApiError as exc:
+            api.close()
+            if exc.status_code is None:
+                raise Unavailable(f"Airflow's API unavailable: {exc}") from None
+            raise UsageError(f"--api-user: {exc}") from None
+    return api

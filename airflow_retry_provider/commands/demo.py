@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import sys
 from pathlib import Path
 
 
@@ -22,10 +24,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="DAG folder to serve (default: %(default)s)",
     )
     demo.add_argument("--timeout", type=float, default=600, help="seconds to wait for the runs")
+    demo.add_argument(
+        "--celery",
+        action="store_true",
+        help="the distributed shape: Redis, CeleryExecutor with two workers, two schedulers, "
+        "an api-server with two workers (needs redis-server)",
+    )
     demo.set_defaults(func=_demo)
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from airflow_retry_provider.devstack.demo import run_demo
+def devstack_folder() -> Path:
+    """``tools/`` of the clone this package runs from; UsageError when it is not a clone.
 
-    return run_demo(args.workdir, args.dags_folder, once=args.once, timeout=args.timeout)
+    The throwaway PostgreSQL and Airflow stacks (``tools/devstack/``) are not shipped in the wheel.
+    """
+    from airflow_retry_provider.commands import UsageError
+
+    clone = Path(__file__).resolve().parents[2]
+    tools = clone / "tools"
+    if not (tools / "devstack" / "demo.py").is_file():
+        raise UsageError(
+            f"demo: runs from a clone of the repository (no tools/devstack/ in {clone}); "
+            "clone it and run make demo"
+        )
+    return tools
+
+
+def _demo(args: argparse.Namespace) -> int:
+    tools = str(devstack_folder())
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    run_demo = importlib.import_module("devstack.demo").run_demo
+    return int(
+        run_demo(args.workdir, args.dags_folder, once=args.once, timeout=args.timeout, celery=args.celery)
+    )

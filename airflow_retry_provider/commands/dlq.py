@@ -1,7 +1,9 @@
-"""``airflow-retry dlq list|show|preview|replay|park|dismiss|purge``: the dead-letter queue from the shell.
+"""``airflow-retry dlq list|show|preview|replay|job|cancel|drive|park|dismiss|purge``: the dead-letter queue from the shell.
 
 Exit codes: 0 done, 1 nothing matched (or nothing could be replayed), 2 bad input (one line on
-stderr naming the flag and its value). The database comes from ``--dsn`` or the Airflow
+stderr naming the flag and its value) or no database connection configured, 3 the database or
+Airflow's API unavailable, 4 an unexpected error (``--debug`` shows its traceback). ``--actor`` is recorded as unverified, next to the
+operating-system user who ran the command. The database comes from ``--dsn`` or the Airflow
 connection ``--conn-id`` (default ``retry_provider_default``); Airflow's REST API (preview and
 replay) from ``--api-url/--api-user/--api-password`` or ``AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API``.
 """
@@ -14,11 +16,19 @@ import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from airflow_retry_provider.commands import (
+    UsageError,
+    add_api_flags,
+    add_database_flags,
+    api_client,
+    store_from_args,
+)
+
 if TYPE_CHECKING:
-    from airflow_retry_provider.dlq.airflow_api import AirflowApi
-    from airflow_retry_provider.dlq.models import Letter
+    from airflow_retry_provider.dlq.models import Actor, Letter
     from airflow_retry_provider.dlq.replay import ReplayEngine
     from airflow_retry_provider.dlq.store import LetterFilter
+    from airflow_retry_provider.hooks.airflow_api import AirflowApi
 
 __all__ = ["register"]
 
@@ -31,34 +41,40 @@ def register(subparsers: Any) -> None:
     dlq = subparsers.add_parser(
         "dlq",
         help="inspect, replay, park, dismiss and purge dead letters",
-        description="The dead-letter queue in PostgreSQL. Exit 0 ok, 1 nothing matched, 2 bad input.",
+        description=(
+            "The dead-letter queue in PostgreSQL. Exit 0 ok, 1 nothing matched, 2 bad input or no "
+            "connection configured, 3 database or Airflow API unavailable, 4 unexpected error."
+        ),
     )
     actions = dlq.add_subparsers(dest="dlq_command", metavar="ACTION", required=True)
 
     listing = actions.add_parser("list", help="letters, newest first (keyset pages)")
-    _database(listing)
+    add_database_flags(listing)
     _filters(listing, default_limit="50")
     listing.add_argument(
         "--after", metavar="ID", help="continue after this letter id (the previous page's last)"
     )
     listing.set_defaults(func=run_list)
 
-    show = actions.add_parser("show", help="one or more letters with their replays")
-    _database(show)
+    show = actions.add_parser("show", help="one or more letters with their replays and history")
+    add_database_flags(show)
     show.add_argument("--id", action="append", dest="id", metavar="ID", required=True, help="letter id")
     show.add_argument("--json", action="store_true", help="print JSON")
     show.set_defaults(func=run_show)
 
     preview = actions.add_parser("preview", help="what a replay would touch (Airflow's clear dry-run)")
-    _database(preview)
-    _api(preview)
+    add_database_flags(preview)
+    add_api_flags(preview)
     _filters(preview, default_limit="1000")
     preview.add_argument("--rate", metavar="N", help="clears per minute to compute the pace")
+    _task_only(preview)
     preview.set_defaults(func=run_preview)
 
-    replay = actions.add_parser("replay", help="claim, record and clear each selected letter, paced")
-    _database(replay)
-    _api(replay)
+    replay = actions.add_parser(
+        "replay", help="a replay job for the selected letters, driven here at the deployment's pace"
+    )
+    add_database_flags(replay)
+    add_api_flags(replay)
     _filters(replay, default_limit="1000")
     replay.add_argument("--actor", help="who asks for the replay (required)")
     replay.add_argument("--reason", help="why it should run again (required)")
@@ -67,44 +83,62 @@ def register(subparsers: Any) -> None:
     replay.add_argument(
         "--rate",
         metavar="N",
-        help="clears per minute (default AIRFLOW_RETRY_DLQ_REPLAY_RATE_PER_MINUTE or 10)",
+        help="clears per minute, at most the deployment's ([retry_provider] replay_rate_per_minute, 10)",
     )
+    _task_only(replay)
     replay.set_defaults(func=run_replay)
 
+    job = actions.add_parser("job", help="a replay job: status, counts, and each letter's outcome")
+    add_database_flags(job)
+    job.add_argument("--job", metavar="ID", required=True, help="replay job id")
+    job.add_argument("--json", action="store_true", help="print JSON")
+    job.set_defaults(func=run_job)
+
+    cancel = actions.add_parser("cancel", help="cancel a replay job: letters not yet cleared stay in dlq")
+    add_database_flags(cancel)
+    cancel.add_argument("--job", metavar="ID", required=True, help="replay job id")
+    cancel.add_argument("--actor", help="who cancels it (required)")
+    cancel.add_argument("--json", action="store_true", help="print JSON")
+    cancel.set_defaults(func=run_cancel)
+
+    drive = actions.add_parser(
+        "drive", help="drive queued replay jobs from this shell (any process may; one at a time per job)"
+    )
+    add_database_flags(drive)
+    add_api_flags(drive)
+    drive.add_argument(
+        "--forever", action="store_true", help="keep looking for jobs (default: stop when none is left)"
+    )
+    drive.add_argument("--interval", metavar="S", help="seconds between looks with --forever")
+    drive.set_defaults(func=run_drive)
+
     park = actions.add_parser("park", help="dlq -> parked: kept for inspection, replays refused")
-    _database(park)
+    add_database_flags(park)
     _filters(park, default_limit="1000")
     park.add_argument("--actor", help="who parks them (required)")
     park.add_argument("--reason", default="", help="why")
     park.set_defaults(func=run_park)
 
     dismiss = actions.add_parser("dismiss", help="dlq or parked -> dismissed: closed without replay")
-    _database(dismiss)
+    add_database_flags(dismiss)
     _filters(dismiss, default_limit="1000")
     dismiss.add_argument("--actor", help="who closes them (required)")
     dismiss.add_argument("--reason", help="why they are closed without a replay (required)")
     dismiss.set_defaults(func=run_dismiss)
 
     purge = actions.add_parser("purge", help="delete resolved and dismissed letters (explicit retention)")
-    _database(purge)
+    add_database_flags(purge)
     purge.add_argument("--closed-before", metavar="TS", help="ISO 8601 with offset (required)")
     purge.add_argument("--json", action="store_true", help="print JSON")
     purge.set_defaults(func=run_purge)
 
 
-def _database(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dsn", help="a postgresql:// URI instead of the Airflow connection")
+def _task_only(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--conn-id", default="retry_provider_default", help="Airflow connection of the provider's database"
+        "--task-only",
+        action="store_true",
+        help="clear only each letter's task instance (default: also those downstream of it that did not succeed)",
     )
-
-
-def _api(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--api-url", help="Airflow's base URL (default from AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API)"
-    )
-    parser.add_argument("--api-user", help="Airflow user for the REST API")
-    parser.add_argument("--api-password", help="its password (prefer the connection variable)")
 
 
 def _filters(parser: argparse.ArgumentParser, default_limit: str) -> None:
@@ -124,15 +158,14 @@ def _filters(parser: argparse.ArgumentParser, default_limit: str) -> None:
 # -- parsing -------------------------------------------------------------------------------------
 
 
-def _usage(message: str) -> Exception:
-    from airflow_retry_provider.cli import UsageError
-
-    return UsageError(message)
+INT64_MAX = 2**63 - 1
 
 
 def _positive(flag: str, text: str) -> int:
     if not text.isdigit() or int(text) < 1:
-        raise _usage(f"{flag}: {text!r} is not a positive integer")
+        raise UsageError(f"{flag}: {text!r} is not a positive integer")
+    if int(text) > INT64_MAX:
+        raise UsageError(f"{flag}: {text!r} is too large (at most {INT64_MAX})")
     return int(text)
 
 
@@ -140,9 +173,9 @@ def _timestamp(flag: str, text: str) -> datetime:
     try:
         value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise _usage(f"{flag}: {text!r} is not an ISO 8601 timestamp") from None
+        raise UsageError(f"{flag}: {text!r} is not an ISO 8601 timestamp") from None
     if value.tzinfo is None:
-        raise _usage(f"{flag}: {text!r} has no UTC offset (e.g. 2026-11-01T00:00:00-03:00)")
+        raise UsageError(f"{flag}: {text!r} has no UTC offset (e.g. 2026-11-01T00:00:00-03:00)")
     return value
 
 
@@ -154,15 +187,15 @@ def _filter(args: argparse.Namespace) -> LetterFilter:
     from airflow_retry_provider.dlq.store import LetterFilter
 
     if args.status is not None and args.status not in STATUSES:
-        raise _usage(f"--status: {args.status!r} is not one of {', '.join(STATUSES)}")
+        raise UsageError(f"--status: {args.status!r} is not one of {', '.join(STATUSES)}")
     since = _timestamp("--since", args.since) if args.since else None
     until = _timestamp("--until", args.until) if args.until else None
     if since and until and since >= until:
-        raise _usage(f"--until: {args.until!r} is not after --since {args.since!r}")
+        raise UsageError(f"--until: {args.until!r} is not after --since {args.since!r}")
     for flag in ("dag", "task", "category", "fingerprint", "workspace"):
         value = getattr(args, flag)
         if value is not None and not value.strip():
-            raise _usage(f"--{flag}: {value!r} is empty")
+            raise UsageError(f"--{flag}: {value!r} is empty")
     return LetterFilter(
         dag_id=args.dag,
         task_id=args.task,
@@ -179,42 +212,44 @@ def _filter(args: argparse.Namespace) -> LetterFilter:
 def _require_selection(args: argparse.Namespace, action: str) -> None:
     """Acting on the whole queue by accident is not allowed: ask for --id or a filter."""
     if not any(getattr(args, flag) for flag in FILTER_FLAGS):
-        raise _usage(f"--id: {action} needs --id or a filter (--dag, --task, --category, --status, ...)")
+        raise UsageError(f"--id: {action} needs --id or a filter (--dag, --task, --category, --status, ...)")
 
 
 def _required(args: argparse.Namespace, *names: str) -> None:
     for name in names:
         value = getattr(args, name)
         if value is None or not str(value).strip():
-            raise _usage(f"--{name.replace('_', '-')}: missing (required for {args.dlq_command})")
-
-
-def _store(args: argparse.Namespace) -> Any:
-    from airflow_retry_provider.dlq.store import DeadLetterStore
-
-    if args.dsn:
-        if not args.dsn.startswith(("postgresql://", "postgres://")):
-            raise _usage(f"--dsn: {args.dsn.split('@')[-1]!r} is not a postgresql:// URI")
-        return DeadLetterStore.from_dsn(args.dsn)
-    return DeadLetterStore.from_conn_id(args.conn_id)
-
-
-def _api_client(args: argparse.Namespace) -> AirflowApi:
-    from airflow_retry_provider.dlq.airflow_api import AirflowApi, ApiCredentials
-
-    try:
-        return AirflowApi(ApiCredentials.resolve(args.api_url, args.api_user, args.api_password))
-    except ValueError as exc:
-        raise _usage(str(exc)) from None
+            raise UsageError(f"--{name.replace('_', '-')}: missing (required for {args.dlq_command})")
 
 
 def _engine(args: argparse.Namespace, api: AirflowApi | None = None, rate: int | None = None) -> ReplayEngine:
+    from airflow_retry_provider import settings
     from airflow_retry_provider.dlq.replay import ReplayEngine
 
     try:
-        return ReplayEngine(_store(args), api, rate_per_minute=rate)
-    except ValueError as exc:  # a bad AIRFLOW_RETRY_DLQ_* variable
-        raise _usage(str(exc)) from None
+        pace = settings.get("replay_rate_per_minute")
+        if rate is not None and rate > pace:
+            raise UsageError(f"--rate: {rate} is above the deployment's pace of {pace} clears per minute")
+        return ReplayEngine(store_from_args(args), api, rate_per_minute=rate)
+    except ValueError as exc:  # a bad [retry_provider] setting
+        raise UsageError(str(exc)) from None
+
+
+def _cli_actor(name: str | None) -> Actor:
+    """``--actor`` as typed (nobody verified it) and the operating-system user who typed it."""
+    import getpass
+
+    from airflow_retry_provider.dlq.models import Actor
+
+    try:
+        os_user: str | None = getpass.getuser()
+    except (KeyError, OSError):
+        os_user = None
+    return Actor(name, "cli", verified=False, os_user=os_user)
+
+
+def _job_id(args: argparse.Namespace) -> int:
+    return _positive("--job", args.job)
 
 
 def _emit_json(document: Any) -> None:
@@ -234,12 +269,12 @@ def _row(letter: Letter) -> str:
 
 def run_list(args: argparse.Namespace) -> int:
     where, limit = _filter(args), _positive("--limit", args.limit)
-    store = _store(args)
+    store = store_from_args(args)
     before = None
     if args.after:
         after = store.get(_positive("--after", args.after))
         if after is None:
-            raise _usage(f"--after: {args.after!r} is not a letter id")
+            raise UsageError(f"--after: {args.after!r} is not a letter id")
         before = (after.created_at, after.id)
     letters = store.list(where, limit=limit, before=before)
     if args.json:
@@ -252,30 +287,40 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_show(args: argparse.Namespace) -> int:
     ids = _ids(args.id) or []
-    store = _store(args)
+    store = store_from_args(args)
     found = []
     for letter_id in ids:
         letter = store.get(letter_id)
-        if letter is not None:
-            found.append((letter, store.replays(letter_id)))
+        events = store.events(letter_id)
+        if letter is not None or events:  # a purged letter still has its history
+            found.append((letter_id, letter, store.replays(letter_id), events))
     if args.json:
         _emit_json(
             {
                 "letters": [
-                    {**letter.to_json(), "replays": [r.to_json() for r in replays]}
-                    for letter, replays in found
+                    {
+                        **(letter.to_json() if letter else {"id": letter_id, "status": "purged"}),
+                        "replays": [r.to_json() for r in replays],
+                        "history": [e.to_json() for e in events],
+                    }
+                    for letter_id, letter, replays, events in found
                 ]
             }
         )
     else:
-        for letter, replays in found:
-            for key, value in letter.to_json().items():
-                print(f"{key:>20}: {value}")
+        for letter_id, letter, replays, events in found:
+            if letter is None:
+                print(f"{'id':>20}: {letter_id} (purged; its history remains)")
+            else:
+                for key, value in letter.to_json().items():
+                    print(f"{key:>20}: {value}")
             for r in replays:
                 print(
                     f"{'replay':>20}: #{r.id} {r.requested_at:%Y-%m-%d %H:%M:%S%z} by {r.actor} "
                     f"fix {r.fix_version} -> {r.outcome}: {r.reason}"
                 )
+            for event in events:
+                print(f"{'history':>20}: {event.line()}")
             print()
     return 0 if found else 1
 
@@ -288,9 +333,9 @@ def run_preview(args: argparse.Namespace) -> int:
     if not letters:
         _say("no letter matched")
         return 1
-    engine.api = _api_client(args)
+    engine.api = api_client(args, sign_in=True)
     with engine.api:
-        preview = engine.preview(where=where, limit=limit)
+        preview = engine.preview(where=where, limit=limit, downstream=not args.task_only)
     if args.json:
         _emit_json(preview.to_json())
     else:
@@ -313,12 +358,22 @@ def run_replay(args: argparse.Namespace) -> int:
     _require_selection(args, "replay")
     where, limit = _filter(args), _positive("--limit", args.limit)
     rate = _positive("--rate", args.rate) if args.rate else None
-    request = ReplayRequest(args.actor, args.reason, args.fix_version, args.processing_version or None)
+    who = _cli_actor(args.actor)
+    request = ReplayRequest(
+        args.actor,
+        args.reason,
+        args.fix_version,
+        args.processing_version or None,
+        downstream=not args.task_only,
+        source="cli",
+        actor_verified=False,
+        os_user=who.os_user,
+    )
     engine = _engine(args, rate=rate)
     if not engine.select(where=where, limit=limit):
         _say("no letter matched")
         return 1
-    engine.api = _api_client(args)
+    engine.api = api_client(args, sign_in=True)
 
     def progress(result: ReplayResult, done: int, total: int) -> None:
         _say(f"[{done}/{total}] letter {result.letter_id}: {result.outcome} {result.detail}")
@@ -328,21 +383,91 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.json:
         _emit_json(report.to_json())
     else:
+        if report.job_id is not None:
+            print(f"replay job {report.job_id}")
         for result in report.results:
             print(f"{result.letter_id:>8}  {result.outcome:<12} {result.detail}")
     return 0 if report.cleared else 1
 
 
+def run_job(args: argparse.Namespace) -> int:
+    from airflow_retry_provider.dlq.jobs import JobError, JobStore
+
+    job_id = _job_id(args)
+    try:
+        view = JobStore(store_from_args(args)).require(job_id)
+    except JobError as exc:
+        raise UsageError(str(exc)) from None
+    if args.json:
+        _emit_json(view.to_json())
+    else:
+        job = view.job
+        who = job.actor if job.actor_verified else f"{job.actor} (unverified, os user {job.os_user})"
+        print(
+            f"job {job.id}  {job.status}  {view.done}/{len(view.items)}  by {who} via {job.source}  "
+            f"fix {job.fix_version}  {'downstream' if job.downstream else 'task only'}: {job.reason}"
+        )
+        print("  counts: " + ", ".join(f"{k} {v}" for k, v in sorted(view.counts.items())))
+        for item in view.items:
+            print(f"{item.letter_id:>8}  {item.outcome:<12} {item.detail or ''}")
+    return 0
+
+
+def run_cancel(args: argparse.Namespace) -> int:
+    from airflow_retry_provider.dlq.jobs import JobError, JobStore
+
+    _required(args, "actor")
+    job_id = _job_id(args)
+    try:
+        left = JobStore(store_from_args(args)).cancel(job_id, _cli_actor(args.actor).label())
+    except JobError as exc:
+        raise UsageError(str(exc)) from None
+    if args.json:
+        _emit_json({"job": job_id, "status": "cancelled", "letters_left_in_dlq": left})
+    else:
+        print(f"job {job_id} cancelled; {left} letter(s) not yet cleared stay in dlq")
+    return 0
+
+
+def run_drive(args: argparse.Namespace) -> int:
+    import threading
+
+    from airflow_retry_provider.dlq.driver import ReplayDriver
+
+    interval = None
+    if args.interval is not None:
+        try:
+            interval = float(args.interval)
+        except ValueError:
+            interval = -1.0
+        if not 0.1 <= interval <= 3600:
+            raise UsageError(f"--interval: {args.interval!r} is not a number of seconds between 0.1 and 3600")
+    engine = _engine(args)
+    api_client(args, sign_in=True).close()  # bad flags, no connection or no Airflow fail now, not in the loop
+    driver = ReplayDriver(engine, lambda: api_client(args))
+    if args.forever:
+        _say(f"driving replay jobs as {driver.owner}; Ctrl-C stops (the job's lease hands it on)")
+        try:
+            driver.loop(threading.Event(), interval)
+        except KeyboardInterrupt:
+            return 0
+    driven = driver.drain()
+    _say(f"drove {len(driven)} job(s): {', '.join(map(str, driven)) or 'none open'}")
+    return 0
+
+
 def run_park(args: argparse.Namespace) -> int:
     _required(args, "actor")
     _require_selection(args, "park")
-    return _change_status(args, lambda engine, ids: engine.park(ids, args.actor, args.reason or ""))
+    return _change_status(
+        args, lambda engine, ids: engine.park(ids, _cli_actor(args.actor), args.reason or "")
+    )
 
 
 def run_dismiss(args: argparse.Namespace) -> int:
     _required(args, "actor", "reason")
     _require_selection(args, "dismiss")
-    return _change_status(args, lambda engine, ids: engine.dismiss(ids, args.actor, args.reason))
+    return _change_status(args, lambda engine, ids: engine.dismiss(ids, _cli_actor(args.actor), args.reason))
 
 
 def _change_status(args: argparse.Namespace, change: Any) -> int:
@@ -364,7 +489,7 @@ def _change_status(args: argparse.Namespace, change: Any) -> int:
 def run_purge(args: argparse.Namespace) -> int:
     _required(args, "closed_before")
     before = _timestamp("--closed-before", args.closed_before)
-    deleted = _engine(args).purge_closed_before(before)
+    deleted = _engine(args).purge_closed_before(before, _cli_actor(None))
     if args.json:
         _emit_json({"deleted": deleted, "count": len(deleted)})
     else:

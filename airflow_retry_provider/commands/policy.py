@@ -1,7 +1,7 @@
 """``airflow-retry classify``, ``schedule`` and ``decide``: the policy core from the shell.
 
-- ``classify [--type EXC_TYPE] [--status N] [--sqlstate CODE] MESSAGE [--json]``: how a failure
-  would be classified;
+- ``classify [--type EXC_TYPE] [--status N] [--sqlstate CODE] [--rules FILE] MESSAGE [--json]``: how
+  a failure would be classified (with the rule file's rules, default ``[retry_provider] rules_file``);
 - ``schedule [--profile P] [--base S --multiplier M --cap S --jitter J --max-attempts N] --seed SEED
   [--json]``: the exact delays of a backoff;
 - ``decide < case.json``: the retry-window planner (see ``airflow_retry_provider.policy.window``).
@@ -14,10 +14,10 @@ import builtins
 import json
 import math
 import sys
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from airflow_retry_provider.commands import UsageError
 from airflow_retry_provider.policy import (
     PROFILES,
     Backoff,
@@ -28,6 +28,7 @@ from airflow_retry_provider.policy import (
     get_profile,
     plan,
 )
+from airflow_retry_provider.rules_file import RulesFileError, load_rules_file
 
 MAX_INPUT_BYTES = 1_000_000
 """``decide`` refuses input larger than this (1 MB)."""
@@ -35,25 +36,6 @@ MAX_INPUT_BYTES = 1_000_000
 MAX_SCHEDULE_ATTEMPTS = 100
 MAX_SCHEDULE_SECONDS = 10**9
 DEFAULT_MAX_ATTEMPTS = 3
-
-
-class BadInput(Exception):
-    """Bad input from the user: one line on stderr, nothing on stdout, exit code 2."""
-
-
-def _reporting_bad_input(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Turn BadInput into ``airflow-retry: <message>`` on stderr and exit code 2 (as cli.main does)."""
-
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return func(args)
-        except BadInput as error:
-            print(f"airflow-retry: {error}", file=sys.stderr)
-            return 2
-
-    run.__name__ = func.__name__
-    run.__doc__ = func.__doc__
-    return run
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -72,8 +54,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--status", type=int, metavar="N", help="an HTTP status carried by the exception")
     parser.add_argument("--sqlstate", metavar="CODE", help="a PostgreSQL SQLSTATE carried by the exception")
+    parser.add_argument(
+        "--rules",
+        metavar="FILE",
+        help="a rule file (YAML) tried before the defaults; default [retry_provider] rules_file",
+    )
     parser.add_argument("--json", action="store_true", help="print a JSON object")
-    parser.set_defaults(func=_reporting_bad_input(run_classify))
+    parser.set_defaults(func=run_classify)
 
     parser = subparsers.add_parser("schedule", help="print the exact retry delays of a backoff")
     parser.add_argument(
@@ -88,12 +75,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--seed", required=True, help="the jitter seed (the work unit's stable identity)")
     parser.add_argument("--json", action="store_true", help="print a JSON list")
-    parser.set_defaults(func=_reporting_bad_input(run_schedule))
+    parser.set_defaults(func=run_schedule)
 
     parser = subparsers.add_parser(
         "decide", help="plan retries for a case read as JSON on stdin (the retry-window planner)"
     )
-    parser.set_defaults(func=_reporting_bad_input(run_decide))
+    parser.set_defaults(func=run_decide)
 
 
 # classify
@@ -106,7 +93,7 @@ def _exception_class(name: str) -> type[BaseException]:
         return builtin
     parts = name.split(".")
     if not all(part.isidentifier() for part in parts):
-        raise BadInput(
+        raise UsageError(
             f"--type must be an exception name like TimeoutError or pkg.module.Error, got {name!r}"
         )
     module = ".".join(parts[:-1]) or "__main__"
@@ -121,7 +108,7 @@ def build_exception(
     try:
         exc = cls(message)
     except Exception as error:
-        raise BadInput(f"--type {type_name} cannot be built from a message: {error}") from None
+        raise UsageError(f"--type {type_name} cannot be built from a message: {error}") from None
     if status is not None:
         exc.status_code = status  # type: ignore[attr-defined]
     if sqlstate is not None:
@@ -132,8 +119,12 @@ def build_exception(
 def run_classify(args: argparse.Namespace) -> int:
     """Print the classification of the described failure."""
     if args.sqlstate is not None and not (len(args.sqlstate) == 5 and args.sqlstate.isalnum()):
-        raise BadInput(f"--sqlstate must be five letters or digits (e.g. 40P01), got {args.sqlstate!r}")
-    result = classify(build_exception(args.exc_type, args.message, args.status, args.sqlstate))
+        raise UsageError(f"--sqlstate must be five letters or digits (e.g. 40P01), got {args.sqlstate!r}")
+    try:
+        rules = load_rules_file(args.rules)
+    except RulesFileError as error:
+        raise UsageError(str(error)) from None
+    result = classify(build_exception(args.exc_type, args.message, args.status, args.sqlstate), rules)
     if args.json:
         output = {"failure_class": result.failure_class, "category": result.category, "rule": result.rule}
         print(json.dumps(output))
@@ -147,7 +138,9 @@ def run_classify(args: argparse.Namespace) -> int:
 
 def _seconds(flag: str, value: float) -> timedelta:
     if not math.isfinite(value) or not 0 <= value <= MAX_SCHEDULE_SECONDS:
-        raise BadInput(f"{flag} must be a number of seconds from 0 to {MAX_SCHEDULE_SECONDS}, got {value!r}")
+        raise UsageError(
+            f"{flag} must be a number of seconds from 0 to {MAX_SCHEDULE_SECONDS}, got {value!r}"
+        )
     return timedelta(seconds=value)
 
 
@@ -176,7 +169,7 @@ def run_schedule(args: argparse.Namespace) -> int:
         try:
             profile = get_profile(args.profile)
         except UnknownProfileError as error:
-            raise BadInput(str(error)) from None
+            raise UsageError(str(error)) from None
         backoff, max_attempts = profile.backoff, profile.max_attempts
     base = backoff.base if args.base is None else _seconds("--base", args.base)
     cap = backoff.cap if args.cap is None else _seconds("--cap", args.cap)
@@ -185,11 +178,11 @@ def run_schedule(args: argparse.Namespace) -> int:
     if args.max_attempts is not None:
         max_attempts = args.max_attempts
     if not 1 <= max_attempts <= MAX_SCHEDULE_ATTEMPTS:
-        raise BadInput(f"--max-attempts must be from 1 to {MAX_SCHEDULE_ATTEMPTS}, got {max_attempts}")
+        raise UsageError(f"--max-attempts must be from 1 to {MAX_SCHEDULE_ATTEMPTS}, got {max_attempts}")
     try:
         backoff = Backoff(base=base, multiplier=multiplier, cap=cap, jitter=jitter)
     except ValueError as error:
-        raise BadInput(str(error)) from None
+        raise UsageError(str(error)) from None
 
     rows = schedule_rows(backoff, max_attempts, args.seed)
     if args.json:
@@ -234,23 +227,23 @@ def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def load_case(data: bytes) -> object:
-    """Parse the planner's input; a BadInput names the problem on one line."""
+    """Parse the planner's input; a UsageError names the problem on one line."""
     if len(data) > MAX_INPUT_BYTES:
-        raise BadInput(f"input: larger than {MAX_INPUT_BYTES} bytes, refused")
+        raise UsageError(f"input: larger than {MAX_INPUT_BYTES} bytes, refused")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise BadInput(f"input: not valid UTF-8 at byte {error.start}") from None
+        raise UsageError(f"input: not valid UTF-8 at byte {error.start}") from None
     try:
         return json.loads(text, object_pairs_hook=_refuse_duplicates)
     except json.JSONDecodeError as error:
-        raise BadInput(
+        raise UsageError(
             f"input: not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
         ) from None
     except ValueError as error:
-        raise BadInput(f"input: {error}") from None
+        raise UsageError(f"input: {error}") from None
     except RecursionError:
-        raise BadInput("input: nested too deeply") from None
+        raise UsageError("input: nested too deeply") from None
 
 
 def run_decide(args: argparse.Namespace) -> int:
@@ -259,6 +252,6 @@ def run_decide(args: argparse.Namespace) -> int:
     try:
         result = plan(case)
     except PlanInputError as error:
-        raise BadInput(str(error)) from None
+        raise UsageError(str(error)) from None
     print(json.dumps(result, sort_keys=True, indent=2))
     return 0

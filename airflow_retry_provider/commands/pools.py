@@ -13,7 +13,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     sync.add_argument(
         "--file",
-        help="the dependency map (YAML); default $AIRFLOW_RETRY_DEPENDENCIES_FILE",
+        help="the dependency map (YAML); default [retry_provider] dependencies_file",
     )
     sync.add_argument("--api-url", help="Airflow's base URL, e.g. http://localhost:8080")
     sync.add_argument("--api-user", help="user for POST /auth/token")
@@ -24,14 +24,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _sync(args: argparse.Namespace) -> int:
     from airflow_retry_provider.capacity import load_dependencies, sync_pools
-    from airflow_retry_provider.cli import UsageError
-    from airflow_retry_provider.dlq.airflow_api import ApiCredentials
+    from airflow_retry_provider.commands import Unavailable, UsageError
+    from airflow_retry_provider.hooks.airflow_api import AirflowApiError, ApiCredentials
 
     try:
         dependencies = load_dependencies(args.file)
         credentials = ApiCredentials.resolve(args.api_url, args.api_user, args.api_password)
         changes = sync_pools(dependencies, credentials, dry_run=args.dry_run)
     except ValueError as exc:  # CapacityError is a ValueError
+        cause = exc.__cause__
+        if isinstance(cause, AirflowApiError) and cause.status_code is None:  # no answer at all
+            raise Unavailable(f"Airflow's API unavailable: {exc}") from exc
         raise UsageError(str(exc)) from exc
     prefix = "would " if args.dry_run else ""
     for change in changes:

@@ -1,7 +1,7 @@
 """``airflow-retry reconcile`` and ``airflow-retry health``: the pure reconciliation rules on JSON files.
 
 Both read a JSON document from ``--input`` (``-`` for stdin) and print JSON with sorted keys and
-UTC timestamps. Bad input raises :class:`~airflow_retry_provider.cli.UsageError` with one line
+UTC timestamps. Bad input raises :class:`~airflow_retry_provider.commands.UsageError` with one line
 naming the problem (exit code 2); findings and unhealthy connectors are not errors (exit code 0).
 """
 
@@ -49,7 +49,7 @@ def register(subparsers: Any) -> None:
 
 def run_reconcile(args: argparse.Namespace) -> int:
     """Print ``{"findings": [...]}`` for the snapshot in ``args.input``."""
-    from airflow_retry_provider.cli import UsageError
+    from airflow_retry_provider.commands import UsageError
     from airflow_retry_provider.reconciliation import Snapshot, SnapshotError, find_gaps
 
     name, document = _load(args.input)
@@ -64,7 +64,7 @@ def run_reconcile(args: argparse.Namespace) -> int:
 
 def run_health(args: argparse.Namespace) -> int:
     """Print ``{"connectors": [...]}`` for the events in ``args.input``."""
-    from airflow_retry_provider.cli import UsageError
+    from airflow_retry_provider.commands import UsageError
     from airflow_retry_provider.reconciliation import (
         EventLog,
         SnapshotError,
@@ -91,7 +91,7 @@ def run_health(args: argparse.Namespace) -> int:
 
 
 def _window(text: str) -> timedelta:
-    from airflow_retry_provider.cli import UsageError
+    from airflow_retry_provider.commands import UsageError
 
     try:
         hours = float(text)
@@ -104,7 +104,7 @@ def _window(text: str) -> timedelta:
 
 def _load(path: str) -> tuple[str, Any]:
     """Read and decode the JSON document at ``path`` (``-`` is stdin); return its display name too."""
-    from airflow_retry_provider.cli import UsageError
+    from airflow_retry_provider.commands import UsageError
 
     name = "<stdin>" if path == "-" else path
     try:

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from airflow_retry_provider import metrics
-from airflow_retry_provider.dlq.models import NewLetter, replay_cap_from_env
+from airflow_retry_provider import metrics, settings
+from airflow_retry_provider.dlq.models import NewLetter
 from airflow_retry_provider.dlq.store import DeadLetterStore, FileResult
 from airflow_retry_provider.identity import key_parts, make_work_unit_key
 from airflow_retry_provider.policy import Classification, DeadLetter, classify, fingerprint, redact
@@ -144,11 +143,22 @@ def file_letter(
 
 def file_dead_letter(context: Mapping[str, Any]) -> None:
     """``on_failure_callback``: file the failed task instance in the dead-letter queue."""
+    from airflow_retry_provider.alerts import after_filing
+
     letter = build_letter(context)
-    result = file_letter(letter, DeadLetterStore.from_conn_id(), replay_cap_from_env(os.environ))
+    store = DeadLetterStore.from_conn_id()
+    result = file_letter(letter, store, settings.get("replay_max_attempts"))
     if result is not None:
         if result.changed:
             metrics.letter("created" if result.created else result.status, letter.category)
+            after_filing(store, letter, result, context)
+        if result.reopened:
+            metrics.letter("reopened", letter.category)
+            log.warning(
+                "airflow-retry-provider: dismissed dead letter %s failed again (try %s): reopened as open work",
+                result.letter_id,
+                letter.try_number,
+            )
         log.info(
             "airflow-retry-provider: dead letter %s is %s (%s/%s)",
             result.letter_id,

@@ -5,19 +5,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, ClassVar, cast
+
+from airflow_retry_provider.policy import redact
 
 STATUSES = ("dlq", "replaying", "resolved", "parked", "dismissed")
-DEFAULT_REPLAY_CAP = 3
-REPLAY_CAP_ENV = "AIRFLOW_RETRY_DLQ_REPLAY_MAX_ATTEMPTS"
+SOURCES = ("callback", "sweeper", "ui", "cli", "api", "driver")
 
 
 class _Row:
-    """``from_row`` and ``to_json`` for a frozen dataclass that mirrors a table row."""
+    """``from_row`` and ``to_json`` for a frozen dataclass that mirrors a table row.
+
+    The free-text columns named in ``_TEXT`` are redacted again as they are read: a row written
+    before a secret's family was known, or by another writer, shows no secret on a page, in the
+    JSON API or in an export.
+    """
+
+    _TEXT: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Any:
-        return cls(**{f.name: row[f.name] for f in fields(cls)})  # type: ignore[arg-type]
+        values = {f.name: row[f.name] for f in fields(cls)}  # type: ignore[arg-type]
+        for name in cls._TEXT:
+            if values[name]:
+                values[name] = redact(values[name])
+        return cls(**values)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -94,32 +106,156 @@ class Replay(_Row):
     outcome: str
     outcome_at: datetime | None
     detail: str | None
+    job_id: int | None = None
+    source: str = "cli"
+    actor_verified: bool = True
+    os_user: str | None = None
+    downstream: bool = False
+    lease_until: datetime | None = None
+    clear_sent_at: datetime | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Replay:
         return cast(Replay, super().from_row(row))
 
 
+@dataclass(frozen=True)
+class Actor:
+    """Who acts, and whether Airflow vouched for it.
+
+    :param name: the signed-in user (UI, API) or what ``--actor`` says (CLI).
+    :param source: ``ui``, ``cli``, ``api`` (people), or ``callback``, ``sweeper``, ``driver``.
+    :param verified: False when nobody checked the name (the CLI's ``--actor``).
+    :param os_user: the operating-system user who ran the CLI, recorded next to an unverified name.
+    """
+
+    name: str | None
+    source: str
+    verified: bool = True
+    os_user: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"source: {self.source!r} is not one of {', '.join(SOURCES)}")
+
+    @classmethod
+    def system(cls, source: str) -> Actor:
+        """A process acting on its own (callback, sweeper, driver)."""
+        return cls(None, source)
+
+    def label(self) -> str:
+        """How the actor reads in a history line: ``ana (unverified, os user bob)``."""
+        name = self.name or self.source
+        if self.verified:
+            return name
+        return f"{name} (unverified" + (f", os user {self.os_user})" if self.os_user else ")")
+
+    def as_params(self) -> dict[str, Any]:
+        return {
+            "actor": self.name,
+            "actor_verified": self.verified,
+            "os_user": self.os_user,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class LetterEvent(_Row):
+    """A row of ``retry_letter_events``: one step in a letter's history (append-only)."""
+
+    id: int
+    letter_id: int
+    event: str
+    at: datetime
+    actor: str | None
+    actor_verified: bool
+    os_user: str | None
+    source: str
+    reason: str | None
+    job_id: int | None
+    replay_id: int | None
+    try_number: int | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> LetterEvent:
+        return cast(LetterEvent, super().from_row(row))
+
+    def line(self) -> str:
+        """One line of history: time, event, who (and from where), why."""
+        who = Actor(self.actor, self.source, self.actor_verified, self.os_user).label()
+        refs = "".join(
+            f" {name} {value}"
+            for name, value in (("job", self.job_id), ("replay", self.replay_id), ("try", self.try_number))
+            if value is not None
+        )
+        why = f": {self.reason}" if self.reason else ""
+        return f"{self.at:%Y-%m-%d %H:%M:%S%z}  {self.event:<13} {who} via {self.source}{refs}{why}"
+
+
+@dataclass(frozen=True)
+class ReplayJob(_Row):
+    """A row of ``retry_replay_jobs``: a replay of some letters that any process may drive."""
+
+    id: int
+    actor: str
+    actor_verified: bool
+    os_user: str | None
+    source: str
+    reason: str
+    fix_version: str
+    processing_version: str | None
+    downstream: bool
+    dag_ids: list[str]
+    status: str
+    lease_owner: str | None
+    lease_until: datetime | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    cancelled_by: str | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> ReplayJob:
+        return cast(ReplayJob, super().from_row(row))
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("done", "cancelled")
+
+
+@dataclass(frozen=True)
+class JobItem(_Row):
+    """A row of ``retry_replay_job_items``: one letter of a job and what the driver did with it."""
+
+    job_id: int
+    position: int
+    letter_id: int
+    outcome: str
+    replay_id: int | None
+    detail: str | None
+    done_at: datetime | None
+    replay_outcome: str | None = None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> JobItem:
+        return cast(JobItem, super().from_row(row))
+
+
+# set outside the class bodies: a ClassVar there would be listed in the dataclass's __dataclass_fields__
+Letter._TEXT = ("message", "reason", "status_reason", "payload_ref")
+Replay._TEXT = ("reason", "detail")
+
+
 def status_after_failure(status: str, replay_count: int, replay_cap: int) -> tuple[str, int]:
     """The letter's (status, replay_count) when its task instance fails again.
 
     A failed replay goes back to ``dlq`` with one more replay counted, or to ``parked`` at the
-    cap; a resolved letter that fails again (a manual clear) reopens; ``dlq``, ``parked`` and
-    ``dismissed`` keep their status.
+    cap; a resolved or dismissed letter that fails again (a manual clear, a newer try) reopens as
+    open work, never hidden; ``dlq`` and ``parked`` keep their status.
     """
     if status == "replaying":
         count = replay_count + 1
         return ("parked" if count >= replay_cap else "dlq"), count
-    if status == "resolved":
+    if status in ("resolved", "dismissed"):
         return "dlq", replay_count
     return status, replay_count
-
-
-def replay_cap_from_env(environ: Mapping[str, str]) -> int:
-    """``AIRFLOW_RETRY_DLQ_REPLAY_MAX_ATTEMPTS`` (default 3); a bad value is a clear error."""
-    raw = environ.get(REPLAY_CAP_ENV)
-    if raw is None or raw == "":
-        return DEFAULT_REPLAY_CAP
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{REPLAY_CAP_ENV} must be an integer >= 1, got {raw!r}")
-    return int(raw)

@@ -1,28 +1,16 @@
-"""Create the provider's tables: one idempotent ``schema.sql``, safe to run twice."""
+"""The provider's schema: every table (dead letters, ledger, trails), brought to the newest version."""
 
 from __future__ import annotations
 
 from typing import Any
 
 
-def schema_sql() -> str:
-    """The idempotent ``dlq/sql/schema.sql``."""
-    from airflow_retry_provider import sql
+def apply_schema(conn: Any) -> tuple[int, int]:
+    """Run the pending migrations (``airflow_retry_provider/migrations``) and commit; safe twice.
 
-    return sql.read("airflow_retry_provider.dlq.sql", "schema.sql")
+    :param conn: an open DB-API connection (psycopg 3 or psycopg2), not in autocommit mode.
+    :return: the schema version before and after.
+    """
+    from airflow_retry_provider import migrations
 
-
-def apply_schema(conn: Any) -> None:
-    """Create every table of the provider (dead letters, medallion trails) in one transaction and commit."""
-    from airflow_retry_provider.ledger.sql import ledger_sql
-    from airflow_retry_provider.reconciliation.schema import apply_trail_schema
-
-    cursor = conn.cursor()
-    try:
-        cursor.execute("SELECT pg_advisory_xact_lock(7311001)")  # two concurrent inits do not race
-        cursor.execute(schema_sql())
-        cursor.execute(ledger_sql())
-    finally:
-        cursor.close()
-    apply_trail_schema(conn, commit=False)
-    conn.commit()
+    return migrations.upgrade(conn)

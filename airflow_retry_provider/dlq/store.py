@@ -9,8 +9,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from airflow_retry_provider.dlq.models import Letter, NewLetter, Replay, status_after_failure
+from airflow_retry_provider.dlq.models import (
+    Actor,
+    Letter,
+    LetterEvent,
+    NewLetter,
+    Replay,
+    status_after_failure,
+)
 from airflow_retry_provider.dlq.sql import query
+from airflow_retry_provider.sql import transaction
 
 Connect = Callable[[], Any]
 
@@ -24,6 +32,8 @@ class FileResult:
     replay_count: int
     created: bool
     changed: bool
+    reopened: bool = False
+    """A dismissed letter failed again at a newer try and is open work again."""
 
 
 @dataclass(frozen=True)
@@ -51,11 +61,19 @@ class DeadLetterStore:
     """Reads and writes letters; each public method is one transaction.
 
     :param connect: returns a new DB-API connection (psycopg 3 or psycopg2), e.g.
-        ``DeadLetterHook().get_conn`` or ``lambda: psycopg.connect(dsn)``.
+        ``RetryProviderHook().get_conn`` or ``lambda: psycopg.connect(dsn)``; or a pool's ``getconn``
+        whose connections go back to the pool on ``close()`` (see :meth:`pooled`).
+    :param close: what :meth:`close` releases (the pool), if anything.
     """
 
-    def __init__(self, connect: Connect) -> None:
+    def __init__(self, connect: Connect, close: Callable[[], None] | None = None) -> None:
         self._connect = connect
+        self._close = close
+
+    def close(self) -> None:
+        """Release what the store holds (a pool's connections); a store on plain connections holds none."""
+        if self._close is not None:
+            self._close()
 
     @classmethod
     def from_dsn(cls, dsn: str) -> DeadLetterStore:
@@ -65,23 +83,61 @@ class DeadLetterStore:
 
     @classmethod
     def from_conn_id(cls, conn_id: str = "retry_provider_default") -> DeadLetterStore:
-        from airflow_retry_provider.hooks.dead_letter import DeadLetterHook
+        from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
 
-        return cls(DeadLetterHook(postgres_conn_id=conn_id).get_conn)
+        return cls(RetryProviderHook(postgres_conn_id=conn_id).get_conn)
+
+    @classmethod
+    def pooled(cls, conn_id: str = "retry_provider_default") -> DeadLetterStore:
+        """A store for a long-lived, threaded process (the api-server): each transaction borrows its
+        own connection from a pool built on the Airflow connection ``conn_id``."""
+        from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
+
+        pool = RetryProviderHook(postgres_conn_id=conn_id).pool()
+        return cls(pool.getconn, close=pool.close)
+
+    @contextmanager
+    def pinned(self) -> Iterator[DeadLetterStore]:
+        """This store on ONE connection for the block (a sweep): each method still commits its own transaction."""
+        conn = self._connect()
+        try:
+            yield DeadLetterStore(lambda: _Pinned(conn))
+        finally:
+            conn.close()
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
         """A cursor on a new connection: committed when the block ends, rolled back on an error."""
-        conn = self._connect()
-        try:
-            cursor = conn.cursor()
-            yield cursor
-            conn.commit()
-        except BaseException:
-            conn.rollback()
-            raise
-        finally:
-            conn.close()
+        with transaction(self._connect()) as conn:
+            yield conn.cursor()
+
+    @staticmethod
+    def record(
+        cursor: Any,
+        letter_id: int,
+        event: str,
+        actor: Actor,
+        reason: str | None = None,
+        *,
+        job_id: int | None = None,
+        replay_id: int | None = None,
+        try_number: int | None = None,
+    ) -> None:
+        """Append one event to the letter's history, in the caller's transaction."""
+        from airflow_retry_provider.policy import redact
+
+        cursor.execute(
+            query("insert_event"),
+            {
+                "letter_id": letter_id,
+                "event": event,
+                **actor.as_params(),
+                "reason": redact(reason)[:1000] if reason else None,
+                "job_id": job_id,
+                "replay_id": replay_id,
+                "try_number": try_number,
+            },
+        )
 
     @staticmethod
     def rows(cursor: Any) -> list[dict[str, Any]]:
@@ -98,17 +154,21 @@ class DeadLetterStore:
         replay it returns to ``dlq`` with ``replay_count + 1`` (``parked`` at ``replay_cap``).
         """
         params = letter.as_params()
+        by = Actor.system(letter.filed_by if letter.filed_by in ("callback", "sweeper") else "callback")
         with self.transaction() as cur:
             cur.execute(query("insert_letter"), params)
             inserted = cur.fetchone()
             if inserted is not None:
+                self.record(cur, int(inserted[0]), "filed", by, letter.reason, try_number=letter.try_number)
                 return FileResult(int(inserted[0]), "dlq", 0, created=True, changed=True)
             cur.execute(query("lock_letter_by_ti"), params)
             letter_id, status, replay_count, try_number = cur.fetchone()
             if try_number >= letter.try_number:
                 return FileResult(letter_id, status, replay_count, created=False, changed=False)
             new_status, new_count = status_after_failure(status, replay_count, replay_cap)
-            why = "replay failed" if status == "replaying" else "failed again"
+            why = {"replaying": "replay failed", "dismissed": "reopened: failed again after dismissal"}.get(
+                status, "failed again"
+            )
             cur.execute(
                 query("refile_letter"),
                 {
@@ -119,14 +179,30 @@ class DeadLetterStore:
                     "status_reason": f"{why} (try {letter.try_number})",
                 },
             )
+            replay_id = None
             if status == "replaying":
                 cur.execute(
                     query("finish_pending_replays"),
                     {"letter_id": letter_id, "outcome": "failed", "detail": letter.reason},
                 )
-            return FileResult(letter_id, new_status, new_count, created=False, changed=True)
+                closed = cur.fetchone()
+                replay_id = int(closed[0]) if closed else None
+            self.record(
+                cur,
+                letter_id,
+                "failed-again" if status == "replaying" else "refiled",
+                by,
+                f"{why} (try {letter.try_number}): {letter.reason}; now {new_status}",
+                replay_id=replay_id,
+                try_number=letter.try_number,
+            )
+            return FileResult(
+                letter_id, new_status, new_count, created=False, changed=True, reopened=status == "dismissed"
+            )
 
-    def resolve_replaying(self, dag_id: str, run_id: str, task_id: str, map_index: int) -> int | None:
+    def resolve_replaying(
+        self, dag_id: str, run_id: str, task_id: str, map_index: int, source: str = "callback"
+    ) -> int | None:
         """A replayed task instance succeeded: its letter becomes ``resolved``. Returns the letter id."""
         ti = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index}
         with self.transaction() as cur:
@@ -138,7 +214,51 @@ class DeadLetterStore:
                 query("finish_pending_replays"),
                 {"letter_id": row[0], "outcome": "succeeded", "detail": None},
             )
+            closed = cur.fetchone()
+            self.record(
+                cur,
+                int(row[0]),
+                "resolved",
+                Actor.system(source),
+                "the replayed task instance succeeded",
+                replay_id=int(closed[0]) if closed else None,
+                try_number=int(row[1]),
+            )
             return int(row[0])
+
+    def park_vanished(self, letter_id: int, reason: str) -> bool:
+        """Park a ``replaying`` letter whose task instance or run no longer exists, closing its pending replay.
+
+        Recorded once: a parked letter is not looked at by the next sync. True if it was parked now.
+        """
+        with self.transaction() as cur:
+            cur.execute(
+                query("set_status"),
+                {
+                    "id": letter_id,
+                    "status": "parked",
+                    "status_reason": reason,
+                    "from_statuses": ["replaying"],
+                },
+            )
+            if cur.fetchone() is None:
+                return False
+            cur.execute(
+                query("finish_pending_replays"),
+                {"letter_id": letter_id, "outcome": "failed", "detail": reason},
+            )
+            self.record(cur, letter_id, "parked", Actor.system("sweeper"), reason)
+            return True
+
+    def resolve_succeeded(self, letter_id: int, try_number: int) -> bool:
+        """A ``dlq`` letter whose task instance has since succeeded (cleared by hand) is resolved."""
+        why = f"the task instance succeeded at try {try_number} outside a replay"
+        with self.transaction() as cur:
+            cur.execute(query("resolve_dlq_letter"), {"id": letter_id, "status_reason": why})
+            if cur.fetchone() is None:
+                return False
+            self.record(cur, letter_id, "resolved", Actor.system("sweeper"), why, try_number=try_number)
+            return True
 
     def has_letter(self, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int) -> bool:
         """True if a letter already covers this task instance at ``try_number`` or later."""
@@ -178,7 +298,26 @@ class DeadLetterStore:
             cur.execute(query("list_letters"), params)
             return [Letter.from_row(row) for row in self.rows(cur)]
 
+    def events(self, letter_id: int) -> builtins.list[LetterEvent]:
+        """The letter's history, oldest first (kept after the letter is purged)."""
+        with self.transaction() as cur:
+            cur.execute(query("events_of_letter"), {"letter_id": letter_id})
+            return [LetterEvent.from_row(row) for row in self.rows(cur)]
+
     def replays(self, letter_id: int) -> builtins.list[Replay]:
         with self.transaction() as cur:
             cur.execute(query("replays_of_letter"), {"letter_id": letter_id})
             return [Replay.from_row(row) for row in self.rows(cur)]
+
+
+class _Pinned:
+    """A connection shared by a pinned store's transactions: closing it is left to ``pinned()``."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    def close(self) -> None:
+        """Kept open for the next transaction of the block."""

@@ -1,27 +1,32 @@
-"""The sweeper: files the failures no callback could file, and syncs replay outcomes.
+"""The sweeper: files the failures no callback could file, syncs replay outcomes, drains replay jobs.
 
 A task is *policy-managed* when its DAG carries the tag ``airflow-retry-provider`` (every task of
 such a DAG is swept) or when its DAG id is listed in the Airflow Variable
 ``airflow_retry_dlq_sweep_dags`` (a JSON list or comma-separated ids). Both are read through
 Airflow's REST API (connection ``retry_provider_airflow_api``), never the ORM. For each failed
 task instance of those DAGs with no letter at its try, a letter is filed with category
-``filed-by-sweeper``; then ``sync_outcomes`` resolves or re-files letters left in ``replaying``.
+``filed-by-sweeper``; then ``sync_outcomes`` resolves, re-files or releases letters left in
+``replaying``, letters in ``dlq`` whose task instance has since succeeded are resolved, and the
+replay jobs no driver is working on are driven for up to ``DRAIN_SECONDS``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from airflow_retry_provider.dlq.airflow_api import AirflowApi, AirflowApiError, TaskInstanceRef, parse_time
-from airflow_retry_provider.dlq.models import NewLetter, replay_cap_from_env
+from airflow_retry_provider import metrics, settings
+from airflow_retry_provider.alerts import after_filing
+from airflow_retry_provider.dlq.driver import ReplayDriver
+from airflow_retry_provider.dlq.models import NewLetter
 from airflow_retry_provider.dlq.replay import SYNC_GRACE, ReplayEngine, SyncReport
 from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError, TaskInstanceRef, parse_time
 from airflow_retry_provider.identity import make_work_unit_key
 from airflow_retry_provider.policy import Classification, fingerprint, redact
 
@@ -32,17 +37,7 @@ SWEEP_VARIABLE = "airflow_retry_dlq_sweep_dags"
 DEFAULT_LOOKBACK = timedelta(days=7)
 SWEEPER_CATEGORY = "filed-by-sweeper"
 SWEEPER_MESSAGE = "the task instance failed and no dead letter was filed for it"
-GRACE_ENV = "AIRFLOW_RETRY_DLQ_SWEEP_GRACE_SECONDS"
-
-
-def grace_from_env(environ: Mapping[str, str]) -> timedelta:
-    """``AIRFLOW_RETRY_DLQ_SWEEP_GRACE_SECONDS`` (default 120): how long a fresh failure is left to its callback."""
-    raw = environ.get(GRACE_ENV)
-    if raw is None or raw == "":
-        return SYNC_GRACE
-    if not raw.isdigit():
-        raise ValueError(f"{GRACE_ENV} must be an integer >= 0, got {raw!r}")
-    return timedelta(seconds=int(raw))
+DRAIN_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +49,8 @@ class SweepReport:
     covered: int
     errors: tuple[str, ...]
     sync: SyncReport | None = None
+    resolved_in_dlq: tuple[int, ...] = ()
+    jobs_driven: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,6 +59,8 @@ class SweepReport:
             "covered": self.covered,
             "errors": list(self.errors),
             "sync": self.sync.to_json() if self.sync else None,
+            "resolved_in_dlq": list(self.resolved_in_dlq),
+            "jobs_driven": list(self.jobs_driven),
         }
 
 
@@ -87,7 +86,7 @@ def managed_dag_ids(api: AirflowApi, extra: Iterable[str] = ()) -> list[str]:
 def sweeper_letter(ti: TaskInstanceRef, dag_run: dict[str, Any]) -> NewLetter:
     """The letter the sweeper files for a failed task instance it found without one."""
     note = f"; note: {ti.note}" if ti.note else ""
-    message = redact(f"{SWEEPER_MESSAGE} (state {ti.state}, try {ti.try_number}){note}")[:2000]
+    message = redact(f"{SWEEPER_MESSAGE} (state {ti.state}, try {ti.try_number}){note}", 2000)
     classification = Classification("unknown", SWEEPER_CATEGORY, "sweeper", "TaskFailed", SWEEPER_MESSAGE)
     start, end = parse_time(dag_run.get("data_interval_start")), parse_time(dag_run.get("data_interval_end"))
     return NewLetter(
@@ -141,26 +140,56 @@ def sweep(
         for ti in failed:
             if ti.end_date is not None and now - ti.end_date < grace:
                 continue
-            if store.has_letter(ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.try_number):
-                covered += 1
-                continue
-            key = (ti.dag_id, ti.run_id)
-            if key not in runs:
-                runs[key] = api.dag_run(ti.dag_id, ti.run_id)
-            result = store.file(sweeper_letter(ti, runs[key]), replay_cap)
-            if result.changed:
-                filed.append(result.letter_id)
-                log.warning(
-                    "airflow-retry-provider: sweeper filed dead letter %s for %s/%s/%s[%s] try %s (%s)",
-                    result.letter_id,
-                    ti.dag_id,
-                    ti.run_id,
-                    ti.task_id,
-                    ti.map_index,
-                    ti.try_number,
-                    result.status,
+            try:
+                outcome = _sweep_one(store, api, ti, runs, replay_cap)
+            except Exception as exc:  # one bad task instance is logged and counted; the sweep goes on
+                metrics.incr("sweeper", "error")
+                errors.append(
+                    f"{ti.dag_id}/{ti.run_id}/{ti.task_id}[{ti.map_index}]: {type(exc).__name__}: {redact(str(exc))}"
                 )
+                log.warning("airflow-retry-provider: sweeper skipped a task instance: %s", errors[-1])
+                continue
+            if outcome is None:
+                covered += 1
+            elif outcome:
+                filed.append(outcome)
     return SweepReport(dags, tuple(filed), covered, tuple(errors))
+
+
+def _sweep_one(
+    store: DeadLetterStore,
+    api: AirflowApi,
+    ti: TaskInstanceRef,
+    runs: dict[tuple[str, str], dict[str, Any]],
+    replay_cap: int,
+) -> int | None:
+    """File one failed task instance if no letter covers it: the new letter's id, None if covered, 0 if unchanged."""
+    if store.has_letter(ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.try_number):
+        return None
+    key = (ti.dag_id, ti.run_id)
+    if key not in runs:
+        try:
+            runs[key] = api.dag_run(ti.dag_id, ti.run_id)
+        except AirflowApiError as exc:
+            if exc.status_code != 404:
+                raise
+            runs[key] = {}  # the run was deleted since it was listed: file the letter without its interval
+    letter = sweeper_letter(ti, runs[key])
+    result = store.file(letter, replay_cap)
+    if not result.changed:
+        return 0
+    after_filing(store, letter, result)
+    log.warning(
+        "airflow-retry-provider: sweeper filed dead letter %s for %s/%s/%s[%s] try %s (%s)",
+        result.letter_id,
+        ti.dag_id,
+        ti.run_id,
+        ti.task_id,
+        ti.map_index,
+        ti.try_number,
+        result.status,
+    )
+    return result.letter_id
 
 
 def run_sweeper(
@@ -168,8 +197,9 @@ def run_sweeper(
     api: AirflowApi | None = None,
     lookback: timedelta = DEFAULT_LOOKBACK,
     grace: timedelta | None = None,
+    drain_seconds: float = DRAIN_SECONDS,
 ) -> dict[str, Any]:
-    """The sweeper DAG's task: sweep the policy-managed DAGs, then sync replay outcomes.
+    """The sweeper DAG's task: sweep the policy-managed DAGs, sync replay outcomes, drain replay jobs.
 
     Without ``store``/``api`` it uses the connections ``retry_provider_default`` and
     ``retry_provider_airflow_api``. Without the API connection the task fails at once (no retry):
@@ -177,7 +207,7 @@ def run_sweeper(
     """
     from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
-    from airflow_retry_provider.dlq.airflow_api import API_CONN_ID, credentials_from_airflow
+    from airflow_retry_provider.hooks.airflow_api import API_CONN_ID, credentials_from_airflow
 
     if api is None:
         try:
@@ -189,12 +219,18 @@ def run_sweeper(
             ) from None
         api = AirflowApi(credentials)
     store = store or DeadLetterStore.from_conn_id()
-    cap = replay_cap_from_env(os.environ)
-    grace = grace if grace is not None else grace_from_env(os.environ)
+    cap = settings.get("replay_max_attempts")
+    grace = grace if grace is not None else settings.get("sweep_grace_seconds")
     with api:
-        report = sweep(store, api, managed_dag_ids(api), cap, lookback=lookback, grace=grace)
-        sync = ReplayEngine(store, api, replay_cap=cap).sync_outcomes(grace=grace)
-    report = SweepReport(report.dag_ids, report.filed, report.covered, report.errors, sync)
+        with store.pinned() as pinned:  # one database connection for the sweep and the sync
+            engine = ReplayEngine(pinned, api, replay_cap=cap)
+            report = sweep(pinned, api, managed_dag_ids(api), cap, lookback=lookback, grace=grace)
+            sync = engine.sync_outcomes(grace=grace)
+            resolved = engine.resolve_succeeded_in_dlq()
+        # then the jobs no other driver works on; the driver takes a connection per claim
+        driver = ReplayDriver(ReplayEngine(store, api, replay_cap=cap), lambda: api, close_api=False)
+        driven = driver.drain(deadline=time.monotonic() + drain_seconds)
+    report = replace(report, sync=sync, resolved_in_dlq=tuple(resolved), jobs_driven=tuple(driven))
     log.info("airflow-retry-provider: sweep %s", json.dumps(report.to_json(), sort_keys=True))
     if report.errors or sync.errors:
         raise RuntimeError(f"sweeper could not check everything: {[*report.errors, *sync.errors]}")

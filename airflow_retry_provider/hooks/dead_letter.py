@@ -1,25 +1,20 @@
-"""The connection to the database that holds the dead-letter queue and the provider's tables."""
+"""Deprecated: ``DeadLetterHook`` is :class:`~airflow_retry_provider.hooks.retry_provider.RetryProviderHook`."""
 
 from __future__ import annotations
 
-from airflow.providers.postgres.hooks.postgres import PostgresHook
+import warnings
+from typing import Any
+
+from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
 
 
-class DeadLetterHook(PostgresHook):
-    """PostgreSQL hook for the provider's tables.
+class DeadLetterHook(RetryProviderHook):
+    """Deprecated alias of :class:`RetryProviderHook` (the hook of every provider table, not only letters)."""
 
-    :param postgres_conn_id: the Airflow connection (default ``retry_provider_default``, so
-        ``AIRFLOW_CONN_RETRY_PROVIDER_DEFAULT=postgresql://...`` works).
-    """
-
-    conn_name_attr = "postgres_conn_id"
-    default_conn_name = "retry_provider_default"
-    conn_type = "retry_provider_postgres"
-    hook_name = "Retry Provider (PostgreSQL)"
-
-    def init_schema(self) -> None:
-        """Create the provider's tables if they do not exist."""
-        from airflow_retry_provider.dlq.schema import apply_schema
-
-        with self.get_conn() as conn:
-            apply_schema(conn)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        warnings.warn(
+            "DeadLetterHook is deprecated: use airflow_retry_provider.hooks.retry_provider.RetryProviderHook",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        super().__init__(*args, **kwargs)

@@ -130,7 +130,7 @@ def idempotent(
     :param conn_id: the Airflow connection of the ledger's database.
     :param ledger: a :class:`Ledger` to use instead of ``conn_id``.
     :param dedup_window: how long a success is remembered (default 3600 s or
-        ``AIRFLOW_RETRY_LEDGER_DEDUP_SECONDS``).
+        ``[retry_provider] ledger_dedup_seconds``).
     :param lease: how long our claim is protected (default: execution_timeout + 5 minutes, else 1 hour).
 
     The function's return value is recorded (it must be JSON-serialisable) and returned again,
@@ -147,6 +147,7 @@ def idempotent(
                 lambda: fn(*args, **kwargs), ledger=store, key=unit_key, context=context, lease=lease
             )
 
+        wrapper.safe_to_repeat = True  # type: ignore[attr-defined]  # read by ClassifiedRetryPolicy
         return wrapper  # type: ignore[return-value]
 
     return decorate(func) if func is not None else decorate
@@ -157,10 +158,13 @@ class IdempotentMixin:
 
     Class or instance attributes: ``idempotency_version`` (a new version is a new work unit),
     ``ledger_conn_id`` (default ``retry_provider_default``), ``dedup_window`` (None: 3600 s or
-    ``AIRFLOW_RETRY_LEDGER_DEDUP_SECONDS``) and ``ledger_lease`` (None: execution_timeout + 5 minutes,
+    ``[retry_provider] ledger_dedup_seconds``) and ``ledger_lease`` (None: execution_timeout + 5 minutes,
     else 1 hour).
+
+    Such an operator is safe to repeat: its retry policy retries an unknown outcome (a timeout).
     """
 
+    safe_to_repeat = True
     idempotency_version: str | None = None
     ledger_conn_id: str = "retry_provider_default"
     dedup_window: timedelta | None = None

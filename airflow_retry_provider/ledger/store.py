@@ -16,15 +16,16 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from importlib import resources
 from typing import Any, Literal
 
-from airflow_retry_provider.ledger.sql import ledger_sql, query
+from airflow_retry_provider import settings
+from airflow_retry_provider.ledger.sql import query
+from airflow_retry_provider.policy import redact
+from airflow_retry_provider.sql import transaction
 
 Connect = Callable[[], Any]
 ClaimOutcome = Literal["claimed", "taken_over", "done", "busy"]
 
-DEDUP_WINDOW_ENV = "AIRFLOW_RETRY_LEDGER_DEDUP_SECONDS"
 DEFAULT_DEDUP_WINDOW = timedelta(seconds=3600)
 DEFAULT_LEASE = timedelta(hours=1)
 MAX_ERROR_CHARS = 2000
@@ -125,39 +126,15 @@ def new_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
 
-def dedup_window_from_env(default: timedelta = DEFAULT_DEDUP_WINDOW) -> timedelta:
-    """``AIRFLOW_RETRY_LEDGER_DEDUP_SECONDS`` as a timedelta, else ``default``."""
-    raw = os.environ.get(DEDUP_WINDOW_ENV, "").strip()
-    if not raw:
-        return default
-    try:
-        seconds = float(raw)
-    except ValueError:
-        raise ValueError(f"{DEDUP_WINDOW_ENV} must be a number of seconds, got {raw!r}") from None
-    if seconds < 0:
-        raise ValueError(f"{DEDUP_WINDOW_ENV} must be >= 0, got {raw!r}")
-    return timedelta(seconds=seconds)
-
-
 def apply_ledger_schema(conn: Any, *, commit: bool = True) -> None:
-    """Run the idempotent ``ledger.sql`` on a DB-API connection (psycopg 3 or psycopg2).
+    """Bring the provider's schema, which holds ``retry_work_units``, to the newest version.
 
     :param conn: an open connection, not in autocommit mode.
-    :param commit: commit at the end; ``False`` runs inside the caller's transaction (as
-        ``dlq.schema.apply_schema`` does).
+    :param commit: commit at the end; ``False`` runs inside the caller's transaction.
     """
-    cursor = conn.cursor()
-    try:
-        cursor.execute(ledger_sql())
-    finally:
-        cursor.close()
-    if commit:
-        conn.commit()
+    from airflow_retry_provider import migrations
 
-
-def ledger_schema_path() -> str:
-    """Where ``ledger.sql`` is installed (for ``psql -f``)."""
-    return str(resources.files("airflow_retry_provider.ledger.sql").joinpath("ledger.sql"))
+    migrations.upgrade(conn, commit=commit)
 
 
 def _dict_cursor(conn: Any) -> Any:
@@ -177,10 +154,10 @@ def _seconds(value: timedelta) -> float:
 class Ledger:
     """Claims and outcomes of work units; each public method is one short transaction.
 
-    :param connect: returns a new DB-API connection, e.g. ``DeadLetterHook().get_conn``; or pass
+    :param connect: returns a new DB-API connection, e.g. ``RetryProviderHook().get_conn``; or pass
         ``conn=`` to reuse one open connection (tight loops; open it with ``autocommit=True`` to
         save the COMMIT round trip, as the ledger does with the connections it opens).
-    :param dedup_window: how long a success is remembered (default ``AIRFLOW_RETRY_LEDGER_DEDUP_SECONDS``
+    :param dedup_window: how long a success is remembered (default ``[retry_provider] ledger_dedup_seconds``
         or 3600 s).
     :param lease: how long a ``running`` claim is protected before another worker may take it over.
     """
@@ -197,7 +174,7 @@ class Ledger:
             raise ValueError("pass exactly one of connect= or conn=")
         self._connect = connect
         self._conn = conn
-        self.dedup_window = dedup_window if dedup_window is not None else dedup_window_from_env()
+        self.dedup_window = dedup_window if dedup_window is not None else settings.get("ledger_dedup_seconds")
         if self.dedup_window < timedelta(0):
             raise ValueError(f"dedup_window must be >= 0, got {self.dedup_window}")
         if lease <= timedelta(0):
@@ -212,9 +189,9 @@ class Ledger:
 
     @classmethod
     def from_conn_id(cls, conn_id: str = "retry_provider_default", **kwargs: Any) -> Ledger:
-        from airflow_retry_provider.hooks.dead_letter import DeadLetterHook
+        from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
 
-        return cls(DeadLetterHook(postgres_conn_id=conn_id).get_conn, **kwargs)
+        return cls(RetryProviderHook(postgres_conn_id=conn_id).get_conn, **kwargs)
 
     @contextmanager
     def _transaction(self) -> Iterator[Any]:
@@ -228,21 +205,12 @@ class Ledger:
         conn = self._connect() if owned else self._conn  # type: ignore[misc]
         if owned:
             conn.autocommit = True
-        try:
+        with transaction(conn, close=owned):
             cursor = _dict_cursor(conn)
             try:
                 yield cursor
             finally:
                 cursor.close()
-            if not conn.autocommit:
-                conn.commit()
-        except BaseException:
-            if not conn.autocommit:
-                conn.rollback()
-            raise
-        finally:
-            if owned:
-                conn.close()
 
     @staticmethod
     def _one(cursor: Any) -> dict[str, Any] | None:
@@ -309,9 +277,8 @@ class Ledger:
         return self._finish("complete", params, claim)
 
     def fail(self, claim: Claim, error: str, *, remote_job_id: str | None = None) -> WorkUnit:
-        """Record failure so that the next try may claim the unit at once."""
-        if len(error) > MAX_ERROR_CHARS:
-            error = error[: MAX_ERROR_CHARS - 1] + "…"
+        """Record failure (its error redacted and cut) so that the next try may claim the unit at once."""
+        error = redact(error, MAX_ERROR_CHARS)
         params = {"key": claim.unit.key, "owner": claim.owner, "error": error, "remote_job_id": remote_job_id}
         return self._finish("fail", params, claim)
 

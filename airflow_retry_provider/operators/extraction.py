@@ -13,18 +13,17 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from functools import cached_property
 from typing import Any
 
-from airflow_retry_provider.hooks.dead_letter import DeadLetterHook
 from airflow_retry_provider.identity import remote_job_id
-from airflow_retry_provider.operators.medallion import MedallionOperator, now, transaction
+from airflow_retry_provider.operators.medallion import MedallionOperator, ReadsSource, now
+from airflow_retry_provider.sql import transaction
 
 
 class ExtractionRecorder:
     """Records the operations of one connector run as extraction events.
 
-    :param hook: the hook of the database holding the trails (``DeadLetterHook()``).
+    :param hook: the hook of the database holding the trails (``RetryProviderHook()``).
     :param workspace_id: the workspace.
     :param connector_id: the connector.
     :param run_id: the connector run the events belong to.
@@ -62,7 +61,7 @@ class ExtractionRecorder:
         """Write one event in a transaction of its own."""
         from airflow_retry_provider.reconciliation.trails import record_extraction_event
 
-        with transaction(self.hook) as conn:
+        with transaction(self.hook.get_conn()) as conn:
             record_extraction_event(
                 conn,
                 workspace_id=self.workspace_id,
@@ -83,7 +82,7 @@ def connector_run_id(context: Mapping[str, Any], connector_id: str, version: str
     return f"{remote_job_id(context, prefix, version)}-try{try_number}"
 
 
-class PostgresExtractionOperator(MedallionOperator):
+class PostgresExtractionOperator(ReadsSource, MedallionOperator):
     """Run named SQL operations against a source, recording a source run and one event per operation.
 
     :param connector_id: the connector in the trails (templated).
@@ -113,10 +112,6 @@ class PostgresExtractionOperator(MedallionOperator):
         self.source_conn_id = source_conn_id
         self.source_id = source_id
 
-    @cached_property
-    def source_hook(self) -> DeadLetterHook:
-        return DeadLetterHook(postgres_conn_id=self.source_conn_id or self.conn_id)
-
     def execute(self, context: Any) -> Any:
         return self.run_idempotent(context, lambda: self.extract(context))
 
@@ -131,7 +126,7 @@ class PostgresExtractionOperator(MedallionOperator):
             connector_id=self.connector_id,
             run_id=connector_run_id(context, self.connector_id, self.version),
         )
-        with transaction(self.hook) as conn:
+        with transaction(self.hook.get_conn()) as conn:
             run = trails.record_source_run(
                 conn, workspace_id=self.workspace_id, source_id=source_id, status="running", started_at=now()
             )
@@ -139,7 +134,7 @@ class PostgresExtractionOperator(MedallionOperator):
         counts: dict[str, int] = {}
         status = "failed"
         try:
-            with transaction(self.source_hook) as source:
+            with transaction(self.source_hook.get_conn()) as source:
                 cursor = source.cursor()
                 for name, statement in self.operations.items():
                     with recorder.operation(name):
@@ -149,7 +144,7 @@ class PostgresExtractionOperator(MedallionOperator):
                         )
             status = "ok"
         finally:
-            with transaction(self.hook) as conn:
+            with transaction(self.hook.get_conn()) as conn:
                 trails.finish_source_run(
                     conn, workspace_id=self.workspace_id, run_id=run, status=status, finished_at=now()
                 )

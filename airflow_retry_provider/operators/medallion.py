@@ -10,19 +10,20 @@ kill switch, and writes the medallion trails in the same transaction as its data
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from functools import cached_property
 from typing import Any
 
+from airflow.providers.postgres.hooks.postgres import PostgresHook
 from airflow.sdk import BaseOperator
 
 from airflow_retry_provider.capacity import CapacityError, DependencyMap, uses
-from airflow_retry_provider.hooks.dead_letter import DeadLetterHook
+from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
 from airflow_retry_provider.kill_switch import KillSwitchMixin
 from airflow_retry_provider.ledger.decorator import IdempotentMixin
 from airflow_retry_provider.policy import Profile
+from airflow_retry_provider.sql import transaction
 
 DEFAULT_CONN_ID = "retry_provider_default"
 
@@ -57,20 +58,6 @@ def now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-@contextmanager
-def transaction(hook: Any) -> Iterator[Any]:
-    """A new connection from ``hook``: committed if the block succeeds, rolled back if not, then closed."""
-    conn = hook.get_conn()
-    try:
-        yield conn
-        conn.commit()
-    except BaseException:
-        conn.rollback()
-        raise
-    finally:
-        conn.close()
-
-
 class MedallionOperator(IdempotentMixin, KillSwitchMixin, BaseOperator):
     """What the medallion operators share: connection, workspace, version, capacity, kill switch, retries.
 
@@ -81,7 +68,7 @@ class MedallionOperator(IdempotentMixin, KillSwitchMixin, BaseOperator):
     :param dependency: the shared dependency it uses (sets ``pool``); checked at parse time.
     :param weight: a weight name (``heavy``, ``light``) or a number of slots (sets ``pool_slots``).
     :param dependencies: the dependency map (default: the registered one or
-        ``AIRFLOW_RETRY_DEPENDENCIES_FILE``).
+        ``[retry_provider] dependencies_file``).
     :param kill_switch: the kind of work it is (``ingestion``, ``reports``...): skipped while off.
     :param retry_profile: a retry profile to apply (``apply_profile``).
     """
@@ -126,11 +113,25 @@ class MedallionOperator(IdempotentMixin, KillSwitchMixin, BaseOperator):
             apply_profile(self, retry_profile)
 
     @cached_property
-    def hook(self) -> DeadLetterHook:
-        return DeadLetterHook(postgres_conn_id=self.conn_id)
+    def hook(self) -> RetryProviderHook:
+        return RetryProviderHook(postgres_conn_id=self.conn_id)
 
 
-class PostgresBronzeLoadOperator(MedallionOperator):
+class ReadsSource:
+    """For operators that read source data: a plain PostgresHook on ``source_conn_id`` (else ``conn_id``).
+
+    Source data is not the provider's tables, so it is read through Airflow's own hook.
+    """
+
+    conn_id: str
+    source_conn_id: str | None
+
+    @cached_property
+    def source_hook(self) -> PostgresHook:
+        return PostgresHook(postgres_conn_id=self.source_conn_id or self.conn_id)
+
+
+class PostgresBronzeLoadOperator(ReadsSource, MedallionOperator):
     """Load one data interval's rows into a bronze table: delete that interval, insert its rows, one transaction.
 
     Re-running an interval (a retry, a clear, a backfill) replaces its rows and never appends
@@ -165,16 +166,12 @@ class PostgresBronzeLoadOperator(MedallionOperator):
         self.source_conn_id = source_conn_id
         self.source_id = source_id
 
-    @cached_property
-    def source_hook(self) -> DeadLetterHook:
-        return DeadLetterHook(postgres_conn_id=self.source_conn_id or self.conn_id)
-
     def execute(self, context: Any) -> Any:
         return self.run_idempotent(context, lambda: self.load(context))
 
     def read(self, start: datetime, end: datetime) -> tuple[list[str], list[tuple[Any, ...]]]:
         """The source's rows of ``[start, end)``: column names and rows."""
-        with transaction(self.source_hook) as conn:
+        with transaction(self.source_hook.get_conn()) as conn:
             cursor = conn.cursor()
             cursor.execute(self.source_sql, {"start": start, "end": end})
             columns = [column[0] for column in cursor.description]
@@ -199,7 +196,7 @@ class PostgresBronzeLoadOperator(MedallionOperator):
 
         start, end = data_interval(context)
         columns, rows = self.read(start, end)
-        with transaction(self.hook) as conn:
+        with transaction(self.hook.get_conn()) as conn:
             sql = sql_module(conn)
             table = identifier(sql, self.table)
             cursor = conn.cursor()
@@ -289,7 +286,7 @@ class SqlTransformOperator(MedallionOperator):
             "work_unit_key": self.work_unit_key(context),
         }
         rows = 0
-        with transaction(self.hook) as conn:
+        with transaction(self.hook.get_conn()) as conn:
             cursor = conn.cursor()
             for statement in statements:
                 cursor.execute(statement, params)

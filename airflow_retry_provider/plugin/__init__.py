@@ -2,7 +2,7 @@
 
 It only mounts the app built by :func:`~airflow_retry_provider.plugin.app.create_app` on the
 api-server and tells Airflow's UI where to show it: "Dead letters", "Medallion gaps" and
-"Connector health" under Browse, and a tab on each task instance. The app reaches no database until its first request.
+"Connector health" under Browse, and two tabs on each task instance ("Dead letters" and "Retries"). The app reaches no database until its first request.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ NAV_ROUTE = "dead-letters"
 TI_TAB_ROUTE = "dead-letters-ti"
 GAPS_ROUTE = "medallion-gaps"
 HEALTH_ROUTE = "connector-health"
+RETRIES_ROUTE = "retries-ti"
 
 
 class RetryProviderPlugin(AirflowPlugin):
@@ -51,5 +52,13 @@ class RetryProviderPlugin(AirflowPlugin):
             ),
             "destination": "task_instance",
             "url_route": TI_TAB_ROUTE,
+        },
+        {
+            "name": "Retries",
+            "href": (
+                f"{URL_PREFIX}/tries?dag_id={{DAG_ID}}&run_id={{RUN_ID}}&task_id={{TASK_ID}}&map_index={{MAP_INDEX}}"
+            ),
+            "destination": "task_instance",
+            "url_route": RETRIES_ROUTE,
         },
     ]

@@ -14,12 +14,17 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from airflow_retry_provider.dlq.airflow_api import AirflowApi, parse_time
 from airflow_retry_provider.dlq.models import Letter
 from airflow_retry_provider.dlq.sql import query
 from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
+from airflow_retry_provider.hooks.airflow_api import AirflowApi, parse_time
+from airflow_retry_provider.identity import make_work_unit_key
+from airflow_retry_provider.policy import redact
+from airflow_retry_provider.policy.profiles import UnknownProfileError, get_profile
+from airflow_retry_provider.policy.tries import parse_reason, remaining_schedule
 
 Keyset = tuple[datetime, int]
+FINISHED_STATES = frozenset({"success", "failed", "skipped", "upstream_failed", "removed"})
 
 
 @dataclass(frozen=True)
@@ -155,7 +160,13 @@ class LetterViews:
             after_fingerprint=after[1] if after else None,
         )
         rows = self._fetch("ui_fingerprint_groups", params)
-        groups = tuple(Group(**{name: row[name] for name in Group.__dataclass_fields__}) for row in rows)
+        groups = tuple(
+            Group(
+                **{name: row[name] for name in Group.__dataclass_fields__}
+                | {"message": redact(row["message"])}
+            )
+            for row in rows
+        )
         total_groups = int(rows[0]["total_groups"]) if rows else 0
         total_letters = int(rows[0]["total_letters"]) if rows else 0
         following = (groups[-1].letters, groups[-1].fingerprint) if len(groups) == limit else None
@@ -189,3 +200,98 @@ def task_instance_tries(api: AirflowApi, dag_id: str, run_id: str, task_id: str,
     answer = api.request("GET", path + "/tries")
     tries = [Try.from_json(item) for item in (answer or {}).get("task_instances", [])]
     return sorted(tries, key=lambda t: t.try_number)
+
+
+# -- the Retries tab: every try from Airflow's metadata database -------------------------------
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _try_json(row: Any) -> dict[str, Any]:
+    """One try: when, how it ended, the delay the policy chose and why (read back from its reason)."""
+    reason = redact(row.retry_reason) if row.retry_reason else None
+    return {
+        "try_number": row.try_number,
+        "state": row.state,
+        "start_date": _iso(row.start_date),
+        "end_date": _iso(row.end_date),
+        "duration": row.duration,
+        "delay_seconds": row.retry_delay_override,
+        "reason": reason,
+        "decision": parse_reason(reason).to_json(),
+    }
+
+
+def _schedule(ti: Any, dag_run: Any, tries: list[dict[str, Any]], next_try_at: datetime | None) -> Any:
+    """The attempts still ahead under the profile named by the latest retry reason (None if none applies)."""
+    if ti.state in FINISHED_STATES or not tries:
+        return None
+    latest = next((t for t in reversed(tries) if t["decision"]["profile"]), None)
+    if latest is None:
+        return None
+    decision = parse_reason(latest["reason"])
+    if decision.attempt is None or decision.max_attempts is None or decision.dead_letter:
+        return None
+    try:
+        profile = get_profile(str(decision.profile))
+    except UnknownProfileError:
+        return {"profile": decision.profile, "error": f"profile {decision.profile!r} is not known here"}
+    start = next_try_at if ti.state == "up_for_retry" else ti.start_date if ti.state == "running" else None
+    seed = make_work_unit_key(
+        ti.dag_id,
+        ti.task_id,
+        ti.map_index,
+        dag_run.data_interval_start,
+        dag_run.data_interval_end,
+        ti.run_id,
+    )
+    planned, stop = remaining_schedule(
+        profile.backoff, seed, decision.attempt, decision.max_attempts, start, decision.deadline
+    )
+    return {
+        "profile": profile.name,
+        "deadline": _iso(decision.deadline),
+        "until": stop,
+        "attempts": [row.to_json() for row in planned],
+    }
+
+
+def retry_history(dag_id: str, run_id: str, task_id: str, map_index: int) -> dict[str, Any] | None:
+    """Every try of one task instance, the next try's start and the schedule ahead; None if there is no such instance.
+
+    Reads ``task_instance`` and ``task_instance_history`` of Airflow's metadata database (the
+    plugin runs in the api-server): Airflow's REST API does not expose ``retry_reason`` nor
+    ``retry_delay_override``.
+    """
+    from airflow.models.dagrun import DagRun
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.models.taskinstancehistory import TaskInstanceHistory
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    ti_key = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index}
+    with create_session() as session:
+        ti = session.scalars(select(TaskInstance).filter_by(**ti_key)).one_or_none()
+        if ti is None:
+            return None
+        dag_run = session.scalars(select(DagRun).filter_by(dag_id=dag_id, run_id=run_id)).one()
+        history = session.scalars(
+            select(TaskInstanceHistory).filter_by(**ti_key).order_by(TaskInstanceHistory.try_number)
+        ).all()
+        tries = [_try_json(row) for row in history if row.try_number != ti.try_number]
+        if ti.try_number:
+            tries.append(_try_json(ti))
+        next_try_at = None
+        if ti.state == "up_for_retry" and ti.retry_delay_override is not None:
+            next_try_at = ti.next_retry_datetime()
+        return {
+            **ti_key,
+            "state": ti.state,
+            "try_number": ti.try_number,
+            "max_tries": ti.max_tries,
+            "tries": tries,
+            "next_try_at": _iso(next_try_at),
+            "schedule": _schedule(ti, dag_run, tries, next_try_at),
+        }

@@ -8,19 +8,9 @@ from __future__ import annotations
 
 from airflow_retry_provider.policy.backoff import Backoff, ScheduledDelay, fnv1a_32, jitter_fraction
 from airflow_retry_provider.policy.classify import (
-    DEFAULT_RULES,
-    FAILURE_CLASSES,
     MAX_MESSAGE_CHARS,
-    AllOf,
     Classification,
-    Evidence,
-    ExceptionType,
-    FailureClass,
-    HttpStatus,
-    MessagePattern,
-    Rule,
     RuleBook,
-    SqlState,
     classify,
     exception_chain,
     rule_book,
@@ -37,6 +27,8 @@ from airflow_retry_provider.policy.decide import (
     format_duration,
     format_timestamp,
 )
+from airflow_retry_provider.policy.default_rules import DEFAULT_RULES
+from airflow_retry_provider.policy.evidence import Evidence, retry_after
 from airflow_retry_provider.policy.fingerprint import fingerprint, normalise_message
 from airflow_retry_provider.policy.profiles import (
     BUILTIN_PROFILES,
@@ -49,6 +41,17 @@ from airflow_retry_provider.policy.profiles import (
     retries_for,
 )
 from airflow_retry_provider.policy.redact import redact
+from airflow_retry_provider.policy.rules import (
+    FAILURE_CLASSES,
+    AllOf,
+    ErrorCode,
+    ExceptionType,
+    FailureClass,
+    HttpStatus,
+    MessagePattern,
+    Rule,
+    SqlState,
+)
 from airflow_retry_provider.policy.window import PlanInputError, plan
 
 __all__ = [
@@ -65,6 +68,7 @@ __all__ = [
     "Backoff",
     "Classification",
     "DeadLetter",
+    "ErrorCode",
     "Evidence",
     "ExceptionType",
     "FailureClass",
@@ -94,5 +98,6 @@ __all__ = [
     "redact",
     "register_profile",
     "retries_for",
+    "retry_after",
     "rule_book",
 ]

@@ -3,21 +3,28 @@
 The first rule that applies wins:
 
 1. poison -> dead letter with the classification's category, at once (no attempts burned);
-2. unknown outcome and the task cannot reconcile with the remote side -> ``unknown-outcome``
-   (never resubmit blindly);
+2. unknown outcome and the work is not safe to repeat -> ``unknown-outcome`` (never resubmit
+   blindly; work is safe to repeat when it is idempotent by construction or reconciles with the
+   remote side before it resubmits);
 3. attempts exhausted (``attempt >= max_attempts``) -> ``exhausted``;
 4. a deadline is given and ``not_before + expected_duration + validation > deadline``
    -> ``deadline-infeasible`` (more retries would only prolong the incident);
-5. otherwise retry after ``backoff.delay(attempt, seed)``.
+5. otherwise retry after ``backoff.delay(attempt, seed)``; when the server sent ``Retry-After``
+   (``classification.retry_after``), after ``max(backoff delay, Retry-After)`` but never more
+   than ``backoff.cap``. The reason says ``Retry-After 120 s`` and, for an unknown outcome,
+   ``unknown outcome, safe to repeat``.
 """
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
 from airflow_retry_provider.policy.backoff import Backoff
-from airflow_retry_provider.policy.classify import Classification, FailureClass
+from airflow_retry_provider.policy.classify import Classification
+from airflow_retry_provider.policy.redact import redact
+from airflow_retry_provider.policy.rules import FailureClass
 
 MAX_REASON_CHARS = 500
 """Airflow stores at most 500 characters of ``retry_reason``; every reason fits."""
@@ -25,6 +32,7 @@ MAX_REASON_CHARS = 500
 DEAD_LETTER_UNKNOWN_OUTCOME = "unknown-outcome"
 DEAD_LETTER_EXHAUSTED = "exhausted"
 DEAD_LETTER_DEADLINE_INFEASIBLE = "deadline-infeasible"
+SAFE_TO_REPEAT_NOTE = "unknown outcome, safe to repeat"
 
 
 class Retry(NamedTuple):
@@ -105,10 +113,8 @@ def format_duration(value: timedelta) -> str:
 
 
 def _cap(reason: str) -> str:
-    reason = " ".join(reason.split())  # one line: runs of whitespace become one space
-    if len(reason) > MAX_REASON_CHARS:
-        return reason[: MAX_REASON_CHARS - 1] + "…"
-    return reason
+    """One line, redacted (whatever built the classification), at most MAX_REASON_CHARS."""
+    return redact(" ".join(reason.split()), MAX_REASON_CHARS)
 
 
 def describe(classification: Classification) -> str:
@@ -128,7 +134,7 @@ def decide(
     deadline: datetime | None = None,
     expected_duration: timedelta = timedelta(0),
     validation: timedelta = timedelta(0),
-    can_reconcile: bool = False,
+    safe_to_repeat: bool = False,
 ) -> Retry | DeadLetter:
     """Decide what follows failed ``attempt`` (1-based) out of ``max_attempts`` (see the module docstring)."""
     _check_attempts(attempt, max_attempts)
@@ -139,19 +145,14 @@ def decide(
     check_duration("validation", validation)
     if not isinstance(backoff, Backoff):
         raise ValueError(f"backoff must be a Backoff, got {backoff!r}")
-    return dead_letter_at_once(classification, attempt, max_attempts, can_reconcile) or retry_unless_late(
-        classification,
-        attempt,
-        max_attempts,
-        now,
-        backoff.delay(attempt, seed),
-        deadline,
-        expected_duration + validation,
+    delay, note = retry_delay(classification, backoff, attempt, seed)
+    return dead_letter_at_once(classification, attempt, max_attempts, safe_to_repeat) or retry_unless_late(
+        classification, attempt, max_attempts, now, delay, deadline, expected_duration + validation, note
     )
 
 
 def dead_letter_at_once(
-    classification: Classification, attempt: int, max_attempts: int, can_reconcile: bool
+    classification: Classification, attempt: int, max_attempts: int, safe_to_repeat: bool
 ) -> DeadLetter | None:
     """Rules 1-3, which need no backoff: poison, a blind resubmit, or attempts exhausted; else None.
 
@@ -161,7 +162,7 @@ def dead_letter_at_once(
     if failure_class == "poison":
         category = classification.category
         reason = f"[attempt {attempt}/{max_attempts}] dead letter {describe(classification)}"
-    elif failure_class == "unknown" and not can_reconcile:
+    elif failure_class == "unknown" and not safe_to_repeat:
         category = DEAD_LETTER_UNKNOWN_OUTCOME
         reason = f"[attempt {attempt}/{max_attempts}] dead letter {category}: {describe(classification)}"
     elif attempt >= max_attempts:
@@ -175,6 +176,21 @@ def dead_letter_at_once(
     return DeadLetter(category, _cap(reason), failure_class)
 
 
+def retry_delay(
+    classification: Classification, backoff: Backoff, attempt: int, seed: str
+) -> tuple[timedelta, str]:
+    """Rule 5's wait after failed ``attempt``, and what the reason says about it ("" when nothing)."""
+    delay = backoff.delay(attempt, seed)
+    notes = [SAFE_TO_REPEAT_NOTE] if classification.failure_class == "unknown" else []
+    asked = classification.retry_after
+    if asked is not None:
+        seconds = math.ceil(asked.total_seconds())
+        capped = f" (capped at {format_duration(backoff.cap)})" if asked > backoff.cap else ""
+        notes.append(f"Retry-After {seconds} s{capped}")
+        delay = min(backoff.cap, max(delay, asked))
+    return delay, "; ".join(notes)
+
+
 def retry_unless_late(
     classification: Classification,
     attempt: int,
@@ -183,16 +199,22 @@ def retry_unless_late(
     delay: timedelta,
     deadline: datetime | None,
     needed: timedelta,
+    note: str = "",
 ) -> Retry | DeadLetter:
-    """Rules 4-5: retry after ``delay``, unless that retry plus ``needed`` would finish after ``deadline``."""
+    """Rules 4-5: retry after ``delay``, unless that retry plus ``needed`` would finish after ``deadline``.
+
+    ``note`` (from :func:`retry_delay`) goes into the reason, before the classification.
+    """
     not_before = now + delay
     what = describe(classification)
     if deadline is not None and not_before + needed > deadline:
+        waited = f" ({note})" if note else ""
         reason = (
             f"[attempt {attempt}/{max_attempts}] dead letter {DEAD_LETTER_DEADLINE_INFEASIBLE}: "
-            f"next attempt at {format_timestamp(not_before)} + {format_duration(needed)} would finish "
-            f"after deadline {format_timestamp(deadline)}: {what}"
+            f"next attempt at {format_timestamp(not_before)}{waited} + {format_duration(needed)} would "
+            f"finish after deadline {format_timestamp(deadline)}: {what}"
         )
         return DeadLetter(DEAD_LETTER_DEADLINE_INFEASIBLE, _cap(reason), classification.failure_class)
-    reason = f"[attempt {attempt + 1}/{max_attempts}] [after {format_timestamp(not_before)}] {what}"
+    why = f"{note}: {what}" if note else what
+    reason = f"[attempt {attempt + 1}/{max_attempts}] [after {format_timestamp(not_before)}] {why}"
     return Retry(attempt + 1, delay, not_before, _cap(reason))

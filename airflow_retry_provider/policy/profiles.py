@@ -52,6 +52,8 @@ class Profile:
     :param backoff: the delays between attempts.
     :param execution_timeout: a run taking longer is killed and counts as a failure.
     :param description: one sentence on when to use it.
+    :param safe_to_repeat: running the work twice does no harm (it re-reads, or replaces what it
+        wrote), so an unknown outcome (a timeout) is retried instead of sent to the queue.
     """
 
     name: str
@@ -59,6 +61,7 @@ class Profile:
     backoff: Backoff
     execution_timeout: timedelta
     description: str
+    safe_to_repeat: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME_PATTERN.match(self.name):
@@ -74,6 +77,8 @@ class Profile:
             )
         if not isinstance(self.description, str):
             raise ValueError(f"description must be a string, got {self.description!r}")
+        if not isinstance(self.safe_to_repeat, bool):
+            raise ValueError(f"safe_to_repeat must be True or False, got {self.safe_to_repeat!r}")
 
     @property
     def retries(self) -> int:
@@ -81,27 +86,32 @@ class Profile:
         return self.max_attempts - 1
 
 
+PRODUCT_BACKOFF = Backoff(base=timedelta(minutes=5), multiplier=2, cap=timedelta(hours=1), jitter=0.25)
+"""The product's backoff, used by every built-in profile: 5 min, x2, capped at 1 h, up to 25 % jitter."""
+
 BUILTIN_PROFILES: tuple[Profile, ...] = (
     Profile(
         name="dashboard",
         max_attempts=2,
-        backoff=Backoff(base=timedelta(minutes=1), multiplier=2, cap=timedelta(minutes=5), jitter=0.25),
+        backoff=PRODUCT_BACKOFF,
         execution_timeout=timedelta(minutes=10),
-        description="Frequent refreshes: one quick retry; a stale tile beats a queue of retries.",
+        description="Dashboard refreshes: one retry; its queries only read, so they are safe to repeat.",
+        safe_to_repeat=True,
     ),
     Profile(
         name="report",
         max_attempts=3,
-        backoff=Backoff(base=timedelta(minutes=5), multiplier=2, cap=timedelta(minutes=30), jitter=0.25),
+        backoff=PRODUCT_BACKOFF,
         execution_timeout=timedelta(minutes=30),
-        description="Scheduled reports with a delivery time: two retries, 5 then 10 minutes apart.",
+        description="Scheduled reports: two retries, 5 then 10 minutes apart; re-running the queries is safe.",
+        safe_to_repeat=True,
     ),
     Profile(
         name="pipeline",
         max_attempts=2,
-        backoff=Backoff(base=timedelta(minutes=15), multiplier=2, cap=timedelta(hours=1), jitter=0.25),
+        backoff=PRODUCT_BACKOFF,
         execution_timeout=timedelta(hours=2),
-        description="Heavy data-pipeline stages: one retry, late enough for an upstream incident to clear.",
+        description="Pipeline stages that write: one retry; not safe to repeat unless the task is idempotent.",
     ),
 )
 

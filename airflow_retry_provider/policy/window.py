@@ -25,9 +25,10 @@ A task's decision depends only on that task, the policy and the clock, never on 
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
+
+from airflow_retry_provider.policy.fields import FieldError, show
 
 MAX_TIME = 10**9
 MAX_SECONDS = 10**6
@@ -42,28 +43,15 @@ TASK_KEYS = frozenset(
     {"id", "state", "safeRepeat", "attempts", "observedAt", "lastFinishedAt", "duration", "validation"}
 )
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,48}$")
-_MAX_SHOWN_VALUE = 80
 
 
-class PlanInputError(ValueError):
-    """The case is invalid: ``path`` names the field (e.g. ``tasks[2].observedAt``)."""
+class PlanInputError(FieldError):
+    """The case is invalid: ``path`` names the field (e.g. ``tasks[2].observedAt``), ``value`` what it held."""
 
     def __init__(self, path: str, problem: str, value: object) -> None:
-        self.path = path
+        super().__init__(f"{problem}, got {show(value, as_json=True)}", path=path)
         self.problem = problem
         self.value = value
-        super().__init__(f"{path}: {problem}, got {_show(value)}")
-
-
-def _show(value: object) -> str:
-    """The value as JSON, on one line, shortened."""
-    try:
-        text = json.dumps(value, sort_keys=True)
-    except (TypeError, ValueError):
-        text = repr(value)
-    if len(text) > _MAX_SHOWN_VALUE:
-        text = text[: _MAX_SHOWN_VALUE - 3] + "..."
-    return text
 
 
 def _object(path: str, value: object, keys: frozenset[str]) -> dict[str, Any]:

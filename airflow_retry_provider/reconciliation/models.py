@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
+from airflow_retry_provider.policy.fields import FieldError, at, show
+
 __all__ = [
     "LAYERS",
     "MAX_DURATION_MS",
@@ -54,51 +56,42 @@ _KINDS: tuple[FindingKind, ...] = ("missing", "stale")
 _HEALTH_STATUSES: tuple[HealthStatus, ...] = ("healthy", "degraded", "failing", "stopped")
 
 
-class SnapshotError(ValueError):
+class SnapshotError(FieldError):
     """Input that does not describe a valid snapshot; the message names the field path and the value."""
 
 
 # --------------------------------------------------------------------------- field parsing
 
 
-def _show(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _at(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
 def _object(value: object, path: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
-        raise SnapshotError(f"{path or 'input'}: expected an object, got {_show(value)}")
+        raise SnapshotError(f"expected an object, got {show(value)}", path=path or "input")
     return value
 
 
 def _array(value: object, path: str) -> Sequence[Any]:
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):
-        raise SnapshotError(f"{path}: expected an array, got {_show(value)}")
+        raise SnapshotError(f"expected an array, got {show(value)}", path=path)
     return value
 
 
 def _get(data: Mapping[str, Any], path: str, name: str) -> Any:
     if name not in data:
-        raise SnapshotError(f"{_at(path, name)}: missing field")
+        raise SnapshotError("missing field", path=at(path, name))
     return data[name]
 
 
 def _text(data: Mapping[str, Any], path: str, name: str) -> str:
     value = _get(data, path, name)
     if not isinstance(value, str) or not value:
-        raise SnapshotError(f"{_at(path, name)}: {_show(value)} is not a non-empty string")
+        raise SnapshotError(f"{show(value)} is not a non-empty string", path=at(path, name))
     return value
 
 
 def _flag(data: Mapping[str, Any], path: str, name: str) -> bool:
     value = _get(data, path, name)
     if not isinstance(value, bool):
-        raise SnapshotError(f"{_at(path, name)}: {_show(value)} is not true or false")
+        raise SnapshotError(f"{show(value)} is not true or false", path=at(path, name))
     return value
 
 
@@ -109,9 +102,9 @@ MAX_DURATION_MS = 2**31 - 1
 def _count(data: Mapping[str, Any], path: str, name: str, maximum: int | None = None) -> int:
     value = _get(data, path, name)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise SnapshotError(f"{_at(path, name)}: {_show(value)} is not a non-negative integer")
+        raise SnapshotError(f"{show(value)} is not a non-negative integer", path=at(path, name))
     if maximum is not None and value > maximum:
-        raise SnapshotError(f"{_at(path, name)}: {_show(value)} is larger than {maximum}")
+        raise SnapshotError(f"{show(value)} is larger than {maximum}", path=at(path, name))
     return value
 
 
@@ -120,7 +113,7 @@ def _number(data: Mapping[str, Any], path: str, name: str, *, nullable: bool = F
     if value is None and nullable:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        raise SnapshotError(f"{_at(path, name)}: {_show(value)} is not a number")
+        raise SnapshotError(f"{show(value)} is not a number", path=at(path, name))
     return float(value)
 
 
@@ -128,7 +121,7 @@ def _choice(data: Mapping[str, Any], path: str, name: str, choices: tuple[str, .
     value = _get(data, path, name)
     if not isinstance(value, str) or value not in choices:
         allowed = ", ".join(repr(c) for c in choices)
-        raise SnapshotError(f"{_at(path, name)}: {_show(value)} is not one of {allowed}")
+        raise SnapshotError(f"{show(value)} is not one of {allowed}", path=at(path, name))
     return value
 
 
@@ -151,11 +144,11 @@ def parse_timestamp(value: object, path: str) -> datetime:
         except ValueError:
             parsed = None
     if parsed is None or parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise SnapshotError(f"{path}: {_show(value)} is not an ISO 8601 timestamp with offset")
+        raise SnapshotError(f"{show(value)} is not an ISO 8601 timestamp with offset", path=path)
     try:
         return parsed.astimezone(timezone.utc)
     except OverflowError:
-        raise SnapshotError(f"{path}: {_show(value)} is out of range in UTC") from None
+        raise SnapshotError(f"{show(value)} is out of range in UTC", path=path) from None
 
 
 def format_timestamp(value: datetime | None) -> str | None:
@@ -165,12 +158,12 @@ def format_timestamp(value: datetime | None) -> str | None:
 
 def _timestamp(data: Mapping[str, Any], path: str, name: str) -> datetime:
     value = _get(data, path, name)
-    return parse_timestamp(value, _at(path, name))
+    return parse_timestamp(value, at(path, name))
 
 
 def _optional_timestamp(data: Mapping[str, Any], path: str, name: str) -> datetime | None:
     value = _get(data, path, name)
-    return None if value is None else parse_timestamp(value, _at(path, name))
+    return None if value is None else parse_timestamp(value, at(path, name))
 
 
 def _rows(
@@ -187,7 +180,7 @@ def _unique(items: Sequence[Any], name: str, key: Any, describe: str) -> None:
     for i, item in enumerate(items):
         k = key(item)
         if k in seen:
-            raise SnapshotError(f"{name}[{i}]: duplicate of {name}[{seen[k]}] ({describe.format(*k)})")
+            raise SnapshotError(f"duplicate of {name}[{seen[k]}] ({describe.format(*k)})", path=at(name, i))
         seen[k] = i
 
 
@@ -285,9 +278,11 @@ class Transform:
         raw_inputs = _get(data, path, "inputs")
         inputs: list[str] = []
         if raw_inputs is not None:
-            for i, item in enumerate(_array(raw_inputs, _at(path, "inputs"))):
+            for i, item in enumerate(_array(raw_inputs, at(path, "inputs"))):
                 if not isinstance(item, str) or not item:
-                    raise SnapshotError(f"{path}.inputs[{i}]: {_show(item)} is not a non-empty string")
+                    raise SnapshotError(
+                        f"{show(item)} is not a non-empty string", path=at(at(path, "inputs"), i)
+                    )
                 inputs.append(item)
         return cls(
             workspace_id=_text(data, path, "workspace_id"),

@@ -40,9 +40,9 @@ from airflow_retry_provider.reconciliation.trails import (
     list_workspaces,
     load_snapshots,
 )
+from airflow_retry_provider.sql import transaction
 
 __all__ = [
-    "OUTPUT_DIR_ENV",
     "WorkspaceReport",
     "build_report",
     "build_reports",
@@ -56,10 +56,10 @@ __all__ = [
     "store_reports",
     "summarise",
     "write_artifacts",
+    "artifact_paths",
 ]
 
 #: Environment variable naming the directory for artifacts (default ``$AIRFLOW_HOME/reconciliation``).
-OUTPUT_DIR_ENV = "AIRFLOW_RETRY_RECONCILIATION_DIR"
 
 _UNHEALTHY = ("failing", "degraded", "stopped")
 
@@ -212,10 +212,12 @@ def _stamp(as_of: datetime) -> str:
 
 
 def default_output_dir() -> Path:
-    """``$AIRFLOW_RETRY_RECONCILIATION_DIR``, else ``$AIRFLOW_HOME/reconciliation`` (``~/airflow`` by default)."""
-    configured = os.environ.get(OUTPUT_DIR_ENV)
+    """``[retry_provider] reconciliation_dir``, else ``$AIRFLOW_HOME/reconciliation`` (``~/airflow`` by default)."""
+    from airflow_retry_provider import settings
+
+    configured: Path | None = settings.get("reconciliation_dir")
     if configured:
-        return Path(configured)
+        return configured
     home = os.environ.get("AIRFLOW_HOME") or str(Path.home() / "airflow")
     return Path(home) / "reconciliation"
 
@@ -323,13 +325,18 @@ def write_artifacts(report: WorkspaceReport, directory: Path) -> dict[str, Path]
 
     The workspace id is percent-encoded in the file names, so any id is a safe, distinct name.
     """
-    folder = run_directory(directory, report.as_of)
-    folder.mkdir(parents=True, exist_ok=True)
-    name = quote(report.workspace_id, safe="")
-    paths = {"json": folder / f"{name}.json", "markdown": folder / f"{name}.md"}
+    paths = artifact_paths(directory, report.workspace_id, report.as_of)
+    paths["json"].parent.mkdir(parents=True, exist_ok=True)
     _write(paths["json"], json.dumps(report.to_dict(), sort_keys=True) + "\n")
     _write(paths["markdown"], report.markdown())
     return paths
+
+
+def artifact_paths(directory: Path, workspace_id: str, as_of: datetime) -> dict[str, Path]:
+    """Where the artifacts of one workspace's report at ``as_of`` are (``json`` and ``markdown``)."""
+    folder = run_directory(directory, as_of)
+    name = quote(workspace_id, safe="")
+    return {"json": folder / f"{name}.json", "markdown": folder / f"{name}.md"}
 
 
 def _write(path: Path, text: str) -> None:
@@ -357,12 +364,8 @@ def _store_batch(
     conn: Any, workspace_ids: Sequence[str], as_of: datetime, window: timedelta
 ) -> list[WorkspaceReport]:
     """Build, store and commit the workspaces' reports (rolled back on error); count their findings."""
-    try:
+    with transaction(conn, close=False):
         reports = store_reports(conn, build_reports(conn, workspace_ids, as_of, window))
-        conn.commit()
-    except BaseException:
-        conn.rollback()
-        raise
     found = Counter((finding.layer, finding.kind) for report in reports for finding in report.findings)
     for (layer, kind), count in sorted(found.items()):
         metrics.incr("reconciliation", "finding", layer, kind, count=count)
@@ -467,16 +470,24 @@ def summarise(
     return summary
 
 
-def load_notifier(spec: str) -> Callable[[dict[str, Any]], Any]:
+def load_notifier(spec: str, allowed: Sequence[str] = ()) -> Callable[[dict[str, Any]], Any]:
     """Import a notifier named ``package.module:function`` (or ``package.module.function``).
 
-    The notifier is called with the run's :func:`summarise` dict when there are new findings.
+    The notifier is called with the run's :func:`summarise` dict when there are new findings. The
+    name comes from a Variable anyone with Variable rights can edit, so only modules under one of
+    the ``allowed`` prefixes (``[retry_provider] notifier_modules``, e.g. ``my_company.alerts``) are
+    imported; nothing else ever is.
     """
     module_name, sep, attribute = spec.strip().partition(":")
     if not sep:
         module_name, _, attribute = spec.strip().rpartition(".")
     if not module_name or not attribute:
         raise ValueError(f"notifier {spec!r} is not 'package.module:function'")
+    if not any(module_name == p or module_name.startswith(p.rstrip(".") + ".") for p in allowed):
+        raise ValueError(
+            f"notifier {spec!r}: module {module_name!r} is not under an allowed prefix "
+            f"([retry_provider] notifier_modules = {','.join(allowed)!r})"
+        )
     target: Any = importlib.import_module(module_name)
     for part in attribute.split("."):
         target = getattr(target, part)

@@ -1,14 +1,14 @@
-"""Create the reconciliation tables (trails and reports): one idempotent ``sql/trails.sql``."""
+"""The reconciliation tables (trails and reports), created by the provider's migrations."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from airflow_retry_provider.reconciliation.sql import query, trails_sql
+from airflow_retry_provider.reconciliation.sql import query
 
 __all__ = ["TRAIL_TABLES", "apply_trail_schema", "ensure_trail_schema", "missing_trail_tables"]
 
-#: Every table ``trails.sql`` creates.
+#: Every trail and report table (``migrations/0001_initial.sql``).
 TRAIL_TABLES = (
     "source_runs",
     "bronze_tables",
@@ -21,25 +21,18 @@ TRAIL_TABLES = (
 
 
 def apply_trail_schema(conn: Any, *, commit: bool = True) -> None:
-    """Run ``trails.sql`` on a DB-API connection (psycopg 3 or psycopg2).
+    """Bring the provider's schema, which holds these tables, to the newest version.
 
-    It takes the advisory lock ``dlq.schema.apply_schema`` takes, so concurrent inits do not race.
-
-    :param conn: an open connection, not in autocommit mode.
-    :param commit: commit at the end; ``False`` runs inside the caller's transaction (as
-        ``apply_schema`` does).
+    :param conn: an open connection (psycopg 3 or psycopg2), not in autocommit mode.
+    :param commit: commit at the end; ``False`` runs inside the caller's transaction.
     """
-    cursor = conn.cursor()
-    try:
-        cursor.execute(trails_sql())
-    finally:
-        cursor.close()
-    if commit:
-        conn.commit()
+    from airflow_retry_provider import migrations
+
+    migrations.upgrade(conn, commit=commit)
 
 
 def missing_trail_tables(conn: Any) -> list[str]:
-    """The tables of ``trails.sql`` that do not exist yet (a catalogue query: no DDL, no lock)."""
+    """The tables of ``TRAIL_TABLES`` that do not exist yet (a catalogue query: no DDL, no lock)."""
     cursor = conn.cursor()
     try:
         cursor.execute(query("missing_trail_tables"), {"names": list(TRAIL_TABLES)})
@@ -49,10 +42,10 @@ def missing_trail_tables(conn: Any) -> list[str]:
 
 
 def ensure_trail_schema(conn: Any) -> bool:
-    """Apply ``trails.sql`` only if one of its tables is missing, and commit; return whether it ran.
+    """Upgrade the schema only if one of these tables is missing, and commit; return whether it ran.
 
     Cheap when the tables exist, so the reconciliation DAG calls it on every run and works on a
-    database initialised before these tables were part of ``airflow-retry db init``.
+    database initialised before these tables were part of ``airflow-retry db upgrade``.
     """
     missing = missing_trail_tables(conn)
     conn.commit()

@@ -1,7 +1,7 @@
 """The trails in PostgreSQL: read one workspace into the models, and write trail rows.
 
 Every function takes an open DB-API connection (psycopg 3 or psycopg2, e.g.
-``DeadLetterHook().get_conn()``) and runs named statements of ``sql/queries.sql``; every statement
+``RetryProviderHook().get_conn()``) and runs named statements of ``sql/queries.sql``; every statement
 filters by workspace id. Writers validate their values with the models' ``from_dict`` (so a bad
 status or a naive timestamp raises :class:`SnapshotError` before anything is written) and run in
 the caller's transaction: **the caller commits**.

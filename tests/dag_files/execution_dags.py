@@ -14,11 +14,11 @@ from typing import Any
 import pendulum
 from airflow.sdk import DAG, task
 
-from airflow_retry_provider.hooks.dead_letter import DeadLetterHook
+from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
 from airflow_retry_provider.identity import make_remote_job_id, make_work_unit_key
 from airflow_retry_provider.kill_switch import kill_switch, kill_switch_hook
 from airflow_retry_provider.operators import SqlTransformOperator
-from airflow_retry_provider.remote_jobs import RemoteJob, RemoteJobOperator
+from airflow_retry_provider.operators.remote_jobs import RemoteJob, RemoteJobOperator
 
 START = pendulum.datetime(2026, 11, 1, tz="America/Sao_Paulo")
 JOB_PREFIX = "positions"
@@ -60,7 +60,7 @@ class JobService:
     """A tiny remote job system in PostgreSQL (the ``retry_provider_default`` database)."""
 
     def __init__(self, conn_id: str = "retry_provider_default") -> None:
-        self.hook = DeadLetterHook(postgres_conn_id=conn_id)
+        self.hook = RetryProviderHook(postgres_conn_id=conn_id)
 
     def submit(self, job_id: str, spec: dict[str, Any], submitted_by: str) -> None:
         import psycopg.errors

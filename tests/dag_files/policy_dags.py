@@ -5,12 +5,15 @@ Backoff bases are a second or two so the suite stays fast; everything else is th
 
 from __future__ import annotations
 
+import json
+import time
 from datetime import timedelta
 
 import pendulum
 from airflow.sdk import DAG, task
 
 from airflow_retry_provider import apply_profile
+from airflow_retry_provider.ledger import idempotent
 from airflow_retry_provider.policy import Backoff
 
 FAST = Backoff(base=timedelta(seconds=1), multiplier=2, cap=timedelta(seconds=4), jitter=0.25)
@@ -58,3 +61,32 @@ with _dag("policy_profile_ceilings") as ceilings_dag:
             raise RuntimeError("503 Service Unavailable from upstream")
 
         apply_profile(always_503(), name, backoff=FAST)
+
+
+with _dag("policy_poison_input_and_safe_timeouts") as classified_dag:
+
+    @task
+    def bad_payload() -> None:
+        json.loads('{"order": 7, "amount": ')  # JSONDecodeError: the same payload fails the same way
+
+    @task(execution_timeout=timedelta(seconds=1))
+    def slow_report(ti=None) -> int:
+        if ti.try_number == 1:
+            time.sleep(10)  # killed by execution_timeout: AirflowTaskTimeout, an unknown outcome
+        return ti.try_number
+
+    @task(execution_timeout=timedelta(seconds=1))
+    @idempotent(version="v1")
+    def slow_idempotent_write(ti=None) -> int:
+        if ti.try_number == 1:
+            time.sleep(10)  # under the ledger: safe to repeat even in a pipeline
+        return ti.try_number
+
+    @task(execution_timeout=timedelta(seconds=1))
+    def slow_pipeline_write() -> None:
+        time.sleep(10)  # a plain pipeline write: not safe to repeat
+
+    apply_profile(bad_payload(), "pipeline", backoff=FAST)
+    apply_profile(slow_report(), "report", backoff=FAST)
+    apply_profile(slow_idempotent_write(), "pipeline", backoff=FAST)
+    apply_profile(slow_pipeline_write(), "pipeline", backoff=FAST)

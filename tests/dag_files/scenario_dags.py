@@ -9,19 +9,13 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
-import pendulum
-from airflow.sdk import DAG, task
+from airflow.sdk import task
+from scenario_parts import FAST, LOAD_KINDS, _dag, raise_load_failure  # the bundle folder is on sys.path
 
 from airflow_retry_provider import apply_profile
 from airflow_retry_provider.policy import Backoff
 
-FAST = Backoff(base=timedelta(seconds=2), multiplier=2, cap=timedelta(seconds=8), jitter=0.25)
-START = pendulum.datetime(2026, 11, 1, tz="America/Sao_Paulo")
-TAGS = ["airflow-retry-provider", "e2e"]
-
-
-def _dag(dag_id: str) -> DAG:
-    return DAG(dag_id=dag_id, schedule=None, start_date=START, catchup=False, tags=TAGS)
+__all__ = ["FAST", "LOAD_KINDS"]  # the e2e tests compute expected delays and kinds from them
 
 
 with _dag("e2e_transient"):
@@ -105,23 +99,14 @@ with _dag("e2e_worker_killed"):
     apply_profile(long_extraction(), "dashboard", backoff=FAST)
 
 
-LOAD_KINDS = ["poison"] * 80 + ["unknown"] * 60 + ["retryable"] * 60
-
-
 with _dag("e2e_load"):
 
     @task
     def fail(kind: str) -> None:
-        """Fails as told: poison (missing table), unknown (read timeout) or retryable (503)."""
-        if kind == "poison":
-            raise RuntimeError('relation "positions_v2" does not exist')
-        if kind == "unknown":
-            raise TimeoutError("read timed out waiting for the load confirmation")
-        exc = RuntimeError("503 Service Unavailable")
-        exc.status_code = 503  # type: ignore[attr-defined]
-        raise exc
+        """Fails as told (see raise_load_failure)."""
+        raise_load_failure(kind)
 
-    apply_profile(fail.expand(kind=LOAD_KINDS), "dashboard", backoff=FAST)
+    apply_profile(fail.expand(kind=LOAD_KINDS), "pipeline", backoff=FAST)  # a plain write: not safe to repeat
 
 
 with _dag("e2e_bystander"):
@@ -132,3 +117,25 @@ with _dag("e2e_bystander"):
         return "ok"
 
     still_scheduled()
+
+
+# the backoff stays under a second, so the server's Retry-After (2 s) decides the wait
+BRIEF = Backoff(base=timedelta(milliseconds=500), multiplier=2, cap=timedelta(seconds=10), jitter=0.25)
+
+with _dag("e2e_retry_after"):
+
+    @task
+    def rate_limited_export(ti=None) -> int:
+        """Try 1: the API answers 429 with Retry-After: 2 (a real requests HTTPError); try 2 succeeds."""
+        import requests
+
+        if ti.try_number == 1:
+            response = requests.Response()
+            response.status_code = 429
+            response.reason = "Too Many Requests"
+            response.url = "https://api.example.com/v1/export"
+            response.headers["Retry-After"] = "2"
+            response.raise_for_status()
+        return ti.try_number
+
+    apply_profile(rate_limited_export(), "report", backoff=BRIEF)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import psycopg
 import pytest
 
 DAGS_FOLDER = Path(__file__).resolve().parents[2] / "dags"
 DAG_FILES = sorted(p for p in DAGS_FOLDER.glob("*.py") if not p.name.startswith("_"))
-# Tasks that fail on purpose: the example's poison task lands in the dead-letter queue.
+# Tasks that fail on purpose, exactly these: the example's poison task lands in the dead-letter
+# queue (so the task after it is upstream_failed), and dag.test() has no api-server, so the unconfigured sweeper fails at once.
 INTENTIONALLY_FAILING = {
-    "example_retry_pipeline": {"gold_risk_report"},  # the poison task the example shows
-    "dead_letter_sweeper": {
-        "sweep_dead_letters"
-    },  # dag.test() has no api-server: an unconfigured sweeper fails
+    "example_retry_pipeline": {"gold_risk_report", "publish_risk_report"},
+    "dead_letter_sweeper": {"sweep_dead_letters"},
 }
 
 
@@ -46,14 +46,25 @@ def test_example_pipeline_is_scheduled_in_brasilia_time():
 
 @pytest.mark.dags
 @pytest.mark.parametrize("dag_id", sorted(_dagbag().dags) if DAG_FILES else [])
-def test_every_dag_runs_with_dag_test(dag_id, airflow_db):
-    """``dag.test()`` runs the DAG end to end and every task reaches a final state."""
+def test_every_dag_runs_with_dag_test(dag_id, airflow_db, provider_conn, capfd):
+    """``dag.test()`` runs the DAG end to end; exactly the intended tasks fail, each for its stated reason."""
     dag = _dagbag().dags[dag_id]
     run = dag.test()
-    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    output = capfd.readouterr().out
+    tis = {ti.task_id: ti for ti in run.get_task_instances()}
+    states = {task_id: ti.state for task_id, ti in tis.items()}
     assert states, f"{dag_id} ran no task"
     assert set(states.values()) <= {"success", "failed", "skipped", "upstream_failed"}
     # "skipped" is a success too: a mapped task over an empty list (no workspace seeded yet)
     failed = {task_id for task_id, state in states.items() if state not in ("success", "skipped")}
-    assert failed <= INTENTIONALLY_FAILING.get(dag_id, set()), states
+    assert failed == INTENTIONALLY_FAILING.get(dag_id, set()), states
     assert run.state == ("failed" if failed else "success"), states
+    with psycopg.connect(provider_conn) as conn:
+        letters = conn.execute("SELECT task_id, failure_class, category FROM retry_dead_letters").fetchall()
+    if dag_id == "example_retry_pipeline":  # poison: ran once and went to the dead-letter queue
+        assert tis["gold_risk_report"].try_number == 1
+        assert letters == [("gold_risk_report", "poison", "not-found")]
+    elif dag_id == "dead_letter_sweeper":  # no API connection: fails at once, saying so, no retry
+        assert tis["sweep_dead_letters"].try_number == 1
+        assert "sweeper not configured: define the Airflow connection retry_provider_airflow_api" in output
+        assert letters == []

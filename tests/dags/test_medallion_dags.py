@@ -77,6 +77,7 @@ def test_pipeline_reaches_gold_and_the_poison_task_is_dead_lettered(example_run)
         "silver_positions": ("success", 1),
         "gold_exposure": ("success", 1),
         "gold_risk_report": ("failed", 1),
+        "publish_risk_report": ("upstream_failed", 0),
     }
     assert run.state == "failed"
     assert _query(dsn, "SELECT amount, books, version FROM example_gold_exposure") == [(1500, 3, "v1")]
@@ -101,9 +102,32 @@ def test_trails_record_the_source_run_events_bronze_and_transforms(example_run):
     transforms = dict(
         (r[0], r[1:]) for r in _query(dsn, "SELECT transform_id, layer, inputs, last_run_at FROM transforms")
     )
-    assert set(transforms) == {"silver_positions", "gold_exposure"}  # the poison report rolled back
+    assert set(transforms) == {"silver_positions", "gold_exposure", "gold_risk_report"}
+    assert transforms["gold_risk_report"] == ("gold", ["silver_positions"], None)  # registered, never run
     assert transforms["silver_positions"][:2] == ("silver", ["positions_api/example_bronze_positions"])
     assert runs[0][2] <= bronze[0][2] <= transforms["silver_positions"][2] <= transforms["gold_exposure"][2]
+
+
+def test_the_fixed_risk_report_reads_silver_and_the_run_succeeds(airflow_db, pg_server, monkeypatch):
+    """With the Variable example_risk_report_fixed set to yes, the report runs and the run succeeds."""
+    import uuid
+
+    name = f"arp_medallion_fixed_{uuid.uuid4().hex[:8]}"
+    dsn = pg_server.create_database(name)
+    monkeypatch.setenv("AIRFLOW_CONN_RETRY_PROVIDER_DEFAULT", dsn)
+    monkeypatch.setenv("AIRFLOW_VAR_EXAMPLE_RISK_REPORT_FIXED", "yes")
+    try:
+        run = _example_dag().test()
+        states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+        assert states["gold_risk_report"] == states["publish_risk_report"] == "success", states
+        assert run.state == "success"
+        assert _query(dsn, "SELECT count(*) FROM retry_dead_letters") == [(0,)]
+        ran = _query(
+            dsn, "SELECT last_run_at IS NOT NULL FROM transforms WHERE transform_id = 'gold_risk_report'"
+        )
+        assert ran == [(True,)]
+    finally:
+        pg_server.drop_database(name)
 
 
 def test_kill_switch_off_skips_instead_of_failing(airflow_db, provider_conn, monkeypatch):

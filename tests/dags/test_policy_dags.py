@@ -77,3 +77,35 @@ def test_each_profile_ceiling_holds(airflow_db, provider_conn):
         letter = letters[task_id]
         assert (letter["failure_class"], letter["category"]) == ("retryable", "exhausted"), profile
         assert letter["attempts_used"] == max_attempts == letter["max_attempts"], profile
+
+
+def test_poison_input_skips_the_attempts_and_safe_timeouts_are_retried(airflow_db, provider_conn):
+    """Bad input goes to the DLQ on its first try; a timeout is retried only in work safe to repeat."""
+    run = policy_dags.classified_dag.test()
+    states, letters = _states(run), _letters(provider_conn)
+    dag_id = "policy_poison_input_and_safe_timeouts"
+
+    assert states["bad_payload"] == ("failed", 1)  # one try of two: no attempt burned, no backoff waited
+    letter = letters["bad_payload"]
+    assert (letter["failure_class"], letter["category"], letter["attempts_used"]) == (
+        "poison",
+        "invalid-input",
+        1,
+    )
+    assert letter["reason"].startswith("[attempt 1/2] dead letter poison/invalid-input: JSONDecodeError:")
+
+    for task_id in ("slow_report", "slow_idempotent_write"):  # report profile; @idempotent under pipeline
+        assert states[task_id] == ("success", 2), task_id
+        key = make_work_unit_key(
+            dag_id, task_id, -1, run.data_interval_start, run.data_interval_end, run.run_id
+        )
+        (_, _, delay_override, reason), _ = task_tries(dag_id, run.run_id, task_id)
+        assert timedelta(seconds=delay_override) == policy_dags.FAST.delay(1, key), task_id
+        assert "] unknown outcome, safe to repeat: unknown/task-timeout: AirflowTaskTimeout" in reason, (
+            task_id
+        )
+        assert task_id not in letters
+
+    assert states["slow_pipeline_write"] == ("failed", 1)  # a plain write: never resubmitted blindly
+    letter = letters["slow_pipeline_write"]
+    assert (letter["failure_class"], letter["category"]) == ("unknown", "unknown-outcome")

@@ -39,7 +39,7 @@ def _dag():
 @pytest.fixture
 def artifacts(tmp_path, monkeypatch) -> Path:
     """Artifacts go to a temporary directory."""
-    monkeypatch.setenv("AIRFLOW_RETRY_RECONCILIATION_DIR", str(tmp_path))
+    monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__RECONCILIATION_DIR", str(tmp_path))
     return tmp_path
 
 
@@ -127,6 +127,7 @@ def test_dag_stores_the_expected_findings_and_health(seeded, artifacts, airflow_
     """dag.test() on two workspaces stores each one's findings and health; findings do not fail it."""
     notifications = tmp_path / "notifications.jsonl"
     monkeypatch.setenv(NOTIFICATIONS_ENV, str(notifications))
+    monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__NOTIFIER_MODULES", "tests.dags")
     monkeypatch.setenv(
         "AIRFLOW_VAR_RETRY_PROVIDER_RECONCILIATION_NOTIFIER", f"{__name__}:record_notification"
     )

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-import shutil
 import socket
-import tempfile
 import threading
 import time
 import uuid
@@ -17,7 +15,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from airflow_retry_provider.devstack.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowStack
+from devstack.airflow import AirflowStack
+from devstack.browser import chromium
+from devstack.browser import signed_in_page as sign_in
 from tests.conftest import REPO, running_airflow
 
 
@@ -135,53 +135,20 @@ def sample_until(predicate, timeout: float = 120, every: float = 0.5) -> None:
     raise TimeoutError("condition not met in time")
 
 
-CHROMIUM = "/usr/bin/chromium"  # Debian's package, never a browser download
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ARTIFACTS = REPO / "tests" / "artifacts"  # screenshots of the browser tests
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """Headless Debian Chromium through Playwright, with a fresh profile; closed at the end."""
-    from playwright.sync_api import sync_playwright
-
-    profile = tempfile.mkdtemp(prefix="arp-chromium-")
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            profile,
-            executable_path=CHROMIUM,
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1440, "height": 1000},
-        )
-        try:
-            yield context
-        finally:
-            context.close()
-            shutil.rmtree(profile, ignore_errors=True)
+    with chromium() as context:
+        yield context
 
 
 def signed_in_page(browser: Any, base_url: str) -> Any:
     """A new page signed in on Airflow's own login page as the admin."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page = browser.new_page()
-    page.set_default_timeout(30_000)
-    page.goto(base_url + "/")
-    page.wait_for_url(re.compile(r"/auth/login"))
-    page.locator("input[name=username]").fill(ADMIN_USER)
-    page.locator("input[name=password]").fill(ADMIN_PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(re.compile(r"^(?!.*/auth/login)"))
-    return page
+    return sign_in(browser, base_url)
 
 
 def open_from_browse_menu(page: Any, item: str, path: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -17,15 +17,17 @@ import pytest
 from psycopg import sql
 
 from airflow_retry_provider.cli import main
-from airflow_retry_provider.devstack.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowStack
-from airflow_retry_provider.devstack.postgres import PostgresServer
-from airflow_retry_provider.dlq.airflow_api import AirflowApi, ApiCredentials, TaskInstanceRef
 from airflow_retry_provider.dlq.callback import UNFILED_EVENT
 from airflow_retry_provider.dlq.models import Letter
 from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
 from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
 from airflow_retry_provider.dlq.sweeper import SWEEP_VARIABLE, managed_dag_ids, sweep, sweeper_letter
+from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials, TaskInstanceRef
+from devstack.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowStack
+from devstack.postgres import PostgresServer
 from tests.conftest import running_airflow
+from tests.e2e.conftest import StatsdListener
+from tests.factories import new_letter
 
 pytestmark = pytest.mark.e2e
 
@@ -33,13 +35,25 @@ POISON_DAG = "policy_poison_between_valid"
 FIX_DAG = "dlq_fix_by_variable"
 PROBE_DAG = "dlq_sweeper_probe"
 SWEEPER_DAG = "dead_letter_sweeper"
+SWEEP_TARGET_DAG = "dlq_sweep_target"
+RUNNING_DAG = "dlq_running_target"
+RELEASE_VARIABLE = "dlq_running_target_release"
+READER = "reader"
 
 
 class Env:
     """The running stack and what the tests need to talk to it."""
 
-    def __init__(self, stack: AirflowStack, server: PostgresServer, provider_db: str, provider_dsn: str):
+    def __init__(
+        self,
+        stack: AirflowStack,
+        server: PostgresServer,
+        provider_db: str,
+        provider_dsn: str,
+        statsd: StatsdListener,
+    ):
         self.stack = stack
+        self.statsd = statsd
         self.server = server
         self.provider_db = provider_db
         self.provider_dsn = provider_dsn
@@ -72,10 +86,37 @@ class Env:
         assert (ti["state"], ti["try_number"]) == (state, try_number), ti
         return ti
 
+    def scheduler_heartbeat(self) -> datetime | None:
+        raw = (self.stack.api("GET", "/api/v2/monitor/health").get("scheduler") or {}).get(
+            "latest_scheduler_heartbeat"
+        )
+        return datetime.fromisoformat(raw) if raw else None
+
+    def wait_scheduler_loops(self, after: datetime, loops: int = 2, timeout: float = 120) -> None:
+        """Wait until the scheduler has heartbeated ``loops`` times after ``after``: its loop has run past it."""
+        seen: set[datetime] = set()
+        deadline = time.monotonic() + timeout
+        while len(seen) < loops and time.monotonic() < deadline:
+            beat = self.scheduler_heartbeat()
+            if beat is not None and beat > after:
+                seen.add(beat)
+            time.sleep(0.5)
+        assert len(seen) >= loops, f"the scheduler did not loop {loops} times after {after}: {seen}"
+
     def letter_of(self, dag_id: str, task_id: str) -> Letter | None:
         found = self.store.list(LetterFilter(dag_id=dag_id, task_id=task_id))
         assert len(found) <= 1
         return found[0] if found else None
+
+    def wait_letter_of(self, dag_id: str, task_id: str, check: Callable[[Letter], bool]) -> Letter:
+        """Wait until the task's letter exists and meets ``check``."""
+        deadline = time.monotonic() + 60
+        letter = self.letter_of(dag_id, task_id)
+        while (letter is None or not check(letter)) and time.monotonic() < deadline:
+            time.sleep(1)
+            letter = self.letter_of(dag_id, task_id)
+        assert letter is not None and check(letter), f"no matching letter of {dag_id}.{task_id}: {letter}"
+        return letter
 
     def wait_letter(self, letter_id: int, check: Callable[[Letter], bool], timeout: float = 150) -> Letter:
         deadline = time.monotonic() + timeout
@@ -86,6 +127,23 @@ class Env:
                 return letter
             time.sleep(1)
         raise AssertionError(f"letter {letter_id} did not reach the expected state: {letter}")
+
+    def counter(self, name: str) -> int:
+        """What the StatsD listener has counted so far for ``airflow.retry_provider.<name>``."""
+        return self.statsd.counters("airflow.retry_provider.").get(f"airflow.retry_provider.{name}", 0)
+
+    def wait_counted(self, before: dict[str, int], timeout: float = 30) -> None:
+        """Wait until each counter went up by at least one from ``before`` (at least: UDP may drop)."""
+        deadline = time.monotonic() + timeout
+        while any(self.counter(n) <= c for n, c in before.items()) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        after = {name: self.counter(name) for name in before}
+        assert all(after[name] >= count + 1 for name, count in before.items()), (
+            f"not counted on the wire: {before} -> {after}"
+        )
+
+    def counters(self, *names: str) -> dict[str, int]:
+        return {name: self.counter(name) for name in names}
 
     def set_variable(self, key: str, value: str) -> None:
         try:
@@ -100,14 +158,26 @@ def _ti_ref(dag_id: str, run_id: str, task_id: str) -> TaskInstanceRef:
 
 @pytest.fixture(scope="module")
 def env(pg_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    """A real Airflow on fresh databases with tests/dag_files and dags/; stopped at the end of the module."""
-    with running_airflow(
-        pg_server,
-        tmp_path_factory.mktemp("dlq-airflow-home"),
-        "dlq",
-        extra_env={"AIRFLOW_RETRY_DLQ_SWEEP_GRACE_SECONDS": "0"},
-    ) as airflow:
-        yield Env(airflow.stack, pg_server, airflow.provider_db, airflow.provider_dsn)
+    """A real Airflow on fresh databases with tests/dag_files and dags/, its metrics sent to a StatsD listener."""
+    statsd = StatsdListener()
+    extra_env = {
+        "AIRFLOW__RETRY_PROVIDER__SWEEP_GRACE_SECONDS": "0",
+        "AIRFLOW__METRICS__STATSD_ON": "True",
+        "AIRFLOW__METRICS__STATSD_HOST": "127.0.0.1",
+        "AIRFLOW__METRICS__STATSD_PORT": str(statsd.port),
+        "AIRFLOW__METRICS__STATSD_PREFIX": "airflow",
+    }
+    try:
+        with running_airflow(
+            pg_server,
+            tmp_path_factory.mktemp("dlq-airflow-home"),
+            "dlq",
+            extra_env=extra_env,
+            stack_options={"users": {READER: "viewer"}},  # may read every DAG, edit none
+        ) as airflow:
+            yield Env(airflow.stack, pg_server, airflow.provider_db, airflow.provider_dsn, statsd)
+    finally:
+        statsd.close()
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +196,7 @@ def test_poison_job_reaches_dlq_after_one_execution_between_two_valid_jobs(env: 
     invalid = env.ti(POISON_DAG, poison_run, "invalid_job")
     assert (invalid["state"], invalid["try_number"]) == ("failed", 1)
     assert len(env.tries(POISON_DAG, poison_run, "invalid_job")) == 1
-    letter = env.wait_letter(env.letter_of(POISON_DAG, "invalid_job").id, lambda lt: True)  # type: ignore[union-attr]
+    letter = env.wait_letter_of(POISON_DAG, "invalid_job", lambda lt: lt.try_number == 1)
     assert (letter.status, letter.replay_count, letter.try_number) == ("dlq", 0, 1)
     assert (letter.failure_class, letter.category, letter.filed_by) == ("poison", "not-found", "callback")
     assert env.letter_of(POISON_DAG, "valid_before") is None
@@ -143,6 +213,7 @@ def test_replays_without_a_fix_return_to_dlq_and_park_at_the_cap(env: Env, poiso
     assert env.ti(POISON_DAG, poison_run, "invalid_job")["try_number"] == 1  # the dry-run changed nothing
     assert env.store.replays(letter.id) == []
 
+    counted = env.counters("letter.dlq", "letter.parked", "replay.cleared")
     request = ReplayRequest("ana", "deployed nothing yet", "v1")
     report = engine.replay(request, ids=[letter.id])
     assert report.cleared == [letter.id]
@@ -151,7 +222,8 @@ def test_replays_without_a_fix_return_to_dlq_and_park_at_the_cap(env: Env, poiso
     ti = env.wait_ti(POISON_DAG, poison_run, "invalid_job", "failed", 2)
     assert ti["note"].startswith(f"airflow-retry replay #{report.results[0].replay_id} by ana:")
 
-    time.sleep(30)  # a poison task replayed without a fix never loops by itself
+    # a poison task replayed without a fix never loops by itself: the scheduler's next loops pass it by
+    env.wait_scheduler_loops(after=datetime.fromisoformat(ti["end_date"]))
     ti = env.ti(POISON_DAG, poison_run, "invalid_job")
     assert (ti["state"], ti["try_number"]) == ("failed", 2)
     assert env.store.get(letter.id).replay_count == 1  # type: ignore[union-attr]
@@ -187,6 +259,7 @@ def test_replays_without_a_fix_return_to_dlq_and_park_at_the_cap(env: Env, poiso
     assert parked.status == "parked"
     env.wait_ti(POISON_DAG, poison_run, "invalid_job", "failed", 4)
     assert len(env.tries(POISON_DAG, poison_run, "invalid_job")) == 4
+    env.wait_counted(counted)  # back in dlq (callback), parked (callback), cleared (the plugin, api-server)
 
     refused = engine.replay(ReplayRequest("ana", "once more", "v1"), ids=[letter.id])
     assert [r.outcome for r in refused.results] == ["refused"]
@@ -201,12 +274,10 @@ def test_replay_after_the_fix_resolves_the_letter(env: Env):
     """A task failing until a Variable says the fix is in: a replay after setting it makes the letter resolved."""
     run_id = env.trigger(FIX_DAG)
     assert env.stack.wait_for_run(FIX_DAG, run_id, timeout=240)["state"] == "failed"
-    deadline = time.monotonic() + 60
-    while (letter := env.letter_of(FIX_DAG, "load_positions")) is None and time.monotonic() < deadline:
-        time.sleep(1)
-    assert letter is not None and letter.status == "dlq"
+    letter = env.wait_letter_of(FIX_DAG, "load_positions", lambda lt: lt.status == "dlq")
     env.wait_ti(FIX_DAG, run_id, "load_positions", "failed", 1)
     env.set_variable("policy_fix_applied", "yes")
+    counted = env.counters("letter.resolved", "replay.cleared")
     _replay_through_plugin(env, letter.id, "positions_v3 created", "v2", processing_version="p2")
     resolved = env.wait_letter(letter.id, lambda lt: lt.status != "replaying")
     assert (resolved.status, resolved.replay_count) == ("resolved", 0)
@@ -214,6 +285,7 @@ def test_replay_after_the_fix_resolves_the_letter(env: Env):
     (replay,) = env.store.replays(letter.id)
     assert (replay.outcome, replay.fix_version, replay.processing_version) == ("succeeded", "v2", "p2")
     assert resolved.work_unit_key == letter.work_unit_key  # identity is kept; the new version is recorded
+    env.wait_counted(counted)
 
 
 def test_sweeper_files_the_letter_once_postgres_is_back(env: Env, poison_run: str):
@@ -264,16 +336,118 @@ def test_sweeper_files_the_letter_once_postgres_is_back(env: Env, poison_run: st
 
     with AirflowApi(env.credentials) as api:
         dags = managed_dag_ids(api)
-        assert {PROBE_DAG, FIX_DAG, POISON_DAG} <= set(dags)
+        assert {PROBE_DAG, FIX_DAG, POISON_DAG} <= set(dags) and SWEEP_TARGET_DAG not in dags
+        failed = [ti for dag_id in dags for ti in api.failed_task_instances(dag_id)]
         again = sweep(env.store, api, dags, replay_cap=3, grace=timedelta(0))
-    assert again.filed == () and again.covered >= 2  # the probe and the parked poison letter
+    assert {(ti.dag_id, ti.task_id) for ti in failed} >= {(PROBE_DAG, "always_poison")}
+    assert (again.filed, again.covered, again.errors) == ((), len(failed), ())  # every failure has its letter
     with psycopg.connect(env.provider_dsn) as conn:
-        assert conn.execute("SELECT count(*) FROM retry_dead_letters").fetchone() == (4,)
+        total, distinct = conn.execute(
+            "SELECT count(*), count(DISTINCT (dag_id, run_id, task_id, map_index)) FROM retry_dead_letters"
+        ).fetchone()  # type: ignore[misc]
+    assert total == distinct  # one letter per task instance, however many tests filed before
+
+
+def test_the_sweeper_keeps_its_grace_and_look_back_and_refiles_a_replay_failed_at_a_newer_try(
+    env: Env, pg_dsn: str
+):
+    """Into an empty store: a fresh failure is left to its callback, an old one is out of the look-back; then filed, replayed, refiled."""
+    run_id = env.trigger(SWEEP_TARGET_DAG)
+    assert env.stack.wait_for_run(SWEEP_TARGET_DAG, run_id, timeout=240)["state"] == "failed"
+    ended = datetime.fromisoformat(
+        env.wait_ti(SWEEP_TARGET_DAG, run_id, "fails_without_a_letter", "failed", 1)["end_date"]
+    )
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    dags = [SWEEP_TARGET_DAG]
+    with AirflowApi(env.credentials) as api:
+        within_grace = sweep(
+            store, api, dags, replay_cap=3, grace=timedelta(hours=1), now=ended + timedelta(minutes=59)
+        )
+        assert (within_grace.filed, within_grace.covered) == ((), 0)  # still its callback's to file
+        later = ended + timedelta(days=8)
+        past_look_back = sweep(
+            store, api, dags, replay_cap=3, lookback=timedelta(days=7), grace=timedelta(0), now=later
+        )
+        assert (past_look_back.filed, past_look_back.covered) == ((), 0)  # ended before the look-back
+        assert store.list(LetterFilter(dag_id=SWEEP_TARGET_DAG)) == []
+        filed = sweep(store, api, dags, replay_cap=3, grace=timedelta(0))
+        (letter_id,) = filed.filed
+        letter = store.get(letter_id)
+        assert letter is not None and (letter.run_id, letter.try_number, letter.status) == (run_id, 1, "dlq")
+
+        report = ReplayEngine(store, api, replay_cap=3).replay(
+            ReplayRequest("ana", "try again", "v1"), ids=[letter_id]
+        )
+        assert report.cleared == [letter_id]
+        env.wait_ti(SWEEP_TARGET_DAG, run_id, "fails_without_a_letter", "failed", 2)
+        assert store.get(letter_id).status == "replaying"  # type: ignore[union-attr]  # no callback wrote back
+        refiled = sweep(store, api, dags, replay_cap=3, grace=timedelta(0))
+    assert refiled.filed == (letter_id,)
+    letter = store.get(letter_id)
+    assert letter is not None
+    assert (letter.status, letter.try_number, letter.replay_count) == ("dlq", 2, 1)
+    assert [r.outcome for r in store.replays(letter_id)] == ["failed"]
+
+
+def test_a_running_task_instance_is_not_cleared_and_the_letter_returns_to_dlq(env: Env):
+    """Airflow does not clear a running task instance (nothing to clear, or 409): it keeps running untouched, the letter is back in dlq saying why."""
+    env.set_variable(RELEASE_VARIABLE, "no")
+    run_id = env.trigger(RUNNING_DAG)
+    deadline = time.monotonic() + 180
+    while (
+        env.ti(RUNNING_DAG, run_id, "runs_until_released")["state"] != "running"
+        and time.monotonic() < deadline
+    ):
+        time.sleep(1)
+    try:
+        assert env.ti(RUNNING_DAG, run_id, "runs_until_released")["state"] == "running"
+        letter_id = env.store.file(
+            new_letter(dag_id=RUNNING_DAG, run_id=run_id, task_id="runs_until_released"), replay_cap=3
+        ).letter_id
+        counted = env.counters("replay.clear_failed")
+        job = _replay_through_plugin(env, letter_id, "too early", "v1")
+        assert job["counts"] == {"clear-failed": 1}, job
+        ti = env.ti(RUNNING_DAG, run_id, "runs_until_released")
+        assert (ti["state"], ti["try_number"]) == ("running", 1)  # not restarted behind the replay's back
+        letter = env.store.get(letter_id)
+        assert letter is not None and (letter.status, letter.replay_count) == ("dlq", 0)
+        # a replay clears only failed task instances (only_failed): Airflow clears nothing, or refuses (409)
+        reason = letter.status_reason or ""
+        assert "409" in reason or "cleared no task instance" in reason, reason
+        env.wait_counted(counted)
+    finally:
+        env.set_variable(RELEASE_VARIABLE, "yes")
+    env.wait_ti(RUNNING_DAG, run_id, "runs_until_released", "failed", 1)
+
+
+def test_airflow_refusing_the_clear_with_403_sends_the_letter_back_to_dlq(env: Env):
+    """Replaying as a user Airflow lets read but not edit: Airflow answers 403, nothing is cleared, and the
+    letter is back in dlq with the refusal as its reason."""
+    env.set_variable(RELEASE_VARIABLE, "yes")  # the task fails at once
+    run_id = env.trigger(RUNNING_DAG)
+    env.wait_ti(RUNNING_DAG, run_id, "runs_until_released", "failed", 1)
+    letter_id = env.store.file(
+        new_letter(dag_id=RUNNING_DAG, run_id=run_id, task_id="runs_until_released"), replay_cap=3
+    ).letter_id
+    reader = ApiCredentials(env.stack.base_url, READER, env.stack.password(READER))
+    assert AirflowApi(reader).task_instance(RUNNING_DAG, run_id, "runs_until_released").state == "failed"
+    engine = ReplayEngine(env.store, AirflowApi(reader), replay_cap=3, rate_per_minute=10)
+    report = engine.replay(ReplayRequest("ana", "fixed", "v1", downstream=False), ids=[letter_id])
+    assert [(r.outcome, "403" in (r.detail or "")) for r in report.results] == [("clear-failed", True)], (
+        report
+    )
+    letter = env.store.get(letter_id)
+    assert letter is not None and (letter.status, letter.replay_count) == ("dlq", 0)
+    assert "403" in (letter.status_reason or ""), letter.status_reason
+    assert [r.outcome for r in env.store.replays(letter_id)] == ["clear-failed"]
+    ti = env.ti(RUNNING_DAG, run_id, "runs_until_released")
+    assert (ti["state"], ti["try_number"]) == ("failed", 1)  # not cleared
 
 
 def _replay_through_plugin(env: Env, letter_id: int, reason: str, fix_version: str, **extra: str) -> dict:
-    """POST the plugin's replay API as the signed-in admin (the acting user comes from the token)."""
-    body = {"ids": [letter_id], "reason": reason, "fix_version": fix_version, "actor": "forged", **extra}
+    """POST the plugin's replay API as the signed-in admin (the acting user comes from the token; a body
+    naming an ``actor`` is refused with 422, tests/integration/plugin/test_app.py)."""
+    body = {"ids": [letter_id], "reason": reason, "fix_version": fix_version, **extra}
     job = env.stack.api("POST", "/retry-provider/api/replays", json=body)
     deadline = time.monotonic() + 120
     while not job["finished"] and time.monotonic() < deadline:

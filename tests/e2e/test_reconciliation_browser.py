@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from airflow_retry_provider.devstack.airflow import AirflowStack
-from airflow_retry_provider.devstack.postgres import PostgresServer
+from devstack.airflow import AirflowStack
+from devstack.postgres import PostgresServer
 from tests.conftest import running_airflow
 from tests.e2e.conftest import ARTIFACTS, open_from_browse_menu, signed_in_page
-from tests.integration.test_reconciliation_pages import seed
+from tests.integration.plugin.routers.test_reconciliation import seed
 
 pytestmark = pytest.mark.e2e
 

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from airflow_retry_provider.identity import make_work_unit_key
-from tests.dag_files.scenario_dags import FAST, LOAD_KINDS
+from tests.dag_files.scenario_parts import FAST, LOAD_KINDS
 from tests.e2e.conftest import sample_until
 
 pytestmark = pytest.mark.e2e
@@ -122,10 +122,10 @@ def test_metrics_reach_statsd(e2e, runs):
         time.sleep(1)
     assert counters.get("airflow.retry_provider.decision.retryable.connection_failed", 0) >= 2 + 2
     assert counters.get("airflow.retry_provider.action.retry", 0) >= 4
-    assert counters.get("airflow.retry_provider.decision.retryable.deadline_infeasible", 0) == 1
+    assert counters.get("airflow.retry_provider.decision.retryable.deadline_infeasible", 0) >= 1
     assert counters.get("airflow.retry_provider.action.dead_letter", 0) >= 2
     assert counters.get("airflow.retry_provider.letter.created", 0) >= 2
-    assert counters.get("airflow.retry_provider.letter.created.exhausted", 0) == 1
+    assert counters.get("airflow.retry_provider.letter.created.exhausted", 0) >= 1
 
 
 def test_worker_killed_mid_task_is_never_lost(e2e):
@@ -147,16 +147,19 @@ def test_worker_killed_mid_task_is_never_lost(e2e):
 
 
 def test_200_failures_at_once_each_decided_and_filed_once(e2e):
-    """200 mapped failures of mixed classes: 200 letters, no duplicate, and other DAGs keep running."""
+    """200 mapped failures of mixed classes: 200 letters, no duplicate, and other DAGs keep running meanwhile."""
     started = time.monotonic()
     run = e2e.trigger("e2e_load")
-    bystander = e2e.trigger("e2e_bystander")
-    assert e2e.wait(bystander, timeout=600)["state"] == "success"
-    bystander_done = time.monotonic()
+    bystanders: list[dict] = []  # one bystander run after another, for as long as the load drains
+    while e2e.stack.api("GET", f"/api/v2/dags/e2e_load/dagRuns/{run['dag_run_id']}")["state"] not in (
+        "success",
+        "failed",
+    ):
+        bystanders.append(e2e.wait(e2e.trigger("e2e_bystander"), timeout=600))
     finished = e2e.wait(run, timeout=1200)
     drained = time.monotonic() - started
     print(
-        f"\n200 failing task instances drained in {drained:.1f} s (bystander DAG done after {bystander_done - started:.1f} s)"
+        f"\n200 failing task instances drained in {drained:.1f} s; {len(bystanders)} bystander runs meanwhile"
     )
     assert finished["state"] == "failed"
     letters = _load_letters(e2e)
@@ -167,7 +170,14 @@ def test_200_failures_at_once_each_decided_and_filed_once(e2e):
     assert set(by_kind["poison"]) == {("not-found", 1)}
     assert set(by_kind["unknown"]) == {("unknown-outcome", 1)}
     assert set(by_kind["retryable"]) == {("exhausted", 2)}
-    assert bystander_done < started + drained
+    # the bystander's runs finished successfully *inside* the load's window, not only after it
+    window = (datetime.fromisoformat(finished["start_date"]), datetime.fromisoformat(finished["end_date"]))
+    inside = [
+        b
+        for b in bystanders
+        if b["state"] == "success" and window[0] < datetime.fromisoformat(b["end_date"]) < window[1]
+    ]
+    assert len(inside) >= 2, (window, [(b["state"], b["end_date"]) for b in bystanders])
 
 
 def _load_letters(e2e) -> list[tuple]:

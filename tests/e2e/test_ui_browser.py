@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from airflow_retry_provider.devstack.airflow import ADMIN_USER, AirflowStack
-from airflow_retry_provider.devstack.postgres import PostgresServer
 from airflow_retry_provider.dlq.models import Letter
 from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
+from devstack.airflow import ADMIN_USER, AirflowStack
+from devstack.postgres import PostgresServer
 from tests.conftest import running_airflow
 from tests.e2e.conftest import ARTIFACTS, open_from_browse_menu, signed_in_page
 from tests.factories import new_letter
@@ -68,7 +68,7 @@ def env(pg_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> 
         pg_server,
         tmp_path_factory.mktemp("ui-airflow-home"),
         "ui",
-        extra_env={"AIRFLOW_RETRY_DLQ_REPLAY_RATE_PER_MINUTE": "60"},
+        extra_env={"AIRFLOW__RETRY_PROVIDER__REPLAY_RATE_PER_MINUTE": "60"},
     ) as airflow:
         stack, store = airflow.stack, DeadLetterStore.from_dsn(airflow.provider_dsn)
         for i in range(3):

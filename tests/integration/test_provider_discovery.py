@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 from airflow_retry_provider import __version__, get_provider_info
@@ -42,3 +43,38 @@ def test_console_script_version_and_help():
     assert helptext.returncode == 0
     for command in ("db", "demo"):
         assert command in helptext.stdout
+
+
+def test_airflow_config_shows_the_provider_settings_and_reads_airflow_cfg(tmp_path):
+    """``airflow config list`` shows every [retry_provider] default; ``get-value`` reads airflow.cfg."""
+    from airflow_retry_provider import settings
+
+    listed = run_airflow_cli("config", "list", "--section", "retry_provider", "--show-values", "--defaults")
+    assert listed.returncode == 0, listed.stderr
+    for setting in settings.SETTINGS:
+        assert f"{setting.key} = {setting.default}".rstrip() in listed.stdout
+
+    (tmp_path / "airflow.cfg").write_text("[retry_provider]\nui_timezone = Asia/Tokyo\n")
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path), "AIRFLOW_CONFIG": str(tmp_path / "airflow.cfg")}
+    read = subprocess.run(
+        [str(VENV_BIN / "airflow"), "config", "get-value", "retry_provider", "ui_timezone"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.strip() == "Asia/Tokyo"
+    provider = subprocess.run(
+        [
+            str(VENV_BIN / "python"),
+            "-c",
+            "from airflow_retry_provider import settings; print(settings.ui_timezone())",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert provider.returncode == 0, provider.stderr
+    assert provider.stdout.strip() == "Asia/Tokyo"

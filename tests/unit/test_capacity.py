@@ -132,17 +132,17 @@ def test_example_file_declares_the_positions_database():
 
 
 def test_registered_map_and_env_file_are_the_defaults(monkeypatch, tmp_path):
-    """Without dependencies=, the registered map is used, else AIRFLOW_RETRY_DEPENDENCIES_FILE."""
+    """Without dependencies=, the registered map is used, else AIRFLOW__RETRY_PROVIDER__DEPENDENCIES_FILE."""
     path = tmp_path / "deps.yaml"
     path.write_text("dependencies: {crm: {slots: 3}}")
-    monkeypatch.setenv("AIRFLOW_RETRY_DEPENDENCIES_FILE", str(path))
+    monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__DEPENDENCIES_FILE", str(path))
     assert uses("crm", 3) == {"pool": "crm", "pool_slots": 3}
     set_dependencies(POSITIONS)
     try:
         assert uses("positions_db") == {"pool": "positions_db", "pool_slots": 1}
     finally:
         set_dependencies(None)
-    monkeypatch.delenv("AIRFLOW_RETRY_DEPENDENCIES_FILE")
+    monkeypatch.delenv("AIRFLOW__RETRY_PROVIDER__DEPENDENCIES_FILE")
     with pytest.raises(CapacityError, match="no dependency map"):
         uses("crm")
 

@@ -1,4 +1,4 @@
-"""The quality gates configured in pyproject.toml hold: ruff (lint and format) and mypy."""
+"""The quality gates configured in pyproject.toml hold: ruff (lint and format), mypy and import-linter."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ BIN = Path(sys.executable).parent
         ["ruff", "check", "."],  # lint rules, including S608 (no SQL built from strings)
         ["ruff", "format", "--check", "."],  # one formatting
         ["mypy"],  # type checks of airflow_retry_provider
+        ["lint-imports"],  # the layers of docs/ARCHITECTURE.md ([tool.importlinter] contracts)
     ],
-    ids=["ruff-check", "ruff-format", "mypy"],
+    ids=["ruff-check", "ruff-format", "mypy", "import-linter"],
 )
 def test_quality_gate_is_clean(command):
     """The tool reports no problem on the repository."""

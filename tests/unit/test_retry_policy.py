@@ -53,8 +53,8 @@ def test_retryable_failure_gets_our_delay_seeded_by_the_data_interval():
     assert decision.retry_delay == expected
     after = (NOW + expected).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert (
-        decision.reason
-        == f"[attempt 2/3] [after {after}] retryable/rate-limited: RuntimeError: 429 Too Many Requests"
+        decision.reason == f"[attempt 2/3] [after {after}] [rule http-rate-limited] [profile report] "
+        "retryable/rate-limited: RuntimeError: 429 Too Many Requests"
     )
 
 
@@ -93,16 +93,91 @@ def test_poison_fails_at_once():
     """A missing table fails the task without burning attempts."""
     decision = _policy().evaluate(RuntimeError("table x not found"), 1, 2, _context())
     assert decision.action == RetryAction.FAIL
-    assert decision.reason.startswith("[attempt 1/3] dead letter poison/not-found")
+    assert decision.reason.startswith(
+        "[attempt 1/3] [rule message-not-found] [profile report] dead letter poison/not-found"
+    )
 
 
-def test_unknown_outcome_is_not_resubmitted_unless_the_task_reconciles():
-    """A timeout after submit dead-letters, unless the task can reconcile with the remote side."""
-    exc = TimeoutError("read timed out")
-    blind = _policy().evaluate(exc, 1, 2, _context())
-    reconciling = _policy(can_reconcile=True).evaluate(exc, 1, 2, _context())
-    assert blind.action == RetryAction.FAIL and "unknown-outcome" in blind.reason
-    assert reconciling.action == RetryAction.RETRY
+def _marked_context(task: object) -> dict:
+    return {**_context(), "task": task}
+
+
+class _IdempotentOperator:
+    """Stands for an operator built on IdempotentMixin: the policy reads only the class marker."""
+
+    safe_to_repeat = True
+    retries = 2
+
+
+def _idempotent_function() -> None:
+    """Stands for @idempotent's wrapper."""
+
+
+_idempotent_function.safe_to_repeat = True  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("policy", "context", "retried"),
+    [
+        (ClassifiedRetryPolicy("pipeline", clock=lambda: NOW), _context(), False),  # pipeline writes
+        (ClassifiedRetryPolicy("report", clock=lambda: NOW), _context(), True),  # reports re-run queries
+        (
+            ClassifiedRetryPolicy("dashboard", clock=lambda: NOW),
+            _context(retries=1),
+            True,
+        ),  # so do dashboards
+        (ClassifiedRetryPolicy(clock=lambda: NOW), _context(), False),  # no profile, no marker
+        (
+            ClassifiedRetryPolicy("pipeline", clock=lambda: NOW),
+            _marked_context(_IdempotentOperator()),
+            True,
+        ),  # IdempotentMixin, medallion and remote-job operators are safe by construction
+        (
+            ClassifiedRetryPolicy("pipeline", clock=lambda: NOW),
+            _marked_context(SimpleNamespace(retries=2, python_callable=_idempotent_function)),
+            True,
+        ),  # a @task under @idempotent
+        (
+            ClassifiedRetryPolicy("report", safe_to_repeat=False, clock=lambda: NOW),
+            _context(),
+            False,
+        ),  # an explicit answer beats the profile
+        (
+            ClassifiedRetryPolicy("pipeline", safe_to_repeat=True, clock=lambda: NOW),
+            _context(),
+            True,
+        ),  # and the task's
+    ],
+)
+def test_a_timeout_is_retried_only_in_work_safe_to_repeat(policy, context, retried):
+    """A timeout is retried with backoff in safe work, else filed as unknown-outcome."""
+    decision = policy.evaluate(TimeoutError("read timed out"), 1, 2, context)
+    if retried:
+        assert decision.action == RetryAction.RETRY
+        assert "] unknown outcome, safe to repeat: unknown/timeout: TimeoutError: read timed out" in (
+            decision.reason
+        )
+    else:
+        assert decision.action == RetryAction.FAIL
+        assert "dead letter unknown-outcome: unknown/timeout" in decision.reason
+
+
+def test_safe_to_repeat_is_checked():
+    """safe_to_repeat must be True, False or None."""
+    with pytest.raises(ValueError, match="safe_to_repeat must be True, False or None, got 'yes'"):
+        ClassifiedRetryPolicy(safe_to_repeat="yes")  # type: ignore[arg-type]
+
+
+def test_retry_after_sets_the_delay_and_the_reason():
+    """A 429 with Retry-After 120 s waits max(backoff, 120 s), capped, and says so."""
+    exc = RuntimeError("429 Too Many Requests")
+    exc.response = SimpleNamespace(status_code=429, headers={"Retry-After": "4000"})  # type: ignore[attr-defined]
+    fast = Backoff(base=timedelta(seconds=1), cap=timedelta(minutes=10), jitter=0)
+    decision = ClassifiedRetryPolicy("report", backoff=fast, clock=lambda: NOW).evaluate(
+        exc, 1, 2, _context()
+    )
+    assert decision.retry_delay == timedelta(minutes=10)
+    assert "] Retry-After 4000 s (capped at 10m): retryable/rate-limited:" in decision.reason
 
 
 def test_last_attempt_is_exhausted():
@@ -224,3 +299,25 @@ def test_apply_profile_to_task_and_operator():
         assert empty.retries == 1
         with pytest.raises(ProfileConflictError, match="task 'bad'"):
             apply_profile(EmptyOperator(task_id="bad", retries=4), "report")
+
+
+def test_idempotent_work_is_marked_safe_to_repeat():
+    """The ledger's decorator and mixin, the medallion operators and the remote-job operator mark themselves safe."""
+    from airflow_retry_provider.ledger import IdempotentMixin, idempotent
+    from airflow_retry_provider.operators.extraction import PostgresExtractionOperator
+    from airflow_retry_provider.operators.medallion import PostgresBronzeLoadOperator, SqlTransformOperator
+    from airflow_retry_provider.operators.remote_jobs import RemoteJobOperator
+
+    @idempotent(key="unit")
+    def write() -> None:
+        """A write under the ledger."""
+
+    marked = [
+        IdempotentMixin,
+        PostgresBronzeLoadOperator,
+        SqlTransformOperator,
+        PostgresExtractionOperator,
+        RemoteJobOperator,
+        write,
+    ]
+    assert all(getattr(item, "safe_to_repeat", False) is True for item in marked)

@@ -20,15 +20,28 @@ def test_parse_named_refuses_a_name_twice():
 
 
 @pytest.mark.parametrize(
-    "package",
+    ("package", "filename"),
     [
-        "airflow_retry_provider.dlq.sql",  # dead letters and replays
-        "airflow_retry_provider.ledger.sql",  # work-unit ledger
-        "airflow_retry_provider.reconciliation.sql",  # trails and reports
+        ("airflow_retry_provider.dlq.sql", "queries.sql"),  # dead letters and replays
+        ("airflow_retry_provider.ledger.sql", "queries.sql"),  # work-unit ledger
+        ("airflow_retry_provider.reconciliation.sql", "queries.sql"),  # trails and reports
+        ("airflow_retry_provider.operators.sql", "medallion.sql"),  # medallion templates, same loader
+        ("airflow_retry_provider.migrations", "queries.sql"),  # the migration runner
     ],
 )
-def test_shipped_queries_parse_and_have_no_comment_placeholders(package):
-    """Every shipped queries.sql parses, and no statement is empty."""
-    statements = sql.named(package)
+def test_shipped_queries_parse_and_have_no_comment_placeholders(package, filename):
+    """Every shipped named-SQL file parses through the one loader, and no statement is empty."""
+    statements = sql.named(package, filename)
     assert statements
     assert all(body and not body.lstrip().startswith("--") for body in statements.values())
+
+
+def test_medallion_templates_come_from_the_one_loader():
+    """The medallion operators' query() returns the loader's statement, and names an unknown one."""
+    from airflow_retry_provider.operators.sql import query
+
+    statements = sql.named("airflow_retry_provider.operators.sql", "medallion.sql")
+    name = next(iter(statements))
+    assert query(name) == statements[name]
+    with pytest.raises(KeyError, match="no_such_statement"):
+        query("no_such_statement")

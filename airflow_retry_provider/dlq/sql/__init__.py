@@ -1,4 +1,4 @@
-"""Named SQL of the dead-letter queue: ``schema.sql`` and the ``-- name: x`` blocks of ``queries.sql``."""
+"""Named SQL of the dead-letter queue: the ``-- name: x`` blocks of ``queries.sql`` (the tables: ``migrations/``)."""
 
 from __future__ import annotations
 

@@ -32,14 +32,16 @@ UPDATE retry_dead_letters SET
 WHERE id = %(id)s;
 
 -- name: finish_pending_replays
-UPDATE retry_replays SET outcome = %(outcome)s, outcome_at = now(), detail = %(detail)s
-WHERE letter_id = %(letter_id)s AND outcome = 'pending';
+-- Closes the letter's open replay: one still waiting ('pending') or whose clear's answer was lost ('unknown').
+UPDATE retry_replays SET outcome = %(outcome)s, outcome_at = now(), detail = %(detail)s, lease_until = NULL
+WHERE letter_id = %(letter_id)s AND outcome IN ('pending', 'unknown')
+RETURNING id;
 
 -- name: resolve_replaying_letter
 UPDATE retry_dead_letters SET status = 'resolved', status_reason = %(status_reason)s, updated_at = now()
 WHERE dag_id = %(dag_id)s AND run_id = %(run_id)s AND task_id = %(task_id)s AND map_index = %(map_index)s
   AND status = 'replaying'
-RETURNING id;
+RETURNING id, try_number;
 
 -- name: get_letter
 SELECT * FROM retry_dead_letters WHERE id = %(id)s;
@@ -68,12 +70,188 @@ WHERE id = %(id)s AND status = 'dlq' AND replay_count < %(replay_cap)s
 RETURNING id, try_number;
 
 -- name: insert_replay
-INSERT INTO retry_replays (letter_id, actor, reason, fix_version, processing_version, try_number_before)
-VALUES (%(letter_id)s, %(actor)s, %(reason)s, %(fix_version)s, %(processing_version)s, %(try_number_before)s)
+-- The claim's replay row. clear_sent_at is set when this claim is the one whose clear goes to Airflow
+-- now (the pace counts those); a letter cleared as a downstream of another's clear has none.
+INSERT INTO retry_replays (
+    letter_id, actor, reason, fix_version, processing_version, try_number_before,
+    job_id, source, actor_verified, os_user, downstream, lease_until, clear_sent_at, cleared_at
+) VALUES (
+    %(letter_id)s, %(actor)s, %(reason)s, %(fix_version)s, %(processing_version)s, %(try_number_before)s,
+    %(job_id)s, %(source)s, %(actor_verified)s, %(os_user)s, %(downstream)s,
+    clock_timestamp() + make_interval(secs => %(lease_seconds)s),
+    CASE WHEN %(send)s THEN clock_timestamp() END,
+    CASE WHEN %(send)s THEN NULL ELSE clock_timestamp() END
+)
 RETURNING id;
 
 -- name: mark_replay_cleared
-UPDATE retry_replays SET cleared_at = now(), detail = %(detail)s WHERE id = %(id)s;
+-- Airflow confirmed the clear: no longer mid-clear, so the lease ends.
+UPDATE retry_replays SET cleared_at = now(), detail = %(detail)s, lease_until = NULL WHERE id = %(id)s;
+
+-- name: mark_replay_unknown
+-- The clear's answer was lost: the letter stays replaying and the sync decides from Airflow's state.
+UPDATE retry_replays SET outcome = 'unknown', outcome_at = now(), detail = %(detail)s
+WHERE id = %(id)s AND outcome = 'pending';
+
+-- name: pace_lock
+-- One pace for the deployment: every claim that sends a clear takes this lock first.
+SELECT pg_advisory_xact_lock(7311014);
+
+-- name: clears_in_window
+-- Clears sent in the last 60 seconds by every job and process; how long until the oldest of them
+-- leaves the window, and since when the newest was sent (clears are spaced 60/rate seconds apart).
+SELECT count(*) AS clears,
+       coalesce(min(clear_sent_at) + interval '60 seconds' - clock_timestamp(), interval '0') AS window_wait,
+       coalesce(clock_timestamp() - max(clear_sent_at), interval '1 hour') AS since_last
+FROM retry_replays
+WHERE clear_sent_at > clock_timestamp() - interval '60 seconds';
+
+-- name: claim_of_letter
+-- A letter's open replay (the newest one still pending or unknown), if any.
+SELECT * FROM retry_replays
+WHERE letter_id = %(letter_id)s AND outcome IN ('pending', 'unknown')
+ORDER BY id DESC LIMIT 1;
+
+-- name: claim_letter_by_ti
+-- A letter whose task instance was cleared with another letter's downstream joins that replay.
+UPDATE retry_dead_letters SET status = 'replaying', status_reason = %(status_reason)s, updated_at = now()
+WHERE dag_id = %(dag_id)s AND run_id = %(run_id)s AND task_id = %(task_id)s AND map_index = %(map_index)s
+  AND status = 'dlq'
+RETURNING id, try_number;
+
+-- name: open_claims
+-- Letters in replaying whose claim needs a decision: the clear's answer was lost, or the claim's lease
+-- expired before the clear was confirmed. Joined with the claim.
+SELECT l.*, r.id AS replay_id, r.outcome AS replay_outcome, r.try_number_before, r.cleared_at,
+       r.lease_until < clock_timestamp() AS lease_expired
+FROM retry_dead_letters l
+JOIN retry_replays r ON r.letter_id = l.id AND r.outcome IN ('pending', 'unknown') AND r.cleared_at IS NULL
+WHERE l.status = 'replaying' AND (r.outcome = 'unknown' OR r.lease_until < clock_timestamp())
+ORDER BY r.id
+LIMIT %(limit)s;
+
+-- name: abandon_claim
+-- No clear happened: the replay is closed and the letter goes back to the queue.
+WITH closed AS (
+    UPDATE retry_replays SET outcome = 'abandoned', outcome_at = now(), detail = %(detail)s, lease_until = NULL
+    WHERE id = %(replay_id)s AND outcome IN ('pending', 'unknown') AND cleared_at IS NULL
+    RETURNING letter_id
+)
+UPDATE retry_dead_letters SET status = 'dlq', status_reason = %(detail)s, updated_at = now()
+WHERE id IN (SELECT letter_id FROM closed) AND status = 'replaying'
+RETURNING id;
+
+-- name: insert_event
+INSERT INTO retry_letter_events (
+    letter_id, event, actor, actor_verified, os_user, source, reason, job_id, replay_id, try_number
+) VALUES (
+    %(letter_id)s, %(event)s, %(actor)s, %(actor_verified)s, %(os_user)s, %(source)s, %(reason)s,
+    %(job_id)s, %(replay_id)s, %(try_number)s
+);
+
+-- name: events_of_letter
+SELECT * FROM retry_letter_events WHERE letter_id = %(letter_id)s ORDER BY id;
+
+-- name: dlq_letters_of_dag
+-- Letters waiting in the queue of one DAG (the sweeper checks whether their task instance succeeded since).
+SELECT * FROM retry_dead_letters WHERE dag_id = %(dag_id)s AND status = 'dlq' ORDER BY id LIMIT %(limit)s;
+
+-- name: dag_ids_with_dlq_letters
+SELECT DISTINCT dag_id FROM retry_dead_letters WHERE status = 'dlq';
+
+-- name: resolve_dlq_letter
+UPDATE retry_dead_letters SET status = 'resolved', status_reason = %(status_reason)s, updated_at = now()
+WHERE id = %(id)s AND status = 'dlq'
+RETURNING id;
+
+-- name: insert_job
+INSERT INTO retry_replay_jobs (
+    actor, actor_verified, os_user, source, reason, fix_version, processing_version, downstream, dag_ids
+) VALUES (
+    %(actor)s, %(actor_verified)s, %(os_user)s, %(source)s, %(reason)s, %(fix_version)s,
+    %(processing_version)s, %(downstream)s, %(dag_ids)s
+)
+RETURNING id;
+
+-- name: insert_job_items
+INSERT INTO retry_replay_job_items (job_id, position, letter_id)
+SELECT %(job_id)s, ordinality - 1, letter_id
+FROM unnest(%(letter_ids)s::bigint[]) WITH ORDINALITY AS t(letter_id, ordinality);
+
+-- name: claim_job
+-- The oldest open job that nobody holds (or whose holder's lease expired), for %(owner)s. SKIP LOCKED:
+-- two drivers never wait on each other and never take the same job.
+UPDATE retry_replay_jobs SET
+    status = 'running', lease_owner = %(owner)s,
+    lease_until = clock_timestamp() + make_interval(secs => %(lease_seconds)s),
+    started_at = coalesce(started_at, now())
+WHERE id = (
+    SELECT id FROM retry_replay_jobs
+    WHERE status IN ('queued', 'running')
+      AND (lease_until IS NULL OR lease_until < clock_timestamp())
+      AND (%(job_id)s::bigint IS NULL OR id = %(job_id)s::bigint)
+    ORDER BY id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING *;
+
+-- name: renew_job_lease
+-- Still ours and still running: extend the lease. No row means cancelled or taken over: stop.
+UPDATE retry_replay_jobs SET lease_until = clock_timestamp() + make_interval(secs => %(lease_seconds)s)
+WHERE id = %(id)s AND lease_owner = %(owner)s AND status = 'running'
+RETURNING id;
+
+-- name: next_job_item
+SELECT *, NULL AS replay_outcome FROM retry_replay_job_items
+WHERE job_id = %(job_id)s AND outcome = 'pending'
+ORDER BY position
+LIMIT 1;
+
+-- name: set_job_item_replay
+UPDATE retry_replay_job_items SET replay_id = %(replay_id)s
+WHERE job_id = %(job_id)s AND position = %(position)s;
+
+-- name: finish_job_item
+UPDATE retry_replay_job_items SET
+    outcome = %(outcome)s, detail = %(detail)s, replay_id = coalesce(%(replay_id)s, replay_id), done_at = now()
+WHERE job_id = %(job_id)s AND position = %(position)s AND outcome = 'pending';
+
+-- name: finish_job
+UPDATE retry_replay_jobs SET status = 'done', finished_at = now(), lease_until = NULL
+WHERE id = %(id)s AND status = 'running' AND lease_owner = %(owner)s
+  AND NOT EXISTS (SELECT 1 FROM retry_replay_job_items WHERE job_id = %(id)s AND outcome = 'pending');
+
+-- name: release_job
+-- A driver that stops (shutdown) hands its job back at once instead of waiting for the lease.
+UPDATE retry_replay_jobs SET lease_until = NULL
+WHERE id = %(id)s AND lease_owner = %(owner)s AND status = 'running';
+
+-- name: cancel_job
+-- Letters the job has not claimed yet are left in dlq; a clear already sent finishes normally.
+WITH job AS (
+    UPDATE retry_replay_jobs SET status = 'cancelled', cancelled_by = %(actor)s, finished_at = now(),
+        lease_until = NULL
+    WHERE id = %(id)s AND status IN ('queued', 'running')
+    RETURNING id
+), items AS (
+    UPDATE retry_replay_job_items SET outcome = 'cancelled', detail = %(detail)s, done_at = now()
+    WHERE job_id IN (SELECT id FROM job) AND outcome = 'pending' AND replay_id IS NULL
+    RETURNING letter_id
+)
+SELECT (SELECT id FROM job) AS id, (SELECT count(*) FROM items) AS cancelled;
+
+-- name: get_job
+SELECT * FROM retry_replay_jobs WHERE id = %(id)s;
+
+-- name: job_items
+SELECT i.*, r.outcome AS replay_outcome
+FROM retry_replay_job_items i LEFT JOIN retry_replays r ON r.id = i.replay_id
+WHERE i.job_id = %(job_id)s
+ORDER BY i.position;
+
+-- name: open_job_ids
+SELECT id FROM retry_replay_jobs WHERE status IN ('queued', 'running') ORDER BY id;
 
 -- name: release_failed_claim
 -- The clear did not happen: the letter goes back to the queue and the replay says why.
@@ -81,15 +259,39 @@ UPDATE retry_dead_letters SET status = 'dlq', status_reason = %(status_reason)s,
 WHERE id = %(id)s AND status = 'replaying';
 
 -- name: set_status
-UPDATE retry_dead_letters SET status = %(status)s, status_reason = %(status_reason)s, updated_at = now()
-WHERE id = %(id)s AND status = ANY(%(from_statuses)s)
-RETURNING id;
+-- A replaying letter changes only when no clear is in flight for it (its claim was abandoned, or the
+-- clear's answer was lost and no new try has started): never mid-clear.
+WITH changed AS (
+    UPDATE retry_dead_letters l SET status = %(status)s, status_reason = %(status_reason)s, updated_at = now()
+    WHERE l.id = %(id)s AND l.status = ANY(%(from_statuses)s)
+      AND NOT EXISTS (
+          SELECT 1 FROM retry_replays r
+          WHERE r.letter_id = l.id AND r.outcome = 'pending' AND r.lease_until > clock_timestamp()
+      )
+    RETURNING l.id, l.try_number
+), closed AS (
+    UPDATE retry_replays SET outcome = 'abandoned', outcome_at = now(), detail = %(status_reason)s,
+        lease_until = NULL
+    WHERE letter_id IN (SELECT id FROM changed) AND outcome IN ('pending', 'unknown')
+)
+SELECT id, try_number FROM changed;
 
 -- name: replays_of_letter
 SELECT * FROM retry_replays WHERE letter_id = %(letter_id)s ORDER BY requested_at DESC, id DESC;
 
 -- name: replaying_letters
-SELECT * FROM retry_dead_letters WHERE status = 'replaying' ORDER BY updated_at LIMIT %(limit)s;
+-- Letters in replaying, each with its open claim (if any): the sync decides from Airflow's state.
+SELECT l.*, r.id AS replay_id, r.outcome AS replay_outcome, r.try_number_before, r.cleared_at,
+       coalesce(r.lease_until < clock_timestamp(), false) AS lease_expired
+FROM retry_dead_letters l
+LEFT JOIN LATERAL (
+    SELECT * FROM retry_replays
+    WHERE letter_id = l.id AND outcome IN ('pending', 'unknown')
+    ORDER BY id DESC LIMIT 1
+) r ON true
+WHERE l.status = 'replaying'
+ORDER BY l.updated_at
+LIMIT %(limit)s;
 
 -- name: letter_exists_for_ti
 SELECT id FROM retry_dead_letters
@@ -97,12 +299,17 @@ WHERE dag_id = %(dag_id)s AND run_id = %(run_id)s AND task_id = %(task_id)s AND 
   AND try_number >= %(try_number)s;
 
 -- name: delete_closed_before
--- Retention is explicit: only closed letters (resolved, dismissed) older than the cut-off.
+-- Retention is explicit: only closed letters (resolved, dismissed) older than the cut-off. Their
+-- history stays: each gets a 'purged' event.
 WITH doomed AS (
-    SELECT id FROM retry_dead_letters
+    SELECT id, try_number FROM retry_dead_letters
     WHERE status IN ('resolved', 'dismissed') AND updated_at < %(before)s
 )
 , gone_replays AS (DELETE FROM retry_replays WHERE letter_id IN (SELECT id FROM doomed))
+, history AS (
+    INSERT INTO retry_letter_events (letter_id, event, actor, actor_verified, os_user, source, reason, try_number)
+    SELECT id, 'purged', %(actor)s, %(actor_verified)s, %(os_user)s, %(source)s, %(reason)s, try_number FROM doomed
+)
 DELETE FROM retry_dead_letters WHERE id IN (SELECT id FROM doomed)
 RETURNING id;
 
@@ -158,9 +365,10 @@ SELECT count(*) FROM (
 
 -- name: ui_fingerprint_groups
 -- Letters grouped by fingerprint (one root cause each), biggest first, keyset-paginated on
--- (letters DESC, fingerprint); each group carries its newest letter as the sample.
+-- (letters DESC, fingerprint); each group carries its newest matching letter as the sample (the
+-- sample obeys the group's filters: it is one of the letters counted).
 WITH matching AS (
-    SELECT fingerprint, status, created_at FROM retry_dead_letters
+    SELECT id, fingerprint, status, created_at FROM retry_dead_letters
     WHERE dag_id = ANY(%(dag_ids)s::text[])
       AND (%(dag_id)s::text IS NULL OR dag_id = %(dag_id)s)
       AND (%(task_id)s::text IS NULL OR task_id = %(task_id)s)
@@ -193,10 +401,10 @@ SELECT page.fingerprint, page.letters, page.waiting, page.oldest, page.newest,
        sample.rule, sample.exception_type, sample.message
 FROM page
 CROSS JOIN LATERAL (
-    SELECT id, dag_id, task_id, category, failure_class, rule, exception_type, message
-    FROM retry_dead_letters r
-    WHERE r.fingerprint = page.fingerprint AND r.dag_id = ANY(%(dag_ids)s::text[])
-    ORDER BY r.created_at DESC
+    SELECT r.id, r.dag_id, r.task_id, r.category, r.failure_class, r.rule, r.exception_type, r.message
+    FROM matching m JOIN retry_dead_letters r ON r.id = m.id
+    WHERE m.fingerprint = page.fingerprint
+    ORDER BY m.created_at DESC, m.id DESC
     LIMIT 1
 ) sample
 ORDER BY page.letters DESC, page.fingerprint;

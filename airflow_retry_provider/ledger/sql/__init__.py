@@ -1,4 +1,4 @@
-"""Named SQL of the ledger: ``ledger.sql`` (the table) and the ``-- name: x`` blocks of ``queries.sql``."""
+"""Named SQL of the ledger: the ``-- name: x`` blocks of ``queries.sql`` (the table: ``migrations/``)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,3 @@ def queries() -> dict[str, str]:
 def query(name: str) -> str:
     """One named statement of queries.sql; ``KeyError`` names an unknown one."""
     return queries()[name]
-
-
-def ledger_sql() -> str:
-    """The idempotent ``ledger.sql``."""
-    return sql.read(__name__, "ledger.sql")

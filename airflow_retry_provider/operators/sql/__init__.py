@@ -6,20 +6,9 @@ string formatting); values are ``%s`` / ``%(name)s`` parameters.
 
 from __future__ import annotations
 
-import functools
-import re
-from importlib import resources
-
-_NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
-
-
-@functools.cache
-def queries() -> dict[str, str]:
-    """Every named statement of medallion.sql."""
-    text = resources.files(__name__).joinpath("medallion.sql").read_text("utf-8")
-    parts = _NAME.split(text)
-    return {name: body.strip().rstrip(";") for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+from airflow_retry_provider import sql
 
 
 def query(name: str) -> str:
-    return queries()[name]
+    """One named statement of medallion.sql; ``KeyError`` names an unknown one."""
+    return sql.named(__name__, "medallion.sql")[name]

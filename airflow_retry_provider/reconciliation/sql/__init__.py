@@ -1,10 +1,10 @@
-"""Named SQL for reconciliation: ``trails.sql`` (the tables) and ``queries.sql`` (``-- name: x`` blocks)."""
+"""Named SQL for reconciliation: ``queries.sql`` (``-- name: x`` blocks; the tables: ``migrations/``)."""
 
 from __future__ import annotations
 
 from airflow_retry_provider import sql
 
-__all__ = ["queries", "query", "trails_sql"]
+__all__ = ["queries", "query"]
 
 
 def queries() -> dict[str, str]:
@@ -15,8 +15,3 @@ def queries() -> dict[str, str]:
 def query(name: str) -> str:
     """One named statement of ``queries.sql``; ``KeyError`` names an unknown one."""
     return queries()[name]
-
-
-def trails_sql() -> str:
-    """The idempotent ``CREATE ... IF NOT EXISTS`` script of the trail and report tables."""
-    return sql.read(__name__, "trails.sql")

@@ -1,0 +1,139 @@
+"""Alerts through Airflow's notifiers: someone is told when a letter is filed, parked, ...
+
+``after_filing`` runs where a letter is filed (the failure callback, the sweeper): it queues
+what deserves a message in the PostgreSQL outbox and sends it at once; it never raises, so
+alerting cannot fail the task. ``run_alerts`` (the sweeper DAG) sends the summaries of ended
+windows and retries every message a notifier failed to send.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from airflow_retry_provider import metrics
+from airflow_retry_provider.alerts.messages import Alert, Impact
+from airflow_retry_provider.alerts.notifiers import AlertSettings, load_settings
+from airflow_retry_provider.alerts.outbox import AlertOutbox, Delivery, safe_error
+
+__all__ = [
+    "Alert",
+    "AlertOutbox",
+    "AlertSettings",
+    "Delivery",
+    "Impact",
+    "after_filing",
+    "impact_of",
+    "reconciliation_alerts",
+    "run_alerts",
+    "send_alert",
+    "load_settings",
+]
+
+log = logging.getLogger(__name__)
+
+
+def impact_of(context: Mapping[str, Any] | None) -> Impact:
+    """What the failed task instance in ``context`` blocks: its downstream tasks and its deadline."""
+    if not context:
+        return Impact()
+    task = context.get("task")
+    downstream: tuple[str, ...] | None = None
+    deadline = None
+    try:
+        if task is not None and hasattr(task, "get_flat_relative_ids"):
+            downstream = tuple(sorted(task.get_flat_relative_ids(upstream=False)))
+        policy: Any = getattr(task, "retry_policy", None)
+        if hasattr(policy, "deadline_for"):
+            deadline = policy.deadline_for(context)
+    except Exception:  # the impact is a courtesy: an alert without it still goes out
+        log.debug("could not work out the impact", exc_info=True)
+    return Impact(downstream, deadline)
+
+
+def after_filing(store: Any, letter: Any, result: Any, context: Mapping[str, Any] | None = None) -> Delivery:
+    """Queue and send what filing ``letter`` deserves. Never raises: errors are logged and counted."""
+    return _never_raising(store, lambda outbox: outbox.letter_filed(letter, result, impact_of(context)))
+
+
+def send_alert(store: Any, build: Callable[[str], Alert]) -> Delivery:
+    """Queue and send the alert ``build(base_url)`` makes. Never raises: errors are logged and counted."""
+
+    def queue(outbox: AlertOutbox) -> list[int]:
+        with store.transaction() as cur:
+            return outbox.queue(cur, build(outbox.settings.base_url))
+
+    return _never_raising(store, queue)
+
+
+def _never_raising(store: Any, queue: Callable[[AlertOutbox], list[int]]) -> Delivery:
+    try:
+        settings = load_settings()
+        if not settings.enabled:
+            return Delivery()
+        outbox = AlertOutbox(store, settings)
+        return outbox.deliver(queue(outbox))
+    except Exception as exc:  # alerting must never fail the caller; the sweeper sends what is queued
+        metrics.incr("alert", "error")
+        log.error("airflow-retry-provider: could not queue or send the alert: %s", safe_error(exc))
+        return Delivery()
+
+
+ALERTED_STATUSES = ("stopped", "failing")
+
+
+def reconciliation_alerts(store: Any, summary: Mapping[str, Any]) -> Delivery:
+    """Tell about a reconciliation run: its new findings, and each connector that turned stopped or
+    failing or recovered since the last message (remembered in PostgreSQL). Never raises."""
+    from airflow_retry_provider.alerts import messages
+    from airflow_retry_provider.alerts.sql import query
+
+    def queue(outbox: AlertOutbox) -> list[int]:
+        base = outbox.settings.base_url
+        ids: list[int] = []
+        with store.transaction() as cur:
+            if summary.get("new_findings"):
+                ids += outbox.queue(
+                    cur, messages.new_findings(summary["new_findings"], summary["as_of"], base)
+                )
+            for report in summary.get("reports", []):
+                workspace = str(report["workspace_id"])
+                now = {
+                    c: s for c, s in report.get("unhealthy_connectors", {}).items() if s in ALERTED_STATUSES
+                }
+                cur.execute(query("told_connector_statuses"), {"workspace_id": workspace})
+                told = dict(cur.fetchall())
+                for connector, status in sorted(now.items()):
+                    if told.get(connector) != status:
+                        params = {"workspace_id": workspace, "connector_id": connector, "status": status}
+                        cur.execute(query("tell_connector_status"), params)
+                        alert = messages.connector_status(
+                            workspace, connector, told.get(connector), status, base
+                        )
+                        ids += outbox.queue(cur, alert)
+                for connector, status in sorted(told.items()):
+                    if connector not in now:
+                        cur.execute(
+                            query("forget_connector_status"),
+                            {"workspace_id": workspace, "connector_id": connector},
+                        )
+                        ids += outbox.queue(
+                            cur, messages.connector_status(workspace, connector, status, None, base)
+                        )
+        return ids
+
+    return _never_raising(store, queue)
+
+
+def run_alerts(store: Any = None) -> dict[str, Any]:
+    """The sweeper's alert step: queue the summaries of ended windows, then send everything due."""
+    from airflow_retry_provider.dlq.store import DeadLetterStore
+
+    settings = load_settings()
+    outbox = AlertOutbox(store or DeadLetterStore.from_conn_id(), settings)
+    summaries = outbox.flush_windows()
+    delivery = outbox.deliver()
+    report = {"enabled": settings.enabled, "summaries": summaries, **delivery.to_json()}
+    log.info("airflow-retry-provider: alerts %s", report)
+    return report

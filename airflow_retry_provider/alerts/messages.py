@@ -1,0 +1,272 @@
+"""What an alert says: what happened, where (with links), why, the impact and the next step.
+
+Pure: built from values the caller already holds (a letter, its id, what it blocks), no I/O.
+A ``NewLetter`` or a stored ``Letter`` (a subclass) may be passed.
+Every value from a failure is already redacted when it gets here (letters store redacted text);
+the HTML form escapes it.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from airflow_retry_provider.dlq.models import NewLetter
+
+PLUGIN_PREFIX = "/retry-provider"
+
+
+@dataclass(frozen=True)
+class Impact:
+    """What a failure blocks: downstream tasks of its run and the delivery deadline, when known."""
+
+    downstream: tuple[str, ...] | None = None
+    deadline: datetime | None = None
+
+    def lines(self, run_id: str) -> list[str]:
+        if self.downstream is None:
+            blocked = "downstream tasks unknown (filed without the task's context)"
+        elif self.downstream:
+            shown = ", ".join(sorted(self.downstream)[:20])
+            more = f" and {len(self.downstream) - 20} more" if len(self.downstream) > 20 else ""
+            blocked = f"{len(self.downstream)} downstream task(s) of run {run_id} blocked: {shown}{more}"
+        else:
+            blocked = f"no downstream task in run {run_id}"
+        deadline = (
+            f"delivery deadline {self.deadline.isoformat()}" if self.deadline else "no delivery deadline"
+        )
+        return [blocked, deadline]
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One message, ready for any notifier: a title, a plain-text and an HTML body, and its links."""
+
+    kind: str
+    subject_key: str
+    title: str
+    text: str
+    html: str
+    links: dict[str, str] = field(default_factory=dict)
+
+    def body(self) -> dict[str, Any]:
+        """What is stored in the outbox row and handed to notifiers (with the title)."""
+        return {"text": self.text, "html": self.html, "links": self.links}
+
+
+def _compose(
+    kind: str, key: str, title: str, sections: Sequence[tuple[str, Sequence[str]]], links: dict[str, str]
+) -> Alert:
+    text_parts = [title, ""]
+    html_parts = [f"<h3>{html.escape(title)}</h3>"]
+    for label, lines in sections:
+        text_parts.append(f"{label}:")
+        text_parts.extend(f"  {line}" for line in lines)
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+        html_parts.append(f"<p><b>{html.escape(label)}</b></p><ul>{items}</ul>")
+    if links:
+        text_parts.append("Links:")
+        text_parts.extend(f"  {name}: {url}" for name, url in links.items())
+        anchors = "".join(
+            f'<li><a href="{html.escape(url, quote=True)}">{html.escape(name)}</a></li>'
+            for name, url in links.items()
+        )
+        html_parts.append(f"<p><b>Links</b></p><ul>{anchors}</ul>")
+    return Alert(kind, key, title[:300], "\n".join(text_parts), "".join(html_parts), links)
+
+
+def letter_links(base_url: str, letter: NewLetter, letter_id: int) -> dict[str, str]:
+    """The task instance in Airflow's UI, the letter's page and the replay preview."""
+    ti = f"{base_url}/dags/{quote(letter.dag_id, safe='')}/runs/{quote(letter.run_id, safe='')}/tasks/{quote(letter.task_id, safe='')}"
+    if letter.map_index >= 0:
+        ti += f"/mapped/{letter.map_index}"
+    return {
+        "task instance": ti,
+        "letter": f"{base_url}{PLUGIN_PREFIX}/letters/{letter_id}",
+        "replay preview": f"{base_url}{PLUGIN_PREFIX}/preview?{urlencode({'ids': letter_id})}",
+        "same root cause": f"{base_url}{PLUGIN_PREFIX}/?{urlencode({'fingerprint': letter.fingerprint})}",
+    }
+
+
+def _where(letter: NewLetter) -> list[str]:
+    task = letter.task_id if letter.map_index < 0 else f"{letter.task_id}[{letter.map_index}]"
+    return [f"DAG {letter.dag_id}", f"run {letter.run_id}", f"task {task}, try {letter.try_number}"]
+
+
+def _why(letter: NewLetter) -> list[str]:
+    return [f"{letter.failure_class} / {letter.category}", f"{letter.exception_type}: {letter.message[:500]}"]
+
+
+def root_cause(
+    letter: NewLetter, letter_id: int, count: int, base_url: str, impact: Impact | None = None
+) -> Alert:
+    """The first letter of a root cause in a window (``count`` 1), or the summary of ``count`` letters."""
+    impact = impact or Impact()
+    if count <= 1:
+        kind = "new-root-cause"
+        if letter.category == "deadline-infeasible":
+            title = f"Delivery deadline cannot be met: {letter.dag_id}.{letter.task_id}"
+        else:
+            title = f"New root cause: {letter.failure_class}/{letter.category} in {letter.dag_id}.{letter.task_id}"
+        what = [
+            f"letter {letter_id} is the first dead letter of root cause {letter.fingerprint} in this window"
+        ]
+    else:
+        kind = "root-cause-summary"
+        title = (
+            f"{count} letters, 1 root cause: {letter.failure_class}/{letter.category} ({letter.fingerprint})"
+        )
+        what = [
+            f"{count} dead letters of root cause {letter.fingerprint} since the last message; latest: letter {letter_id}"
+        ]
+    sections = [
+        ("What happened", what),
+        ("Where (latest)", _where(letter)),
+        ("Why", _why(letter)),
+        ("Impact", impact.lines(letter.run_id)),
+        (
+            "Next step",
+            ["fix the cause, then preview the replay (link below) and replay from the letter page"],
+        ),
+    ]
+    return _compose(kind, letter.fingerprint, title, sections, letter_links(base_url, letter, letter_id))
+
+
+def letter_parked(
+    letter: NewLetter,
+    letter_id: int,
+    replay_count: int,
+    base_url: str,
+    impact: Impact | None = None,
+    reason: str | None = None,
+) -> Alert:
+    """A letter was parked for a person: at the replay cap, or for ``reason`` (e.g. its run was deleted)."""
+    impact = impact or Impact()
+    if reason is None:
+        title = f"Dead letter {letter_id} parked after {replay_count} failed replays: {letter.dag_id}.{letter.task_id}"
+        what = f"letter {letter_id} failed again after {replay_count} replays and is parked"
+    else:
+        title = f"Dead letter {letter_id} parked: {letter.dag_id}.{letter.task_id}"
+        what = f"letter {letter_id} is parked: {reason}"
+    sections = [
+        ("What happened", [what]),
+        ("Where", _where(letter)),
+        ("Why", _why(letter)),
+        ("Impact", impact.lines(letter.run_id)),
+        (
+            "Next step",
+            ["replays stopped: investigate the letter, then replay it or dismiss it with a reason"],
+        ),
+    ]
+    return _compose(
+        "letter-parked", f"letter:{letter_id}", title, sections, letter_links(base_url, letter, letter_id)
+    )
+
+
+def replay_job_failed(
+    job_id: int, actor: str, reason: str, dag_ids: Sequence[str], counts: dict[str, int], base_url: str
+) -> Alert:
+    """A replay job ended and some of its letters were not cleared (refused, lost, abandoned)."""
+    failed = {outcome: n for outcome, n in counts.items() if outcome not in ("cleared", "included")}
+    total = sum(counts.values())
+    title = f"Replay job {job_id} ended with {sum(failed.values())} of {total} letters not cleared"
+    sections = [
+        (
+            "What happened",
+            [
+                f"replay job {job_id} by {actor} ended: "
+                + ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
+            ],
+        ),
+        ("Where", [f"DAGs: {', '.join(sorted(dag_ids)) or 'none'}"]),
+        (
+            "Why",
+            [f"the operator's reason: {reason}", "each letter's history names why its clear did not happen"],
+        ),
+        ("Impact", ["the letters not cleared are back in dlq (or wait as unknown until the sync decides)"]),
+        ("Next step", ["open the job, read each failed letter's history, then preview and replay again"]),
+    ]
+    links = {"job": f"{base_url}{PLUGIN_PREFIX}/jobs/{job_id}"}
+    return _compose("replay-job-failed", f"job:{job_id}", title, sections, links)
+
+
+def work_unit_parked(
+    key: str, owner_ti: str | None, detail: str, letter_id: int | None, base_url: str
+) -> Alert:
+    """The work-unit sweeper parked a unit for a person."""
+    title = f"Work unit parked for a person: {key}"[:300]
+    sections = [
+        ("What happened", [f"the work-unit sweeper parked {key}"]),
+        ("Where", [f"held by {owner_ti or 'an unknown task instance'}"]),
+        ("Why", [detail]),
+        ("Impact", ["the unit is not run again until a person decides; its task's next try finds it busy"]),
+        ("Next step", ["check the remote side for the unit's job, then complete, fail or forget the unit"]),
+    ]
+    links = {"letter": f"{base_url}{PLUGIN_PREFIX}/letters/{letter_id}"} if letter_id else {}
+    return _compose("work-unit-parked", f"unit:{key}", title, sections, links)
+
+
+def _reconciliation_links(base_url: str, workspace_id: str) -> dict[str, str]:
+    query = urlencode({"workspace_id": workspace_id})
+    return {
+        "connector health": f"{base_url}{PLUGIN_PREFIX}/connector-health?{query}",
+        "medallion gaps": f"{base_url}{PLUGIN_PREFIX}/medallion-gaps?{query}",
+    }
+
+
+def connector_status(
+    workspace_id: str, connector_id: str, before: str | None, now: str | None, base_url: str
+) -> Alert:
+    """A connector turned ``stopped`` or ``failing`` (``now``), or recovered from ``before`` (``now`` None)."""
+    if now is None:
+        kind, title = "connector-recovered", f"Connector {connector_id} recovered in workspace {workspace_id}"
+        what = [f"{connector_id} was {before}; it is no longer stopped or failing"]
+        step = ["nothing to do; check that the gaps it left are closing (medallion gaps)"]
+    else:
+        kind, title = "connector-status", f"Connector {connector_id} is {now} in workspace {workspace_id}"
+        what = [f"{connector_id} turned {now}" + (f" (was {before})" if before else "")]
+        step = [
+            "stopped: no run in the window, check its schedule and credentials; "
+            "failing: most runs error, read its recent runs"
+        ]
+    sections = [
+        ("What happened", what),
+        ("Where", [f"workspace {workspace_id}", f"connector {connector_id}"]),
+        ("Impact", ["bronze tables it loads go stale, and silver and gold after them"]),
+        ("Next step", step),
+    ]
+    return _compose(
+        kind,
+        f"connector:{workspace_id}/{connector_id}",
+        title,
+        sections,
+        _reconciliation_links(base_url, workspace_id),
+    )
+
+
+def new_findings(findings: Sequence[dict[str, Any]], as_of: str, base_url: str) -> Alert:
+    """New reconciliation findings (gaps absent from each workspace's previous report)."""
+    workspaces = sorted({str(f.get("workspace_id")) for f in findings})
+    title = f"{len(findings)} new reconciliation finding(s) in {len(workspaces)} workspace(s)"
+    shown = [
+        f"{f.get('workspace_id')}: {f.get('layer')} {f.get('kind')} {f.get('subject')} -> {f.get('action')}"
+        for f in findings[:20]
+    ]
+    if len(findings) > 20:
+        shown.append(f"... and {len(findings) - 20} more")
+    sections = [
+        ("What happened", [f"the reconciliation as of {as_of} found gaps its previous reports did not have"]),
+        ("Where", shown),
+        ("Impact", ["downstream layers miss or serve stale data until the gaps close"]),
+        ("Next step", ["open the medallion gaps page, fix or rerun the named source or transform"]),
+    ]
+    links = (
+        _reconciliation_links(base_url, workspaces[0])
+        if len(workspaces) == 1
+        else {"medallion gaps": f"{base_url}{PLUGIN_PREFIX}/medallion-gaps"}
+    )
+    return _compose("reconciliation-findings", f"findings:{as_of}", title, sections, links)

@@ -1,0 +1,256 @@
+"""The replay driver: works replay jobs from ``retry_replay_jobs`` through, one letter at a time.
+
+Any process may run one: each api-server worker (a daemon thread), ``airflow-retry dlq drive``,
+``airflow-retry dlq replay`` (for its own job), and the sweeper DAG (what is left). A driver holds
+a job by its lease (taken with ``FOR UPDATE SKIP LOCKED``, renewed before each letter); a driver
+that dies loses the job when the lease expires and another one resumes it. A letter the dead
+driver had claimed is never cleared again by the job: its item is recorded ``unknown`` and the
+sync decides from Airflow's state (resolved, filed again, or back to ``dlq``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+
+from airflow_retry_provider.dlq.jobs import JobStore
+from airflow_retry_provider.dlq.models import JobItem, ReplayJob
+from airflow_retry_provider.dlq.replay import Progress, ReplayEngine, ReplayRequest, ReplayResult
+from airflow_retry_provider.dlq.sql import query
+from airflow_retry_provider.hooks.airflow_api import AirflowApi
+from airflow_retry_provider.policy import redact
+
+log = logging.getLogger(__name__)
+
+MAX_PACE_NAP = 5.0  # a driver waiting for the pace wakes this often to renew its lease and see a cancel
+
+
+def interval_seconds() -> float:
+    """``[retry_provider] replay_driver_interval_seconds`` (default 5): how often an idle driver looks."""
+    from airflow_retry_provider import settings
+
+    return max(0.1, float(settings.get("replay_driver_interval_seconds").total_seconds()))
+
+
+def request_of(job: ReplayJob) -> ReplayRequest:
+    """What the person asked for, as recorded on the job."""
+    return ReplayRequest(
+        actor=job.actor,
+        reason=job.reason,
+        fix_version=job.fix_version,
+        processing_version=job.processing_version,
+        downstream=job.downstream,
+        source=job.source,
+        actor_verified=job.actor_verified,
+        os_user=job.os_user,
+    )
+
+
+class ReplayDriver:
+    """Claims replay jobs and clears their letters at the deployment's pace.
+
+    :param engine: the replay engine (store, replay cap, pace, lease).
+    :param api_factory: returns the Airflow REST client to clear with.
+    :param close_api: close the client after each job (False when the caller owns it).
+    :param owner: this driver's name in the job's lease (host, pid and a random suffix by default).
+    """
+
+    def __init__(
+        self,
+        engine: ReplayEngine,
+        api_factory: Callable[[], AirflowApi],
+        *,
+        close_api: bool = True,
+        owner: str | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.jobs = JobStore(engine.store)
+        self._api_factory = api_factory
+        self._close_api = close_api
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self._sleep = sleep or engine.sleep
+
+    @property
+    def lease_seconds(self) -> int:
+        return self.engine.lease_seconds
+
+    # -- whole jobs ------------------------------------------------------------------------
+
+    def run_job(self, job_id: int, progress: Progress | None = None, poll: float = 1.0) -> None:
+        """Drive ``job_id`` here until it is finished; while another process holds it, follow its progress."""
+        reported = 0
+
+        def mine(result: ReplayResult, done: int, total: int) -> None:
+            nonlocal reported
+            reported = done
+            if progress is not None:
+                progress(result, done, total)
+
+        while True:
+            job = self.jobs.claim(self.owner, self.lease_seconds, job_id)
+            if job is not None:
+                self._drive(job, mine, reported)
+            view = self.jobs.require(job_id)
+            done = [item for item in view.items if item.outcome != "pending"]
+            for n, item in enumerate(done[reported:], start=reported + 1):
+                mine(_result(item), n, len(view.items))
+            if view.job.finished:
+                return
+            self._sleep(poll)
+
+    def drive_one(self, deadline: float | None = None) -> int | None:
+        """Claim the oldest open job and work it until done or ``deadline`` (monotonic); its id or None."""
+        job = self.jobs.claim(self.owner, self.lease_seconds)
+        if job is None:
+            return None
+        self._drive(job, None, 0, deadline)
+        return job.id
+
+    def drain(self, deadline: float | None = None) -> list[int]:
+        """Settle open claims, then drive open jobs one after another until none is left or ``deadline``."""
+        self.settle()
+        driven: list[int] = []
+        while deadline is None or time.monotonic() < deadline:
+            job_id = self.drive_one(deadline)
+            if job_id is None:
+                break
+            driven.append(job_id)
+        return driven
+
+    def settle(self) -> None:
+        """Decide claims whose lease expired or whose clear's answer was lost (see ``sync_outcomes``)."""
+        api = self._api_factory()
+        try:
+            report = self.engine.sync_outcomes(source="driver", open_claims_only=True, api=api)
+            if report.released or report.resolved or report.refiled:
+                log.info("airflow-retry-provider: driver settled claims %s", report.to_json())
+        finally:
+            if self._close_api:
+                api.close()
+
+    def loop(
+        self, stop: threading.Event, interval: float | None = None, wake: threading.Event | None = None
+    ) -> None:
+        """Drain jobs every ``interval`` seconds (or when ``wake`` is set) until ``stop`` is set. Never raises."""
+        interval = interval if interval is not None else interval_seconds()
+        while not stop.is_set():
+            try:
+                self.drain()
+            except Exception as exc:  # the next round tries again; the job's lease makes it safe
+                log.warning("airflow-retry-provider: replay driver round failed: %s", redact(str(exc))[:500])
+            if wake is not None:
+                wake.wait(interval)
+                wake.clear()
+            else:
+                stop.wait(interval)
+
+    def _tell_if_failed(self, job_id: int) -> None:
+        """A job that ended with letters not cleared is an alert (never raises: alerts log their errors)."""
+        from airflow_retry_provider.alerts import send_alert
+        from airflow_retry_provider.alerts.messages import replay_job_failed
+
+        view = self.jobs.require(job_id)
+        counts = view.counts
+        if any(outcome not in ("cleared", "included") for outcome in counts):
+            job = view.job
+            send_alert(
+                self.jobs.store,
+                lambda base: replay_job_failed(job.id, job.actor, job.reason, job.dag_ids, counts, base),
+            )
+
+    # -- one job ---------------------------------------------------------------------------
+
+    def _drive(
+        self, job: ReplayJob, progress: Progress | None, reported: int, deadline: float | None = None
+    ) -> None:
+        request = request_of(job)
+        api = self._api_factory()
+        try:
+            total = len(self.jobs.require(job.id).items)
+            done = reported
+            while True:
+                if not self.jobs.renew(job.id, self.owner, self.lease_seconds):
+                    return  # cancelled, or another driver took it over
+                item = self.jobs.next_item(job.id)
+                if item is None:
+                    self.jobs.finish(job.id, self.owner)
+                    self._tell_if_failed(job.id)
+                    return
+                if deadline is not None and time.monotonic() >= deadline:
+                    self.jobs.release(job.id, self.owner)
+                    return
+                result = self._letter(api, job, item, request, deadline)
+                if result is None:
+                    return
+                self.jobs.finish_item(item, result)
+                done += 1
+                if progress is not None:
+                    progress(result, done, total)
+        except BaseException:
+            self.jobs.release(job.id, self.owner)
+            raise
+        finally:
+            if self._close_api:
+                api.close()
+
+    def _letter(
+        self, api: AirflowApi, job: ReplayJob, item: JobItem, request: ReplayRequest, deadline: float | None
+    ) -> ReplayResult | None:
+        """Claim (after waiting for the pace) and clear one letter; None when the job must stop here."""
+        if item.replay_id is not None:
+            return ReplayResult(
+                item.letter_id,
+                "unknown",
+                item.replay_id,
+                "the driver stopped during this letter's clear; the sync decides from Airflow's state",
+            )
+        letter = self.engine.store.get(item.letter_id)
+        if letter is None:
+            return ReplayResult(item.letter_id, "refused", detail="the letter no longer exists")
+        while True:
+            claim = self.engine.claim_paced(letter, request, job_id=job.id, position=item.position)
+            if claim.replay_id is not None or claim.wait == 0:
+                break
+            if deadline is not None and time.monotonic() + claim.wait >= deadline:
+                self.jobs.release(job.id, self.owner)
+                return None
+            self._sleep(min(claim.wait, MAX_PACE_NAP))
+            if not self.jobs.renew(job.id, self.owner, self.lease_seconds):
+                return None
+        if claim.replay_id is None:
+            return self._not_claimed(job, item)
+        try:
+            return self.engine.clear(api, letter, claim.replay_id, request, job.id)
+        except Exception as exc:  # clear() records Airflow's errors itself; this is anything else  # anything else: the clear may or may not have happened
+            detail = redact(f"clear interrupted: {type(exc).__name__}: {exc}")[:1000]
+            with self.engine.store.transaction() as cur:
+                cur.execute(query("mark_replay_unknown"), {"id": claim.replay_id, "detail": detail})
+            return ReplayResult(letter.id, "unknown", claim.replay_id, detail)
+
+    def _not_claimed(self, job: ReplayJob, item: JobItem) -> ReplayResult:
+        """Why a letter of the job could not be claimed: cleared with an earlier one, or not replayable."""
+        letter = self.engine.store.get(item.letter_id)
+        if letter is None:
+            return ReplayResult(item.letter_id, "refused", detail="the letter no longer exists")
+        with self.engine.store.transaction() as cur:
+            cur.execute(query("claim_of_letter"), {"letter_id": letter.id})
+            rows = self.engine.store.rows(cur)
+        if rows and rows[0]["job_id"] == job.id:
+            return ReplayResult(
+                letter.id, "included", rows[0]["id"], "cleared downstream of an earlier letter"
+            )
+        if letter.status == "dlq":
+            why = f"replay cap reached ({letter.replay_count})"
+        else:
+            why = f"status is {letter.status}, not dlq"
+        return ReplayResult(letter.id, "refused", detail=why)
+
+
+def _result(item: JobItem) -> ReplayResult:
+    return ReplayResult(item.letter_id, item.outcome, item.replay_id, item.detail or "")

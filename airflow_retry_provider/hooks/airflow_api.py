@@ -1,0 +1,379 @@
+"""A thin client for the parts of Airflow's public REST API the replay engine and the sweeper use.
+
+It gets a token with ``POST /auth/token`` (username and password), keeps it in memory, and asks
+for a new one once on a 401. Neither the password nor the token is ever logged or shown in an
+error message. Build it from the documented Airflow connection ``retry_provider_airflow_api``
+(``AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API=http://admin:admin@127.0.0.1:8080``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+API_CONN_ID = "retry_provider_airflow_api"
+API_CONN_ENV = "AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API"
+PAGE_SIZE = 100
+
+
+class AirflowApiError(RuntimeError):
+    """Airflow answered with an error (or not at all); the message never holds a credential.
+
+    :param sent: False when the request surely never reached Airflow (no connection, no token);
+        True when it may have: then only an HTTP status below 500 says Airflow did not act on it.
+    """
+
+    def __init__(self, message: str, status_code: int | None = None, sent: bool = True) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.sent = sent
+
+    @property
+    def outcome_unknown(self) -> bool:
+        """Airflow may have done what was asked although the caller got no answer saying so."""
+        return self.sent and (self.status_code is None or self.status_code >= 500)
+
+
+@dataclass(frozen=True)
+class TaskInstanceRef:
+    """One task instance as Airflow reports it."""
+
+    dag_id: str
+    run_id: str
+    task_id: str
+    map_index: int
+    state: str | None
+    try_number: int
+    max_tries: int = 0
+    end_date: datetime | None = None
+    note: str | None = None
+
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any]) -> TaskInstanceRef:
+        return cls(
+            dag_id=str(item["dag_id"]),
+            run_id=str(item["dag_run_id"]),
+            task_id=str(item["task_id"]),
+            map_index=int(item.get("map_index", -1)),
+            state=item.get("state"),
+            try_number=int(item.get("try_number") or 0),
+            max_tries=int(item.get("max_tries") or 0),
+            end_date=parse_time(item.get("end_date")),
+            note=item.get("note"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dag_id": self.dag_id,
+            "run_id": self.run_id,
+            "task_id": self.task_id,
+            "map_index": self.map_index,
+            "state": self.state,
+            "try_number": self.try_number,
+        }
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An ISO 8601 timestamp from the API (``Z`` or an offset), or None."""
+    if not value:
+        return None
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+@dataclass(frozen=True)
+class ApiCredentials:
+    """Where Airflow's API is and who we are there. ``repr`` hides the password."""
+
+    base_url: str
+    username: str
+    password: str
+
+    def __repr__(self) -> str:
+        return f"ApiCredentials(base_url={self.base_url!r}, username={self.username!r}, password='***')"
+
+    @classmethod
+    def from_uri(cls, uri: str) -> ApiCredentials:
+        """``http://user:password@host:port[/path]`` (an Airflow connection URI of type http or https)."""
+        parts = urlsplit(uri)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(
+                f"{API_CONN_ID}: expected http(s)://user:password@host:port, got scheme {parts.scheme!r}"
+            )
+        netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+        return cls(
+            base_url=f"{parts.scheme}://{netloc}{parts.path.rstrip('/')}",
+            username=unquote(parts.username or ""),
+            password=unquote(parts.password or ""),
+        )
+
+    @classmethod
+    def from_connection(cls, conn: Any) -> ApiCredentials:
+        """From an Airflow ``Connection`` (``airflow.sdk.BaseHook.get_connection``)."""
+        host = str(conn.host or "")
+        if "://" in host:
+            base = host.rstrip("/")
+        else:
+            scheme = "https" if (conn.conn_type or "").lower() == "https" else "http"
+            base = f"{scheme}://{host}" + (f":{conn.port}" if conn.port else "")
+            if conn.schema:
+                base += "/" + str(conn.schema).strip("/")
+        return cls(base_url=base, username=str(conn.login or ""), password=str(conn.password or ""))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ApiCredentials | None:
+        """From ``AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API`` (None when it is not set)."""
+        uri = (os.environ if environ is None else environ).get(API_CONN_ENV)
+        return cls.from_uri(uri) if uri else None
+
+    @classmethod
+    def resolve(
+        cls, url: str | None = None, user: str | None = None, password: str | None = None
+    ) -> ApiCredentials:
+        """Command-line flags first, then ``AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API``.
+
+        A ``ValueError`` names the flag (or the variable) that is missing or malformed.
+        """
+        try:
+            from_env = cls.from_env()
+        except ValueError:
+            raise ValueError(f"{API_CONN_ENV}: not an http(s)://user:password@host:port URI") from None
+        if url:
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"--api-url: {url!r} is not an http(s):// URL")
+            user = user or (from_env.username if from_env else None)
+            if not user:
+                raise ValueError("--api-user: missing (required with --api-url)")
+            password = password or (from_env.password if from_env else None)
+            return cls(url.rstrip("/"), user, password or "")
+        if from_env is None:
+            raise ValueError(f"--api-url: missing, and {API_CONN_ENV} is not set")
+        return cls(from_env.base_url, user or from_env.username, password or from_env.password)
+
+
+def credentials_from_airflow(conn_id: str = API_CONN_ID) -> ApiCredentials:
+    """The API connection through Airflow (in a task: environment, secrets backend or metadata)."""
+    from airflow.sdk import BaseHook
+
+    return ApiCredentials.from_connection(BaseHook.get_connection(conn_id))
+
+
+class AirflowApi:
+    """Calls to ``/api/v2`` as one user.
+
+    :param credentials: base URL, username, password.
+    :param timeout: seconds per request.
+    :param transport: an ``httpx`` transport (tests of the client itself may pass one).
+    :param token: act with this bearer token (e.g. the signed-in user's) instead of logging in;
+        when Airflow refuses it, the call fails rather than falling back to the credentials.
+    """
+
+    def __init__(
+        self,
+        credentials: ApiCredentials,
+        timeout: float = 30.0,
+        transport: Any = None,
+        token: str | None = None,
+    ) -> None:
+        import httpx
+
+        self.credentials = credentials
+        self._client = httpx.Client(base_url=credentials.base_url, timeout=timeout, transport=transport)
+        self._token: str | None = token
+        self._fixed_token = token is not None
+
+    def __repr__(self) -> str:
+        return f"AirflowApi({self.credentials.base_url!r})"
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> AirflowApi:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def sign_in(self) -> None:
+        """Get the token now, so an unreachable or refusing Airflow fails before any work starts."""
+        if self._token is None:
+            self._token = self._get_token()
+
+    # -- transport ----------------------------------------------------------------------------
+
+    def _get_token(self) -> str:
+        import httpx
+
+        if self._fixed_token:
+            raise AirflowApiError("Airflow refused the given token (expired?): sign in again", 401)
+
+        try:
+            response = self._client.post(
+                "/auth/token",
+                json={"username": self.credentials.username, "password": self.credentials.password},
+            )
+        except httpx.HTTPError as exc:
+            raise AirflowApiError(
+                f"Airflow API at {self.credentials.base_url} unreachable: {type(exc).__name__}", sent=False
+            ) from None
+        if response.status_code not in (200, 201):
+            raise AirflowApiError(
+                f"Airflow API refused a token for user {self.credentials.username!r}: "
+                f"HTTP {response.status_code}",
+                response.status_code,
+                sent=False,
+            )
+        token = response.json().get("access_token")
+        if not token:
+            raise AirflowApiError("Airflow API answered POST /auth/token without an access_token")
+        return str(token)
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """One call with the bearer token; the decoded JSON (None when empty)."""
+        import httpx
+
+        for attempt in (1, 2):
+            if self._token is None:
+                self._token = self._get_token()
+            try:
+                response = self._client.request(
+                    method, path, headers={"Authorization": f"Bearer {self._token}"}, **kwargs
+                )
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # nothing reached Airflow
+                raise AirflowApiError(f"{method} {path}: {type(exc).__name__}: {exc}", sent=False) from None
+            except httpx.HTTPError as exc:
+                raise AirflowApiError(f"{method} {path}: {type(exc).__name__}: {exc}") from None
+            if response.status_code == 401 and attempt == 1:
+                self._token = None  # expired: one fresh token, then give up
+                continue
+            if response.status_code >= 400:
+                raise AirflowApiError(
+                    f"{method} {path} -> HTTP {response.status_code}: {response.text[:500]}",
+                    response.status_code,
+                )
+            return response.json() if response.content else None
+        raise AirflowApiError(f"{method} {path}: unauthorised", 401)
+
+    # -- the calls we need ------------------------------------------------------------------
+
+    def clear_task_instance(
+        self,
+        dag_id: str,
+        run_id: str,
+        task_id: str,
+        map_index: int = -1,
+        *,
+        dry_run: bool = True,
+        note: str | None = None,
+        downstream: bool = True,
+    ) -> list[TaskInstanceRef]:
+        """Clear one failed task instance and, with ``downstream``, the ones after it in its run that did not succeed.
+
+        Only failed and upstream-failed instances are cleared (``only_failed``), so a task that
+        already succeeded never runs again. A task instance that is running, queued or scheduled
+        is not cleared (HTTP 409). Returns the instances Airflow reports (with ``dry_run``: would clear).
+        """
+        marker: str | list[Any] = task_id if map_index == -1 else [task_id, map_index]
+        body: dict[str, Any] = {
+            "dry_run": dry_run,
+            "dag_run_id": run_id,
+            "task_ids": [marker],
+            "only_failed": True,
+            "reset_dag_runs": True,
+            "include_upstream": False,
+            "include_downstream": downstream,
+            # a task instance still running (its failure callback may already have filed the
+            # letter) is refused with 409 instead of being restarted behind the replay's back
+            "prevent_running_task": True,
+        }
+        if note is not None:
+            body["note"] = note[:1000]
+        answer = self.request("POST", f"/api/v2/dags/{quote(dag_id, safe='')}/clearTaskInstances", json=body)
+        return [TaskInstanceRef.from_json(item) for item in (answer or {}).get("task_instances", [])]
+
+    def task_instance(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> TaskInstanceRef:
+        """The current state and try number of one task instance."""
+        path = (
+            f"/api/v2/dags/{quote(dag_id, safe='')}/dagRuns/{quote(run_id, safe='')}"
+            f"/taskInstances/{quote(task_id, safe='')}"
+        )
+        if map_index != -1:
+            path += f"/{map_index}"
+        return TaskInstanceRef.from_json(self.request("GET", path))
+
+    def dag_run(self, dag_id: str, run_id: str) -> dict[str, Any]:
+        return dict(
+            self.request("GET", f"/api/v2/dags/{quote(dag_id, safe='')}/dagRuns/{quote(run_id, safe='')}")
+        )
+
+    def failed_task_instances(
+        self, dag_id: str, ended_after: datetime | None = None
+    ) -> Iterator[TaskInstanceRef]:
+        """Every failed task instance of ``dag_id`` (all runs), optionally only those ended after a time."""
+        return self.task_instances(dag_id, "failed", ended_after)
+
+    def task_instances(
+        self, dag_id: str, state: str, ended_after: datetime | None = None
+    ) -> Iterator[TaskInstanceRef]:
+        """Every task instance of ``dag_id`` (all runs) in ``state``, optionally only those ended after a time."""
+        params: dict[str, Any] = {"state": state, "limit": PAGE_SIZE, "order_by": "id"}
+        if ended_after is not None:
+            params["end_date_gte"] = ended_after.isoformat()
+        offset = 0
+        while True:
+            page = self.request(
+                "GET",
+                f"/api/v2/dags/{quote(dag_id, safe='')}/dagRuns/~/taskInstances",
+                params={**params, "offset": offset},
+            )
+            items = list(page.get("task_instances", []))
+            for item in items:
+                yield TaskInstanceRef.from_json(item)
+            offset += len(items)
+            if not items or len(items) < PAGE_SIZE:
+                return
+
+    def dag_ids_tagged(self, tag: str) -> list[str]:
+        """The ids of every DAG carrying ``tag`` (paused or not)."""
+        found: list[str] = []
+        offset = 0
+        while True:
+            page = self.request(
+                "GET", "/api/v2/dags", params={"tags": tag, "limit": PAGE_SIZE, "offset": offset}
+            )
+            dags = list(page.get("dags", []))
+            found.extend(str(dag["dag_id"]) for dag in dags)
+            offset += len(dags)
+            if not dags or len(dags) < PAGE_SIZE:
+                return found
+
+    def pools(self) -> dict[str, dict[str, Any]]:
+        """Every pool by name."""
+        found: dict[str, dict[str, Any]] = {}
+        offset = 0
+        while True:
+            page = self.request("GET", "/api/v2/pools", params={"limit": PAGE_SIZE, "offset": offset})
+            pools = list(page.get("pools", []))
+            found.update((str(pool["name"]), dict(pool)) for pool in pools)
+            offset += len(pools)
+            if not pools or len(pools) < PAGE_SIZE:
+                return found
+
+    def create_pool(self, body: Mapping[str, Any]) -> None:
+        self.request("POST", "/api/v2/pools", json=dict(body))
+
+    def update_pool(self, body: Mapping[str, Any]) -> None:
+        self.request("PATCH", f"/api/v2/pools/{quote(str(body['name']), safe='')}", json=dict(body))
+
+    def variable(self, key: str) -> str | None:
+        """An Airflow Variable's value, or None when it does not exist."""
+        try:
+            answer = self.request("GET", f"/api/v2/variables/{quote(key, safe='')}")
+        except AirflowApiError as exc:
+            if exc.status_code == 404:
+                return None
+            raise
+        return None if answer is None else answer.get("value")

@@ -1,0 +1,10 @@
+"""Named SQL of the maintenance jobs (gauges, retention, the work-unit sweeper): ``queries.sql`` (the tables: migrations/0002)."""
+
+from __future__ import annotations
+
+from airflow_retry_provider import sql
+
+
+def query(name: str) -> str:
+    """One named statement of queries.sql; ``KeyError`` names an unknown one."""
+    return sql.named(__name__)[name]

@@ -1,0 +1,87 @@
+"""The replay driver of one api-server worker: a daemon thread that drives jobs from ``retry_replay_jobs``.
+
+Jobs live in PostgreSQL, so every worker reads the same job and any worker (or another process)
+may drive it; this driver only makes sure a job starts without waiting for the sweeper. It starts
+on the worker's first request (the plugin is imported by every Airflow component, only the
+api-server serves requests), wakes when ``POST /api/replays`` creates a job, and otherwise looks
+every ``[retry_provider] replay_driver_interval_seconds``. It clears through the Airflow connection
+``retry_provider_airflow_api`` (the person who asked was checked when the job was created).
+
+The actions router reaches it through ``app.state.jobs`` (:func:`~airflow_retry_provider.plugin.deps.get_driver`).
+"""
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+
+from airflow_retry_provider.dlq.driver import ReplayDriver
+from airflow_retry_provider.dlq.replay import ReplayEngine
+from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
+
+log = logging.getLogger(__name__)
+
+WORKER_HEADER = "X-Retry-Provider-Worker"
+
+
+def service_api() -> AirflowApi:
+    """Airflow's REST API as the connection ``retry_provider_airflow_api`` (environment first, then Airflow)."""
+    credentials = ApiCredentials.from_env()
+    if credentials is None:
+        from airflow_retry_provider.hooks.airflow_api import credentials_from_airflow
+
+        credentials = credentials_from_airflow()
+    return AirflowApi(credentials)
+
+
+class WorkerDriver:
+    """Starts this worker's replay driver once, and wakes it when a job is created.
+
+    :param api_factory: the Airflow REST client the driver clears with (default :func:`service_api`).
+    :param enabled: False for an app that only serves pages (jobs then wait for another driver).
+    """
+
+    def __init__(self, api_factory: Callable[[], AirflowApi] = service_api, enabled: bool = True) -> None:
+        self._api_factory = api_factory
+        self.enabled = enabled
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+
+    @property
+    def worker(self) -> str:
+        """This worker's name (its process id): the two workers of a deployment answer with different ones."""
+        return str(os.getpid())
+
+    def ensure_started(self, store: DeadLetterStore) -> None:
+        if not self.enabled or (self._thread is not None and self._thread.is_alive()):
+            return
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                return
+            try:
+                driver = ReplayDriver(ReplayEngine(store), self._api_factory)
+            except ValueError as exc:  # a bad [retry_provider] setting: the sweeper still drains
+                log.error("airflow-retry-provider: replay driver not started: %s", exc)
+                return
+            self._thread = threading.Thread(
+                target=driver.loop,
+                args=(self._stop,),
+                kwargs={"wake": self._wake},
+                name=f"retry-provider-replay-driver-{self.worker}",
+                daemon=True,
+            )
+            self._thread.start()
+
+    def wake(self) -> None:
+        """A job was created: look now instead of at the next interval."""
+        self._wake.set()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop the driver after its current round (a job it holds is handed on by its lease)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)

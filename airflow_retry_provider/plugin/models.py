@@ -1,0 +1,156 @@
+"""The plugin's request models: filters of the letters and the bodies of the actions.
+
+No ``from __future__ import annotations`` here: FastAPI reads the annotations at runtime.
+"""
+
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Annotated, Literal
+from zoneinfo import ZoneInfo
+
+from fastapi import Depends, HTTPException, Query, status
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from airflow_retry_provider.dlq.store import LetterFilter
+
+PAGE_SIZE = 50
+GROUP_PAGE_SIZE = 50
+COUNT_CAP = 10_000
+FAILURE_CLASSES = ("poison", "retryable", "unknown")
+MAX_IDS = 1_000
+MAX_REASON = 500
+MAX_VERSION = 200
+MAX_FILTER = 500
+INT64_MAX = 2**63 - 1
+
+LetterId = Annotated[int, Field(ge=1, le=INT64_MAX)]
+FilterText = Annotated[str | None, Field(default=None, max_length=MAX_FILTER)]
+
+
+class Filters(BaseModel):
+    """Which letters: every empty field means "any". Dates are days in the UI's time zone, or ISO instants."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dag_id: FilterText = None
+    task_id: FilterText = None
+    category: FilterText = None
+    failure_class: FilterText = None
+    status: FilterText = None
+    workspace_id: FilterText = None
+    fingerprint: FilterText = None
+    since: str | None = Field(default=None, max_length=64, description="from this day (inclusive) or instant")
+    until: str | None = Field(
+        default=None, max_length=64, description="to this day (inclusive) or before this instant"
+    )
+
+    def cleaned(self) -> dict[str, str]:
+        return {k: v.strip() for k, v in self.model_dump().items() if isinstance(v, str) and v.strip()}
+
+    def to_letter_filter(self, tz: ZoneInfo) -> LetterFilter:
+        values = self.cleaned()
+        try:
+            since = instant(values.pop("since", None), tz, end=False)
+            until = instant(values.pop("until", None), tz, end=True)
+        except (ValueError, OverflowError) as exc:  # not a date, or outside the supported range
+            raise HTTPException(status.HTTP_400_BAD_REQUEST, f"bad date: {exc}") from None
+        return LetterFilter(
+            dag_id=values.get("dag_id"),
+            task_id=values.get("task_id"),
+            category=values.get("category"),
+            failure_class=values.get("failure_class"),
+            status=values.get("status"),
+            fingerprint=values.get("fingerprint"),
+            workspace_id=values.get("workspace_id"),
+            since=since,
+            until=until,
+        )
+
+
+def filters_from_query(
+    dag_id: str | None = None,
+    task_id: str | None = None,
+    category: str | None = None,
+    failure_class: str | None = None,
+    status: str | None = None,
+    workspace_id: str | None = None,
+    fingerprint: str | None = None,
+    since: Annotated[str | None, Query(description="from this day (inclusive) or instant")] = None,
+    until: Annotated[str | None, Query(description="to this day (inclusive) or before this instant")] = None,
+) -> Filters:
+    """The filters from the query string (each field is its own parameter); too long a value is a 422."""
+    try:
+        return Filters(
+            dag_id=dag_id,
+            task_id=task_id,
+            category=category,
+            failure_class=failure_class,
+            status=status,
+            workspace_id=workspace_id,
+            fingerprint=fingerprint,
+            since=since,
+            until=until,
+        )
+    except ValidationError as exc:
+        raise query_error(exc) from None
+
+
+def query_error(exc: ValidationError) -> RequestValidationError:
+    """A model built from the query string was refused: the same 422 as a bad body, located in the query."""
+    return RequestValidationError(
+        [{**e, "loc": ("query", *e["loc"])} for e in exc.errors(include_url=False, include_context=False)]
+    )
+
+
+QueryFilters = Annotated[Filters, Depends(filters_from_query)]
+
+
+def instant(value: str | None, tz: ZoneInfo, end: bool) -> datetime | None:
+    """A day (the start of it, or of the next one for ``end``) in ``tz``, or an ISO instant."""
+    if not value:
+        return None
+    if len(value) == 10:
+        day = date.fromisoformat(value) + (timedelta(days=1) if end else timedelta())
+        return datetime.combine(day, time(), tzinfo=tz)
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=tz)
+    moment.astimezone(timezone.utc)  # OverflowError at the edges of the range (year 1 or 9999)
+    return moment
+
+
+class SelectionBody(BaseModel):
+    """Which letters an action takes: the listed ``ids``, or with ``all_matching`` every letter of ``filter``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ids: list[LetterId] = Field(default_factory=list, max_length=MAX_IDS)
+    all_matching: bool = False
+    filter: Filters = Field(default_factory=Filters)
+
+
+class PreviewBody(SelectionBody):
+    downstream: bool = Field(
+        default=True,
+        description="also the task instances downstream of each letter's in its run that did not succeed",
+    )
+
+
+class ReplayBody(PreviewBody):
+    reason: str = Field(min_length=1, max_length=MAX_REASON, description="why the letters should run again")
+    fix_version: str = Field(
+        min_length=1, max_length=MAX_VERSION, description="the code or data version that fixes the cause"
+    )
+    processing_version: str | None = Field(
+        default=None, max_length=MAX_VERSION, description="ask for a new work-unit identity"
+    )
+    source: Literal["ui", "api"] = Field(default="api", description="the Dead letters pages send ui")
+
+
+class ParkBody(SelectionBody):
+    reason: str = Field(default="", max_length=MAX_REASON)
+
+
+class DismissBody(SelectionBody):
+    reason: str = Field(
+        min_length=1, max_length=MAX_REASON, description="why the letters are closed without a replay"
+    )

@@ -1,0 +1,129 @@
+"""Rendering: the one Jinja environment and its filters, the ``page()`` helper, query strings, links
+into Airflow's UI, and the CSV / JSON exports streamed a few hundred letters at a time.
+"""
+
+import csv
+import io
+import json
+from collections.abc import Iterator, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+from zoneinfo import ZoneInfo
+
+import jinja2
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
+
+from airflow_retry_provider.dlq.models import Letter
+from airflow_retry_provider.plugin.deps import Access, airflow_root
+from airflow_retry_provider.plugin.spreadsheet import safe_cell
+from airflow_retry_provider.policy import redact
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def percent(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.1f}%"
+
+
+def ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f} ms"
+
+
+def age(seconds: float | None) -> str:
+    """Freshness as 2d 3h, 4h 5m, 6m 7s or 8s."""
+    if seconds is None:
+        return "–"
+    left = int(round(seconds))
+    days, left = divmod(left, 86400)
+    hours, left = divmod(left, 3600)
+    minutes, secs = divmod(left, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    return f"{minutes}m {secs}s" if minutes else f"{secs}s"
+
+
+def templates(tz: ZoneInfo) -> Jinja2Templates:
+    """The pages' templates, every value HTML-escaped, times shown in ``tz`` (UTC on hover)."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,  # every value is HTML-escaped: an error message with <script> shows as text
+        undefined=jinja2.StrictUndefined,
+    )
+
+    def localtime(value: datetime | str | None) -> Markup:
+        if value is None:
+            return Markup("&ndash;")
+        if isinstance(value, str):  # ISO 8601, as the JSON API gives it
+            value = datetime.fromisoformat(value)
+        utc = value.astimezone(timezone.utc)
+        local = value.astimezone(tz)
+        return Markup('<time datetime="{}" title="{} UTC">{}</time>').format(
+            utc.isoformat(), utc.strftime("%Y-%m-%dT%H:%M:%SZ"), local.strftime("%Y-%m-%d %H:%M:%S")
+        )
+
+    env.filters["localtime"] = localtime
+    env.filters["redact"] = lambda text: redact(str(text)) if text is not None else ""
+    env.filters.update(percent=percent, ms=ms, age=age)
+    env.globals["tz_name"] = tz.key
+    return Jinja2Templates(env=env)
+
+
+def page(
+    request: Request, name: str, access: Access | None, status_code: int = 200, **context: Any
+) -> HTMLResponse:
+    """Template ``name`` with the links back to this app and to Airflow, and the signed-in user."""
+    context.update(
+        base=str(request.scope.get("root_path", "")),
+        airflow=airflow_root(request),
+        user=access.actor if access else None,
+        nonce=getattr(request.state, "csp_nonce", ""),
+    )
+    found: Jinja2Templates = request.app.state.templates
+    return found.TemplateResponse(request, name, context, status_code=status_code)
+
+
+def query(values: Mapping[str, Any]) -> str:
+    """A query string of the non-empty values."""
+    return urlencode([(k, v) for k, v in values.items() if v not in (None, "")], doseq=True)
+
+
+def ti_links(root: str, letter: Letter) -> dict[str, str]:
+    """Airflow UI links of a letter's task instance and of the log of its failed try."""
+    path = (
+        f"{root}/dags/{quote(letter.dag_id, safe='')}/runs/{quote(letter.run_id, safe='')}"
+        f"/tasks/{quote(letter.task_id, safe='')}"
+    )
+    if letter.map_index != -1:
+        path += f"/mapped/{letter.map_index}"
+    return {"ti": path, "log": f"{path}?try_number={letter.try_number}", "run": path.split("/tasks/")[0]}
+
+
+def csv_stream(letters: Iterator[Letter]) -> Iterator[str]:
+    """The letters as CSV, a header first, flushed every 500 rows."""
+    names = list(Letter.__dataclass_fields__)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(names)
+    for n, letter in enumerate(letters, start=1):
+        row = letter.to_json()
+        writer.writerow([safe_cell(row[k]) for k in names])
+        if n % 500 == 0:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def json_lines(letters: Iterator[Letter]) -> Iterator[str]:
+    """The letters as a JSON array, one letter a line."""
+    yield "["
+    for n, letter in enumerate(letters):
+        yield ("," if n else "") + "\n" + json.dumps(letter.to_json())
+    yield "\n]\n"

@@ -1,0 +1,181 @@
+"""The actions on letters: preview, replay (a job in ``retry_replay_jobs``), cancel, park and dismiss.
+
+Replay, cancel, park and dismiss need edit access to every DAG they touch, take the acting user
+from Airflow's auth, accept POST with a JSON body only, and land in Airflow's Audit Log (one row per
+DAG touched, the letter ids in ``extra``; refused attempts too), in ``retry_replays`` /
+``retry_replay_jobs`` and in each letter's history.
+
+No ``from __future__ import annotations`` here: FastAPI reads the annotations at runtime.
+"""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request, status
+
+from airflow_retry_provider.dlq.jobs import JobError
+from airflow_retry_provider.dlq.models import Letter
+from airflow_retry_provider.dlq.replay import ReplayRequest
+from airflow_retry_provider.dlq.store import LetterFilter
+from airflow_retry_provider.plugin.deps import (
+    AccessDep,
+    DriverDep,
+    JobDep,
+    JobStoreDep,
+    LettersDep,
+    StoreDep,
+    audit,
+    replay_engine,
+    selected,
+)
+from airflow_retry_provider.plugin.models import DismissBody, ParkBody, PreviewBody, ReplayBody
+
+router = APIRouter(prefix="/api", tags=["actions"])
+
+REPLAY_EVENT, CANCEL_EVENT, PARK_EVENT, DISMISS_EVENT = (
+    "retry_provider_replay",
+    "retry_provider_cancel_replay",
+    "retry_provider_park",
+    "retry_provider_dismiss",
+)
+
+replay_selection = selected(ReplayBody, REPLAY_EVENT)
+park_selection = selected(ParkBody, PARK_EVENT)
+dismiss_selection = selected(DismissBody, DISMISS_EVENT)
+
+
+@router.post("/preview")
+def preview(request: Request, access: AccessDep, body: PreviewBody, letters: LettersDep) -> dict[str, Any]:
+    """Exactly what a replay of the selection would touch (Airflow's dry-run, same flags), its count and pace."""
+    chosen = letters.select(access, body)
+    engine = replay_engine(request, letters.store)
+    try:
+        return engine.preview(ids=[letter.id for letter in chosen], downstream=body.downstream).to_json()
+    finally:
+        if engine.api is not None:
+            engine.api.close()
+
+
+@router.post(
+    "/replays",
+    status_code=status.HTTP_202_ACCEPTED,
+    dependencies=[Depends(replay_selection)],
+)
+def replay(
+    request: Request,
+    access: AccessDep,
+    store: StoreDep,
+    jobs: JobStoreDep,
+    driver: DriverDep,
+    selection: Annotated[tuple[list[Letter], ReplayBody], Depends(replay_selection)],
+) -> dict[str, Any]:
+    """Queue a replay job of the selection, as you; the api-server's drivers work it at the deployment's pace.
+
+    Letters not in ``dlq`` or at the replay cap are listed in ``refused``; when none can be
+    replayed the answer is 409 and no job is created. Poll ``/api/jobs/{id}`` for progress.
+    """
+    letters, body = selection
+    try:
+        ask = ReplayRequest(
+            access.actor,
+            body.reason,
+            body.fix_version,
+            body.processing_version or None,
+            downstream=body.downstream,
+            source=body.source,
+        )
+        engine = replay_engine(None, store)
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
+    ready, refused = engine.split(letters)
+    if not ready:
+        why = "; ".join(f"letter {r.letter_id}: {r.reason}" for r in refused)
+        raise HTTPException(status.HTTP_409_CONFLICT, f"nothing to replay: {why}")
+    job_id = jobs.create(ask, ready)
+    driver.wake()
+    audit(
+        access.actor,
+        REPLAY_EVENT,
+        ready,
+        outcome="queued",
+        job=job_id,
+        reason=ask.reason,
+        fix_version=ask.fix_version,
+    )
+    return {
+        **jobs.require(job_id).to_json(),
+        "refused": [r.to_json() for r in refused],
+        "url": f"{request.scope.get('root_path', '')}/jobs/{job_id}",
+    }
+
+
+@router.get("/jobs/{job_id}")
+def get_job(job: JobDep) -> dict[str, Any]:
+    """A replay job from the table (every api-server worker answers the same): status, counts, each letter."""
+    return job.to_json()
+
+
+@router.post("/jobs/{job_id}/cancel")
+def cancel_job(access: AccessDep, store: StoreDep, jobs: JobStoreDep, job: JobDep) -> dict[str, Any]:
+    """Cancel a queued or running job: letters it has not claimed stay in ``dlq`` (409 once it is finished)."""
+    ids = [item.letter_id for item in job.items]
+    letters = store.list(LetterFilter(ids=ids), limit=len(ids) or 1)
+    try:
+        access.require(job.job.dag_ids, "PUT")
+    except HTTPException:
+        audit(access.actor, CANCEL_EVENT, letters, outcome="refused", job=job.job.id)
+        raise
+    try:
+        left = jobs.cancel(job.job.id, access.actor)
+    except JobError as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    audit(access.actor, CANCEL_EVENT, letters, outcome="cancelled", job=job.job.id)
+    return {**jobs.require(job.job.id).to_json(), "letters_left_in_dlq": left}
+
+
+@router.post(
+    "/park",
+    dependencies=[Depends(park_selection)],
+)
+def park(
+    access: AccessDep,
+    store: StoreDep,
+    selection: Annotated[tuple[list[Letter], ParkBody], Depends(park_selection)],
+) -> dict[str, Any]:
+    """``dlq`` (or ``replaying`` not mid-clear) -> ``parked``: kept for inspection, replays refused."""
+    letters, body = selection
+    ids = [letter.id for letter in letters]
+    changed = replay_engine(None, store).park(ids, access.who(), body.reason)
+    audit(
+        access.actor,
+        PARK_EVENT,
+        [x for x in letters if x.id in changed],
+        outcome="parked",
+        reason=body.reason,
+    )
+    return {"changed": changed, "unchanged": [i for i in ids if i not in changed]}
+
+
+@router.post(
+    "/dismiss",
+    dependencies=[Depends(dismiss_selection)],
+)
+def dismiss(
+    access: AccessDep,
+    store: StoreDep,
+    selection: Annotated[tuple[list[Letter], DismissBody], Depends(dismiss_selection)],
+) -> dict[str, Any]:
+    """``dlq``, ``parked`` (or ``replaying`` not mid-clear) -> ``dismissed``: closed without a replay, with a reason."""
+    letters, body = selection
+    ids = [letter.id for letter in letters]
+    try:
+        changed = replay_engine(None, store).dismiss(ids, access.who(), body.reason)
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
+    audit(
+        access.actor,
+        DISMISS_EVENT,
+        [x for x in letters if x.id in changed],
+        outcome="dismissed",
+        reason=body.reason,
+    )
+    return {"changed": changed, "unchanged": [i for i in ids if i not in changed]}

@@ -1,0 +1,193 @@
+"""The dead-letter pages: the queue, one letter, a replay's preview and progress, the task-instance tab.
+
+No ``from __future__ import annotations`` here: FastAPI reads the annotations at runtime.
+"""
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+from airflow.api_fastapi.core_api.security import requires_access_dag
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse
+from pydantic import ValidationError
+
+from airflow_retry_provider.dlq.models import STATUSES
+from airflow_retry_provider.plugin.deps import (
+    AccessDep,
+    JobDep,
+    LettersDep,
+    airflow_root,
+    replay_engine,
+    tab_map_index,
+)
+from airflow_retry_provider.plugin.models import (
+    COUNT_CAP,
+    FAILURE_CLASSES,
+    GROUP_PAGE_SIZE,
+    PAGE_SIZE,
+    QueryFilters,
+    SelectionBody,
+    query_error,
+)
+from airflow_retry_provider.plugin.rendering import page, query, ti_links
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/", response_class=HTMLResponse)
+def letters_page(
+    request: Request,
+    access: AccessDep,
+    filters: QueryFilters,
+    letters: LettersDep,
+    view: Literal["list", "groups"] = "list",
+    before_created: datetime | None = None,
+    before_id: int | None = None,
+    after_letters: int | None = None,
+    after_fingerprint: str | None = None,
+):
+    """The queue: filters, the list (newest first) or the groups by fingerprint, and the actions."""
+    where = filters.to_letter_filter(letters.tz)
+    with letters.views().reading() as q:
+        dags = letters.readable(access, q)
+        context: dict[str, Any] = {
+            "filters": filters.cleaned(),
+            "filter_query": query(filters.cleaned()),
+            "view": view,
+            "dag_ids": sorted(dags),
+            "statuses": STATUSES,
+            "failure_classes": FAILURE_CLASSES,
+            "can_edit": bool(access.permitted(dags, "PUT")),
+            "letters": [],
+            "groups": None,
+            "next_query": None,
+            "count": 0,
+            "count_cap": COUNT_CAP,
+        }
+        if view == "groups":
+            after = (after_letters, after_fingerprint or "") if after_letters is not None else None
+            groups = q.groups(where, dags, GROUP_PAGE_SIZE, after)
+            context["groups"] = groups
+            if groups.after:
+                context["next_query"] = query(
+                    {
+                        **filters.cleaned(),
+                        "view": "groups",
+                        "after_letters": groups.after[0],
+                        "after_fingerprint": groups.after[1],
+                    }
+                )
+        else:
+            before = (before_created, before_id) if before_created and before_id is not None else None
+            shown = q.letters(where, dags, PAGE_SIZE, before)
+            context["letters"] = shown
+            context["count"] = q.count(where, dags, COUNT_CAP + 1)
+            if len(shown) == PAGE_SIZE:
+                last = shown[-1]
+                context["next_query"] = query(
+                    {
+                        **filters.cleaned(),
+                        "before_created": last.created_at.isoformat(),
+                        "before_id": last.id,
+                    }
+                )
+    return page(request, "letters.html", access, **context)
+
+
+@router.get("/letters/{letter_id}", response_class=HTMLResponse)
+def letter_page(request: Request, letter_id: int, access: AccessDep, letters: LettersDep):
+    """One letter: identity, links into Airflow, error, classification, timeline, replays, actions."""
+    letter = letters.letter_for(letter_id, access)
+    tries, tries_error = letters.tries(letter.dag_id, letter.run_id, letter.task_id, letter.map_index)
+    return page(
+        request,
+        "detail.html",
+        access,
+        letter=letter,
+        replays=letters.store.replays(letter.id),
+        events=letters.store.events(letter.id),
+        links=ti_links(airflow_root(request), letter),
+        tries=tries,
+        tries_error=tries_error,
+        can_edit=bool(access.permitted([letter.dag_id], "PUT")),
+    )
+
+
+@router.get("/preview", response_class=HTMLResponse)
+def preview_page(
+    request: Request,
+    access: AccessDep,
+    filters: QueryFilters,
+    letters: LettersDep,
+    ids: Annotated[list[int], Query()] = [],  # noqa: B006 (FastAPI copies defaults)
+    all_matching: bool = False,
+    task_only: bool = False,
+):
+    """What a replay of the selection would do (Airflow's clear dry-run, same flags): nothing changes here."""
+    try:
+        body = SelectionBody(ids=ids, all_matching=all_matching, filter=filters)
+    except ValidationError as exc:  # too many ids, or one out of range
+        raise query_error(exc) from None
+    chosen = letters.select(access, body)
+    engine = replay_engine(request, letters.store)
+    try:
+        preview = engine.preview(ids=[letter.id for letter in chosen], downstream=not task_only)
+    finally:
+        if engine.api is not None:
+            engine.api.close()
+    return page(
+        request,
+        "preview.html",
+        access,
+        preview=preview,
+        minutes=preview.seconds / 60,
+        ready_ids=[item.letter.id for item in preview.items if item.error is None],
+        back_query=query(filters.cleaned()),
+        task_only_query=query(
+            {
+                **filters.cleaned(),
+                "ids": ids,
+                "all_matching": all_matching or None,
+                "task_only": not task_only or None,
+            }
+        ),
+    )
+
+
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+def job_page(request: Request, access: AccessDep, job: JobDep):
+    """The progress of a replay job, read from the table (any worker answers), with a Cancel button."""
+    return page(
+        request,
+        "job.html",
+        access,
+        job=job.to_json(),
+        can_cancel=bool(access.permitted(job.job.dag_ids, "PUT")),
+    )
+
+
+@router.get(
+    "/ti",
+    response_class=HTMLResponse,
+    dependencies=[Depends(requires_access_dag(method="GET", access_entity=DagAccessEntity.TASK_INSTANCE))],
+)
+def task_instance_page(
+    request: Request,
+    access: AccessDep,
+    letters: LettersDep,
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    map_index: str = "-1",
+):
+    """The task-instance tab: that instance's letter, its replays and its tries in Airflow."""
+    history = letters.ti_history(dag_id, run_id, task_id, tab_map_index(map_index))
+    letter = history["letter"]
+    return page(
+        request,
+        "ti.html",
+        access,
+        links=ti_links(airflow_root(request), letter) if letter else None,
+        **history,
+    )

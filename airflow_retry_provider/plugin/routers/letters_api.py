@@ -1,0 +1,127 @@
+"""The letters as JSON: lists, groups, one letter, a task instance's history, and the exports.
+
+No ``from __future__ import annotations`` here: FastAPI reads the annotations at runtime.
+"""
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+from airflow.api_fastapi.core_api.security import requires_access_dag
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import StreamingResponse
+
+from airflow_retry_provider.plugin.deps import AccessDep, LettersDep
+from airflow_retry_provider.plugin.models import COUNT_CAP, GROUP_PAGE_SIZE, PAGE_SIZE, QueryFilters
+from airflow_retry_provider.plugin.rendering import csv_stream, json_lines
+
+router = APIRouter(prefix="/api")
+
+
+@router.get("/letters", tags=["letters"])
+def list_letters(
+    access: AccessDep,
+    filters: QueryFilters,
+    letters: LettersDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = PAGE_SIZE,
+    before_created: datetime | None = None,
+    before_id: int | None = None,
+) -> dict[str, Any]:
+    """Letters of the DAGs you may read, newest first; pass ``next`` back for the following page."""
+    where = filters.to_letter_filter(letters.tz)
+    before = (before_created, before_id) if before_created and before_id is not None else None
+    with letters.views().reading() as q:
+        dags = letters.readable(access, q)
+        shown = q.letters(where, dags, limit, before)
+        count = q.count(where, dags, COUNT_CAP + 1)
+    following = (
+        {"before_created": shown[-1].created_at.isoformat(), "before_id": shown[-1].id}
+        if len(shown) == limit
+        else None
+    )
+    return {
+        "letters": [letter.to_json() for letter in shown],
+        "count": min(count, COUNT_CAP),
+        "count_is_capped": count > COUNT_CAP,
+        "next": following,
+    }
+
+
+@router.get("/groups", tags=["letters"])
+def list_groups(
+    access: AccessDep,
+    filters: QueryFilters,
+    letters: LettersDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = GROUP_PAGE_SIZE,
+    after_letters: int | None = None,
+    after_fingerprint: str | None = None,
+) -> dict[str, Any]:
+    """Letters grouped by fingerprint (one root cause each), biggest group first."""
+    after = (after_letters, after_fingerprint or "") if after_letters is not None else None
+    with letters.views().reading() as q:
+        groups = q.groups(filters.to_letter_filter(letters.tz), letters.readable(access, q), limit, after)
+    return {
+        "groups": [g.to_json() for g in groups.groups],
+        "total_groups": groups.total_groups,
+        "total_letters": groups.total_letters,
+        "next": {"after_letters": groups.after[0], "after_fingerprint": groups.after[1]}
+        if groups.after
+        else None,
+    }
+
+
+@router.get("/letters/{letter_id}", tags=["letters"])
+def get_letter(letter_id: int, access: AccessDep, letters: LettersDep) -> dict[str, Any]:
+    """One letter, its replays and its history (every event, oldest first)."""
+    letter = letters.letter_for(letter_id, access)
+    return {
+        "letter": letter.to_json(),
+        "replays": [r.to_json() for r in letters.store.replays(letter.id)],
+        "history": [e.to_json() for e in letters.store.events(letter.id)],
+    }
+
+
+@router.get("/export.csv", tags=["export"], response_class=StreamingResponse)
+def export_csv(access: AccessDep, filters: QueryFilters, letters: LettersDep) -> StreamingResponse:
+    """Every letter matching the filter (of the DAGs you may read) as CSV."""
+    found = letters.views().export(filters.to_letter_filter(letters.tz), letters.readable(access))
+    return StreamingResponse(
+        csv_stream(found),
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": 'attachment; filename="dead-letters.csv"'},
+    )
+
+
+@router.get("/export.json", tags=["export"], response_class=StreamingResponse)
+def export_json(access: AccessDep, filters: QueryFilters, letters: LettersDep) -> StreamingResponse:
+    """Every letter matching the filter (of the DAGs you may read) as a JSON array."""
+    found = letters.views().export(filters.to_letter_filter(letters.tz), letters.readable(access))
+    return StreamingResponse(
+        json_lines(found),
+        media_type="application/json",
+        headers={"Content-Disposition": 'attachment; filename="dead-letters.json"'},
+    )
+
+
+@router.get(
+    "/task-instance",
+    tags=["letters"],
+    dependencies=[Depends(requires_access_dag(method="GET", access_entity=DagAccessEntity.TASK_INSTANCE))],
+)
+def task_instance(
+    access: AccessDep,
+    letters: LettersDep,
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    map_index: int = -1,
+) -> dict[str, Any]:
+    """A task instance's letter, its replays, and its tries as Airflow's REST API reports them."""
+    history = letters.ti_history(dag_id, run_id, task_id, map_index)
+    letter = history["letter"]
+    return {
+        "letter": letter.to_json() if letter else None,
+        "replays": [r.to_json() for r in history["replays"]],
+        "tries": [t.to_json() for t in history["tries"]],
+        "tries_error": history["tries_error"],
+    }

@@ -1,0 +1,58 @@
+"""The Retries tab of a task instance and its JSON: every try, what decided it, and what comes next.
+
+No ``from __future__ import annotations`` here: FastAPI reads the annotations at runtime.
+"""
+
+from typing import Annotated, Any
+
+from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+from airflow.api_fastapi.core_api.security import requires_access_dag
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
+from fastapi.responses import HTMLResponse
+
+from airflow_retry_provider.plugin.deps import AccessDep, tab_map_index
+from airflow_retry_provider.plugin.queries import retry_history
+from airflow_retry_provider.plugin.rendering import page
+
+router = APIRouter(
+    dependencies=[Depends(requires_access_dag(method="GET", access_entity=DagAccessEntity.TASK_INSTANCE))]
+)
+
+
+def history_of(dag_id: str, run_id: str, task_id: str, map_index: int) -> dict[str, Any]:
+    """The task instance's retry history (404 if Airflow has no such task instance)."""
+    found = retry_history(dag_id, run_id, task_id, map_index)
+    if found is None:
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND,
+            f"no task instance dag_id={dag_id!r} run_id={run_id!r} task_id={task_id!r} map_index={map_index}",
+        )
+    return found
+
+
+@router.get("/api/tries", tags=["tries"])
+def tries_api(
+    access: AccessDep,
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    map_index: Annotated[int, Query(ge=-1)] = -1,
+) -> dict[str, Any]:
+    """Every try of a task instance (start, end, state, delay chosen, reason and what decided it),
+    when the next try starts, and the attempts still ahead under its profile."""
+    return history_of(dag_id, run_id, task_id, map_index)
+
+
+@router.get("/tries", response_class=HTMLResponse, include_in_schema=False)
+def tries_page(
+    request: Request,
+    access: AccessDep,
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    map_index: str = "-1",
+):
+    """The Retries tab."""
+    return page(
+        request, "tries.html", access, ti=history_of(dag_id, run_id, task_id, tab_map_index(map_index))
+    )

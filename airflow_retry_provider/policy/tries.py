@@ -1,0 +1,154 @@
+"""What a retry reason says, read back, and the schedule still ahead of a task instance.
+
+Airflow keeps each try's ``retry_reason`` (500 characters) and nothing else of the policy's
+decision. So the policy tags its reasons with what the Retries tab needs and cannot find
+elsewhere: the rule that decided, the profile and the delivery deadline. Tags follow the leading
+``[attempt n/M]`` (and ``[after ...]``) of the reason, so a reason still reads as before::
+
+    [attempt 2/3] [after 2026-11-30T10:05:00Z] [rule http-429] [profile report] retryable/rate-limited: ...
+
+Pure: stdlib only, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from airflow_retry_provider.policy.backoff import Backoff
+from airflow_retry_provider.policy.decide import MAX_REASON_CHARS, format_timestamp
+
+_LEADING = re.compile(r"^(?:\[(?:attempt|after) [^\]]*\] ?)*")
+_TAG = re.compile(r"\[(attempt|after|rule|profile|deadline) ([^\]]+)\]")
+_CLASS = re.compile(r"\b(poison|retryable|unknown)/([a-z0-9][a-z0-9-]*)")
+_DEAD_LETTER = re.compile(r"\bdead letter ([a-z][a-z0-9-]*)")
+
+
+def tag_reason(reason: str, rule: str, profile: str | None = None, deadline: datetime | None = None) -> str:
+    """``reason`` with ``[rule r] [profile p] [deadline t]`` after its leading tags, capped as before."""
+    tags = [f"[rule {rule}]"]
+    if profile:
+        tags.append(f"[profile {profile}]")
+    if deadline is not None:
+        tags.append(f"[deadline {format_timestamp(deadline)}]")
+    head = _LEADING.match(reason)
+    cut = head.end() if head else 0
+    leading = reason[:cut].rstrip()
+    tagged = " ".join(part for part in (leading, *tags, reason[cut:].lstrip()) if part)
+    if len(tagged) > MAX_REASON_CHARS:
+        tagged = tagged[: MAX_REASON_CHARS - 1] + "…"
+    return tagged
+
+
+@dataclass(frozen=True)
+class ReasonParts:
+    """What one retry reason says (None where it says nothing).
+
+    :param attempt: the attempt the reason is about: the next one for a retry, the failed one for
+        a dead letter.
+    :param max_attempts: the ceiling, counting the first attempt.
+    :param not_before: when the retry may start (retries only).
+    :param dead_letter: the dead-letter category (``exhausted``, ``unknown-outcome``, ...) when the
+        decision was to stop.
+    """
+
+    attempt: int | None = None
+    max_attempts: int | None = None
+    not_before: datetime | None = None
+    rule: str | None = None
+    profile: str | None = None
+    deadline: datetime | None = None
+    failure_class: str | None = None
+    category: str | None = None
+    dead_letter: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            name: value.isoformat() if isinstance(value, datetime) else value
+            for name, value in self.__dict__.items()
+        }
+
+
+def _timestamp(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def parse_reason(reason: str | None) -> ReasonParts:
+    """Read back a reason written by the policy; a reason of anyone else gives what it can (often nothing)."""
+    if not reason:
+        return ReasonParts()
+    tags: dict[str, str] = {}
+    for name, value in _TAG.findall(reason):
+        tags.setdefault(name, value.strip())
+    attempt = max_attempts = None
+    done, _, ceiling = tags.get("attempt", "").partition("/")
+    if done.isdigit() and ceiling.isdigit():
+        attempt, max_attempts = int(done), int(ceiling)
+    body = _TAG.sub("", reason)
+    found = _CLASS.search(body)
+    stopped = _DEAD_LETTER.search(body)
+    dead_letter = stopped.group(1) if stopped else None
+    if dead_letter in ("poison", "retryable", "unknown"):  # "dead letter poison/not-found: ..."
+        dead_letter = found.group(2) if found else None
+    return ReasonParts(
+        attempt=attempt,
+        max_attempts=max_attempts,
+        not_before=_timestamp(tags["after"]) if "after" in tags else None,
+        rule=tags.get("rule"),
+        profile=tags.get("profile"),
+        deadline=_timestamp(tags["deadline"]) if "deadline" in tags else None,
+        failure_class=found.group(1) if found else None,
+        category=found.group(2) if found else None,
+        dead_letter=dead_letter,
+    )
+
+
+@dataclass(frozen=True)
+class PlannedTry:
+    """An attempt still ahead, if every attempt before it fails at once.
+
+    :param attempt: its number (1-based, counting the first).
+    :param offset: how long after the first planned attempt starts it may start.
+    :param at: when, if the first planned attempt's start is known.
+    """
+
+    attempt: int
+    offset: timedelta
+    at: datetime | None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "attempt": self.attempt,
+            "offset_seconds": self.offset.total_seconds(),
+            "at": self.at.isoformat() if self.at else None,
+        }
+
+
+def remaining_schedule(
+    backoff: Backoff,
+    seed: str,
+    next_attempt: int,
+    max_attempts: int,
+    start: datetime | None = None,
+    deadline: datetime | None = None,
+) -> tuple[tuple[PlannedTry, ...], str]:
+    """Attempts ``next_attempt`` .. ``max_attempts``, each after the backoff of the one before it.
+
+    ``start`` is when ``next_attempt`` starts (None: offsets only). Stops at the ceiling, or before
+    the first attempt that would start after ``deadline``. Returns the attempts and why they stop
+    (``"ceiling"`` or ``"deadline"``).
+    """
+    rows: list[PlannedTry] = []
+    offset = timedelta(0)
+    for attempt in range(max(1, next_attempt), max_attempts + 1):
+        if attempt > next_attempt:
+            offset += backoff.delay(attempt - 1, seed)
+        at = start + offset if start is not None else None
+        if deadline is not None and at is not None and at > deadline:
+            return tuple(rows), "deadline"
+        rows.append(PlannedTry(attempt, offset, at))
+    return tuple(rows), "ceiling"

@@ -1,0 +1,402 @@
+"""The provider's settings: declared once here, read through Airflow's configuration.
+
+Each :class:`Setting` is an option of the ``[retry_provider]`` section. ``get_provider_info()``
+declares them all (so ``airflow config list`` shows them with their defaults), and :func:`get`
+reads one with Airflow's ``conf``: ``[retry_provider]`` in airflow.cfg or
+``AIRFLOW__RETRY_PROVIDER__<KEY>``. The names used before (``AIRFLOW_RETRY_*``) still work, with a
+``DeprecationWarning`` naming the new key; a value set the new way wins over them.
+
+To add a setting, add one :class:`Setting` to ``SETTINGS`` and regenerate the README table (see
+``tests/unit/test_settings.py``). The pure ``policy/`` package never reads settings: its callers
+pass the values in.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+__all__ = ["SECTION", "SETTINGS", "Setting", "get", "markdown_table", "provider_config", "ui_timezone"]
+
+SECTION = "retry_provider"
+
+
+class _Invalid(ValueError):
+    """A parser's complaint: what the value must be (``get`` adds where it came from)."""
+
+
+def _integer(minimum: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        if not raw.isdigit() or int(raw) < minimum:
+            raise _Invalid(f"an integer >= {minimum}")
+        return int(raw)
+
+    return parse
+
+
+def _seconds(*, whole: bool) -> Callable[[str], timedelta]:
+    def parse(raw: str) -> timedelta:
+        try:
+            seconds = int(raw) if whole else float(raw)
+        except ValueError:
+            seconds = -1
+        if not 0 <= seconds < 10**9:  # negative, unparsable, NaN or infinite
+            raise _Invalid("a whole number of seconds >= 0" if whole else "a number of seconds >= 0")
+        return timedelta(seconds=seconds)
+
+    return parse
+
+
+def _zone(raw: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(raw)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise _Invalid("an IANA time zone such as America/Sao_Paulo") from None
+
+
+def _optional_path(raw: str) -> Path | None:
+    return Path(raw) if raw else None
+
+
+def _module_prefixes(raw: str) -> tuple[str, ...]:
+    prefixes = tuple(p.strip() for p in raw.split(",") if p.strip())
+    if any(not all(part.isidentifier() for part in p.rstrip(".").split(".")) for p in prefixes):
+        raise _Invalid("comma-separated module names such as my_company.alerts")
+    return prefixes
+
+
+def _text(raw: str) -> str:
+    return raw
+
+
+def _boolean(raw: str) -> bool:
+    lowered = raw.lower()
+    if lowered not in ("true", "false", "1", "0", ""):
+        raise _Invalid("true or false")
+    return lowered in ("true", "1")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One option of ``[retry_provider]``.
+
+    :param key: the option's name, e.g. ``replay_max_attempts``.
+    :param type: Airflow's type name: ``string``, ``integer``, ``float`` or ``boolean``.
+    :param default: the default, as text (``""``: none).
+    :param example: an example value, as text.
+    :param description: what it does and who reads it.
+    :param parse: turns the text into the value callers get; raises ``ValueError`` saying what is expected.
+    :param legacy_env: the deprecated environment variable read before, if any.
+    """
+
+    key: str
+    type: str
+    default: str
+    example: str
+    description: str
+    parse: Callable[[str], Any]
+    legacy_env: str | None = None
+
+    @property
+    def env(self) -> str:
+        """The ``AIRFLOW__RETRY_PROVIDER__<KEY>`` variable Airflow reads for it."""
+        return f"AIRFLOW__{SECTION.upper()}__{self.key.upper()}"
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        key="replay_max_attempts",
+        type="integer",
+        default="3",
+        example="5",
+        description="Replays allowed per dead letter before it is parked (DLQ callback, sweeper, replay engine).",
+        parse=_integer(1),
+        legacy_env="AIRFLOW_RETRY_DLQ_REPLAY_MAX_ATTEMPTS",
+    ),
+    Setting(
+        key="replay_rate_per_minute",
+        type="integer",
+        default="10",
+        example="60",
+        description="At most this many clears in any 60 seconds, spaced evenly, for the whole deployment "
+        "(every replay driver; `airflow-retry dlq replay --rate` can only lower it).",
+        parse=_integer(1),
+        legacy_env="AIRFLOW_RETRY_DLQ_REPLAY_RATE_PER_MINUTE",
+    ),
+    Setting(
+        key="replay_lease_seconds",
+        type="integer",
+        default="120",
+        example="60",
+        description="How long a replay driver holds a job, and a claimed letter counts as mid-clear, "
+        "without renewing; a dead driver's job and claims are taken back after it (replay drivers, sweeper).",
+        parse=_integer(10),
+    ),
+    Setting(
+        key="replay_driver_interval_seconds",
+        type="float",
+        default="5",
+        example="2",
+        description="How often an idle replay driver (one per api-server worker, `airflow-retry dlq drive "
+        "--forever`) looks for queued jobs and undecided claims.",
+        parse=_seconds(whole=False),
+    ),
+    Setting(
+        key="sweep_grace_seconds",
+        type="integer",
+        default="120",
+        example="300",
+        description="The sweeper DAG leaves failures newer than this to their callback.",
+        parse=_seconds(whole=True),
+        legacy_env="AIRFLOW_RETRY_DLQ_SWEEP_GRACE_SECONDS",
+    ),
+    Setting(
+        key="ui_timezone",
+        type="string",
+        default="America/Sao_Paulo",
+        example="Europe/Lisbon",
+        description="Time zone of the times the Dead letters and Reconciliation pages show (an IANA name); "
+        "the UTC instant shows on hover.",
+        parse=_zone,
+        legacy_env="AIRFLOW_RETRY_UI_TIMEZONE",
+    ),
+    Setting(
+        key="ledger_dedup_seconds",
+        type="float",
+        default="3600",
+        example="600",
+        description="How long a succeeded work unit is not run again (ledger, `@idempotent`, "
+        "`IdempotentMixin`, medallion operators; `dedup_window=` overrides).",
+        parse=_seconds(whole=False),
+        legacy_env="AIRFLOW_RETRY_LEDGER_DEDUP_SECONDS",
+    ),
+    Setting(
+        key="dependencies_file",
+        type="string",
+        default="",
+        example="/opt/airflow/dependencies.yaml",
+        description="The dependency map (YAML) used when none is passed or registered "
+        "(`capacity.uses`, `apply_capacity`, `airflow-retry pools sync`; `--file` overrides).",
+        parse=_optional_path,
+        legacy_env="AIRFLOW_RETRY_DEPENDENCIES_FILE",
+    ),
+    Setting(
+        key="rules_file",
+        type="string",
+        default="",
+        example="/opt/airflow/retry_rules.yaml",
+        description="A YAML file of classification rules tried before the defaults, read when a "
+        "`ClassifiedRetryPolicy` is built (DAG parse); `airflow-retry policy classify --rules` overrides.",
+        parse=_optional_path,
+        legacy_env="AIRFLOW_RETRY_RULES_FILE",
+    ),
+    Setting(
+        key="reconciliation_dir",
+        type="string",
+        default="",
+        example="/opt/airflow/reconciliation",
+        description="Where the reconciliation DAG writes its report artifacts "
+        "(empty: `$AIRFLOW_HOME/reconciliation`).",
+        parse=_optional_path,
+        legacy_env="AIRFLOW_RETRY_RECONCILIATION_DIR",
+    ),
+    Setting(
+        key="notifier_modules",
+        type="string",
+        default="",
+        example="my_company.alerts,ops.notify",
+        description="Module prefixes the reconciliation notifier (Variable "
+        "`retry_provider_reconciliation_notifier`) may be imported from, comma-separated; empty refuses "
+        "every notifier (whoever may edit Variables could otherwise make the DAG import any function).",
+        parse=_module_prefixes,
+    ),
+    Setting(
+        key="alert_notifiers",
+        type="string",
+        default="",
+        example='[{"name": "oncall-mail", "class": "airflow.providers.smtp.notifications.smtp.SmtpNotifier", '
+        '"kwargs": {"to": "oncall@example.com", "smtp_conn_id": "smtp_alerts"}}]',
+        description="The notifiers alerts go through: a JSON list of `{name, class, kwargs}`, each class an "
+        "`airflow.sdk.BaseNotifier` subclass by dotted path (empty: no alerts). Read by the DLQ callback, "
+        "the sweepers and the reconciliation DAG.",
+        parse=_text,
+    ),
+    Setting(
+        key="alert_repeat_minutes",
+        type="integer",
+        default="60",
+        example="30",
+        description="At most one message per root cause (fingerprint) per this many minutes, carrying the "
+        "count since the last one.",
+        parse=_integer(1),
+    ),
+    Setting(
+        key="alert_base_url",
+        type="string",
+        default="",
+        example="https://airflow.example.com",
+        description="The Airflow UI address in the links of alert messages (empty: `[api] base_url`).",
+        parse=_text,
+    ),
+    Setting(
+        key="work_sweeper_enabled",
+        type="boolean",
+        default="false",
+        example="true",
+        description="Turns the work-unit sweeper (DAG `retry_provider_work_sweeper`) on; off, its task is skipped.",
+        parse=_boolean,
+    ),
+    Setting(
+        key="work_sweeper_interval_seconds",
+        type="integer",
+        default="30",
+        example="60",
+        description="Seconds between two sweeps of the work-unit sweeper while it is on.",
+        parse=_integer(1),
+    ),
+    Setting(
+        key="work_sweeper_max_attempts",
+        type="integer",
+        default="10",
+        example="5",
+        description="Failed sweeps of a work unit (1 min, x2, up to 1 h apart) before it is parked and an "
+        "alert goes out.",
+        parse=_integer(1),
+    ),
+    Setting(
+        key="work_sweeper_lookup",
+        type="string",
+        default="",
+        example="my_company.jobs.lookup_remote_job",
+        description="Dotted path of `lookup(remote_job_id, unit) -> RemoteJob or None` that asks the remote "
+        "side about a job (empty: units with a remote job id are parked after the failed sweeps).",
+        parse=_text,
+    ),
+    Setting(
+        key="retention_letters_days",
+        type="integer",
+        default="90",
+        example="180",
+        description="Retention deletes `resolved` and `dismissed` letters (and their replays) older than this.",
+        parse=_integer(1),
+    ),
+    Setting(
+        key="retention_reports_days",
+        type="integer",
+        default="30",
+        example="60",
+        description="Retention deletes reconciliation reports, findings and artifact files older than this "
+        "(each workspace's latest is kept).",
+        parse=_integer(1),
+    ),
+    Setting(
+        key="retention_events_days",
+        type="integer",
+        default="30",
+        example="14",
+        description="Retention deletes extraction events older than this.",
+        parse=_integer(1),
+    ),
+    Setting(
+        key="retention_ledger_days",
+        type="integer",
+        default="30",
+        example="60",
+        description="Retention deletes finished work units older than this, never inside their dedup window.",
+        parse=_integer(1),
+    ),
+    Setting(
+        key="retention_alerts_days",
+        type="integer",
+        default="30",
+        example="7",
+        description="Retention deletes sent alerts and idle root-cause windows older than this.",
+        parse=_integer(1),
+    ),
+    Setting(
+        key="retention_batch_size",
+        type="integer",
+        default="5000",
+        example="1000",
+        description="Rows retention deletes per statement and transaction.",
+        parse=_integer(1),
+    ),
+)
+
+_BY_KEY = {setting.key: setting for setting in SETTINGS}
+
+
+def get(key: str) -> Any:
+    """The parsed value of ``[retry_provider] key``; a bad value is a ``ValueError`` naming where it came from.
+
+    Airflow's configuration (airflow.cfg, ``AIRFLOW__RETRY_PROVIDER__*``) is read first; when it
+    holds only the default, a deprecated ``AIRFLOW_RETRY_*`` variable still applies, with a warning.
+    """
+    from airflow.sdk import conf
+
+    setting = _BY_KEY[key]
+    raw = conf.get(SECTION, key, fallback=setting.default).strip()
+    source = f"[{SECTION}] {key} ({setting.env})"
+    legacy = os.environ.get(setting.legacy_env, "").strip() if setting.legacy_env else ""
+    if legacy:
+        warnings.warn(
+            f"{setting.legacy_env} is deprecated: set [{SECTION}] {key} in airflow.cfg or {setting.env}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if raw == setting.default:
+            raw, source = legacy, f"{setting.legacy_env} (deprecated; use [{SECTION}] {key})"
+    if not raw and setting.default:
+        raw = setting.default
+    try:
+        return setting.parse(raw)
+    except ValueError as exc:
+        raise ValueError(f"{source} must be {exc}, got {raw!r}") from None
+
+
+def ui_timezone() -> ZoneInfo:
+    """``[retry_provider] ui_timezone`` as a zone."""
+    zone: ZoneInfo = get("ui_timezone")
+    return zone
+
+
+def provider_config() -> dict[str, Any]:
+    """The ``config`` section of ``get_provider_info()``, as in Airflow providers' ``provider.yaml``."""
+    return {
+        SECTION: {
+            "description": "Settings of the Airflow Retry Provider (classified retries, dead letters, "
+            "reconciliation).",
+            "options": {
+                setting.key: {
+                    "description": setting.description
+                    + (f" Replaces the deprecated {setting.legacy_env}." if setting.legacy_env else ""),
+                    "version_added": "0.1.0",
+                    "type": setting.type,
+                    "example": setting.example,
+                    "default": setting.default,
+                }
+                for setting in SETTINGS
+            },
+        }
+    }
+
+
+def markdown_table() -> str:
+    """The README's settings table, generated from ``SETTINGS``."""
+    lines = [
+        "| `[retry_provider]` key / environment variable | Type | Default | Meaning |",
+        "| --- | --- | --- | --- |",
+    ]
+    for setting in SETTINGS:
+        name = f"`{setting.key}` / `{setting.env}`"
+        if setting.legacy_env:
+            name += f" (formerly `{setting.legacy_env}`)"
+        default = f"`{setting.default}`" if setting.default else "(none)"
+        lines.append(f"| {name} | {setting.type} | {default} | {setting.description} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,185 @@
+"""Distributed benchmark: the provider against plain Airflow on one stack, in one run.
+
+Starts PostgreSQL (or uses AIRFLOW_RETRY_PG_DSN), Redis, and Airflow with the CeleryExecutor (two
+schedulers, two workers of concurrency 2, an api-server with two workers); ``--executor local``
+runs the same figures on the LocalExecutor (one scheduler). On that stack, alternating, it runs
+the same 200 mapped tasks that fail once with a retryable error and then succeed: with Airflow's
+native retries (``retries=1``, ``retry_delay`` 1 s) and with ``apply_profile`` and a 1 s backoff.
+It prints, with OK or MISSED against the targets:
+
+- drain time (trigger to run success) of each and their ratio (target <= 1.2x);
+- retry start lag (try 2's start minus the chosen not-before time: try 1's end plus the delay)
+  p50/p95/max of each (target: ours within 0.5 s of native at each percentile);
+- letters filed per second for 1,000 poison failures (``--poison``) across the workers.
+
+Run: ``.venv/bin/python bench/distributed.py [--executor local] [--rounds 2] [--tasks 200] [--poison 1000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from verdict import check, exit_code, judge
+
+DAGS = Path(__file__).resolve().parent / "dags"
+DRAIN_RATIO_TARGET = 1.2
+LAG_TARGET_S = 0.5
+
+# try 1 (in the history) and try 2 (the task instance) of every mapped task of one run
+LAG_SQL = """
+SELECT h.end_date, coalesce(h.retry_delay_override, %(native_delay)s), t.start_date
+FROM task_instance_history h
+JOIN task_instance t USING (dag_id, run_id, task_id, map_index)
+WHERE h.dag_id = %(dag_id)s AND h.run_id = %(run_id)s AND h.try_number = 1 AND t.try_number = 2
+"""
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def run_and_wait(stack: Any, dag_id: str, timeout: float) -> dict[str, Any]:
+    run = stack.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", json={"logical_date": None})
+    return stack.wait_for_run(dag_id, run["dag_run_id"], timeout=timeout)
+
+
+def drain_seconds(run: dict[str, Any]) -> float:
+    return (
+        datetime.fromisoformat(run["end_date"]) - datetime.fromisoformat(run["queued_at"])
+    ).total_seconds()
+
+
+def retry_lags(metadata_dsn: str, run: dict[str, Any]) -> list[float]:
+    import psycopg
+
+    with psycopg.connect(metadata_dsn) as conn:
+        rows = conn.execute(
+            LAG_SQL, {"dag_id": run["dag_id"], "run_id": run["dag_run_id"], "native_delay": 1.0}
+        ).fetchall()
+    return [(start - (end + timedelta(seconds=delay))).total_seconds() for end, delay, start in rows]
+
+
+def letters_per_second(stack: Any, provider_dsn: str, timeout: float) -> tuple[int, float]:
+    import psycopg
+
+    run = run_and_wait(stack, "bench_poison", timeout)
+    with psycopg.connect(provider_dsn) as conn:
+        count, last = conn.execute(
+            "SELECT count(*), max(created_at) FROM retry_dead_letters WHERE run_id = %s",
+            (run["dag_run_id"],),
+        ).fetchone()
+    elapsed = (last - datetime.fromisoformat(run["queued_at"])).total_seconds() if count else float("inf")
+    return int(count), elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--executor", choices=("celery", "local"), default="celery")
+    parser.add_argument("--rounds", type=int, default=2, help="native/policy pairs, alternating order")
+    parser.add_argument("--tasks", type=int, default=200, help="mapped tasks failing once, per run")
+    parser.add_argument("--poison", type=int, default=1000, help="poison failures for the letters/s figure")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait for one run")
+    args = parser.parse_args()
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))  # devstack: not in the wheel
+    from airflow_retry_provider.dlq.schema import apply_schema
+    from devstack.airflow import AirflowStack
+    from devstack.postgres import server_from_env_or_start
+    from devstack.redis import start_redis
+
+    workdir = Path(tempfile.mkdtemp(prefix="arp-bench-dist-"))
+    server = server_from_env_or_start()
+    redis = start_redis() if args.executor == "celery" else None
+    stack = None
+    try:
+        metadata_db, provider_db = "arp_bench_dist_meta", "arp_bench_dist"
+        server.create_database(metadata_db)
+        provider_dsn = server.create_database(provider_db)
+        with server.connect(provider_db, autocommit=False) as conn:
+            apply_schema(conn)
+        shape: dict[str, Any] = {}
+        if redis is not None:
+            shape = {"broker_url": redis.url, "schedulers": 2, "celery_workers": 2, "api_workers": 2}
+        stack = AirflowStack(
+            home=workdir / "airflow-home",
+            dags_folder=DAGS,
+            metadata_url=server.sqlalchemy_url(metadata_db),
+            provider_dsn=provider_dsn,
+            extra_env={
+                "BENCH_TASKS": str(args.tasks),
+                "BENCH_POISON_TASKS": str(args.poison),
+                "AIRFLOW__CORE__PARALLELISM": "4",  # the same 4 task slots as 2 workers x 2
+                "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "64",
+            },
+            **shape,
+        )
+        stack.migrate()
+        stack.start()
+        stack.wait_healthy()
+        for dag_id in ("bench_native", "bench_policy", "bench_poison"):
+            stack.wait_for_dag(dag_id)
+            stack.api("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": False})
+        print(f"executor: {args.executor}; {', '.join(stack.components())}")
+
+        drains: dict[str, list[float]] = {"native": [], "policy": []}
+        lags: dict[str, list[float]] = {"native": [], "policy": []}
+        for number in range(args.rounds):
+            order = ("native", "policy") if number % 2 == 0 else ("policy", "native")
+            for variant in order:
+                run = run_and_wait(stack, f"bench_{variant}", args.timeout)
+                if run["state"] != "success":
+                    print(f"bench_{variant} ended {run['state']}", file=sys.stderr)
+                    return 1
+                drains[variant].append(drain_seconds(run))
+                lags[variant] += retry_lags(server.dsn(metadata_db), run)
+                print(f"  round {number + 1} {variant:<6} drain {drains[variant][-1]:7.1f} s", flush=True)
+
+        native, ours = statistics.median(drains["native"]), statistics.median(drains["policy"])
+        ratio = ours / native
+        print(f"\n{args.tasks} mapped tasks failing once, then succeeding (median of {args.rounds} rounds)")
+        print(f"  drain native retries         {native:8.1f} s")
+        print(f"  drain policy + DLQ callbacks {ours:8.1f} s")
+        print(
+            f"  ratio                        {ratio:8.2f}x  target <= {DRAIN_RATIO_TARGET}x  {judge('drain ratio', ratio <= DRAIN_RATIO_TARGET)}"
+        )
+        print("\nretry start lag (start of try 2 minus try 1's end + delay), seconds")
+        print(f"  {'':8} {'p50':>7} {'p95':>7} {'max':>7}  n")
+        figures = {}
+        for variant in ("native", "policy"):
+            values = lags[variant]
+            figures[variant] = [percentile(values, 0.5), percentile(values, 0.95), max(values)]
+            p50, p95, worst = figures[variant]
+            print(f"  {variant:<8} {p50:7.2f} {p95:7.2f} {worst:7.2f}  {len(values)}")
+        excess = [ours - native for ours, native in zip(figures["policy"], figures["native"], strict=True)]
+        within = all(value <= LAG_TARGET_S for value in excess)
+        print(
+            "  policy - native: "
+            + " / ".join(f"{value:+.2f}" for value in excess)
+            + f" s  target <= +{LAG_TARGET_S} s  {judge('retry start lag', within)}"
+        )
+
+        count, elapsed = letters_per_second(stack, provider_dsn, args.timeout)
+        print(
+            f"\n{args.poison} poison failures: {count} letters in {elapsed:.1f} s = {count / elapsed:.1f} letters/s"
+        )
+        print(f"  one letter per poison failure: {check('letters filed', count == args.poison)}")
+        return exit_code()
+    finally:
+        if stack is not None:
+            stack.stop()
+        if redis is not None:
+            redis.stop()
+        server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

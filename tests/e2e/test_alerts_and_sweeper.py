@@ -1,0 +1,189 @@
+"""Alerts and the sweeper in a real Airflow: the real SmtpNotifier sends to an SMTP server the tests start."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime, timezone
+
+import psycopg
+import pytest
+
+from devstack.smtp import SmtpSink
+from tests.conftest import running_airflow
+from tests.e2e.conftest import StatsdListener, sample_until
+
+pytestmark = pytest.mark.e2e
+
+NOTIFIERS = [
+    {
+        "name": "oncall-mail",
+        "class": "airflow.providers.smtp.notifications.smtp.SmtpNotifier",
+        "kwargs": {"to": "oncall@example.test", "smtp_conn_id": "smtp_alerts"},
+    }
+]
+
+
+@pytest.fixture(scope="module")
+def smtp() -> Iterator[SmtpSink]:
+    sink = SmtpSink().start()
+    yield sink
+    sink.stop()
+
+
+@pytest.fixture(scope="module")
+def statsd() -> Iterator[StatsdListener]:
+    listener = StatsdListener()
+    yield listener
+    listener.close()
+
+
+@pytest.fixture(scope="module")
+def airflow(pg_server, tmp_path_factory, smtp, statsd):
+    """One Airflow whose failures are alerted by e-mail to the module's SMTP server, with StatsD on."""
+    extra_env = {
+        "AIRFLOW__RETRY_PROVIDER__ALERT_NOTIFIERS": json.dumps(NOTIFIERS),
+        "AIRFLOW_CONN_SMTP_ALERTS": smtp.connection_json(),
+        "AIRFLOW__METRICS__STATSD_ON": "True",
+        "AIRFLOW__METRICS__STATSD_HOST": "127.0.0.1",
+        "AIRFLOW__METRICS__STATSD_PORT": str(statsd.port),
+        "AIRFLOW__METRICS__STATSD_PREFIX": "airflow",
+    }
+    with running_airflow(
+        pg_server, tmp_path_factory.mktemp("alerts-home"), "alerts", extra_env=extra_env
+    ) as running:
+        yield running
+
+
+def _trigger(airflow, dag_id: str) -> dict:
+    stack = airflow.stack
+    stack.wait_for_dag(dag_id)
+    stack.api("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": False})
+    return dict(
+        stack.api(
+            "POST",
+            f"/api/v2/dags/{dag_id}/dagRuns",
+            json={"logical_date": datetime.now(timezone.utc).isoformat()},
+        )
+    )
+
+
+def _mails_about(smtp: SmtpSink, text: str) -> list[int]:
+    return [i for i, subject in enumerate(smtp.subjects()) if text in subject]
+
+
+def test_one_poison_failure_sends_one_email(airflow, smtp):
+    """A poison failure is mailed once, naming the DAG, the run, the blocked downstream task and the preview link."""
+    run = _trigger(airflow, "alerts_one_poison")
+    assert airflow.stack.wait_for_run("alerts_one_poison", run["dag_run_id"])["state"] == "failed"
+    sample_until(lambda: _mails_about(smtp, "alerts_one_poison"), timeout=60)
+    [index] = _mails_about(smtp, "alerts_one_poison")
+    assert smtp.subjects()[index] == "New root cause: poison/not-found in alerts_one_poison.load_once"
+    body = smtp.body(index)
+    assert f"run {run['dag_run_id']}" in body
+    assert "1 downstream task(s) of run" in body and "publish" in body
+    assert f"{airflow.stack.base_url}/retry-provider/preview?ids=" in body
+
+
+def test_thirty_failures_of_one_root_cause_send_one_email_then_one_summary(airflow, smtp):
+    """Thirty poison failures with one root cause: one e-mail at once; the sweeper sends one summary when the window ends."""
+    run = _trigger(airflow, "alerts_poison_storm")
+    assert (
+        airflow.stack.wait_for_run("alerts_poison_storm", run["dag_run_id"], timeout=900)["state"] == "failed"
+    )
+    with psycopg.connect(airflow.provider_dsn) as conn:
+        letters = conn.execute(
+            "SELECT count(*) FROM retry_dead_letters WHERE dag_id = 'alerts_poison_storm'"
+        ).fetchone()
+        assert letters == (30,)
+    assert len(_mails_about(smtp, "alerts_poison_storm")) == 1
+    with psycopg.connect(airflow.provider_dsn) as conn:  # the window (60 minutes) ends
+        conn.execute("UPDATE retry_alert_windows SET last_alert_at = last_alert_at - interval '61 minutes'")
+    sweep = _trigger(airflow, "dead_letter_sweeper")
+    airflow.stack.wait_for_run("dead_letter_sweeper", sweep["dag_run_id"])
+    sample_until(lambda: _mails_about(smtp, "29 letters, 1 root cause"), timeout=60)
+    assert len(_mails_about(smtp, "29 letters, 1 root cause")) == 1
+    assert (
+        len(_mails_about(smtp, "alerts_poison_storm")) == 1
+    )  # the summary names the cause, not a new DAG mail
+    with psycopg.connect(airflow.provider_dsn) as conn:
+        assert conn.execute("SELECT DISTINCT status FROM retry_alerts").fetchall() == [("sent",)]
+
+
+def test_a_replaying_letter_whose_run_was_deleted_is_parked_once(airflow, smtp, monkeypatch):
+    """The sweeper parks a replaying letter whose DAG run is gone (404) once, with the reason, tells someone, and leaves it alone."""
+    from airflow_retry_provider.dlq.store import DeadLetterStore
+    from airflow_retry_provider.dlq.sweeper import run_sweeper
+    from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
+    from devstack.airflow import ADMIN_PASSWORD, ADMIN_USER
+
+    run = _trigger(airflow, "alerts_one_poison")
+    airflow.stack.wait_for_run("alerts_one_poison", run["dag_run_id"])
+    with psycopg.connect(airflow.provider_dsn) as conn:
+        sample_until(
+            lambda: conn.execute(
+                "SELECT 1 FROM retry_dead_letters WHERE run_id = %s", (run["dag_run_id"],)
+            ).fetchone(),
+            timeout=60,
+        )
+        conn.execute(
+            "UPDATE retry_dead_letters SET status = 'replaying' WHERE run_id = %s", (run["dag_run_id"],)
+        )
+        conn.commit()
+    airflow.stack.api("DELETE", f"/api/v2/dags/alerts_one_poison/dagRuns/{run['dag_run_id']}")
+
+    monkeypatch.setenv(
+        "AIRFLOW__RETRY_PROVIDER__ALERT_NOTIFIERS", json.dumps(NOTIFIERS)
+    )  # the sweep runs here, as the DAG would
+    monkeypatch.setenv("AIRFLOW_CONN_SMTP_ALERTS", smtp.connection_json())
+
+    def sweep() -> dict:
+        api = AirflowApi(ApiCredentials(airflow.stack.base_url, ADMIN_USER, ADMIN_PASSWORD))
+        return run_sweeper(store=DeadLetterStore.from_dsn(airflow.provider_dsn), api=api)
+
+    first, second = sweep(), sweep()
+    assert first["sync"]["errors"] == [] and second["sync"]["errors"] == []
+    with psycopg.connect(airflow.provider_dsn) as conn:
+        status, reason = conn.execute(
+            "SELECT status, status_reason FROM retry_dead_letters WHERE run_id = %s", (run["dag_run_id"],)
+        ).fetchone()
+    assert status == "parked"
+    assert "no longer exists in Airflow (404)" in reason
+    assert len(_mails_about(smtp, "parked: alerts_one_poison.load_once")) == 1  # told once, not every sweep
+
+
+def test_the_sweeper_dag_sends_queue_gauges_and_alert_counters_over_statsd(airflow, statsd):
+    """The sweeper DAG's gauges arrive over UDP with the letter count; the alert counters were sent too."""
+    run = _trigger(airflow, "alerts_one_poison")
+    airflow.stack.wait_for_run("alerts_one_poison", run["dag_run_id"])
+    sweep = _trigger(airflow, "dead_letter_sweeper")
+    airflow.stack.wait_for_run("dead_letter_sweeper", sweep["dag_run_id"])
+
+    def gauges() -> dict[str, float]:
+        values = {}
+        for line in list(statsd.lines):
+            name, _, rest = line.partition(":")
+            if name.startswith("airflow.retry_provider.") and rest.endswith("|g"):
+                values[name] = float(rest.split("|")[0])
+        return values
+
+    sample_until(lambda: "airflow.retry_provider.letters.dlq" in gauges(), timeout=60)
+    with psycopg.connect(airflow.provider_dsn) as conn:
+        [(dlq,)] = conn.execute("SELECT count(*) FROM retry_dead_letters WHERE status = 'dlq'").fetchall()
+    values = gauges()
+    assert values["airflow.retry_provider.letters.dlq"] == dlq >= 1
+    assert values["airflow.retry_provider.letters.oldest_dlq_age_seconds"] > 0
+    for name in (
+        "letters.parked",
+        "replays.pending",
+        "work_units.lease_expired",
+        "alerts.pending",
+        "connectors.stopped",
+    ):
+        assert f"airflow.retry_provider.{name}" in values
+    assert (
+        statsd.counters("airflow.retry_provider.alert.sent.")[
+            "airflow.retry_provider.alert.sent.new_root_cause"
+        ]
+        >= 1
+    )

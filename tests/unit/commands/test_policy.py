@@ -1,0 +1,270 @@
+"""The `airflow-retry classify`, `schedule` and `decide` commands."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_retry_provider.cli import main
+from airflow_retry_provider.commands import policy as policy_commands
+from airflow_retry_provider.policy import Backoff, get_profile
+
+CASE: dict[str, Any] = {
+    "asOf": 1000,
+    "deadline": 10_000,
+    "maxObservationAge": 60,
+    "policy": {"maxAttempts": 3, "initialDelay": 100, "maxDelay": 1000, "multiplier": 2},
+    "tasks": [
+        {
+            "id": "load",
+            "state": "retryable",
+            "safeRepeat": True,
+            "attempts": 1,
+            "observedAt": 1000,
+            "lastFinishedAt": 950,
+            "duration": 100,
+            "validation": 10,
+        },
+        {
+            "id": "extract",
+            "state": "running",
+            "safeRepeat": True,
+            "attempts": 1,
+            "observedAt": 990,
+            "lastFinishedAt": None,
+            "duration": 100,
+            "validation": 0,
+        },
+    ],
+}
+
+
+def set_stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--type", "TimeoutError", "timed out"], ["unknown", "timeout", "type-timeout"]),  # builtin type
+        (
+            ["--type", "requests.exceptions.ConnectTimeout", "HTTPSConnectionPool: Max retries exceeded"],
+            ["retryable", "connect-timeout", "type-connect-timeout"],
+        ),  # a dotted name matches by name
+        (
+            ["--type", "airflow.sdk.exceptions.AirflowTaskTimeout", "Timeout, PID: 7"],
+            ["unknown", "task-timeout", "type-task-timeout"],
+        ),  # Airflow's timeout without importing Airflow
+        (["--status", "429", "slow down"], ["retryable", "rate-limited", "http-rate-limited"]),  # HTTP status
+        (
+            ["--sqlstate", "40P01", "deadlock detected"],
+            ["retryable", "deadlock", "sqlstate-deadlock"],
+        ),  # SQLSTATE
+        (["table x not found"], ["poison", "not-found", "message-not-found"]),  # message only, default type
+        (["something odd"], ["retryable", "unclassified", "default"]),  # nothing matched
+    ],
+)
+def test_classify_json(capsys: pytest.CaptureFixture[str], argv: list[str], expected: list[str]) -> None:
+    """classify --json prints failure_class, category and rule."""
+    code, out, err = run(capsys, "classify", *argv, "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == dict(zip(["failure_class", "category", "rule"], expected, strict=True))
+
+
+def test_classify_text(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --json, classify prints one readable line."""
+    assert run(capsys, "classify", "--status", "404", "gone") == (
+        0,
+        "poison/not-found (rule: http-not-found)\n",
+        "",
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--type", "not a name", "x"], "--type must be an exception name"),  # not an identifier
+        (["--type", "UnicodeDecodeError", "x"], "--type UnicodeDecodeError cannot be built from a message"),
+        (["--sqlstate", "4000", "x"], "--sqlstate must be five letters or digits"),  # too short
+    ],
+)
+def test_classify_bad_input(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    """Bad classify input: one line on stderr, exit 2."""
+    code, out, err = run(capsys, "classify", *argv)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"airflow-retry: {message}")
+    assert err.count("\n") == 1
+
+
+def test_classify_with_a_rule_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """classify applies the rule file (--rules, else $AIRFLOW__RETRY_PROVIDER__RULES_FILE) before the defaults."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n- {class: retryable, category: eventually-consistent, status: 404}\n")
+    expected = (0, "retryable/eventually-consistent (rule: file-rules-0)\n", "")
+    assert run(capsys, "classify", "--status", "404", "--rules", str(rules), "gone") == expected
+    monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__RULES_FILE", str(rules))
+    assert run(capsys, "classify", "--status", "404", "gone") == expected
+
+
+def test_classify_with_a_bad_rule_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A bad rule file: one line naming the file, the rule and the field; exit 2."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n- {class: retryable, category: x, status: 42}\n")
+    code, out, err = run(capsys, "classify", "--rules", str(rules), "gone")
+    assert (code, out) == (2, "")
+    assert err.startswith(f"airflow-retry: {rules}: rules[0].status: codes must be HTTP status codes")
+
+
+def test_schedule_json_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a profile: the default Backoff and 3 attempts, so two rows."""
+    code, out, _ = run(capsys, "schedule", "--seed", "job", "--json")
+    assert code == 0
+    assert json.loads(out) == [
+        {"attempt": 1, "nominal_seconds": 300.0, "delay_seconds": 280.108, "cumulative_seconds": 280.108},
+        {"attempt": 2, "nominal_seconds": 600.0, "delay_seconds": 558.459, "cumulative_seconds": 838.567},
+    ]
+
+
+def test_schedule_profile(capsys: pytest.CaptureFixture[str]) -> None:
+    """--profile takes the profile's backoff and ceiling."""
+    profile = get_profile("report")
+    code, out, _ = run(capsys, "schedule", "--profile", "report", "--seed", "s", "--json")
+    rows = json.loads(out)
+    assert code == 0
+    assert len(rows) == profile.max_attempts - 1
+    assert rows[0]["delay_seconds"] == profile.backoff.delay(1, "s").total_seconds()
+
+
+def test_schedule_flags_override_profile(capsys: pytest.CaptureFixture[str]) -> None:
+    """Explicit flags override the profile's values."""
+    argv = ["schedule", "--profile", "dashboard", "--base", "10", "--jitter", "0", "--max-attempts", "4"]
+    code, out, _ = run(capsys, *argv, "--seed", "s", "--json")
+    assert code == 0
+    assert [row["delay_seconds"] for row in json.loads(out)] == [10.0, 20.0, 40.0]
+
+
+def test_schedule_fractional_seconds(capsys: pytest.CaptureFixture[str]) -> None:
+    """Seconds are printed with millisecond precision."""
+    argv = ["schedule", "--base", "1.5", "--multiplier", "1.5", "--cap", "60", "--jitter", "0.1"]
+    code, out, _ = run(capsys, *argv, "--max-attempts", "3", "--seed", "s", "--json")
+    backoff = Backoff(base=timedelta(seconds=1.5), multiplier=1.5, cap=timedelta(seconds=60), jitter=0.1)
+    expected = [round(row.delay.total_seconds(), 3) for row in backoff.schedule(3, "s")]
+    assert code == 0
+    assert [row["delay_seconds"] for row in json.loads(out)] == expected
+    assert [row["nominal_seconds"] for row in json.loads(out)] == [1.5, 2.25]
+
+
+def test_schedule_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --json, schedule prints a readable table."""
+    code, out, _ = run(capsys, "schedule", "--seed", "job")
+    lines = out.splitlines()
+    assert code == 0
+    assert lines[0].startswith("backoff: base 5m, multiplier 2, cap 1h, jitter 0.25; max_attempts 3")
+    assert "after attempt" in lines[1]
+    assert lines[2].split() == ["1", "300.000s", "280.108s", "280.108s"]
+
+
+def test_schedule_single_attempt(capsys: pytest.CaptureFixture[str]) -> None:
+    """max_attempts 1 has no retries: an empty list."""
+    assert run(capsys, "schedule", "--max-attempts", "1", "--seed", "s", "--json") == (0, "[]\n", "")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--profile", "nope"], "unknown retry profile 'nope'; known profiles: dashboard, pipeline, report"),
+        (["--base", "-1"], "--base must be a number of seconds"),  # negative
+        (["--cap", "nan"], "--cap must be a number of seconds"),  # not a number
+        (["--base", "600", "--cap", "60"], "cap must be a timedelta >= base"),  # cap below base
+        (["--jitter", "2"], "jitter must be between 0 and 1"),  # jitter above 1
+        (["--multiplier", "0.5"], "multiplier must be between 1 and 1000"),  # shrinking
+        (["--max-attempts", "0"], "--max-attempts must be from 1 to 100"),  # no attempt
+    ],
+)
+def test_schedule_bad_input(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    """Bad schedule input: one line on stderr naming the problem, exit 2."""
+    code, out, err = run(capsys, "schedule", *argv, "--seed", "s")
+    assert (code, out) == (2, "")
+    assert err.startswith(f"airflow-retry: {message}")
+    assert err.count("\n") == 1
+
+
+def test_decide(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """decide reads a case on stdin and writes the plan with sorted keys."""
+    set_stdin(monkeypatch, json.dumps(CASE).encode())
+    code, out, err = run(capsys, "decide")
+    assert (code, err) == (0, "")
+    result = json.loads(out)
+    assert out == json.dumps(result, sort_keys=True, indent=2) + "\n"
+    assert [(t["id"], t["decision"]) for t in result["tasks"]] == [
+        ("extract", "observe-running"),
+        ("load", "wait-backoff"),
+    ]
+    assert result["productionApproval"] is False
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"", "input: not valid JSON: Expecting value at line 1 column 1"),  # empty input
+        (b"{", "input: not valid JSON"),  # truncated
+        (b"\xff\xfe", "input: not valid UTF-8 at byte 0"),  # binary
+        (b'{"asOf": 1, "asOf": 2}', 'input: duplicate key "asOf"'),  # ambiguous
+        (b"[" * 100_000 + b"]" * 100_000, "input: nested too deeply"),  # recursion bomb
+        (b"NaN", "input: must be an object, got NaN"),  # JSON extension, still not an object
+        (json.dumps({**CASE, "asOf": True}).encode(), "asOf: must be an integer, got true"),  # a bool
+        (
+            json.dumps({**CASE, "tasks": [{**CASE["tasks"][0], "observedAt": 2000}]}).encode(),
+            "tasks[0].observedAt: must be between 0 and asOf (1000), got 2000",
+        ),  # a future observation
+        (b" " * 1_000_001, "input: larger than 1000000 bytes, refused"),  # over 1 MB
+    ],
+)
+def test_decide_bad_input(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], data: bytes, message: str
+) -> None:
+    """Invalid input: exactly one line on stderr naming the problem, nothing on stdout, exit 2."""
+    set_stdin(monkeypatch, data)
+    code, out, err = run(capsys, "decide")
+    assert (code, out) == (2, "")
+    assert err.startswith(f"airflow-retry: {message}")
+    assert err.count("\n") == 1
+
+
+def test_decide_accepts_exactly_one_megabyte(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An input of exactly MAX_INPUT_BYTES (padded with whitespace) is read."""
+    data = json.dumps(CASE).encode()
+    set_stdin(monkeypatch, data + b" " * (policy_commands.MAX_INPUT_BYTES - len(data)))
+    assert run(capsys, "decide")[0] == 0
+
+
+def test_console_script() -> None:
+    """The installed `airflow-retry` console script runs the decide command end to end."""
+    script = Path(sys.executable).with_name("airflow-retry")
+    completed = subprocess.run(
+        [str(script), "decide"],
+        input=json.dumps(CASE),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (completed.returncode, completed.stderr) == (0, "")
+    assert json.loads(completed.stdout)["tasks"][1]["decision"] == "wait-backoff"
