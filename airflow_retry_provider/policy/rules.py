@@ -7,9 +7,9 @@ rule of your own subclasses :class:`Rule` and overrides :meth:`Rule.matches`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from airflow_retry_provider.policy.evidence import Evidence
 
@@ -137,6 +137,17 @@ class MessagePattern(Rule):
         return False
 
 
+def _checked_codes(codes: Any, single: type, valid: Callable[[Any], bool], expected: str) -> list[Any]:
+    """``codes`` (one, or an iterable) as a list; a bad code or none at all is a ``ValueError`` naming it."""
+    items = [codes] if isinstance(codes, single) else list(codes)
+    for code in items:
+        if not valid(code):
+            raise ValueError(f"codes must be {expected}, got {code!r}")
+    if not items:
+        raise ValueError("codes must not be empty")
+    return items
+
+
 @dataclass(frozen=True, init=False)
 class HttpStatus(Rule):
     """Matches an exception carrying one of the HTTP status ``codes`` (see Evidence.http_status)."""
@@ -151,12 +162,9 @@ class HttpStatus(Rule):
         *,
         name: str | None = None,
     ) -> None:
-        items = [codes] if isinstance(codes, int) else list(codes)
-        for code in items:
-            if type(code) is not int or not 100 <= code <= 599:
-                raise ValueError(f"codes must be HTTP status codes (100..599), got {code!r}")
-        if not items:
-            raise ValueError("codes must not be empty")
+        items = _checked_codes(
+            codes, int, lambda code: type(code) is int and 100 <= code <= 599, "HTTP status codes (100..599)"
+        )
         object.__setattr__(self, "codes", frozenset(items))
         super().__init__(failure_class, category, name or f"http-{category}")
 
@@ -178,14 +186,12 @@ class SqlState(Rule):
         *,
         name: str | None = None,
     ) -> None:
-        items = [codes] if isinstance(codes, str) else list(codes)
-        for code in items:
-            if not isinstance(code, str) or not _SQLSTATE_PATTERN.match(code):
-                raise ValueError(
-                    f"codes must be SQLSTATE codes (e.g. '40P01') or classes (e.g. '08'), got {code!r}"
-                )
-        if not items:
-            raise ValueError("codes must not be empty")
+        items = _checked_codes(
+            codes,
+            str,
+            lambda code: isinstance(code, str) and bool(_SQLSTATE_PATTERN.match(code)),
+            "SQLSTATE codes (e.g. '40P01') or classes (e.g. '08')",
+        )
         object.__setattr__(self, "codes", tuple(items))
         super().__init__(failure_class, category, name or f"sqlstate-{category}")
 
@@ -208,9 +214,12 @@ class ErrorCode(Rule):
         *,
         name: str | None = None,
     ) -> None:
-        items = [codes] if isinstance(codes, str) else list(codes)
-        if not items or not all(isinstance(code, str) and code for code in items):
-            raise ValueError(f"codes must be non-empty strings (e.g. 'SlowDown'), got {codes!r}")
+        items = _checked_codes(
+            codes,
+            str,
+            lambda code: isinstance(code, str) and bool(code),
+            "non-empty strings (e.g. 'SlowDown')",
+        )
         object.__setattr__(self, "codes", frozenset(items))
         super().__init__(failure_class, category, name or f"code-{category}")
 
