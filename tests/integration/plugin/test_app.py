@@ -944,6 +944,7 @@ def test_sixteen_threads_claiming_the_same_letters_each_win_once(
 
         with ThreadPoolExecutor(16) as pool:
             won = [letter_id for changed in pool.map(claim, range(16)) for letter_id in changed]
+        app.state.jobs.stop()  # its replay driver thread must not outlive the test (it would poll in later dag.test() runs)
         app.state.store.close()
     assert sorted(won) == sorted(ids)
     assert {ui.store.get(i).status for i in ids} == {"parked"}  # type: ignore[union-attr]
