@@ -44,7 +44,7 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 bench: check-postgres $(STAMP)
-	$(VENV)/bin/python bench/run_all.py
+	$(VENV)/bin/python bench/run_all.py $(ARGS)
 
 clean:
 	rm -rf .demo .demo-screenshots .pytest_cache .mypy_cache .ruff_cache

@@ -5,6 +5,9 @@ PostgreSQL, Airflow's own policy, plain Python), the ratio and the target, and a
 target (``OK``, ``MISSED``, or ``WRONG`` for an exact count). This runner keeps that output
 verbatim, one section per benchmark, with the machine it ran on, puts every verdict in a table at
 the top, and exits non-zero when any target is MISSED, any invariant WRONG, or a benchmark fails.
+
+``make bench ARGS="replay.py ui.py"`` reruns only the benchmarks named: their sections replace
+the report's, the others stay as they were, and the verdict table is read again from every section.
 """
 
 from __future__ import annotations
@@ -84,13 +87,74 @@ def verdicts(output: str) -> list[tuple[str, str]]:
     return found
 
 
-def main() -> int:
+def run(script: Path, arguments: list[str]) -> tuple[str, list[str], bool]:
+    """Run one benchmark: its title, its report section, and whether it failed or missed a target."""
+    title = " ".join([script.name, *arguments])
+    print(f"== {title}", flush=True)
+    began = time.monotonic()
+    load = os.getloadavg()[0]
+    when = datetime.now(timezone.utc)
+    result = subprocess.run([sys.executable, str(script), *arguments], capture_output=True, text=True)
+    elapsed = time.monotonic() - began
+    print(result.stdout, end="", flush=True)
+    judged = verdicts(result.stdout)
+    section = [f"## {title}", "", f"Target: {TARGETS.get(script.name, 'see the script')}.", ""]
+    section += [f"Run on {when:%Y-%m-%d %H:%M} UTC, load average {load:.2f} at its start.", ""]
+    section += ["```", result.stdout.rstrip(), "```", "", f"({elapsed:.0f} s, exit {result.returncode})", ""]
+    if result.returncode != 0:
+        section += ["Errors:", "", "```", result.stderr[-3000:].rstrip(), "```", ""]
+        print(result.stderr[-3000:], file=sys.stderr)
+    bad = result.returncode != 0 or not judged or any(word in BAD for word, _ in judged)
+    return title, section, bad
+
+
+def sections_of(report: str) -> dict[str, list[str]]:
+    """The benchmark sections of a written report, by title (``## dlq.py``); Machine and Verdicts are not kept."""
+    sections: dict[str, list[str]] = {}
+    title = None
+    for line in report.splitlines():
+        if line.startswith("## "):
+            title = line[3:].strip()
+        if title is not None and title not in ("Machine", "Verdicts"):
+            sections.setdefault(title, []).append(line)
+    return sections
+
+
+def verdict_table(sections: dict[str, list[str]]) -> list[str]:
+    """One row per judged line in each section's recorded output (the fenced blocks, not the prose)."""
+    table = ["## Verdicts", "", "| benchmark | verdict | line |", "|---|---|---|"]
+    for title, section in sorted(sections.items()):
+        fenced, inside = [], False
+        for line in section:
+            if line.startswith("```"):
+                inside = not inside
+            elif inside:
+                fenced.append(line)
+        judged = verdicts("\n".join(fenced))
+        table += [f"| {title} | {word} | `{line.replace('|', '/')}` |" for word, line in judged]
+        if not judged:
+            table.append(f"| {title} | NO VERDICT | the benchmark judged no target |")
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every benchmark, or only those named (``run_all.py replay.py``): their sections replace the
+    report's, the others are kept as they were, and the verdict table is read again from all of them."""
+    names = sys.argv[1:] if argv is None else argv
+    scripts = sorted(s for s in BENCH.glob("*.py") if s.name not in HELPERS)
+    unknown = sorted(set(names) - {s.name for s in scripts})
+    if unknown:
+        print(f"run_all: no benchmark named {', '.join(unknown)} under {BENCH}", file=sys.stderr)
+        return 2
     started = datetime.now(timezone.utc)
+    kept = sections_of(REPORT.read_text()) if names and REPORT.exists() else {}
+    written = "Written by `make bench`" if not names else f"Sections {', '.join(names)} rerun"
     lines = [
         "# Benchmarks",
         "",
-        f"Written by `make bench` on {started:%Y-%m-%d %H:%M} UTC. Each section is the benchmark's own",
-        "output: every figure with the anchor measured in the same run, the ratio, and the target.",
+        f"{written} on {started:%Y-%m-%d %H:%M} UTC. Each section is the benchmark's own output:",
+        "every figure with the anchor measured in the same run, the ratio, and the target; each",
+        "says when it ran. The verdicts below are read from every section's recorded output.",
         "",
         "## Machine",
         "",
@@ -98,37 +162,17 @@ def main() -> int:
         "",
     ]
     failed = 0
-    table = ["## Verdicts", "", "| benchmark | verdict | line |", "|---|---|---|"]
-    sections: list[str] = []
-    for script in sorted(BENCH.glob("*.py")):
-        if script.name in HELPERS:
+    for script in scripts:
+        if names and script.name not in names:
             continue
+        for title in [t for t in kept if t.split()[0] == script.name]:
+            del kept[title]  # rerun: its old sections go, however it was run then
         for arguments in ARGUMENTS.get(script.name, [[]]):
-            title = " ".join([script.name, *arguments])
-            print(f"== {title}", flush=True)
-            began = time.monotonic()
-            result = subprocess.run([sys.executable, str(script), *arguments], capture_output=True, text=True)
-            elapsed = time.monotonic() - began
-            print(result.stdout, end="", flush=True)
-            judged = verdicts(result.stdout)
-            table += [f"| {title} | {word} | `{line.replace('|', '/')}` |" for word, line in judged]
-            if not judged:
-                table.append(f"| {title} | NO VERDICT | the benchmark judged no target |")
-            sections += [f"## {title}", "", f"Target: {TARGETS.get(script.name, 'see the script')}.", ""]
-            sections += [
-                "```",
-                result.stdout.rstrip(),
-                "```",
-                "",
-                f"({elapsed:.0f} s, exit {result.returncode})",
-                "",
-            ]
-            if result.returncode != 0 or not judged or any(word in BAD for word, _ in judged):
-                failed += 1
-            if result.returncode != 0:
-                sections += ["Errors:", "", "```", result.stderr[-3000:].rstrip(), "```", ""]
-                print(result.stderr[-3000:], file=sys.stderr)
-    REPORT.write_text("\n".join([*lines, *table, "", *sections]))
+            title, section, bad = run(script, arguments)
+            kept[title] = section
+            failed += bad
+    sections = [line for _, section in sorted(kept.items()) for line in section]
+    REPORT.write_text("\n".join([*lines, *verdict_table(kept), "", *sections]).rstrip() + "\n")
     print(f"wrote {REPORT}")
     if failed:
         print(f"{failed} benchmark(s) missed a target, broke an invariant or failed", file=sys.stderr)
