@@ -107,6 +107,12 @@ class _KeptConnection:
     def __init__(self, conn: psycopg.Connection) -> None:
         self._conn = conn
 
+    @property
+    def autocommit(self) -> bool:
+        """Read by ``sql.transaction`` to decide whether to commit: without it every filing failed
+        after its statements, inside one transaction that was never ended, and the processes hung."""
+        return bool(self._conn.autocommit)
+
     def cursor(self) -> psycopg.Cursor:
         return self._conn.cursor()
 
