@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -42,6 +43,27 @@ TARGETS = {
 }
 # scripts run more than once, with these arguments (the same figures for each executor)
 ARGUMENTS = {"distributed.py": [[], ["--executor", "local"]]}
+# past this a benchmark is stopped, with the processes it started, and the run fails: never a hang
+TIMEOUT_SECONDS = {"distributed.py": 3 * 3600.0}
+DEFAULT_TIMEOUT_SECONDS = 30 * 60.0
+
+
+def bounded(command: list[str], timeout: float) -> tuple[int, str, str]:
+    """Run ``command`` in its own process group: its exit code, stdout and stderr. Past ``timeout``
+    the whole group is killed and stderr says so."""
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    ) as child:
+        try:
+            out, err = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            try:
+                out, err = child.communicate(timeout=30)
+            except subprocess.TimeoutExpired:  # a daemon it started still holds the pipes
+                out, err = "", ""
+            err += f"\nrun_all: stopped after {timeout:.0f} s: the benchmark did not finish"
+        return child.returncode, out, err
 
 
 def machine() -> list[str]:
@@ -94,17 +116,18 @@ def run(script: Path, arguments: list[str]) -> tuple[str, list[str], bool]:
     began = time.monotonic()
     load = os.getloadavg()[0]
     when = datetime.now(timezone.utc)
-    result = subprocess.run([sys.executable, str(script), *arguments], capture_output=True, text=True)
+    timeout = TIMEOUT_SECONDS.get(script.name, DEFAULT_TIMEOUT_SECONDS)
+    code, out, err = bounded([sys.executable, str(script), *arguments], timeout)
     elapsed = time.monotonic() - began
-    print(result.stdout, end="", flush=True)
-    judged = verdicts(result.stdout)
+    print(out, end="", flush=True)
+    judged = verdicts(out)
     section = [f"## {title}", "", f"Target: {TARGETS.get(script.name, 'see the script')}.", ""]
     section += [f"Run on {when:%Y-%m-%d %H:%M} UTC, load average {load:.2f} at its start.", ""]
-    section += ["```", result.stdout.rstrip(), "```", "", f"({elapsed:.0f} s, exit {result.returncode})", ""]
-    if result.returncode != 0:
-        section += ["Errors:", "", "```", result.stderr[-3000:].rstrip(), "```", ""]
-        print(result.stderr[-3000:], file=sys.stderr)
-    bad = result.returncode != 0 or not judged or any(word in BAD for word, _ in judged)
+    section += ["```", out.rstrip(), "```", "", f"({elapsed:.0f} s, exit {code})", ""]
+    if code != 0:
+        section += ["Errors:", "", "```", err[-3000:].rstrip(), "```", ""]
+        print(err[-3000:], file=sys.stderr)
+    bad = code != 0 or not judged or any(word in BAD for word, _ in judged)
     return title, section, bad
 
 

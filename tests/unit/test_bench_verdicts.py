@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
@@ -109,3 +110,32 @@ def test_naming_a_benchmark_that_does_not_exist_is_refused_before_anything_runs(
     assert (answer.returncode, answer.stdout) == (2, "")
     assert "no benchmark named nope.py" in answer.stderr
     assert report.read_text() == before
+
+
+def test_a_benchmark_past_its_timeout_is_stopped_with_what_it_started(tmp_path):
+    """bounded() kills the benchmark's whole process group at the timeout and says so: make bench never hangs."""
+    run_all = _run_all()
+    child_pid = tmp_path / "child.pid"
+    script = (
+        "import subprocess, sys, time; "
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+        f"open({str(child_pid)!r}, 'w').write(str(child.pid)); print('started', flush=True); time.sleep(600)"
+    )
+    began = time.monotonic()
+    code, out, err = run_all.bounded([sys.executable, "-c", script], timeout=3)
+    assert time.monotonic() - began < 60
+    assert (code, out) == (-9, "started\n")
+    assert "stopped after 3 s" in err
+    pid = int(child_pid.read_text())
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid), "the benchmark's own child outlived it"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
