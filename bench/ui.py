@@ -106,7 +106,8 @@ def main() -> int:
         print(f"seeded {LETTERS:,} letters in {time.perf_counter() - started:.1f} s")
 
         create_auth_manager().init()
-        app = create_app(store=DeadLetterStore.from_dsn(dsn))
+        # the pages only: no replay driver polling beside the timings
+        app = create_app(store=DeadLetterStore.from_dsn(dsn), driver=False)
         app.dependency_overrides[get_user] = lambda: SimpleAuthManagerUser(username="bench", role="admin")
         client = TestClient(app)
         pages = {
