@@ -103,18 +103,22 @@ class Env:
             time.sleep(0.5)
         assert len(seen) >= loops, f"the scheduler did not loop {loops} times after {after}: {seen}"
 
-    def letter_of(self, dag_id: str, task_id: str) -> Letter | None:
+    def letter_of(self, dag_id: str, task_id: str, run_id: str | None = None) -> Letter | None:
+        """The task's letter (of ``run_id`` when given: each test makes its own runs)."""
         found = self.store.list(LetterFilter(dag_id=dag_id, task_id=task_id))
+        found = [letter for letter in found if run_id is None or letter.run_id == run_id]
         assert len(found) <= 1
         return found[0] if found else None
 
-    def wait_letter_of(self, dag_id: str, task_id: str, check: Callable[[Letter], bool]) -> Letter:
+    def wait_letter_of(
+        self, dag_id: str, task_id: str, check: Callable[[Letter], bool], run_id: str | None = None
+    ) -> Letter:
         """Wait until the task's letter exists and meets ``check``."""
         deadline = time.monotonic() + 60
-        letter = self.letter_of(dag_id, task_id)
+        letter = self.letter_of(dag_id, task_id, run_id)
         while (letter is None or not check(letter)) and time.monotonic() < deadline:
             time.sleep(1)
-            letter = self.letter_of(dag_id, task_id)
+            letter = self.letter_of(dag_id, task_id, run_id)
         assert letter is not None and check(letter), f"no matching letter of {dag_id}.{task_id}: {letter}"
         return letter
 
@@ -180,9 +184,10 @@ def env(pg_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> 
         statsd.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def poison_run(env: Env) -> str:
-    """One run of the DAG with an invalid job between two valid ones, finished."""
+    """A run of its own, for each test, of the DAG with an invalid job between two valid ones, finished
+    (a test that replays it changes its tries: no other test may see that)."""
     run_id = env.trigger(POISON_DAG)
     run = env.stack.wait_for_run(POISON_DAG, run_id, timeout=240)
     assert run["state"] == "failed"
@@ -196,16 +201,15 @@ def test_poison_job_reaches_dlq_after_one_execution_between_two_valid_jobs(env: 
     invalid = env.ti(POISON_DAG, poison_run, "invalid_job")
     assert (invalid["state"], invalid["try_number"]) == ("failed", 1)
     assert len(env.tries(POISON_DAG, poison_run, "invalid_job")) == 1
-    letter = env.wait_letter_of(POISON_DAG, "invalid_job", lambda lt: lt.try_number == 1)
+    letter = env.wait_letter_of(POISON_DAG, "invalid_job", lambda lt: lt.try_number == 1, poison_run)
     assert (letter.status, letter.replay_count, letter.try_number) == ("dlq", 0, 1)
     assert (letter.failure_class, letter.category, letter.filed_by) == ("poison", "not-found", "callback")
-    assert env.letter_of(POISON_DAG, "valid_before") is None
+    assert env.letter_of(POISON_DAG, "valid_before", poison_run) is None
 
 
 def test_replays_without_a_fix_return_to_dlq_and_park_at_the_cap(env: Env, poison_run: str):
     """Each replay without a fix runs once and returns to ``dlq``; nothing runs by itself; the third parks it."""
-    letter = env.letter_of(POISON_DAG, "invalid_job")
-    assert letter is not None
+    letter = env.wait_letter_of(POISON_DAG, "invalid_job", lambda lt: lt.status == "dlq", poison_run)
     engine = env.engine()
     preview = engine.preview(ids=[letter.id])
     assert [item.letter.id for item in preview.items] == [letter.id]
