@@ -101,41 +101,15 @@ def bench_latency(dsn: str) -> None:
     )
 
 
-class _KeptConnection:
-    """One worker's connection, kept open across the store's transactions (``close`` is a no-op)."""
-
-    def __init__(self, conn: psycopg.Connection) -> None:
-        self._conn = conn
-
-    @property
-    def autocommit(self) -> bool:
-        """Read by ``sql.transaction`` to decide whether to commit: without it every filing failed
-        after its statements, inside one transaction that was never ended, and the processes hung."""
-        return bool(self._conn.autocommit)
-
-    def cursor(self) -> psycopg.Cursor:
-        return self._conn.cursor()
-
-    def commit(self) -> None:
-        self._conn.commit()
-
-    def rollback(self) -> None:
-        self._conn.rollback()
-
-    def close(self) -> None:
-        pass
-
-
 def _file_many(args: tuple[str, int]) -> int:
     """One worker process: file its share and its neighbour's share (every letter is filed twice, concurrently)."""
     dsn, worker = args
-    kept = _KeptConnection(psycopg.connect(dsn))
-    store = DeadLetterStore(lambda: kept)
     calls = 0
-    for i in range(CONCURRENT_LETTERS):
-        if i % PROCESSES in (worker, (worker + 1) % PROCESSES):
-            file_letter(replace(LETTER, dag_id=f"dag{i % 50}", run_id=f"run{i}"), store, replay_cap=3)
-            calls += 1
+    with DeadLetterStore.from_dsn(dsn).pinned() as store:  # one connection kept across its transactions
+        for i in range(CONCURRENT_LETTERS):
+            if i % PROCESSES in (worker, (worker + 1) % PROCESSES):
+                file_letter(replace(LETTER, dag_id=f"dag{i % 50}", run_id=f"run{i}"), store, replay_cap=3)
+                calls += 1
     return calls
 
 
@@ -184,32 +158,35 @@ def bench_pages(dsn: str) -> None:
         seeded = time.perf_counter() - start
     print(f"\n== paging over {SEEDED_LETTERS:,} letters (seeded with generate_series in {seeded:.1f} s)")
     # never server-side prepared, like the store's own one-connection-per-call use: custom plans every time
-    kept = _KeptConnection(psycopg.connect(dsn, prepare_threshold=None))
-    stores = {
-        "one kept connection (the target)": DeadLetterStore(lambda: kept),
-        "new connection per call (reference)": DeadLetterStore.from_dsn(dsn),
-    }
-    first_page = stores["one kept connection (the target)"].list(limit=PAGE_SIZE)
-    cases = {
-        "first page (whole queue)": (LetterFilter(), None),
-        "filtered page (dag_17, dlq)": (LetterFilter(dag_id="dag_17", status="dlq"), None),
-        "next page (keyset)": (LetterFilter(), (first_page[-1].created_at, first_page[-1].id)),
-    }
-    for mode, store in stores.items():
-        print(f"  DeadLetterStore.list, {mode}:")
-        for label, (where, before) in cases.items():
-            samples = []
-            for _ in range(PAGE_SAMPLES):
-                start = time.perf_counter()
-                rows = store.list(where, limit=PAGE_SIZE, before=before)
-                samples.append(time.perf_counter() - start)
-            assert len(rows) == PAGE_SIZE, (label, len(rows))
-            figures = f"    {label:<30} p50 {ms(pct(samples, 0.5)):>9}   p95 {ms(pct(samples, 0.95)):>9}   "
-            if "target" in mode:
-                figures += (
-                    f"target p95 <= 20 ms: {judge(f'{label} p95 <= 20 ms', pct(samples, 0.95) <= 0.020)}"
+    never_prepared = DeadLetterStore(lambda: psycopg.connect(dsn, prepare_threshold=None))
+    with never_prepared.pinned() as kept:
+        stores = {
+            "one kept connection (the target)": kept,
+            "new connection per call (reference)": DeadLetterStore.from_dsn(dsn),
+        }
+        first_page = stores["one kept connection (the target)"].list(limit=PAGE_SIZE)
+        cases = {
+            "first page (whole queue)": (LetterFilter(), None),
+            "filtered page (dag_17, dlq)": (LetterFilter(dag_id="dag_17", status="dlq"), None),
+            "next page (keyset)": (LetterFilter(), (first_page[-1].created_at, first_page[-1].id)),
+        }
+        for mode, store in stores.items():
+            print(f"  DeadLetterStore.list, {mode}:")
+            for label, (where, before) in cases.items():
+                samples = []
+                for _ in range(PAGE_SAMPLES):
+                    start = time.perf_counter()
+                    rows = store.list(where, limit=PAGE_SIZE, before=before)
+                    samples.append(time.perf_counter() - start)
+                assert len(rows) == PAGE_SIZE, (label, len(rows))
+                figures = (
+                    f"    {label:<30} p50 {ms(pct(samples, 0.5)):>9}   p95 {ms(pct(samples, 0.95)):>9}   "
                 )
-            print(figures)
+                if "target" in mode:
+                    figures += (
+                        f"target p95 <= 20 ms: {judge(f'{label} p95 <= 20 ms', pct(samples, 0.95) <= 0.020)}"
+                    )
+                print(figures)
     explain = sql.SQL("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {}").format(sql.SQL(store_query("list_letters")))
     with psycopg.connect(dsn) as conn:
         for label, (where, before) in list(cases.items())[:2]:
