@@ -1,0 +1,118 @@
+"""The one engine that matches failure text: RE2, whose time is linear in the text, for any pattern.
+
+Failure text is untrusted (exception messages, command lines, HTTP bodies): a backtracking engine
+(Python's ``re``) can take minutes on one crafted message. Every pattern that runs on failure
+text (the default rules, redaction, a rule file's ``regex``) goes through :func:`pattern`, which
+compiles with RE2 (``google-re2``, the one import of the policy core outside the standard
+library). A pattern RE2 cannot express (look-around, back-references, possessive quantifiers)
+is refused with an error naming the construct.
+
+Patterns are compiled on first use, once per process: a DAG file that imports the provider pays
+nothing for the patterns it never runs. Text is bounded before it is matched (:func:`bounded`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+MAX_MATCH_CHARS = 16_384
+"""Failure text longer than this is matched (and redacted) on its first and last 8 KiB only."""
+
+CUT_MARK = "\n[… {omitted} characters omitted …]\n"
+"""Put between the head and the tail of a bounded text; says how much was left out."""
+
+
+class PatternError(ValueError):
+    """A pattern RE2 cannot compile; the message names the pattern and the construct."""
+
+
+def bounded(text: str, limit: int = MAX_MATCH_CHARS) -> str:
+    """``text``, or its first and last ``limit // 2`` characters with a mark saying how many were left out."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return text[:half] + CUT_MARK.format(omitted=len(text) - 2 * half) + text[-half:]
+
+
+def _options(ignore_case: bool) -> Any:
+    import re2
+
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    options.log_errors = False
+    return options
+
+
+def _compile(source: str, ignore_case: bool) -> Any:
+    import re2
+
+    try:
+        return re2.compile(source, _options(ignore_case))
+    except re2.error as exc:
+        construct = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise PatternError(
+            f"pattern {source!r} cannot run in linear time (RE2: {construct}); "
+            "look-around, back-references and possessive quantifiers are not supported"
+        ) from None
+
+
+class Pattern:
+    """A pattern compiled with RE2 on first use; searching it never backtracks.
+
+    :param source: the pattern, in RE2 syntax (Python's ``re`` without look-around,
+        back-references and possessive quantifiers).
+    :param ignore_case: match regardless of case.
+    """
+
+    __slots__ = ("source", "ignore_case", "_compiled")
+
+    def __init__(self, source: str, ignore_case: bool = False) -> None:
+        if not isinstance(source, str) or not source:
+            raise PatternError(f"a pattern must be a non-empty string, got {source!r}")
+        self.source = source
+        self.ignore_case = ignore_case
+        self._compiled: Any = None
+
+    def __repr__(self) -> str:
+        flag = ", ignore_case=True" if self.ignore_case else ""
+        return f"Pattern({self.source!r}{flag})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Pattern)
+            and (self.source, self.ignore_case) == (other.source, other.ignore_case)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.source, self.ignore_case))
+
+    @property
+    def compiled(self) -> Any:
+        """The RE2 object, compiled now if it was not yet (a :class:`PatternError` if it cannot be)."""
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = _compile(self.source, self.ignore_case)
+        return compiled
+
+    def check(self) -> Pattern:
+        """Compile now, so that a bad pattern fails where it is declared; returns ``self``."""
+        _ = self.compiled
+        return self
+
+    def search(self, text: str, pos: int = 0) -> Any:
+        return self.compiled.search(text, pos)
+
+    def match(self, text: str, pos: int = 0) -> Any:
+        return self.compiled.match(text, pos)
+
+    def finditer(self, text: str) -> Iterator[Any]:
+        return self.compiled.finditer(text)
+
+    def sub(self, replacement: str | Callable[[Any], str], text: str) -> str:
+        return self.compiled.sub(replacement, text)
+
+
+def pattern(source: str, ignore_case: bool = False) -> Pattern:
+    """A :class:`Pattern` for ``source``, compiled with RE2 the first time it is used."""
+    return Pattern(source, ignore_case)
