@@ -42,6 +42,7 @@ from airflow_retry_provider.policy.decide import (
     retry_delay,
     retry_unless_late,
 )
+from airflow_retry_provider.policy.text import storable
 from airflow_retry_provider.policy.tries import tag_reason
 from airflow_retry_provider.rules_file import load_rules_file
 
@@ -166,11 +167,13 @@ class ClassifiedRetryPolicy(RetryPolicy):
     ) -> RetryDecision:
         try:
             evaluation = self.assess(exception, try_number, max_tries, context)
-            reason = tag_reason(
-                evaluation.decision.reason,
-                evaluation.classification.rule,
-                self._profile_as_configured(),
-                self.deadline_for(context),
+            reason = storable(  # NUL or a lone surrogate would make Airflow's row fail
+                tag_reason(
+                    evaluation.decision.reason,
+                    evaluation.classification.rule,
+                    self._profile_as_configured(),
+                    self.deadline_for(context),
+                )
             )
         except Exception as exc:  # never let Airflow fall back to blind retries
             log.exception("airflow-retry-provider: retry policy failed; failing the task for review")

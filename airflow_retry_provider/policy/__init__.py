@@ -52,6 +52,7 @@ from airflow_retry_provider.policy.rules import (
     Rule,
     SqlState,
 )
+from airflow_retry_provider.policy.text import storable
 from airflow_retry_provider.policy.window import PlanInputError, plan
 
 __all__ = [
@@ -100,4 +101,5 @@ __all__ = [
     "retries_for",
     "retry_after",
     "rule_book",
+    "storable",
 ]
