@@ -17,14 +17,14 @@ log = logging.getLogger(__name__)
 PREFIX = "retry_provider"
 
 
-_NOT_NAME = re.compile(r"[^0-9a-z]")
+_NOT_NAME = r"[^0-9a-z]"  # `re` compiles it on first use
 _NAMES: dict[tuple[str, ...], str] = {}
 _NAMES_CACHE_SIZE = 1024
 
 
 def _part(value: str) -> str:
     """A safe name segment: lower-case ASCII letters and digits, anything else ``_``."""
-    return _NOT_NAME.sub("_", value.lower()) or "none"
+    return re.sub(_NOT_NAME, "_", value.lower()) or "none"
 
 
 def name(*parts: str) -> str:

@@ -11,7 +11,7 @@ policy's own ``rules=`` and before the defaults. The format::
         category: eventually-consistent # kebab-case
         type: NoSuchKey                 # exception type names (a name or a list)
         message: "not yet visible"      # case-insensitive substrings (a string or a list)
-        regex: 'quota \\d+ exceeded'    # regexes searched in the lower-cased message
+        regex: 'quota \\d+ exceeded'    # RE2 regexes searched in the lower-cased message
         status: [404]                   # HTTP statuses
         sqlstate: ["23505", "40"]       # SQLSTATE codes or classes
 
@@ -23,7 +23,6 @@ YAML is parsed here, at the edge: the policy core receives plain rules.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from airflow_retry_provider.policy import (
     Rule,
     SqlState,
 )
+from airflow_retry_provider.policy.engine import Pattern
 from airflow_retry_provider.policy.fields import FieldError, show
 from airflow_retry_provider.policy.rules import check_category, check_failure_class
 
@@ -126,7 +126,7 @@ def _rule(source: str, path: str, entry: Any) -> Rule:
     if not isinstance(name, str) or not name:
         raise fail(".name", f"must be a non-empty string, got {show(name)}")
     parts: list[Rule] = []
-    patterns: list[str | re.Pattern[str]] = []
+    patterns: list[str | Pattern] = []
     for field in _MATCH_KEYS:
         if field not in entry:
             continue
@@ -157,8 +157,6 @@ def _all_strings(values: list[Any]) -> None:
         raise ValueError(f"must be a non-empty string or a list of them, got {show(values)}")
 
 
-def _compile(value: str) -> re.Pattern[str]:
-    try:
-        return re.compile(value, re.IGNORECASE)
-    except re.error as exc:
-        raise ValueError(f"not a valid regex {value!r}: {exc}") from None
+def _compile(value: str) -> Pattern:
+    """``value`` compiled with RE2 now: a pattern that could backtrack (or is no regex) fails the load."""
+    return Pattern(value, ignore_case=True).check()

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from airflow_retry_provider.policy.default_rules import DEFAULT_RULES
+from airflow_retry_provider.policy.engine import bounded
 from airflow_retry_provider.policy.evidence import RETRY_AFTER_STATUSES, Evidence, retry_after, safe_str
 from airflow_retry_provider.policy.redact import redact
 from airflow_retry_provider.policy.rules import (
@@ -24,12 +25,15 @@ from airflow_retry_provider.policy.rules import (
     Rule,
     SqlState,
 )
+from airflow_retry_provider.policy.text import storable
 
 MAX_MESSAGE_CHARS = 2000
 """Classification.message is redacted and cut to this many characters."""
 
 MAX_CHAIN_DEPTH = 8
 """How many exceptions of a ``__cause__`` / ``__context__`` chain are looked at."""
+
+_MAX_ORDERS = 512  # candidate orders a RuleBook remembers (one per distinct kind of failure)
 
 
 class Classification(NamedTuple):
@@ -78,17 +82,31 @@ class RuleBook:
             for key in keys or ():
                 self._by_value.setdefault(key, []).append(index)
         self._always = tuple(always)
+        self._orders: dict[tuple[object, ...], tuple[Rule, ...]] = {}
 
     def first_match(self, evidence: Evidence) -> Rule | None:
         """The first rule, in order, that matches ``evidence``; None when none does."""
-        candidates = set(self._always)
-        for key in _evidence_keys(evidence):
-            candidates.update(self._by_value.get(key, ()))
-        for index in sorted(candidates):
-            rule = self.rules[index]
+        for rule in self._candidates(evidence):
             if rule.matches(evidence):
                 return rule
         return None
+
+    def _candidates(self, evidence: Evidence) -> tuple[Rule, ...]:
+        """The rules that may match ``evidence``, in order; remembered per set of exact values.
+
+        The exact values are an exception's type names and structured codes, so a process sees
+        few distinct sets (one per kind of failure); the memory is capped all the same.
+        """
+        values = (evidence.type_names, evidence.http_status, evidence.sqlstate, evidence.error_code)
+        found = self._orders.get(values)
+        if found is None:
+            positions = set(self._always)
+            for key in _evidence_keys(evidence):
+                positions.update(self._by_value.get(key, ()))
+            found = tuple(self.rules[index] for index in sorted(positions))
+            if len(self._orders) < _MAX_ORDERS:
+                self._orders[values] = found
+        return found
 
 
 def _index_keys(rule: Rule) -> list[tuple[str, object]] | None:
@@ -138,7 +156,7 @@ def classify(
     """
     book = rule_book(rules)
     for link in exception_chain(exc):
-        text = safe_str(link)
+        text = storable(bounded(safe_str(link)))  # untrusted: rules and redaction see at most 16 KiB
         evidence = Evidence.of(link, text)
         rule = book.first_match(evidence)
         if rule is not None:
@@ -147,7 +165,7 @@ def classify(
                 if evidence.http_status in RETRY_AFTER_STATUSES:
                     wait = retry_after(link, now)
             return _result(link, text, rule.failure_class, rule.category, rule.name, wait)
-    return _result(exc, safe_str(exc), "retryable", "unclassified", "default", None)
+    return _result(exc, storable(bounded(safe_str(exc))), "retryable", "unclassified", "default", None)
 
 
 def exception_chain(exc: BaseException) -> list[BaseException]:

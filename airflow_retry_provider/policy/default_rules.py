@@ -11,8 +11,7 @@ library (and ``AirflowTaskTimeout`` lives in ``airflow.sdk.exceptions`` in 3.3).
 
 from __future__ import annotations
 
-import re
-
+from airflow_retry_provider.policy.engine import pattern
 from airflow_retry_provider.policy.rules import (
     ErrorCode,
     ExceptionType,
@@ -197,7 +196,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     ExceptionType("PermissionError", "poison", "permission-denied"),
     ExceptionType(("FileNotFoundError", "NoSuchTableError", "NoSuchColumnError"), "poison", "not-found"),
     MessagePattern(
-        re.compile(
+        pattern(
             r"exceed\w*.{0,60}(bytes[ _-]?billed|cost (limit|ceiling))"
             r"|(bytes[ _-]?billed|cost (limit|ceiling)).{0,60}exceed"
         ),

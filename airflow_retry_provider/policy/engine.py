@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from airflow_retry_provider.policy.text import storable
+
 MAX_MATCH_CHARS = 16_384
 """Failure text longer than this is matched (and redacted) on its first and last 8 KiB only."""
 
@@ -52,8 +54,8 @@ def _compile(source: str, ignore_case: bool) -> Any:
     except re2.error as exc:
         construct = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise PatternError(
-            f"pattern {source!r} cannot run in linear time (RE2: {construct}); "
-            "look-around, back-references and possessive quantifiers are not supported"
+            f"not a regex RE2 can run in linear time: {source!r} ({construct}); look-around, "
+            "back-references and possessive quantifiers are not supported"
         ) from None
 
 
@@ -79,9 +81,9 @@ class Pattern:
         return f"Pattern({self.source!r}{flag})"
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, Pattern)
-            and (self.source, self.ignore_case) == (other.source, other.ignore_case)
+        return isinstance(other, Pattern) and (self.source, self.ignore_case) == (
+            other.source,
+            other.ignore_case,
         )
 
     def __hash__(self) -> int:
@@ -100,17 +102,34 @@ class Pattern:
         _ = self.compiled
         return self
 
+    # RE2 matches UTF-8: a lone surrogate (which cannot be encoded) is matched as U+FFFD, one
+    # character for one, so positions stay right. Each call encodes the whole text once: to visit
+    # every match of a long text, use finditer or sub, not search in a loop.
+
     def search(self, text: str, pos: int = 0) -> Any:
-        return self.compiled.search(text, pos)
+        try:
+            return self.compiled.search(text, pos)
+        except UnicodeEncodeError:
+            return self.compiled.search(storable(text), pos)
 
     def match(self, text: str, pos: int = 0) -> Any:
-        return self.compiled.match(text, pos)
+        try:
+            return self.compiled.match(text, pos)
+        except UnicodeEncodeError:
+            return self.compiled.match(storable(text), pos)
 
     def finditer(self, text: str) -> Iterator[Any]:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = storable(text)
         return self.compiled.finditer(text)
 
     def sub(self, replacement: str | Callable[[Any], str], text: str) -> str:
-        return self.compiled.sub(replacement, text)
+        try:
+            return self.compiled.sub(replacement, text)
+        except UnicodeEncodeError:
+            return self.compiled.sub(replacement, storable(text))
 
 
 def pattern(source: str, ignore_case: bool = False) -> Pattern:

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 _HTTP_STATUS_ATTRIBUTES = ("status_code", "status", "code")
 _SQLSTATE_ATTRIBUTES = ("sqlstate", "pgcode")
-_ERROR_CODE_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,127}$")
+_ERROR_CODE_PATTERN = r"[A-Za-z][A-Za-z0-9_.-]{0,127}"  # anchored, bounded: `re` compiles it on first use
 RETRY_AFTER_STATUSES = frozenset({429, 503})
 """The statuses whose ``Retry-After`` header is honoured."""
 MAX_RETRY_AFTER_SECONDS = 7 * 86_400
@@ -171,7 +171,7 @@ def _http_status(exc: BaseException, response: object) -> int | None:
 
 def _error_code(response: object) -> str | None:
     code = _item(response, "Error", "Code")
-    return code if isinstance(code, str) and _ERROR_CODE_PATTERN.match(code) else None
+    return code if isinstance(code, str) and re.fullmatch(_ERROR_CODE_PATTERN, code) else None
 
 
 def _as_sqlstate(value: object) -> str | None:

@@ -15,7 +15,7 @@ from types import MappingProxyType
 
 from airflow_retry_provider.policy.backoff import Backoff
 
-_NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+_NAME_PATTERN = r"[a-z][a-z0-9_-]{0,63}"  # `re` compiles it on first use
 MAX_ATTEMPTS_LIMIT = 100
 """The largest ``max_attempts`` a profile may have: more is a loop, not a retry policy."""
 
@@ -64,7 +64,7 @@ class Profile:
     safe_to_repeat: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _NAME_PATTERN.match(self.name):
+        if not isinstance(self.name, str) or not re.fullmatch(_NAME_PATTERN, self.name):
             raise ValueError(
                 f"name must be 1-64 lower-case letters, digits, '_' or '-' starting with a letter, got {self.name!r}"
             )

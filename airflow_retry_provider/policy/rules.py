@@ -11,13 +11,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from airflow_retry_provider.policy.engine import Pattern
 from airflow_retry_provider.policy.evidence import Evidence
 
 FailureClass = Literal["poison", "retryable", "unknown"]
 FAILURE_CLASSES: tuple[str, ...] = ("poison", "retryable", "unknown")
 
-_CATEGORY_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_SQLSTATE_PATTERN = re.compile(r"^[0-9A-Z]{2}(?:[0-9A-Z]{3})?$")
+# checks of names from DAG code (not failure text); ``re`` compiles them on first use
+_CATEGORY_PATTERN = r"[a-z0-9]+(?:-[a-z0-9]+)*"
+_SQLSTATE_PATTERN = r"[0-9A-Z]{2}(?:[0-9A-Z]{3})?"
 
 
 def check_failure_class(value: object) -> FailureClass:
@@ -29,7 +31,7 @@ def check_failure_class(value: object) -> FailureClass:
 
 def check_category(value: object) -> str:
     """``value`` if it is a kebab-case category, else a ValueError naming the value."""
-    if not isinstance(value, str) or not _CATEGORY_PATTERN.match(value):
+    if not isinstance(value, str) or not re.fullmatch(_CATEGORY_PATTERN, value):
         raise ValueError(f"category must be kebab-case (e.g. 'rate-limited'), got {value!r}")
     return value
 
@@ -102,24 +104,28 @@ class ExceptionType(Rule):
 class MessagePattern(Rule):
     """Matches when the message contains one of ``patterns``.
 
-    A string is a case-insensitive substring; a compiled ``re.Pattern`` is searched in the
-    lower-cased message (compile it with ``re.IGNORECASE`` if it has capitals).
+    A string is a case-insensitive substring. A regex is searched in the lower-cased message
+    with RE2 (:mod:`~airflow_retry_provider.policy.engine`: linear time, whatever the message):
+    an engine ``Pattern`` (``pattern(r"quota \\d+ exceeded")``, compiled on first use) or a
+    compiled ``re.Pattern``, whose source is compiled with RE2 at once (with its
+    ``re.IGNORECASE``), so that a construct RE2 cannot run (look-around, back-references) is a
+    ``ValueError`` where the rule is declared.
     """
 
     substrings: tuple[str, ...] = field(default=())
-    regexes: tuple[re.Pattern[str], ...] = field(default=())
+    regexes: tuple[Pattern, ...] = field(default=())
 
     def __init__(
         self,
-        patterns: str | re.Pattern[str] | Iterable[str | re.Pattern[str]],
+        patterns: str | Pattern | re.Pattern[str] | Iterable[str | Pattern | re.Pattern[str]],
         failure_class: FailureClass,
         category: str,
         *,
         name: str | None = None,
     ) -> None:
-        items = [patterns] if isinstance(patterns, (str, re.Pattern)) else list(patterns)
+        items = [patterns] if isinstance(patterns, (str, Pattern, re.Pattern)) else list(patterns)
         substrings = tuple(item.lower() for item in items if isinstance(item, str) and item)
-        regexes = tuple(item for item in items if isinstance(item, re.Pattern))
+        regexes = tuple(_linear(item) for item in items if isinstance(item, (Pattern, re.Pattern)))
         if not items or len(substrings) + len(regexes) != len(items):
             raise ValueError(f"patterns must be non-empty strings or compiled regexes, got {patterns!r}")
         object.__setattr__(self, "substrings", substrings)
@@ -135,6 +141,13 @@ class MessagePattern(Rule):
             if regex.search(message):
                 return True
         return False
+
+
+def _linear(regex: Pattern | re.Pattern[str]) -> Pattern:
+    """``regex`` as an RE2 :class:`Pattern`; a ``re.Pattern`` is compiled now (ValueError if RE2 cannot run it)."""
+    if isinstance(regex, Pattern):
+        return regex
+    return Pattern(regex.pattern, ignore_case=bool(regex.flags & re.IGNORECASE)).check()
 
 
 def _checked_codes(codes: Any, single: type, valid: Callable[[Any], bool], expected: str) -> list[Any]:
@@ -189,7 +202,7 @@ class SqlState(Rule):
         items = _checked_codes(
             codes,
             str,
-            lambda code: isinstance(code, str) and bool(_SQLSTATE_PATTERN.match(code)),
+            lambda code: isinstance(code, str) and bool(re.fullmatch(_SQLSTATE_PATTERN, code)),
             "SQLSTATE codes (e.g. '40P01') or classes (e.g. '08')",
         )
         object.__setattr__(self, "codes", tuple(items))

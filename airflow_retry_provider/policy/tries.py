@@ -12,17 +12,18 @@ Pure: stdlib only, no I/O.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from airflow_retry_provider.policy.backoff import Backoff
 from airflow_retry_provider.policy.decide import MAX_REASON_CHARS, format_timestamp
+from airflow_retry_provider.policy.engine import pattern
 
-_LEADING = re.compile(r"^(?:\[(?:attempt|after) [^\]]*\] ?)*")
-_TAG = re.compile(r"\[(attempt|after|rule|profile|deadline) ([^\]]+)\]")
-_CLASS = re.compile(r"\b(poison|retryable|unknown)/([a-z0-9][a-z0-9-]*)")
-_DEAD_LETTER = re.compile(r"\bdead letter ([a-z][a-z0-9-]*)")
+# reasons are read back from Airflow: text like any other, so matched with RE2
+_LEADING = pattern(r"^(?:\[(?:attempt|after) [^\]]*\] ?)*")
+_TAG = pattern(r"\[(attempt|after|rule|profile|deadline) ([^\]]+)\]")
+_CLASS = pattern(r"\b(poison|retryable|unknown)/([a-z0-9][a-z0-9-]*)")
+_DEAD_LETTER = pattern(r"\bdead letter ([a-z][a-z0-9-]*)")
 
 
 def tag_reason(reason: str, rule: str, profile: str | None = None, deadline: datetime | None = None) -> str:
@@ -82,8 +83,8 @@ def parse_reason(reason: str | None) -> ReasonParts:
     if not reason:
         return ReasonParts()
     tags: dict[str, str] = {}
-    for name, value in _TAG.findall(reason):
-        tags.setdefault(name, value.strip())
+    for tag in _TAG.finditer(reason):
+        tags.setdefault(tag.group(1), tag.group(2).strip())
     attempt = max_attempts = None
     done, _, ceiling = tags.get("attempt", "").partition("/")
     if done.isdigit() and ceiling.isdigit():

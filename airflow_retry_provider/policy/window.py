@@ -42,7 +42,7 @@ POLICY_KEYS = frozenset({"maxAttempts", "initialDelay", "maxDelay", "multiplier"
 TASK_KEYS = frozenset(
     {"id", "state", "safeRepeat", "attempts", "observedAt", "lastFinishedAt", "duration", "validation"}
 )
-_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,48}$")
+_ID_PATTERN = r"[A-Za-z0-9_-]{1,48}"  # `re` compiles it on first use
 
 
 class PlanInputError(FieldError):
@@ -88,7 +88,7 @@ def _check_policy(value: object) -> dict[str, Any]:
 def _check_task(path: str, value: object, as_of: int) -> dict[str, Any]:
     task = _object(path, value, TASK_KEYS)
     task_id = task["id"]
-    if not isinstance(task_id, str) or not _ID_PATTERN.match(task_id):
+    if not isinstance(task_id, str) or not re.fullmatch(_ID_PATTERN, task_id):
         raise PlanInputError(f"{path}.id", "must be 1-48 letters, digits, '_' or '-'", task_id)
     state = task["state"]
     if not isinstance(state, str) or state not in STATES:

@@ -143,9 +143,22 @@ def test_an_edited_file_is_read_again(tmp_path):
             "rules:\n- {class: poison, category: x, message: ''}\n",
             "rules.yaml: rules[0].message: must be a non-empty string",
         ),
-        (
+        (  # not a regex at all
             "rules:\n- {class: poison, category: x, regex: '(unclosed'}\n",
-            "rules.yaml: rules[0].regex: not a valid regex",
+            "rules.yaml: rules[0].regex: not a regex RE2 can run in linear time: '(unclosed' (missing )",
+        ),
+        (  # a look-behind: RE2 cannot run it, so it could backtrack
+            "rules:\n- {name: slow, class: poison, category: x, regex: '(?<=quota) exceeded'}\n",
+            "rules.yaml: rules[0].regex: not a regex RE2 can run in linear time: '(?<=quota) exceeded' "
+            "(invalid perl operator: (?<=)",
+        ),
+        (  # a back-reference, the classic catastrophic construct
+            "rules:\n- {class: poison, category: x, regex: '(a+)\\1'}\n",
+            "rules.yaml: rules[0].regex: not a regex RE2 can run in linear time",
+        ),
+        (  # a possessive quantifier
+            "rules:\n- {class: poison, category: x, regex: 'a++b'}\n",
+            "rules.yaml: rules[0].regex: not a regex RE2 can run in linear time: 'a++b' (bad repetition operator",
         ),
         (
             "rules:\n- {class: poison, category: x, status: 404, name: ''}\n",
