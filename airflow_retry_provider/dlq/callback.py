@@ -168,8 +168,41 @@ def file_dead_letter(context: Mapping[str, Any]) -> None:
         )
 
 
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def may_be_replay_outcome(context: Mapping[str, Any]) -> bool:
+    """Whether this successful try can be the outcome of a replay, from the context alone (no I/O).
+
+    A replay clears a task instance that failed, so it reruns it at try 2 or later, and Airflow's
+    clear sets ``max_tries = try_number + task.retries`` (``clear_task_instances`` in
+    ``airflow/models/taskinstance.py``), while a task instance never cleared keeps the
+    ``max_tries = task.retries`` it was created with. So a success at try 1, or with ``max_tries <=
+    task.retries`` (the first try of Airflow's current generation, ``max_tries - retries + 1``, is
+    try 1), is no replay's: False. True when it may be, or when the context lacks what this reads.
+    A replay whose fix raised the task's ``retries`` by at least the failed try number looks like
+    a first generation here: the dead-letter sweeper resolves its letter from Airflow's state.
+    """
+    ti = context.get("ti")
+    try_number = _int_or_none(getattr(ti, "try_number", None))
+    if try_number is not None and try_number <= 1:
+        return False
+    max_tries = _int_or_none(getattr(ti, "max_tries", None))
+    retries = _int_or_none(getattr(context.get("task"), "retries", None))
+    if max_tries is None or retries is None:
+        return True
+    return max_tries > retries
+
+
 def resolve_dead_letter(context: Mapping[str, Any]) -> None:
-    """``on_success_callback``: a replayed task instance succeeded, so its letter is resolved."""
+    """``on_success_callback``: a replayed task instance succeeded, so its letter is resolved.
+
+    A success that cannot be a replay's outcome (:func:`may_be_replay_outcome`) returns at once,
+    without a connection lookup or a query: the happy path costs nothing.
+    """
+    if not may_be_replay_outcome(context):
+        return
     parts = key_parts(context)
     try:
         letter_id = DeadLetterStore.from_conn_id().resolve_replaying(
