@@ -3,7 +3,8 @@
 Both run in the worker (or, for a task that died outside the task runner, in the
 dag-processor). They use the provider's PostgreSQL connection, never Airflow's ORM. Writing
 is retried briefly; if PostgreSQL stays unreachable the whole redacted record is logged on one
-line and the sweeper files the letter later: a failure is never lost.
+line, which says whether the sweeper will file the letter later (its DAG is tagged or listed,
+``dlq/managed.py``) or the line is the failure's only record.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from datetime import datetime
 from typing import Any
 
 from airflow_retry_provider import metrics, settings
+from airflow_retry_provider.dlq.managed import MANAGED_TAG, SWEEP_VARIABLE, parse_dag_list
 from airflow_retry_provider.dlq.models import NewLetter
 from airflow_retry_provider.dlq.store import DeadLetterStore, FileResult
 from airflow_retry_provider.identity import key_parts, make_work_unit_key
 from airflow_retry_provider.policy import Classification, DeadLetter, classify, fingerprint, redact
+from airflow_retry_provider.policy.text import storable
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +53,12 @@ def _setting(context: Mapping[str, Any], name: str) -> str | None:
 
 
 def build_letter(context: Mapping[str, Any], filed_by: str = "callback") -> NewLetter:
-    """Turn a failure ``context`` into the record to file (pure apart from reading the context)."""
+    """Turn a failure ``context`` into the record to file (pure apart from reading the context).
+
+    Every free-text field is redacted here, once (pages, the JSON API and exports show it as
+    stored), and every text field is made storable (``NewLetter.storable``: NUL and lone
+    surrogates replaced), so the row, the alert and the log line can all be written.
+    """
     ti = context["ti"]
     exception = context.get("exception")
     policy: Any = getattr(context.get("task"), "retry_policy", None)
@@ -86,7 +94,7 @@ def build_letter(context: Mapping[str, Any], filed_by: str = "callback") -> NewL
         work_unit_key=make_work_unit_key(**parts, version=_setting(context, "processing_version")),
         data_interval_start=parts["data_interval_start"],
         data_interval_end=parts["data_interval_end"],
-        workspace_id=_setting(context, "workspace_id"),
+        workspace_id=_redact_optional(_setting(context, "workspace_id")),
         failure_class=classification.failure_class,
         category=category,
         rule=classification.rule,
@@ -94,10 +102,10 @@ def build_letter(context: Mapping[str, Any], filed_by: str = "callback") -> NewL
         message=mask(classification.message),
         reason=mask(reason)[:500],
         fingerprint=fingerprint(classification),
-        code_version=_setting(context, "code_version"),
+        code_version=_redact_optional(_setting(context, "code_version")),
         payload_ref=_redact_optional(_setting(context, "payload_ref")),
         filed_by=filed_by,
-    )
+    ).storable()  # NUL or a lone surrogate anywhere (message, ids from params) would lose the row
 
 
 def _redact_optional(value: str | None) -> str | None:
@@ -121,8 +129,13 @@ def file_letter(
     attempts: int = WRITE_ATTEMPTS,
     pause: float = WRITE_PAUSE_SECONDS,
     sleep: Callable[[float], None] = time.sleep,
+    swept: Callable[[], str] | None = None,
 ) -> FileResult | None:
-    """Write ``letter``, retrying briefly; on failure log it whole (redacted) on one line and return None."""
+    """Write ``letter``, retrying briefly; on failure log it whole (redacted) on one line and return None.
+
+    :param swept: says, when the letter could not be written, whether the sweeper will file it
+        (see :func:`sweeper_fate`); called only then. Without it the line says what the sweeper needs.
+    """
     last: Exception | None = None
     for attempt in range(1, attempts + 1):
         try:
@@ -133,12 +146,45 @@ def file_letter(
                 sleep(pause * 2 ** (attempt - 1))
     record = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in asdict(letter).items()}
     log.error(
-        "%s (%s); the sweeper will file it: %s",
+        "%s (%s); %s: %s",
         UNFILED_EVENT,
-        mask(redact(f"{type(last).__name__}: {last}")),
+        storable(mask(redact(f"{type(last).__name__}: {last}"))),
+        swept() if swept is not None else _fate(letter.dag_id, None),
         json.dumps(record, sort_keys=True),
     )
     return None
+
+
+def _fate(dag_id: str, listed: bool | None, why: str = "") -> str:
+    if listed:
+        return f"the sweeper will file it (DAG {dag_id!r} is listed in the Variable {SWEEP_VARIABLE})"
+    if listed is None:
+        return (
+            f"the sweeper will file it only if DAG {dag_id!r} is tagged {MANAGED_TAG!r} or listed in the "
+            f"Variable {SWEEP_VARIABLE}{why}; otherwise this line is the failure's only record"
+        )
+    return (
+        f"NO sweeper will file it: DAG {dag_id!r} is neither tagged {MANAGED_TAG!r} nor listed in the "
+        f"Variable {SWEEP_VARIABLE}; this line is the failure's only record"
+    )
+
+
+def sweeper_fate(context: Mapping[str, Any], dag_id: str) -> str:
+    """Whether the dead-letter sweeper will see this DAG, as the unfiled line says it.
+
+    The DAG's tag (added by the provider's cluster policy when the DAG was parsed, ``dlq/managed.py``)
+    is read from the context; else the Variable ``airflow_retry_dlq_sweep_dags``. Never raises.
+    """
+    dag = context.get("dag") or getattr(context.get("task"), "dag", None)
+    if MANAGED_TAG in (getattr(dag, "tags", None) or ()):
+        return f"the sweeper will file it (DAG {dag_id!r} is tagged {MANAGED_TAG!r})"
+    try:
+        from airflow.sdk import Variable
+
+        listed = dag_id in parse_dag_list(Variable.get(SWEEP_VARIABLE, default=None))
+    except Exception as exc:  # the Variable cannot be read (the API is down too) or is not a list
+        return _fate(dag_id, None, f" (the Variable could not be read: {type(exc).__name__})")
+    return _fate(dag_id, listed)
 
 
 def file_dead_letter(context: Mapping[str, Any]) -> None:
@@ -147,7 +193,9 @@ def file_dead_letter(context: Mapping[str, Any]) -> None:
 
     letter = build_letter(context)
     store = DeadLetterStore.from_conn_id()
-    result = file_letter(letter, store, settings.get("replay_max_attempts"))
+    result = file_letter(
+        letter, store, settings.get("replay_max_attempts"), swept=lambda: sweeper_fate(context, letter.dag_id)
+    )
     if result is not None:
         if result.changed:
             metrics.letter("created" if result.created else result.status, letter.category)

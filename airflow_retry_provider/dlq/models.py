@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any, ClassVar, cast
 
 from airflow_retry_provider.policy import redact
+from airflow_retry_provider.policy.text import storable
 
 STATUSES = ("dlq", "replaying", "resolved", "parked", "dismissed")
 SOURCES = ("callback", "sweeper", "ui", "cli", "api", "driver")
@@ -72,6 +73,16 @@ class NewLetter:
     def as_params(self) -> dict[str, Any]:
         """The filed fields by name (the parameters of the ``file_letter`` statement)."""
         return {f.name: getattr(self, f.name) for f in fields(NewLetter)}
+
+    def storable(self) -> NewLetter:
+        """This letter with every text field :func:`~airflow_retry_provider.policy.text.storable`
+        (NUL and lone surrogates replaced): PostgreSQL would refuse the row, and the failure be lost."""
+        changed: dict[str, Any] = {
+            f.name: storable(value)
+            for f in fields(NewLetter)
+            if isinstance(value := getattr(self, f.name), str) and storable(value) is not value
+        }
+        return replace(self, **changed) if changed else self
 
 
 @dataclass(frozen=True, kw_only=True)

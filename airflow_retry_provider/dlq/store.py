@@ -125,6 +125,7 @@ class DeadLetterStore:
     ) -> None:
         """Append one event to the letter's history, in the caller's transaction."""
         from airflow_retry_provider.policy import redact
+        from airflow_retry_provider.policy.text import storable
 
         cursor.execute(
             query("insert_event"),
@@ -132,7 +133,7 @@ class DeadLetterStore:
                 "letter_id": letter_id,
                 "event": event,
                 **actor.as_params(),
-                "reason": redact(reason)[:1000] if reason else None,
+                "reason": storable(redact(reason)[:1000]) if reason else None,
                 "job_id": job_id,
                 "replay_id": replay_id,
                 "try_number": try_number,
@@ -152,7 +153,10 @@ class DeadLetterStore:
 
         A later try of a task instance that already has a letter updates it: after a failed
         replay it returns to ``dlq`` with ``replay_count + 1`` (``parked`` at ``replay_cap``).
+        Text PostgreSQL refuses (NUL, lone surrogates) is replaced first (``NewLetter.storable``):
+        no message a task raises can make the row fail.
         """
+        letter = letter.storable()
         params = letter.as_params()
         by = Actor.system(letter.filed_by if letter.filed_by in ("callback", "sweeper") else "callback")
         with self.transaction() as cur:

@@ -1,7 +1,8 @@
 """The sweeper: files the failures no callback could file, syncs replay outcomes, drains replay jobs.
 
 A task is *policy-managed* when its DAG carries the tag ``airflow-retry-provider`` (every task of
-such a DAG is swept) or when its DAG id is listed in the Airflow Variable
+such a DAG is swept; the provider's cluster policy adds it to every DAG ``apply_profile``
+configures, see ``dlq/managed.py``) or when its DAG id is listed in the Airflow Variable
 ``airflow_retry_dlq_sweep_dags`` (a JSON list or comma-separated ids). Both are read through
 Airflow's REST API (connection ``retry_provider_airflow_api``), never the ORM. For each failed
 task instance of those DAGs with no letter at its try, a letter is filed with category
@@ -23,6 +24,7 @@ from typing import Any
 from airflow_retry_provider import metrics, settings
 from airflow_retry_provider.alerts import after_filing
 from airflow_retry_provider.dlq.driver import ReplayDriver
+from airflow_retry_provider.dlq.managed import MANAGED_TAG, SWEEP_VARIABLE, parse_dag_list
 from airflow_retry_provider.dlq.models import NewLetter
 from airflow_retry_provider.dlq.replay import SYNC_GRACE, ReplayEngine, SyncReport
 from airflow_retry_provider.dlq.store import DeadLetterStore
@@ -32,8 +34,6 @@ from airflow_retry_provider.policy import Classification, fingerprint, redact
 
 log = logging.getLogger(__name__)
 
-MANAGED_TAG = "airflow-retry-provider"
-SWEEP_VARIABLE = "airflow_retry_dlq_sweep_dags"
 DEFAULT_LOOKBACK = timedelta(days=7)
 SWEEPER_CATEGORY = "filed-by-sweeper"
 SWEEPER_MESSAGE = "the task instance failed and no dead letter was filed for it"
@@ -62,19 +62,6 @@ class SweepReport:
             "resolved_in_dlq": list(self.resolved_in_dlq),
             "jobs_driven": list(self.jobs_driven),
         }
-
-
-def parse_dag_list(raw: str | None) -> list[str]:
-    """The Variable's DAG ids: a JSON list, or comma/whitespace-separated ids."""
-    if not raw or not raw.strip():
-        return []
-    text = raw.strip()
-    if text.startswith("["):
-        value = json.loads(text)
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ValueError(f"{SWEEP_VARIABLE} must be a JSON list of DAG ids")
-        return [v.strip() for v in value if v.strip()]
-    return [part for part in text.replace(",", " ").split() if part]
 
 
 def managed_dag_ids(api: AirflowApi, extra: Iterable[str] = ()) -> list[str]:

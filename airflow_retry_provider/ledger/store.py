@@ -21,6 +21,7 @@ from typing import Any, Literal
 from airflow_retry_provider import settings
 from airflow_retry_provider.ledger.sql import query
 from airflow_retry_provider.policy import redact
+from airflow_retry_provider.policy.text import storable, storable_value
 from airflow_retry_provider.sql import transaction
 
 Connect = Callable[[], Any]
@@ -270,7 +271,7 @@ class Ledger:
         params = {
             "key": claim.unit.key,
             "owner": claim.owner,
-            "result_ref": json.dumps(result_ref, default=str),
+            "result_ref": json.dumps(storable_value(result_ref), default=str),
             "remote_job_id": remote_job_id,
             "dedup_seconds": _seconds(self.dedup_window),
         }
@@ -278,7 +279,7 @@ class Ledger:
 
     def fail(self, claim: Claim, error: str, *, remote_job_id: str | None = None) -> WorkUnit:
         """Record failure (its error redacted and cut) so that the next try may claim the unit at once."""
-        error = redact(error, MAX_ERROR_CHARS)
+        error = storable(redact(error, MAX_ERROR_CHARS))
         params = {"key": claim.unit.key, "owner": claim.owner, "error": error, "remote_job_id": remote_job_id}
         return self._finish("fail", params, claim)
 

@@ -37,6 +37,7 @@ from airflow_retry_provider.dlq.models import NewLetter
 from airflow_retry_provider.ledger.store import WorkUnit
 from airflow_retry_provider.maintenance.sql import query
 from airflow_retry_provider.policy import Backoff, Classification, classify, fingerprint, redact
+from airflow_retry_provider.policy.text import storable, storable_value
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +121,8 @@ def decide(
                 result=getattr(job, "result", None),
             )
         if state == "failed":
-            why = f"remote job {unit.remote_job_id} failed: {redact(str(getattr(job, 'error', '') or 'no error text'))}"
+            error_text = storable(str(getattr(job, "error", "") or "no error text"))
+            why = f"remote job {unit.remote_job_id} failed: {redact(error_text)}"
             return Action("fail", why, attempts, letter_reason=why)
         return Action(
             "wait", f"remote job {unit.remote_job_id} is still {state}", attempts, delay_seconds=interval
@@ -265,7 +267,8 @@ class WorkSweeper:
         except Exception as exc:  # the remote side is down or refuses: a failed sweep
             return (
                 None,
-                f"looking up remote job {unit.remote_job_id} failed: {redact(f'{type(exc).__name__}: {exc}')[:300]}",
+                f"looking up remote job {unit.remote_job_id} failed: "
+                + storable(redact(f"{type(exc).__name__}: {exc}"))[:300],
             )
 
     def _apply(self, cur: Any, key: str, action: Action) -> None:
@@ -275,7 +278,7 @@ class WorkSweeper:
                 {
                     "key": key,
                     "status": "succeeded" if action.kind == "complete" else "failed",
-                    "result_ref": json.dumps(action.result),
+                    "result_ref": json.dumps(storable_value(action.result)),
                     "error": None if action.kind == "complete" else action.detail[:2000],
                     "dedup_seconds": self.dedup_seconds,
                 },
