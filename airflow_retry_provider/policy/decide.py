@@ -22,8 +22,8 @@ from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
 from airflow_retry_provider.policy.backoff import Backoff
-from airflow_retry_provider.policy.classify import Classification
-from airflow_retry_provider.policy.redact import redact
+from airflow_retry_provider.policy.classify import MAX_MESSAGE_CHARS, Classification
+from airflow_retry_provider.policy.redact import cut, redact
 from airflow_retry_provider.policy.rules import FailureClass
 
 MAX_REASON_CHARS = 500
@@ -113,8 +113,13 @@ def format_duration(value: timedelta) -> str:
 
 
 def _cap(reason: str) -> str:
-    """One line, redacted (whatever built the classification), at most MAX_REASON_CHARS."""
-    return redact(" ".join(reason.split()), MAX_REASON_CHARS)
+    """One line, at most MAX_REASON_CHARS (cut as :func:`cut` does: never half a word's secret).
+
+    The reason is made of the policy's own words and the classification, whose message is
+    redacted when it is made (:func:`classify` redacts it before it cuts it): redacting again
+    here would double the cost of every decision for nothing.
+    """
+    return cut(" ".join(reason.split()), MAX_REASON_CHARS)
 
 
 def describe(classification: Classification) -> str:
@@ -145,6 +150,8 @@ def decide(
     check_duration("validation", validation)
     if not isinstance(backoff, Backoff):
         raise ValueError(f"backoff must be a Backoff, got {backoff!r}")
+    # a classification from classify() is redacted already; one built by hand may not be
+    classification = classification._replace(message=redact(classification.message, MAX_MESSAGE_CHARS))
     delay, note = retry_delay(classification, backoff, attempt, seed)
     return dead_letter_at_once(classification, attempt, max_attempts, safe_to_repeat) or retry_unless_late(
         classification, attempt, max_attempts, now, delay, deadline, expected_duration + validation, note
@@ -156,7 +163,8 @@ def dead_letter_at_once(
 ) -> DeadLetter | None:
     """Rules 1-3, which need no backoff: poison, a blind resubmit, or attempts exhausted; else None.
 
-    Inputs are not checked here: :func:`decide` checks them (a policy checks its own once).
+    Inputs are not checked here, and the classification's message must be redacted already (as
+    :func:`classify` makes it): :func:`decide` checks and redacts (a policy does both once).
     """
     failure_class = classification.failure_class
     if failure_class == "poison":

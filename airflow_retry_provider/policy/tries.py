@@ -20,7 +20,6 @@ from airflow_retry_provider.policy.decide import MAX_REASON_CHARS, format_timest
 from airflow_retry_provider.policy.engine import pattern
 
 # reasons are read back from Airflow: text like any other, so matched with RE2
-_LEADING = pattern(r"^(?:\[(?:attempt|after) [^\]]*\] ?)*")
 _TAG = pattern(r"\[(attempt|after|rule|profile|deadline) ([^\]]+)\]")
 _CLASS = pattern(r"\b(poison|retryable|unknown)/([a-z0-9][a-z0-9-]*)")
 _DEAD_LETTER = pattern(r"\bdead letter ([a-z][a-z0-9-]*)")
@@ -33,13 +32,25 @@ def tag_reason(reason: str, rule: str, profile: str | None = None, deadline: dat
         tags.append(f"[profile {profile}]")
     if deadline is not None:
         tags.append(f"[deadline {format_timestamp(deadline)}]")
-    head = _LEADING.match(reason)
-    cut = head.end() if head else 0
+    cut = _leading_tags_end(reason)
     leading = reason[:cut].rstrip()
     tagged = " ".join(part for part in (leading, *tags, reason[cut:].lstrip()) if part)
     if len(tagged) > MAX_REASON_CHARS:
         tagged = tagged[: MAX_REASON_CHARS - 1] + "…"
     return tagged
+
+
+def _leading_tags_end(reason: str) -> int:
+    """Where the leading ``[attempt ...]`` and ``[after ...]`` tags of ``reason`` end (0: none)."""
+    end = 0
+    while reason.startswith(("[attempt ", "[after "), end):
+        close = reason.find("]", end)
+        if close < 0:
+            break
+        end = close + 1
+        if reason.startswith(" ", end):
+            end += 1
+    return end
 
 
 @dataclass(frozen=True)
