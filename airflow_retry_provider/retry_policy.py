@@ -23,6 +23,7 @@ from airflow.sdk import RetryDecision, RetryPolicy
 
 from airflow_retry_provider import metrics
 from airflow_retry_provider.identity import work_unit_key
+from airflow_retry_provider.masking import mask
 from airflow_retry_provider.policy import (
     Backoff,
     Classification,
@@ -167,12 +168,16 @@ class ClassifiedRetryPolicy(RetryPolicy):
     ) -> RetryDecision:
         try:
             evaluation = self.assess(exception, try_number, max_tries, context)
-            reason = storable(  # NUL or a lone surrogate would make Airflow's row fail
-                tag_reason(
-                    evaluation.decision.reason,
-                    evaluation.classification.rule,
-                    self._profile_as_configured(),
-                    self.deadline_for(context),
+            # redacted by the core; masked like a letter (Airflow keeps it on the task instance and
+            # shows it in the Retries tab); NUL or a lone surrogate would make Airflow's row fail
+            reason = storable(
+                mask(
+                    tag_reason(
+                        evaluation.decision.reason,
+                        evaluation.classification.rule,
+                        self._profile_as_configured(),
+                        self.deadline_for(context),
+                    )
                 )
             )
         except Exception as exc:  # never let Airflow fall back to blind retries

@@ -187,6 +187,6 @@ class AlertOutbox:
 
 def safe_error(exc: BaseException) -> str:
     """An exception as one redacted line of at most 500 characters, safe for a log or a row."""
-    from airflow_retry_provider.dlq.callback import mask
+    from airflow_retry_provider.masking import mask
 
     return mask(redact(f"{type(exc).__name__}: {exc}"))[:500]

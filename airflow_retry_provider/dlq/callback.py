@@ -22,6 +22,7 @@ from airflow_retry_provider.dlq.managed import MANAGED_TAG, SWEEP_VARIABLE, pars
 from airflow_retry_provider.dlq.models import NewLetter
 from airflow_retry_provider.dlq.store import DeadLetterStore, FileResult
 from airflow_retry_provider.identity import key_parts, make_work_unit_key
+from airflow_retry_provider.masking import mask
 from airflow_retry_provider.policy import Classification, DeadLetter, classify, fingerprint, redact
 from airflow_retry_provider.policy.text import storable
 
@@ -30,17 +31,6 @@ log = logging.getLogger(__name__)
 WRITE_ATTEMPTS = 3
 WRITE_PAUSE_SECONDS = 0.5
 UNFILED_EVENT = "airflow-retry-provider: dead letter not written"
-
-
-def mask(text: str) -> str:
-    """Airflow's secrets masker (connection passwords, masked variables) on top of our own redaction."""
-    try:
-        from airflow.sdk._shared.secrets_masker import redact as airflow_redact
-
-        masked = airflow_redact(text)
-        return str(masked) if masked is not None else ""
-    except Exception:  # the masker is best effort here; our own redaction already ran
-        return text
 
 
 def _setting(context: Mapping[str, Any], name: str) -> str | None:

@@ -321,3 +321,28 @@ def test_idempotent_work_is_marked_safe_to_repeat():
         write,
     ]
     assert all(getattr(item, "safe_to_repeat", False) is True for item in marked)
+
+
+@pytest.mark.parametrize("failure", ["retryable", "poison"])
+def test_the_retry_reason_is_masked_like_a_letter(failure):
+    """A value Airflow's masker knows (a connection password) never reaches the reason Airflow stores."""
+    from airflow.sdk.log import mask_secret
+
+    secret = "Pr1vate-pa55-for-reason-test"
+    mask_secret(secret)
+    text = f"could not connect as etl with {secret}" if failure == "retryable" else f"not found: {secret}"
+    exc = ConnectionResetError(104, text) if failure == "retryable" else FileNotFoundError(text)
+    decision = _policy().evaluate(exc, try_number=1, max_tries=2, context=_context())
+    assert decision.reason is not None
+    assert secret not in decision.reason
+    assert "***" in decision.reason
+
+
+def test_the_retry_reason_holds_no_nul_and_no_lone_surrogate():
+    """PostgreSQL refuses NUL in text: the reason Airflow stores has it replaced, the rest kept."""
+    exc = ConnectionResetError(104, "reset\x00by peer \ud800 here")
+    decision = _policy().evaluate(exc, try_number=1, max_tries=2, context=_context())
+    assert decision.reason is not None
+    assert "\x00" not in decision.reason and "\ud800" not in decision.reason
+    assert "reset\ufffdby peer \ufffd here" in decision.reason
+    decision.reason.encode("utf-8")  # storable
