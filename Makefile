@@ -5,7 +5,7 @@ VENV ?= .venv
 ARGS ?=
 STAMP := $(VENV)/.installed
 
-.PHONY: demo screenshots test lint bench install check-postgres check-chromium clean
+.PHONY: demo screenshots test lint bench install check-postgres check-chromium check-redis clean
 
 install: $(STAMP)
 
@@ -16,25 +16,25 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
+# What demo and test need (PostgreSQL; Chromium and Redis for the suite): installed when missing
+# where apt-get can (as root), else one line naming the command to run. .ci/run uses the same script.
 check-postgres:
-	@if [ -z "$$AIRFLOW_RETRY_PG_DSN" ] && ! command -v initdb >/dev/null 2>&1 \
-	    && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
-	  echo "PostgreSQL server binaries not found: apt-get install postgresql (or brew install postgresql), set AIRFLOW_RETRY_PG_DSN, or use docker compose up."; \
-	  exit 1; \
-	fi
+	@bash tools/bootstrap.sh postgres
+
+check-chromium:
+	@bash tools/bootstrap.sh chromium
+
+check-redis:
+	@bash tools/bootstrap.sh redis
 
 demo: check-postgres $(STAMP)
 	$(VENV)/bin/airflow-retry demo $(ARGS)
-
-check-chromium:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  echo "Chromium not found (the browser test needs it): apt-get install chromium"; exit 1; }
 
 # PNGs of the plugin's pages for the README, from a demo it starts (or ARGS=--base-url URL).
 screenshots: check-postgres check-chromium $(STAMP)
 	$(VENV)/bin/python tools/screenshots.py $(ARGS)
 
-test: check-postgres check-chromium $(STAMP)
+test: check-postgres check-chromium check-redis $(STAMP)
 	$(VENV)/bin/pytest $(ARGS)
 
 lint: $(STAMP)
