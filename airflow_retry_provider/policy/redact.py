@@ -2,144 +2,713 @@
 
 Redaction errs on the side of hiding too much: a value after ``token=`` is hidden even when it
 was harmless. Each secret is replaced by ``***``; the text around it is kept. The families
-covered, and why this is a private stdlib list modelled on detect-secrets' plugins rather than
-detect-secrets itself, are in docs/CLASSIFICATION.md ("Redaction").
+covered, and which patterns come from detect-secrets' plugins, are in docs/CLASSIFICATION.md
+("Redaction").
 
-Every pattern runs in time linear in the text: a match can only start at the beginning of a
-word (a look-behind), and no quantifier gives back what it took (possessive quantifiers), so
-no input makes a pattern try each start against each end. ``bench/redact.py`` holds the proof.
-Patterns are ASCII (``re.ASCII``): secrets are, and a Unicode word class in a look-behind costs
-five times as much per character.
+How it works: the text is bounded first (``engine.bounded``: the first and last 8 KiB of a
+longer text), then each family whose literal is in the text (``://``, ``cookie``, a key word, a
+tool's name...) finds the *spans* of its secrets with an RE2 pattern (``engine.pattern``: linear
+in the text, compiled on first use, so importing this module compiles nothing). The spans of all
+families are merged and each becomes ``***``; only then is the result cut for storage
+(``redact(text, limit)``), so no cut can leave the start of a secret that was no longer
+recognisable. Percent-encoded text is decoded, its spans found in the decoded text and mapped
+back onto the encoded one: the decoded secret is never shown. A plain error message holds none of
+the literals and costs a few substring checks.
 """
 
 from __future__ import annotations
 
-import re
+import math
+from bisect import bisect_left
+from collections import Counter
+from typing import Any
+
+from airflow_retry_provider.policy.engine import MAX_MATCH_CHARS, Pattern, bounded, pattern
 
 MASK = "***"
 ELLIPSIS = "…"
 
+Span = tuple[int, int]
+
+# ---------------------------------------------------------------------------------------------
+# Pieces shared by the patterns. Values may be quoted and escaped at any depth (JSON in JSON:
+# \"x\", \\\"x\\\"); a quoted value ends before the quote that closes it at its own depth.
+
+
+def _quoted_at(depth_backslashes: int, quote: str) -> str:
+    """A string opened by ``quote`` after exactly ``depth_backslashes`` backslashes (0, 1, 3, 7: JSON
+    escaped 0-3 times): it closes at a quote after exactly as many; one after more is its content."""
+    lead = "\\\\" * depth_backslashes
+    more = f"\\\\{{{depth_backslashes + 1},}}"
+    return rf"{lead}{quote}((?:[^{quote}\\\r\n]|\\+[^{quote}\\\r\n]|{more}{quote})*)"
+
+
+_QUOTED = "|".join(_quoted_at(depth, quote) for depth in (7, 3, 1, 0) for quote in "\"'")
+# A word that names a secret (detect-secrets' KeywordDetector DENYLIST, plus the key words of
+# HTTP, cloud SDKs and connection strings); a key that *ends* in key/keys/auth is one too.
+_KEY = (
+    r"[\w.-]*(?:pass|pwd|token|secret|credential|signature|cookie|session-?id|contrase(?:ñ|n)a"
+    r"|api-?key|access-?key|private-?key|account-?key)[\w.-]*"
+    r"|[\w.-]*(?:key|keys|[_.-]auth)|auth|sig|session|pw"
+)
+_SEP = r"(\\*[\"']?[ \t]*(?::=|=>|==?|:)[ \t]*(?:\r?\n[ \t]*-[ \t]+)?)"  # = or :, or : then a YAML list item
+# key<space>value, '--key', 'value': only the key and the space are matched, the value is read in
+# Python, so a value that is not a secret is not consumed ("pass password=x" still shows its key)
+_SPACE_SEP = r"(\\*[\"'][ \t]*,[ \t]*|[ \t]+)"
+_VALUE = (
+    f"(?:{_QUOTED}"
+    r"|\{((?:[^}\r\n]|\}\})*)\}?"  # {braced} (ODBC: PWD={a;b}; }} is a literal })
+    r"|([^\s&;,\"'<>()\]}][^\s&;,\"'<>)\]}]*))"  # a bare word (not starting with "(": Key (id)=(5))
+)
+
+# ---------------------------------------------------------------------------------------------
+# The patterns, one or a few per family. All RE2: no look-around, so where the old patterns had
+# a look-behind ("not after a word character") a one-character prefix is matched and left alone.
+
+# PEM and PuTTY private keys, to the END line or, cut short, to the end of the text
+# (detect-secrets' PrivateKeyDetector lists the same BEGIN lines)
+_PEM = pattern(
+    r"-{4,5} ?BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)? ?-{4,5}"
+    r"(?s:.*?)(?:-{4,5} ?END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)? ?-{4,5}|$)"
+    r"|PuTTY-User-Key-File-\d(?s:.*?)(?:Private-MAC:[^\r\n]*|$)"
+)
 # scheme://user:password@host: the password runs to the LAST @ of the word, so it may hold / and @
-_URI = re.compile(r"(?<![\w+.-])[a-zA-Z][\w+.-]*+://(?P<rest>[^\s\"'<>]++)", re.ASCII)
-_PORT = re.compile(r"\d{1,5}(?:[/?#]|$)")  # https://host:443/a@b: a port, not a password
+_URI = pattern(r"(?:^|[^\w+.-])[a-zA-Z][\w+.-]*://([^\s\"'<>]+)")
+# secrets that travel in a URL path: chat webhooks, Telegram bot tokens
+_WEBHOOK = pattern(
+    r"(?:hooks\.slack\.com/(?:services|workflows|triggers)/|discord(?:app)?\.com/api/webhooks/"
+    r"|\.webhook\.office\.com/webhookb2/|chat\.googleapis\.com/v1/spaces/)([^\s\"'<>]+)"
+    r"|api\.telegram\.org/(?:file/)?bot([^\s/\"'<>]+)",
+    ignore_case=True,
+)
+# Cookie: a=b; c=d / Set-Cookie: id=...: the whole value, to its closing quote or the end of the line
+_COOKIE = pattern(
+    rf"(?:^|[^\w-])(?:set-)?cookie\\*[\"']?[ \t]*[:=][ \t]*(?:{_QUOTED}|([^\r\n]+))", ignore_case=True
+)
+# Authorization: <scheme> <credentials>, any scheme (Bearer, Basic, NTLM, Negotiate, Digest...):
+# the scheme is kept, the rest hidden; Digest's parameters to the end of the line
+_AUTHORIZATION = pattern(
+    r"(?:^|[^\w-])(?:proxy-)?authori[sz]ation\\*[\"']?[ \t]*[:=][ \t]*"
+    rf"(?:{_QUOTED}|(digest[ \t][^\r\n]*)|([^\r\n\"'&,;]+))",
+    ignore_case=True,
+)
+# a bare credential after its scheme word: Bearer <8+ chars>; Basic/NTLM/Negotiate <base64>
+_SCHEME = pattern(r"(?:^|[^\w-])(bearer|basic|ntlm|negotiate)[ \t]+([\w.~+/=-]{8,})", ignore_case=True)
+# key=value, "key": "value", key: value, key value, '--key', 'value', where the key names a secret
+_KEY_VALUE = pattern(rf"(?:^|[^\w.-])({_KEY}){_SEP}{_VALUE}", ignore_case=True)
+_KEY_SPACE = pattern(rf"(?:^|[\s\"'(\[{{,])({_KEY}){_SPACE_SEP}", ignore_case=True)
+# XML: <Password>x</Password>, <ns:ApiKey><![CDATA[x]]></ns:ApiKey>
+_XML_ELEMENT = pattern(
+    r"<([\w:.-]*(?:pass|pwd|secret|token|credential|signature|api-?key|access-?key|private-?key"
+    r"|account-?key|session-?key|auth-?key|client-?key)[\w:.-]*)((?:\s[^<>]*)?)>"
+    r"(?:<!\[CDATA\[((?s:.*?))\]\]>|([^<]*))",
+    ignore_case=True,
+)
+# a secret named in one field and given in the next: <add key="DbPassword" value="x"/>,
+# {"Name": "DB_PASSWORD", "Value": "x"} (ECS, Lambda, CloudFormation's ParameterKey/ParameterValue),
+# Kubernetes' "- name: DB_PASSWORD / value: x", <entry key="password">x</entry>
+_NAMED = (
+    pattern(r"\b(?:name|key)[ \t]*=[ \t]*[\"']([^\"'<>]*)[\"'][^<>]*?\bvalue[ \t]*=[ \t]*[\"']([^\"'<>]*)", ignore_case=True),
+    pattern(
+        r"\\*[\"'](?:name|key|parameterkey)\\*[\"'][ \t]*:[ \t]*\\*[\"']([^\"'\\]*)\\*[\"'][ \t]*,[ \t]*"
+        rf"\\*[\"'](?:value|parametervalue)\\*[\"'][ \t]*:[ \t]*(?:{_QUOTED})",
+        ignore_case=True,
+    ),
+    pattern(r"\bname:[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*\r?\n[ \t]*value:[ \t]*([^\r\n]*)", ignore_case=True),
+    pattern(r"<[\w:.-]+[ \t][^<>]*?\b(?:name|key)[ \t]*=[ \t]*[\"']([^\"'<>]*)[\"'][^<>/]*>([^<]*)<", ignore_case=True),
+)  # fmt: skip
 
-# PEM private keys, to the END line or, cut short, to the end of the text
-_PEM = re.compile(
-    r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-    r"(?:.*?-----END[A-Z ]{0,40}PRIVATE KEY(?: BLOCK)?-----|.*+)",
-    re.DOTALL | re.ASCII,
+# command lines: the tools whose password flag is not named as one (--password=x is a key above)
+_ARG = r"(\"[^\"\r\n]*\"|'[^'\r\n]*'|[^\s'\",\])]+)"
+_START = r"(?:^|[\s'\"\[(,=])"  # where an argument starts (a space, a quote of an argv list)
+_NEXT = r"(?:[ \t]+|[\"'][ \t]*,[ \t]*[\"']?)"  # the next argument: a space, or ', ' in an argv list
+
+
+def _tool(tools: str, flag: str, after: str) -> Pattern:
+    """A flag's value on the line of one of ``tools`` (a tool's name, case-insensitive; flags are not)."""
+    return pattern(rf"(?i:\b(?:{tools})(?:\.exe)?\b)[^\r\n]*?{_START}{flag}{after}{_ARG}")
+
+
+_MYSQL = "mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mysqlpump|mysqlslap|mariadb|mariadb-dump|mariadb-admin"
+_CLI: tuple[tuple[tuple[str, ...], Pattern], ...] = (
+    (("mysql", "mariadb"), _tool(_MYSQL, "-p", "")),  # mysql -pX (attached: mysql -p X asks for it)
+    (("sshpass",), _tool("sshpass", "-p", f"{_NEXT}?")),  # sshpass -p X
+    (("sqlcmd", "bcp", "osql", "isql"), _tool("sqlcmd|bcp|osql|isql", "-P", f"{_NEXT}?")),  # SQL Server
+    (("redis-cli", "keydb-cli", "valkey-cli"), _tool("redis-cli|keydb-cli|valkey-cli", "-a", f"{_NEXT}?")),
+    (("ldap",), _tool("ldapsearch|ldapmodify|ldapadd|ldapdelete|ldapwhoami|ldappasswd|ldapcompare", "-w", _NEXT)),
+    (("vsql",), _tool("vsql", "-w", _NEXT)),  # Vertica
+    (("mongo",), _tool("mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|mongostat|mongotop", "-p", f"{_NEXT}?")),
+    (("beeline", "hdbsql"), _tool("beeline|hdbsql", "-p", _NEXT)),  # Hive, SAP HANA
+    (("7z",), _tool("7z|7za|7zr", "-p", "")),  # 7z -pX
+    (("zip",), _tool("zip|unzip|zipcloak", "-P", _NEXT)),
+    (("openssl",), _tool("openssl", "-k", _NEXT)),  # openssl enc -k X
+    (("login",), _tool(r"(?:docker|podman|nerdctl|buildah|skopeo|oras|helm|crane|az)\b[^\r\n]*?\blogin", "-p", _NEXT)),
+    # user:password, user%password, user,password: the password after the separator
+    (("curl",), _tool("curl", r"(?:-u|--user|-U|--proxy-user)", rf"{_NEXT}?[\"']?[^\s:'\"]*:")),
+    (("smbclient", "rpcclient", "smbcacls"), _tool("smbclient|rpcclient|smbcacls", r"(?:-U|--user)", rf"(?:{_NEXT}|=)?[\"']?[^\s%'\"]*%")),
+    (("lftp",), _tool("lftp", "-u", rf"{_NEXT}[\"']?[^\s,'\"]*,")),
+)  # fmt: skip
+# Oracle connect strings user/password[@db], on the line of an Oracle tool or in a JDBC URL
+_ORACLE_WORDS = ("sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "userid", "jdbc:oracle", "sql> conn")  # fmt: skip
+_ORACLE = pattern(r"(?:^|[\s'\"=,\[(:])([A-Za-z_][\w$#.]*)/(\"[^\"\r\n]*\"|[^\s/@'\";,]+)(?:@|[\s'\"]|$)")
+
+# secrets recognisable on their own (a vendor's prefix); where a line says detect-secrets, the
+# pattern is that plugin's (detect_secrets/plugins/<name>.py, Apache-2.0), in RE2 form
+_VENDOR = pattern(
+    r"(?:^|[^\w-])("
+    r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}"  # AWS key id (aws.py + AWS's id prefixes)
+    r"|eyJ[A-Za-z0-9_=-]{5,}\.[A-Za-z0-9_=-]{5,}\.?[A-Za-z0-9_.+/=-]*"  # JSON Web Token (jwt.py)
+    r"|(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{30,}|github_pat_\w{22,}"  # GitHub (github_token.py)
+    r"|(?:glpat|gldt|glft|glsoat|glrt)-[\w-]{20,}|GR1348941[\w-]{20,}|glcbt-(?:[0-9a-fA-F]{2}_)?[\w-]{20,}"
+    r"|glimt-[\w-]{25,}|glptt-[\w-]{40,}|glagent-[\w-]{50,}|gloas-[\w-]{64,}"  # GitLab (gitlab_token.py)
+    r"|xox[abposre]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,}"  # Slack (slack.py, + xoxe/xapp)
+    r"|[MNO][\w-]{23,25}\.[\w-]{6}\.[\w-]{27,}"  # Discord bot token (discord.py)
+    r"|sq0csp-[0-9A-Za-z_\\-]{43}|sq0atp-[\w-]{22,}|EAAA[\w-]{60,}"  # Square (square_oauth.py, + access tokens)
+    r"|[0-9a-z]{32}-us[0-9]{1,2}"  # Mailchimp (mailchimp.py)
+    r"|AKCp[A-Za-z0-9]{10,}"  # Artifactory API key (artifactory.py)
+    r"|(?:AC|SK)[a-z0-9]{32}"  # Twilio (twilio.py)
+    r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9]{20,}"  # Stripe (stripe.py, + test/pk/whsec)
+    r"|SG\.[\w-]{16,}\.[\w-]{16,}"  # SendGrid (sendgrid.py)
+    r"|npm_[A-Za-z0-9]{36}|pypi-[\w-]{50,}"  # npm (npm.py), PyPI (pypi_token.py)
+    r"|sk-[\w-]{20,}"  # sk-... secret keys: OpenAI (openai.py), Anthropic, DeepSeek...
+    # not in detect-secrets: vendors' documented prefixes
+    r"|AIza[\w-]{35}|ya29\.[\w-]{20,}|GOCSPX-[\w-]{20,}|1//0[\w-]{30,}"  # Google key, OAuth token, client secret, refresh token
+    r"|hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,}"  # Hugging Face
+    r"|r8_[A-Za-z0-9]{30,}|gsk_[A-Za-z0-9]{40,}|pplx-[A-Za-z0-9]{40,}"  # Replicate, Groq, Perplexity
+    r"|hv[sbr]\.[\w-]{20,}"  # HashiCorp Vault
+    r"|do[por]_v1_[a-f0-9]{64}"  # DigitalOcean
+    r"|dckr_pat_[\w-]{20,}|rubygems_[a-f0-9]{48}|oy2[a-z0-9]{43}"  # Docker Hub, RubyGems, NuGet
+    r"|ATBB[\w=.-]{20,}|ATATT[\w=.-]{20,}"  # Bitbucket app password, Atlassian API token
+    r"|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"  # Shopify
+    r"|dapi[a-f0-9]{32}(?:-\d+)?"  # Databricks
+    r"|glc_[A-Za-z0-9+/=]{32,}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}"  # Grafana
+    r"|NRAK-[A-Z0-9]{27}|lin_api_[A-Za-z0-9]{40}|ntn_[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}"  # New Relic, Linear, Notion, Postman
+    r"|sntry[su]_[\w=+/]{40,}|sbp_[a-f0-9]{40}|pscale_(?:tkn|pw|oauth)_[\w.-]{32,}"  # Sentry, Supabase, PlanetScale
+    r"|dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,}|pul-[a-f0-9]{40}|nfp_[A-Za-z0-9]{36}"  # Doppler, Pulumi, Netlify
+    r"|[A-Za-z0-9]{14}\.atlasv1\.[\w-]{60,}|AGE-SECRET-KEY-1[0-9A-Z]{58}"  # Terraform Cloud, age
+    r"|LTAI[A-Za-z0-9]{12,20}|AKID[A-Za-z0-9]{32}"  # Alibaba Cloud, Tencent Cloud
+    r")"
+)
+# the high-entropy catch-all: a long run of base64 / hex characters (detect-secrets'
+# Base64HighEntropyString and HexHighEntropyString charsets), judged in Python (_looks_random)
+_RUN = pattern(r"(?:^|[^A-Za-z0-9+/_=-])([A-Za-z0-9+/_-]{20,}=*)")
+_ESCAPE = pattern(r"%[0-9A-Fa-f]{2}")
+# libpq (psycopg, psycopg2) quotes the word of a DSN it could not parse: with a space in a
+# password (password=Sup3r S3cret), that word is the password's second half
+_LIBPQ = pattern(
+    r"missing \"=\" after \"([^\"\r\n]*)\" in connection info string|unexpected spaces found in \"([^\"\r\n]*)\""
 )
 
-# Cookie: a=b; c=d / Set-Cookie: id=...: the whole value, to the end of the line
-_COOKIE = re.compile(
-    r"(?P<head>(?<![\w-])(?:set-)?cookie[\"']?\s*+[:=]\s*+)(?P<secret>[^\r\n]++)", re.IGNORECASE | re.ASCII
+
+# ---------------------------------------------------------------------------------------------
+_NOT_SECRETS = frozenset(
+    {"", MASK, "null", "none", "nil", "true", "false", "undefined", "bearer", "basic", "token", "digest",
+     "negotiate", "ntlm", "<redacted>", "[redacted]", "redacted", "********", "xxx"}
+)  # fmt: skip
+# a key whose value is a name, place, kind or time, not the secret itself: secret_name=, token_url=
+_NAME_SUFFIXES = (
+    "file", "path", "dir", "url", "uri", "name", "type", "arn", "expiry", "expires", "expires_at",
+    "expiration", "ttl", "timeout", "length", "count", "format", "mode", "version", "policy", "scope",
+    "method", "endpoint", "location", "_id", "-id", ".id", "keyid", "provider", "manager", "store",
+)  # fmt: skip
+_SESSION_IDS = ("sessionid", "session_id", "session-id")
+# keys that end in "key" and name a row, an object or a parameter: a name, not a secret
+_NAMING_KEYS = (
+    "parameterkey", "objectkey", "s3key", "s3_key", "partitionkey", "partition_key", "sortkey", "sort_key",
+    "hashkey", "rangekey", "tagkey", "primarykey", "primary_key", "foreignkey", "foreign_key", "routingkey",
+    "routing_key", "cachekey", "cache_key", "dedupkey", "dedup_key", "idempotencykey", "idempotency_key",
+    "idempotency-key", "groupkey", "group_key", "sessionkey_name", "monkey", "turkey", "hockey", "whiskey",
+)  # fmt: skip
+# Python's "SomeTokenError: message": an exception's name, not a key
+_EXCEPTION_SUFFIXES = ("error", "exception", "warning", "fault", "failure")
+# key<space>value is a secret only after an identifier whose last word names one
+_SPACED_KEY = pattern(
+    r"(?:[a-z0-9]+[_.-])*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key"
+    r"|secret[_-]?key|private[_-]?key|account[_-]?key|credentials?|client[_-]?secret)$"
 )
+_PASSWORD_KEYS = ("pass", "pwd", "secret", "contrase", "pw")  # values that may hold spaces (passphrases)
+_KEY_WORDS = ("pass", "pw", "token", "key", "secret", "credential", "sig", "auth", "session", "cookie", "contrase")  # fmt: skip
+_XML_WORDS = ("pass", "pwd", "secret", "token", "credential", "signature", "key")
+_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate", "ntlm", "aws4-hmac-sha256", "hmac",
+                      "sharedkey", "sharedkeylite", "apikey", "key", "dpop", "mac", "oauth", "otp", "sso-key"})  # fmt: skip
+_WORD_STOPS = frozenset(" \t\r\n&;,\"'<>()[]{}=:")
+_HEX = str.maketrans("", "", "0123456789abcdefABCDEF")
+_HASH_WORDS = (
+    "sha", "md5", "hash", "digest", "commit", "checksum", "etag", "fingerprint", "revision", "rev ",
+    "oid", "blob", "tree", "trace", "span", "request", "correlation", "uuid", "guid", "object", "build",
+    "image", "layer", "integrity", "crc", "git", "head", "version", "_id", "-id", " id", "id=", "id:",
+)  # fmt: skip
+PATTERNS: tuple[Pattern, ...] = (
+    _PEM, _URI, _WEBHOOK, _COOKIE, _AUTHORIZATION, _SCHEME, _KEY_VALUE, _KEY_SPACE, _XML_ELEMENT, *_NAMED,
+    *(p for _, p in _CLI), _ORACLE, _VENDOR, _RUN, _ESCAPE, _LIBPQ, _SPACED_KEY,
+)  # fmt: skip
+"""Every pattern redaction runs (the linear-time test runs each on adversarial input)."""
 
-# Authorization: Bearer abc / Basic abc / Digest ... / authorization=abc
-_AUTHORIZATION = re.compile(
-    r"(?P<head>(?<!\w)authorization[\"']?\s*+[:=]\s*+[\"']?(?:(?:bearer|basic|token|digest|negotiate)\s++)?)"
-    r"(?P<secret>[^\s\"',;]++)",
-    re.IGNORECASE | re.ASCII,
-)
-_BEARER = re.compile(r"(?P<head>(?<![\w-])bearer\s++)(?P<secret>[\w.~+/=-]{8,}+)", re.IGNORECASE | re.ASCII)
-# a bare Basic credential: base64 of user:password (checked by _looks_encoded, not an English word)
-_BASIC = re.compile(
-    r"(?P<head>(?<![\w-])basic\s++)(?P<secret>[A-Za-z0-9+/]{8,}+=*+)(?![^\s\"',;])", re.IGNORECASE | re.ASCII
-)
-
-# key=value, "key": "value", key: value, where the key names a secret (_SECRET_KEY); "https://" is no key
-_KEY_SEP = re.compile(r"(?<![\w-])(?P<key>[\w-]++)[\"']?\s*+[:=](?!//)\s*+", re.ASCII)
-_VALUE = re.compile(r"\"[^\"\r\n]*+\"?|'[^'\r\n]*+'?|[^\s&;,\"')\]}]++")
-_SECRET_KEY = re.compile(
-    r"pass|pwd|token|secret|credential|signature|api-?key|access-?key|private-?key|account-?key|"
-    r"session-?id|cookie|^(?:auth|sig|session)$|key$|keys$",
-    re.IGNORECASE | re.ASCII,
-)
-
-# secrets that travel in a URL path: chat webhooks
-_WEBHOOK = re.compile(
-    r"(?P<head>(?:hooks\.slack\.com/(?:services|workflows|triggers)/"
-    r"|discord(?:app)?\.com/api/webhooks/"
-    r"|\.webhook\.office\.com/webhookb2/"
-    r"|chat\.googleapis\.com/v1/spaces/))"
-    r"(?P<secret>[^\s\"'<>]++)",
-    re.IGNORECASE | re.ASCII,
-)
-
-# secrets recognisable on their own (a vendor's prefix)
-_STANDALONE = re.compile(
-    r"(?<![\w-])(?:"
-    r"(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|A3T[A-Z0-9])[A-Z0-9]{16}"  # AWS access key id
-    r"|eyJ[\w-]{5,}+\.[\w-]{5,}+\.[\w-]*+"  # JSON Web Token
-    r"|gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_\w{22,}+"  # GitHub tokens
-    r"|glpat-[\w-]{20,}+"  # GitLab personal access token
-    r"|xox[abprse]-[A-Za-z0-9-]{10,}+|xapp-[A-Za-z0-9-]{10,}+"  # Slack tokens
-    r"|AIza[\w-]{35}|ya29\.[\w-]{20,}+"  # Google API key, OAuth access token
-    r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}+|whsec_[A-Za-z0-9]{20,}+"  # Stripe
-    r"|sk-[\w-]{20,}+"  # API secret keys in the sk-... style (OpenAI, Anthropic)
-    r"|SG\.[\w-]{16,}+\.[\w-]{16,}+"  # SendGrid
-    r"|npm_[A-Za-z0-9]{36}|pypi-[\w-]{50,}+"  # package registries
-    r"|hv[sb]\.[\w-]{20,}+"  # HashiCorp Vault
-    r"|dop_v1_[a-f0-9]{64}"  # DigitalOcean
-    r")",
-    re.ASCII,
-)
-
-_NOT_SECRETS = {"***", "bearer", "basic", "token", "digest", "negotiate"}  # already hidden, or a scheme
-_KEY_WORDS = ("pass", "pwd", "token", "key", "secret", "credential", "sig", "auth", "session", "cookie")
+BASE64_ENTROPY_LIMIT = 4.5
+"""detect-secrets' Base64HighEntropyString default: a base64 run above this is random."""
+HEX_ENTROPY_LIMIT = 3.0
+"""detect-secrets' HexHighEntropyString default, for hex runs of 32+ characters not named as a hash."""
 
 
-def _mask_secret(match: re.Match[str]) -> str:
-    secret = match.group("secret")
-    if len(secret) >= 2 and secret[0] == secret[-1] and secret[0] in "\"'":
-        return f"{match.group('head')}{secret[0]}{MASK}{secret[0]}"
-    return f"{match.group('head')}{MASK}"
+def _group(match: Any) -> Span | None:
+    """The span of the first group of ``match`` that took part in it."""
+    for index in range(1, match.re.groups + 1):
+        span = match.span(index)
+        if span[0] >= 0:
+            return span
+    return None
 
 
-def _mask_uri(match: re.Match[str]) -> str:
-    whole, rest = match.group(0), match.group("rest")
-    at = rest.rfind("@")
-    colon = rest.find(":", 0, at)
-    if at < 0 or colon < 0 or "/" in rest[:colon] or rest[colon + 1 : at] == MASK:
-        return whole
-    if _PORT.match(rest, colon + 1) and "/" in rest[colon + 1 : at]:
-        return whole
-    return f"{whole[: len(whole) - len(rest)]}{rest[: colon + 1]}{MASK}{rest[at:]}"
+def _spans_of(pattern_: Pattern, text: str, spans: list[Span]) -> None:
+    """Add the first taking-part group of every match (a pattern whose groups are all secrets)."""
+    for match in pattern_.finditer(text):
+        span = _group(match)
+        if span is not None and span[1] > span[0] and text[span[0] : span[1]] != MASK:
+            spans.append(span)
 
 
-def _mask_key_values(text: str) -> str:
-    """Hide the value after every key that names a secret.
-
-    A loop rather than one ``sub``: the value of a harmless key (``url=https://x?token=abc``) is
-    not consumed, so the keys inside it are still seen, and each character is looked at once.
-    """
-    parts: list[str] = []
-    kept = pos = 0
-    while (key := _KEY_SEP.search(text, pos)) is not None:
-        pos = key.end()
-        value = _VALUE.match(text, pos) if _SECRET_KEY.search(key.group("key")) else None
-        if value is None or value.group().strip("\"'").lower() in _NOT_SECRETS:
-            continue
-        secret = value.group()
-        quote = secret[0] if len(secret) >= 2 and secret[0] == secret[-1] and secret[0] in "\"'" else ""
-        parts += [text[kept:pos], quote, MASK, quote]
-        kept = pos = value.end()
-    return "".join(parts) + text[kept:] if parts else text
+def _pem(text: str, spans: list[Span]) -> None:
+    spans.extend(match.span() for match in _PEM.finditer(text))
 
 
-def _mask_basic(match: re.Match[str]) -> str:
-    secret = match.group("secret")
-    encoded = (
-        secret.endswith("=") or any(c.isdigit() or c in "+/" for c in secret) or not secret[1:].islower()
+def _is_port_then_path(rest: str, colon: int, at: int) -> bool:
+    """``https://host:443/a@b``: digits after the colon, then a path; the @ is in the path."""
+    digits = colon + 1
+    while digits < len(rest) and digits - colon <= 6 and rest[digits].isdigit():
+        digits += 1
+    return (
+        1 <= digits - colon - 1 <= 5
+        and (digits == len(rest) or rest[digits] in "/?#")
+        and "/" in rest[colon + 1 : at]
     )
-    return f"{match.group('head')}{MASK}" if encoded else match.group(0)
+
+
+def _uri_spaced(text: str, end: int, start: int, rest: str, spans: list[Span]) -> None:
+    """``http://user:pass word@host`` (urllib3's "Failed to parse: ..."): a user, a colon, no @ in
+    the word, and an @ further on the line: the password runs to that @."""
+    colon = rest.find(":")
+    password = rest[colon + 1 :]
+    if colon <= 0 or "/" in rest or password.isdigit() or password == MASK:
+        return
+    window = text[end : end + 128].split("\n", 1)[0]
+    at = window.find("@")
+    if at > 0 and "/" not in window[:at]:
+        spans.append((start + colon + 1, end + at))
+
+
+_INNER_URIS = 16
+"""At most this many URIs inside one URI's word are looked at (a redirect_uri=https://... value)."""
+
+
+def _uri_rest(text: str, start: int, rest: str, end: int, spans: list[Span]) -> None:
+    """The password of one URI whose text after ``://`` is ``rest`` (at ``start`` in ``text``)."""
+    at = rest.rfind("@")
+    if at < 0:
+        _uri_spaced(text, end, start, rest, spans)
+        return
+    colon = rest.find(":", 0, at)
+    if colon < 0 or "/" in rest[:colon] or rest[colon + 1 : at] in ("", MASK):
+        return
+    if not _is_port_then_path(rest, colon, at):
+        spans.append((start + colon + 1, start + at))
+
+
+def _uri(text: str, spans: list[Span]) -> None:
+    for match in _URI.finditer(text):
+        start, end = match.span(1)
+        rest = match.group(1)
+        _uri_rest(text, start, rest, end, spans)
+        inner = rest.find("://")
+        for _ in range(_INNER_URIS):  # a URI in the query or path of this one
+            if inner < 1:
+                break
+            if rest[inner - 1].isalnum():
+                _uri_rest(text, start + inner + 3, rest[inner + 3 :], end, spans)
+            inner = rest.find("://", inner + 3)
+
+
+def _authorization(text: str, spans: list[Span]) -> None:
+    for match in _AUTHORIZATION.finditer(text):
+        span = _group(match)
+        if span is None:
+            continue
+        start, end = span
+        value = text[start:end]
+        scheme, _, rest = value.partition(" ")
+        if rest.strip() and scheme.lower() in _SCHEMES:  # keep the scheme: "Bearer ***"
+            start += len(scheme) + len(rest) - len(rest.lstrip(" \t")) + 1
+        while end > start and text[end - 1] in " \t":
+            end -= 1
+        if end > start and text[start:end] != MASK:
+            spans.append((start, end))
+
+
+def _looks_encoded(secret: str) -> bool:
+    """Base64, not an English word: ``Basic authentication failed`` keeps its word."""
+    return secret.endswith("=") or any(c.isdigit() or c in "+/" for c in secret) or not secret[1:].islower()
+
+
+def _scheme(text: str, spans: list[Span]) -> None:
+    for match in _SCHEME.finditer(text):
+        if match.group(1).lower() == "bearer" or _looks_encoded(match.group(2)):
+            spans.append(match.span(2))
+
+
+def _looks_secret(value: str) -> bool:
+    """A value after ``key<space>``: 6+ characters with a digit, a symbol or an inner capital, not an ARN or URL."""
+    if len(value) < 6 or value.lower().startswith("arn:") or "://" in value:
+        return False
+    return any(not c.isalpha() for c in value) or not value[1:].islower()
+
+
+def _continuation(text: str, end: int) -> int:
+    """Where a password's bare value ends: it takes the following plain words (``correct horse
+    battery``) up to a word that is the next key (``user=``), a flag, a delimiter or the line's end."""
+    size = len(text)
+    while True:
+        word = end
+        while word < size and text[word] in " \t":
+            word += 1
+        if word == end or word >= size or text[word] == "-":
+            return end
+        stop = word
+        while stop < size and text[stop] not in _WORD_STOPS:
+            stop += 1
+        if stop == word or (stop < size and text[stop] in "=:"):
+            return end
+        end = stop
+
+
+def _list_items(text: str, end: int, spans: list[Span]) -> None:
+    """The further items of a YAML list under a secret-named key, each hidden to its line's end."""
+    while (newline := text.find("\n", end)) >= 0:
+        item = newline + 1
+        while item < len(text) and text[item] in " \t":
+            item += 1
+        if not text.startswith(("- ", "-\t"), item):
+            return
+        end = text.find("\n", item)
+        end = len(text) if end < 0 else end
+        spans.append((item + 2, end))
+
+
+def _secret_key(key: str) -> bool:
+    """Whether a matched key really names a secret (not ``secret_name``, ``token_url``, ``PWD=/home``)."""
+    lowered = key.lower().lstrip("-")
+    if lowered.endswith(_NAMING_KEYS) or lowered.endswith(_EXCEPTION_SUFFIXES):
+        return False
+    return not lowered.endswith(_NAME_SUFFIXES) or lowered.endswith(_SESSION_IDS)
+
+
+def _spaced_value(key: str, value: str) -> bool:
+    """Whether ``key value`` (no = or :) is a secret: a flag's argument (``--password x``,
+    ``-storepass x``), or a secret after an identifier naming one (``aws_secret_access_key x``)."""
+    if value.startswith("-"):
+        return False  # the next flag: the value was asked for
+    if key.startswith("-"):
+        return not (value.isalpha() and value.islower() and len(value) <= 4)  # --password via the CLI
+    return _SPACED_KEY.match(key.lower()) is not None and _looks_secret(value)
+
+
+_SPACED_VALUE_CHARS = 256
+"""A value read after ``key<space>`` is at most this long (the scan is bounded, so it stays linear)."""
+_BARE_STOPS = frozenset(" \t\r\n&;,\"'<>)]}")
+
+
+def _next_word(text: str, start: int) -> Span:
+    """The word at ``start``: inside its quotes if quoted, else to a space or delimiter (bounded)."""
+    limit = min(len(text), start + _SPACED_VALUE_CHARS)
+    if start < limit and text[start] in "\"'":
+        close = text.find(text[start], start + 1, limit)
+        newline = text.find("\n", start + 1, limit)
+        end = min(i for i in (close, newline, limit) if i >= 0)
+        return start + 1, end
+    end = start
+    while end < limit and text[end] not in _BARE_STOPS:
+        end += 1
+    return start, end
+
+
+def _key_space_values(text: str, spans: list[Span]) -> None:
+    for match in _KEY_SPACE.finditer(text):
+        key = match.group(1)
+        start, end = _next_word(text, match.end())
+        value = text[start:end]
+        if end > start and value.lower() not in _NOT_SECRETS and _secret_key(key):
+            if _spaced_value(key, value):
+                spans.append((start, end))
+
+
+def _key_values(text: str, spans: list[Span]) -> None:
+    for match in _KEY_VALUE.finditer(text):
+        key, sep = match.group(1), match.group(2)
+        span = _group_from(match, 3)
+        key_start = match.start(1)
+        if span is None or not _secret_key(key) or text[max(0, key_start - 3) : key_start] == "://":
+            continue  # not a secret's name, or the user of a URI (https://x-access-token:...@): the URI's family
+        start, end = span
+        value = text[start:end]
+        if value.lower() in _NOT_SECRETS:
+            continue
+        if sep.rstrip().endswith(":") and value.startswith("//"):
+            continue  # a scheme (https://), not a value
+        lowered = key.lower()
+        if lowered.endswith("pwd") and value.startswith(("/", "~")):
+            continue  # the shell's working directory (PWD=/opt/airflow), not ODBC's password
+        if lowered in ("key", "keys") and (
+            not any(c.isdigit() for c in value) or "/" in value or "." in value
+        ):
+            continue  # a name (<entry key="db.user">, "Key": "bronze/x.parquet"), not an API key
+        bare = match.span(match.re.groups)[0] >= 0
+        if "\n" in sep:  # a YAML list: every item, each to its line's end
+            line_end = text.find("\n", start)
+            end = len(text) if line_end < 0 else line_end
+            _list_items(text, end, spans)
+        elif (
+            bare
+            and not key.startswith("-")
+            and not key.isupper()
+            and any(w in lowered for w in _PASSWORD_KEYS)
+        ):
+            end = _continuation(text, end)  # not after FLAGS or ENV_VARS=x (a shell's word ends at a space)
+        spans.append((start, end))
+
+
+def _group_from(match: Any, first: int) -> Span | None:
+    for index in range(first, match.re.groups + 1):
+        span = match.span(index)
+        if span[0] >= 0:
+            return span
+    return None
+
+
+def _secret_name(name: str) -> bool:
+    lowered = name.lower()
+    return any(word in lowered for word in _XML_WORDS) and _secret_key(name)
+
+
+def _xml(text: str, spans: list[Span]) -> None:
+    for match in _XML_ELEMENT.finditer(text):
+        if match.group(2).endswith("/") or not _secret_key(match.group(1)):
+            continue  # <password/> holds nothing
+        span = _group_from(match, 3)
+        if span is not None and text[span[0] : span[1]].strip() not in ("", MASK):
+            spans.append(span)
+
+
+def _named(text: str, spans: list[Span]) -> None:
+    for named in _NAMED:
+        for match in named.finditer(text):
+            if _secret_name(match.group(1)):
+                span = _group_from(match, 2)
+                if span is not None and text[span[0] : span[1]].strip() not in _NOT_SECRETS:
+                    spans.append(span)
+
+
+def _cli(text: str, lowered: str, spans: list[Span]) -> None:
+    for words, tool in _CLI:
+        if any(word in lowered for word in words):
+            for match in tool.finditer(text):
+                start, end = match.span(1)
+                if text[start] in "\"'" and end - start >= 2:
+                    start, end = start + 1, end - 1
+                if text[start:end] not in ("", MASK):
+                    spans.append((start, end))
+
+
+def _oracle(text: str, spans: list[Span]) -> None:
+    for match in _ORACLE.finditer(text):
+        user, (start, end) = match.group(1), match.span(2)
+        if user.lower() == "tcp" or text[start:end] == MASK:
+            continue  # TCP/IP
+        if text[start] == '"':
+            start, end = start + 1, end - 1
+        spans.append((start, end))
+
+
+def _entropy(data: str) -> float:
+    """Shannon entropy in bits per character (detect-secrets' calculate_shannon_entropy)."""
+    size = len(data)
+    return -sum(count / size * math.log2(count / size) for count in Counter(data).values())
+
+
+def _readable(token: str) -> bool:
+    """A path or identifier made of words (``airflow/providers/standard``, ``ClassifiedRetryPolicy``)."""
+    for piece in token.replace("/", " ").replace("_", " ").replace("-", " ").replace("+", " ").split():
+        piece = piece.rstrip("0123456789")
+        if len(piece) <= 3 or piece.isdigit():
+            continue
+        if not piece.isalpha():
+            return False
+        switches = sum(1 for a, b in zip(piece, piece[1:], strict=False) if a.isupper() != b.isupper())
+        if switches / len(piece) >= 0.3:
+            return False
+    return True
+
+
+def _looks_random(token: str) -> bool:
+    """The entropy catch-all: detect-secrets' thresholds, with what operators read kept."""
+    token = token.rstrip("=")
+    if len(token) < 20:
+        return False
+    if not token.translate(_HEX):
+        has_digit = any(c.isdigit() for c in token)
+        return (
+            len(token) >= 32
+            and has_digit
+            and not token.isdigit()
+            and _entropy(token.lower()) > HEX_ENTROPY_LIMIT
+        )
+    pieces = token.split("-")
+    if [len(p) for p in pieces] == [8, 4, 4, 4, 12] and not "".join(pieces).translate(_HEX):
+        return False  # a UUID
+    return _entropy(token) > BASE64_ENTROPY_LIMIT and not _readable(token)
+
+
+def _random_part(token: str) -> Span:
+    """The part of a random run to hide: from its first to its last piece (split at ``/``) that
+    is not a word, so ``<token>/sendMessage`` keeps its path."""
+    if "/" not in token:
+        return 0, len(token)
+    first = last = -1
+    offset = 0
+    for piece in token.split("/"):
+        if not _readable(piece):
+            first = offset if first < 0 else first
+            last = offset + len(piece)
+        offset += len(piece) + 1
+    return (first, last) if first >= 0 else (0, len(token))
+
+
+def _random_runs(text: str, lowered: str, spans: list[Span]) -> None:
+    for match in _RUN.finditer(text):
+        start, end = match.span(1)
+        token = text[start:end]
+        if _looks_random(token):
+            before = lowered[max(0, start - 32) : start]
+            if not any(word in before for word in _HASH_WORDS):  # sha256=..., commit abc..., request id
+                first, last = _random_part(token)
+                spans.append((start + first, start + last))
+
+
+def _long_word(text: str) -> bool:
+    """Whether any whitespace-separated word is long enough to hold a vendor token (15+ characters)."""
+    return len(text) >= 15 and any(len(word) >= 15 for word in text.split())
+
+
+def _percent(text: str, depth: int, spans: list[Span]) -> None:
+    """Decode %XX, find the spans in the decoded text, and map them back onto ``text``.
+
+    Each %XX becomes one character (its byte), so a decoded index maps back by counting the
+    escapes before it; what is shown is ``text`` with its encoded secret masked, never decoded.
+    """
+    escapes = [match.start() for match in _ESCAPE.finditer(text)]
+    if not escapes:
+        return
+    pieces: list[str] = []
+    decoded_at: list[int] = []  # the decoded index of each escape
+    kept = 0
+    for at in escapes:
+        if at < kept:  # "%%41": the second % starts inside an escape already taken
+            continue
+        pieces.append(text[kept:at])
+        decoded_at.append(at - 2 * len(decoded_at))
+        pieces.append(chr(int(text[at + 1 : at + 3], 16)))
+        kept = at + 3
+    pieces.append(text[kept:])
+    decoded = "".join(pieces)
+    for start, end in _collect(decoded, depth + 1):
+        spans.append((start + 2 * bisect_left(decoded_at, start), end + 2 * bisect_left(decoded_at, end)))
+
+
+def _collect(text: str, depth: int = 0) -> list[Span]:
+    """The spans of every secret in ``text``: each family runs only when its literal is there."""
+    spans: list[Span] = []
+    lowered = text.lower()
+    if "PRIVATE KEY" in text or "PuTTY-User-Key" in text:
+        _pem(text, spans)
+    if "://" in text:
+        _uri(text, spans)
+    if "hook" in lowered or "chat.googleapis" in lowered or "telegram" in lowered:
+        _spans_of(_WEBHOOK, text, spans)
+    if "cookie" in lowered:
+        _spans_of(_COOKIE, text, spans)
+    if "authori" in lowered:
+        _authorization(text, spans)
+    if "bearer" in lowered or "basic" in lowered or "ntlm" in lowered or "negotiate" in lowered:
+        _scheme(text, spans)
+    if any(word in lowered for word in _KEY_WORDS):
+        _key_values(text, spans)
+        if " " in text or "\t" in text or "," in text:
+            _key_space_values(text, spans)
+        if "<" in text:
+            _xml(text, spans)
+        _named(text, spans)
+    if "-" in text:
+        _cli(text, lowered, spans)
+    if "/" in text and any(word in lowered for word in _ORACLE_WORDS):
+        _oracle(text, spans)
+    if "connection info string" in text or "unexpected spaces found" in text:
+        _spans_of(_LIBPQ, text, spans)
+    if "%" in text and depth < 3:
+        _percent(text, depth, spans)
+    if _long_word(text):
+        _spans_of(_VENDOR, text, spans)
+        _random_runs(text, lowered, spans)
+    return spans
+
+
+def _masked(text: str, spans: list[Span]) -> str:
+    """``text`` with each span (merged where they overlap or touch) replaced by ``***``."""
+    if not spans:
+        return text
+    parts: list[str] = []
+    kept = 0
+    for start, end in sorted(spans):
+        if end <= kept:
+            continue
+        start = max(start, kept)
+        if start > kept or not parts:
+            parts.append(text[kept:start])
+            parts.append(MASK)
+        kept = end
+    parts.append(text[kept:])
+    return "".join(parts)
+
+
+def _storable(text: str) -> str:
+    """RE2 matches UTF-8: a lone surrogate (from a bad decode) becomes ``?`` instead of raising."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _bounded(text: str) -> str:
+    """``engine.bounded(text)``, with the word cut at each side of the mark hidden: half a secret
+    (a URI cut between ``:`` and ``@``) is not recognisable as one."""
+    if len(text) <= MAX_MATCH_CHARS:
+        return text
+    result = bounded(text)
+    half = MAX_MATCH_CHARS // 2
+    head, mark, tail = result[:half], result[half:-half], result[-half:]
+    cut_head = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t")) + 1
+    cut_tail = min(
+        (i for i in (tail.find(" "), tail.find("\n"), tail.find("\t")) if i >= 0), default=len(tail)
+    )
+    head = head[:cut_head] + (MASK if cut_head < len(head) else "")
+    tail = (MASK if cut_tail > 0 else "") + tail[cut_tail:]
+    return head + mark + tail
 
 
 def cut(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` characters, ending in ``…`` when anything was cut.
 
-    The last word of a cut text is dropped whole (half a secret is not recognisable as one),
-    unless it is longer than half the limit: a text of one huge word keeps its start.
+    The last word of a cut text is dropped whole unless it is longer than half the limit: a text
+    of one huge word keeps its start. :func:`redact` cuts only text it has already redacted.
     """
     if len(text) <= limit:
         return text
@@ -153,29 +722,12 @@ def cut(text: str, limit: int) -> str:
 def redact(text: str, limit: int | None = None) -> str:
     """Return ``text`` with secrets (passwords, tokens, keys, signatures, cookies) replaced by ``***``.
 
-    :param limit: when set, the text is cut (see :func:`cut`) BEFORE it is redacted, so the work
-        is bounded by what is kept, and the result has at most ``limit`` characters.
+    A text longer than ``engine.MAX_MATCH_CHARS`` is bounded first (its first and last 8 KiB, with a
+    mark saying how much was left out); the bounded text is redacted whole.
 
-    Each pattern runs only when the text holds the literal it needs (``://``, ``bearer``, a key
-    word...): a plain error message costs a few substring checks.
+    :param limit: when set, the redacted text is then cut (see :func:`cut`) to at most ``limit``
+        characters: cutting comes after redaction, so no prefix of a secret is kept.
     """
-    if limit is not None:
-        text = cut(text, limit)
-    lowered = text.lower()
-    if "private key" in lowered:
-        text = _PEM.sub(MASK, text)
-    if "://" in text:
-        text = _URI.sub(_mask_uri, text)
-    if "hook" in lowered or "chat." in lowered:
-        text = _WEBHOOK.sub(_mask_secret, text)
-    if "cookie" in lowered:
-        text = _COOKIE.sub(_mask_secret, text)
-    if "authorization" in lowered:
-        text = _AUTHORIZATION.sub(_mask_secret, text)
-    if "bearer" in lowered:
-        text = _BEARER.sub(_mask_secret, text)
-    if "basic" in lowered:
-        text = _BASIC.sub(_mask_basic, text)
-    if any(word in lowered for word in _KEY_WORDS):
-        text = _mask_key_values(text)
-    return _STANDALONE.sub(MASK, text)
+    text = _bounded(_storable(text))
+    redacted = _masked(text, _collect(text))
+    return redacted if limit is None else cut(redacted, limit)
