@@ -22,7 +22,16 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-__all__ = ["SECTION", "SETTINGS", "Setting", "get", "markdown_table", "provider_config", "ui_timezone"]
+__all__ = [
+    "SECTION",
+    "SETTINGS",
+    "Setting",
+    "check_all",
+    "get",
+    "markdown_table",
+    "provider_config",
+    "ui_timezone",
+]
 
 SECTION = "retry_provider"
 
@@ -31,12 +40,15 @@ class _Invalid(ValueError):
     """A parser's complaint: what the value must be (``get`` adds where it came from)."""
 
 
-def _integer(minimum: int) -> Callable[[str], int]:
+def _integer(minimum: int, maximum: int) -> Callable[[str], int]:
+    """An integer from ``minimum`` to ``maximum``: past it a duration overflows or a bigint does."""
+
     def parse(raw: str) -> int:
-        if not raw.isdigit() or int(raw) < minimum:
-            raise _Invalid(f"an integer >= {minimum}")
+        if not raw.isascii() or not raw.isdigit() or len(raw) > 19 or not minimum <= int(raw) <= maximum:
+            raise _Invalid(f"an integer from {minimum} to {maximum}")
         return int(raw)
 
+    parse.bounds = (minimum, maximum)  # type: ignore[attr-defined]
     return parse
 
 
@@ -104,6 +116,19 @@ class Setting:
     legacy_env: str | None = None
 
     @property
+    def bounds(self) -> tuple[int, int] | None:
+        """The smallest and largest value an integer setting takes, else None."""
+        found: tuple[int, int] | None = getattr(self.parse, "bounds", None)
+        return found
+
+    @property
+    def documented(self) -> str:
+        """The description, with the bounds of an integer setting."""
+        if self.bounds is None:
+            return self.description
+        return f"{self.description} From {self.bounds[0]:,} to {self.bounds[1]:,}."
+
+    @property
     def env(self) -> str:
         """The ``AIRFLOW__RETRY_PROVIDER__<KEY>`` variable Airflow reads for it."""
         return f"AIRFLOW__{SECTION.upper()}__{self.key.upper()}"
@@ -116,7 +141,7 @@ SETTINGS: tuple[Setting, ...] = (
         default="3",
         example="5",
         description="Replays allowed per dead letter before it is parked (DLQ callback, sweeper, replay engine).",
-        parse=_integer(1),
+        parse=_integer(1, 1000),
         legacy_env="AIRFLOW_RETRY_DLQ_REPLAY_MAX_ATTEMPTS",
     ),
     Setting(
@@ -126,7 +151,7 @@ SETTINGS: tuple[Setting, ...] = (
         example="60",
         description="At most this many clears in any 60 seconds, spaced evenly, for the whole deployment "
         "(every replay driver; `airflow-retry dlq replay --rate` can only lower it).",
-        parse=_integer(1),
+        parse=_integer(1, 60000),
         legacy_env="AIRFLOW_RETRY_DLQ_REPLAY_RATE_PER_MINUTE",
     ),
     Setting(
@@ -136,7 +161,7 @@ SETTINGS: tuple[Setting, ...] = (
         example="60",
         description="How long a replay driver holds a job, and a claimed letter counts as mid-clear, "
         "without renewing; a dead driver's job and claims are taken back after it (replay drivers, sweeper).",
-        parse=_integer(10),
+        parse=_integer(10, 86400),
     ),
     Setting(
         key="replay_driver_interval_seconds",
@@ -234,7 +259,7 @@ SETTINGS: tuple[Setting, ...] = (
         example="30",
         description="At most one message per root cause (fingerprint) per this many minutes, carrying the "
         "count since the last one.",
-        parse=_integer(1),
+        parse=_integer(1, 525600),
     ),
     Setting(
         key="alert_base_url",
@@ -258,7 +283,7 @@ SETTINGS: tuple[Setting, ...] = (
         default="30",
         example="60",
         description="Seconds between two sweeps of the work-unit sweeper while it is on.",
-        parse=_integer(1),
+        parse=_integer(1, 86400),
     ),
     Setting(
         key="work_sweeper_max_attempts",
@@ -267,7 +292,7 @@ SETTINGS: tuple[Setting, ...] = (
         example="5",
         description="Failed sweeps of a work unit (1 min, x2, up to 1 h apart) before it is parked and an "
         "alert goes out.",
-        parse=_integer(1),
+        parse=_integer(1, 1000),
     ),
     Setting(
         key="work_sweeper_lookup",
@@ -279,12 +304,31 @@ SETTINGS: tuple[Setting, ...] = (
         parse=_text,
     ),
     Setting(
+        key="export_max_letters",
+        type="integer",
+        default="100000",
+        example="20000",
+        description="At most this many letters in one CSV or JSON export of the Dead letters API; a longer "
+        "export is cut there and says so (a last CSV comment row, the JSON `cut` field, the "
+        "`X-Export-Cut` header).",
+        parse=_integer(1, 10_000_000),
+    ),
+    Setting(
+        key="export_concurrency_per_user",
+        type="integer",
+        default="2",
+        example="1",
+        description="Exports one user may run at once across every api-server worker (held as PostgreSQL "
+        "advisory locks for the export's duration); one more answers 429.",
+        parse=_integer(1, 100),
+    ),
+    Setting(
         key="retention_letters_days",
         type="integer",
         default="90",
         example="180",
         description="Retention deletes `resolved` and `dismissed` letters (and their replays) older than this.",
-        parse=_integer(1),
+        parse=_integer(1, 36500),
     ),
     Setting(
         key="retention_reports_days",
@@ -293,7 +337,7 @@ SETTINGS: tuple[Setting, ...] = (
         example="60",
         description="Retention deletes reconciliation reports, findings and artifact files older than this "
         "(each workspace's latest is kept).",
-        parse=_integer(1),
+        parse=_integer(1, 36500),
     ),
     Setting(
         key="retention_events_days",
@@ -301,7 +345,7 @@ SETTINGS: tuple[Setting, ...] = (
         default="30",
         example="14",
         description="Retention deletes extraction events older than this.",
-        parse=_integer(1),
+        parse=_integer(1, 36500),
     ),
     Setting(
         key="retention_ledger_days",
@@ -309,7 +353,7 @@ SETTINGS: tuple[Setting, ...] = (
         default="30",
         example="60",
         description="Retention deletes finished work units older than this, never inside their dedup window.",
-        parse=_integer(1),
+        parse=_integer(1, 36500),
     ),
     Setting(
         key="retention_alerts_days",
@@ -317,7 +361,7 @@ SETTINGS: tuple[Setting, ...] = (
         default="30",
         example="7",
         description="Retention deletes sent alerts and idle root-cause windows older than this.",
-        parse=_integer(1),
+        parse=_integer(1, 36500),
     ),
     Setting(
         key="retention_batch_size",
@@ -325,7 +369,7 @@ SETTINGS: tuple[Setting, ...] = (
         default="5000",
         example="1000",
         description="Rows retention deletes per statement and transaction.",
-        parse=_integer(1),
+        parse=_integer(1, 1000000),
     ),
 )
 
@@ -360,6 +404,20 @@ def get(key: str) -> Any:
         raise ValueError(f"{source} must be {exc}, got {raw!r}") from None
 
 
+def check_all() -> None:
+    """Read every setting once (a process's start-up): a bad value is a ``ValueError`` naming each bad setting and value."""
+    problems = []
+    for setting in SETTINGS:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                get(setting.key)
+        except ValueError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
 def ui_timezone() -> ZoneInfo:
     """``[retry_provider] ui_timezone`` as a zone."""
     zone: ZoneInfo = get("ui_timezone")
@@ -374,7 +432,7 @@ def provider_config() -> dict[str, Any]:
             "reconciliation).",
             "options": {
                 setting.key: {
-                    "description": setting.description
+                    "description": setting.documented
                     + (f" Replaces the deprecated {setting.legacy_env}." if setting.legacy_env else ""),
                     "version_added": "0.1.0",
                     "type": setting.type,
@@ -398,5 +456,5 @@ def markdown_table() -> str:
         if setting.legacy_env:
             name += f" (formerly `{setting.legacy_env}`)"
         default = f"`{setting.default}`" if setting.default else "(none)"
-        lines.append(f"| {name} | {setting.type} | {default} | {setting.description} |")
+        lines.append(f"| {name} | {setting.type} | {default} | {setting.documented} |")
     return "\n".join(lines) + "\n"

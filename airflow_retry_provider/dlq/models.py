@@ -17,9 +17,10 @@ SOURCES = ("callback", "sweeper", "ui", "cli", "api", "driver")
 class _Row:
     """``from_row`` and ``to_json`` for a frozen dataclass that mirrors a table row.
 
-    The free-text columns named in ``_TEXT`` are redacted again as they are read: a row written
-    before a secret's family was known, or by another writer, shows no secret on a page, in the
-    JSON API or in an export.
+    The free-text columns named in ``_TEXT`` are redacted again as they are read (a replay's
+    reason and detail, shown a few at a time). A letter's text is not: ``DeadLetterStore.file``
+    redacts every free-text field when it is written, so exports and the JSON API return it as
+    stored instead of paying a redaction per row per read; the pages redact what they show again.
     """
 
     _TEXT: ClassVar[tuple[str, ...]] = ()
@@ -73,6 +74,16 @@ class NewLetter:
     def as_params(self) -> dict[str, Any]:
         """The filed fields by name (the parameters of the ``file_letter`` statement)."""
         return {f.name: getattr(self, f.name) for f in fields(NewLetter)}
+
+    def redacted(self) -> NewLetter:
+        """This letter with every free-text field (message, reason, payload_ref, workspace_id,
+        code_version) redacted: what a store writes, so reads need not redact again."""
+        changed: dict[str, Any] = {}
+        for name in ("message", "reason", "payload_ref", "workspace_id", "code_version"):
+            value = getattr(self, name)
+            if value and (clean := redact(value)) != value:
+                changed[name] = clean
+        return replace(self, **changed) if changed else self
 
     def storable(self) -> NewLetter:
         """This letter with every text field :func:`~airflow_retry_provider.policy.text.storable`
@@ -253,7 +264,7 @@ class JobItem(_Row):
 
 
 # set outside the class bodies: a ClassVar there would be listed in the dataclass's __dataclass_fields__
-Letter._TEXT = ("message", "reason", "status_reason", "payload_ref")
+Letter._TEXT = ()  # redacted when written (DeadLetterStore.file, the status changes of dlq/replay.py)
 Replay._TEXT = ("reason", "detail")
 
 

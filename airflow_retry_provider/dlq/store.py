@@ -105,6 +105,11 @@ class DeadLetterStore:
         finally:
             conn.close()
 
+    def connect(self) -> Any:
+        """A new connection of the store, for a read that outlives one call (an export streaming its rows):
+        the caller ends its transaction and closes it (see :func:`~airflow_retry_provider.sql.transaction`)."""
+        return self._connect()
+
     @contextmanager
     def transaction(self) -> Iterator[Any]:
         """A cursor on a new connection: committed when the block ends, rolled back on an error."""
@@ -153,10 +158,11 @@ class DeadLetterStore:
 
         A later try of a task instance that already has a letter updates it: after a failed
         replay it returns to ``dlq`` with ``replay_count + 1`` (``parked`` at ``replay_cap``).
-        Text PostgreSQL refuses (NUL, lone surrogates) is replaced first (``NewLetter.storable``):
-        no message a task raises can make the row fail.
+        Every free-text field is redacted here, whoever built the letter (``NewLetter.redacted``: reads
+        return it as stored), and text PostgreSQL refuses (NUL, lone surrogates) is replaced
+        (``NewLetter.storable``): no message a task raises can make the row fail.
         """
-        letter = letter.storable()
+        letter = letter.redacted().storable()
         params = letter.as_params()
         by = Actor.system(letter.filed_by if letter.filed_by in ("callback", "sweeper") else "callback")
         with self.transaction() as cur:

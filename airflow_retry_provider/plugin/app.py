@@ -21,10 +21,11 @@ import secrets
 from collections.abc import Awaitable, Callable
 from urllib.parse import quote
 
-from fastapi import FastAPI, HTTPException, Request, status
+from fastapi import Depends, FastAPI, HTTPException, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 
+from airflow_retry_provider import settings
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.hooks.airflow_api import AirflowApi
 from airflow_retry_provider.plugin.deps import (
@@ -34,6 +35,7 @@ from airflow_retry_provider.plugin.deps import (
     airflow_root,
     default_api,
     get_store,
+    storable_query,
 )
 from airflow_retry_provider.plugin.jobs import WORKER_HEADER, WorkerDriver, service_api
 from airflow_retry_provider.plugin.rendering import page, templates
@@ -79,7 +81,9 @@ def create_app(
         docs_url=None,  # served by routers/api_docs.py, behind Airflow's auth
         redoc_url=None,
         openapi_url=None,
+        dependencies=[Depends(storable_query)],  # before Airflow's own dependencies read the query
     )
+    settings.check_all()  # start-up: a bad [retry_provider] value stops here, naming the setting and value
     tz = ui_timezone()
     app.state.url_prefix = url_prefix
     app.state.store = store

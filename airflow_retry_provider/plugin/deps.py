@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 
 from airflow.api_fastapi.core_api.security import GetUserDep
 from fastapi import Depends, HTTPException, Request, status
+from fastapi.exceptions import RequestValidationError
 
 from airflow_retry_provider.dlq.jobs import JobStore, JobView
 from airflow_retry_provider.dlq.models import Actor, Letter
@@ -24,9 +25,10 @@ from airflow_retry_provider.dlq.replay import DEFAULT_SELECTION_LIMIT, ReplayEng
 from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError, ApiCredentials
 from airflow_retry_provider.plugin.jobs import WorkerDriver
-from airflow_retry_provider.plugin.models import SelectionBody
+from airflow_retry_provider.plugin.models import INT32_MAX, PathJobId, SelectionBody
 from airflow_retry_provider.plugin.queries import LetterViews, Try, task_instance_tries
 from airflow_retry_provider.policy import redact
+from airflow_retry_provider.policy.text import storable
 
 URL_PREFIX = "/retry-provider"
 
@@ -159,6 +161,25 @@ def audit(actor: str, event: str, letters: Iterable[Letter], **details: Any) -> 
             )
 
 
+def storable_query(request: Request) -> None:
+    """Every query value must be storable (no NUL, no unpaired surrogate): a 422 naming the parameter.
+
+    An app-wide dependency, so it runs before any other (Airflow's ``requires_access_dag`` reads
+    ``dag_id`` from the query into its own database before a route's parameters are validated).
+    """
+    for name, value in request.query_params.multi_items():
+        if storable(value) != value:
+            raise RequestValidationError(
+                [
+                    {
+                        "loc": ("query", name),
+                        "msg": "Value error, holds a character that cannot be stored (NUL or an unpaired surrogate)",
+                        "type": "value_error",
+                    }
+                ]
+            )
+
+
 def access_dep(user: GetUserDep) -> Access:
     """The signed-in user (401 without a valid token) and Airflow's auth manager."""
     from airflow.api_fastapi.app import get_auth_manager
@@ -170,11 +191,19 @@ AccessDep = Annotated[Access, Depends(access_dep)]
 
 
 def tab_map_index(value: str) -> int:
-    """A tab's ``{MAP_INDEX}``: Airflow leaves the placeholder as is for an unmapped instance."""
+    """A tab's ``{MAP_INDEX}``: Airflow leaves the placeholder as is for an unmapped instance (-1).
+
+    A number outside -1 .. 2**31 - 1 (the columns is an ``integer``) is a 422 naming ``map_index``.
+    """
     try:
-        return int(value)
+        index = int(value)
     except ValueError:
         return -1
+    if not -1 <= index <= INT32_MAX:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"map_index: {index} is outside -1 .. {INT32_MAX}"
+        )
+    return index
 
 
 # -- the app's shared state ----------------------------------------------------------------------
@@ -220,7 +249,7 @@ def get_job_store(store: StoreDep) -> JobStore:
 JobStoreDep = Annotated[JobStore, Depends(get_job_store)]
 
 
-def requested_job(job_id: int, access: AccessDep, jobs: JobStoreDep) -> JobView:
+def requested_job(job_id: PathJobId, access: AccessDep, jobs: JobStoreDep) -> JobView:
     """The replay job ``job_id`` of the path (from the table: any worker answers), if the user may read its DAGs."""
     view = jobs.get(job_id)
     if view is None:

@@ -7,11 +7,12 @@ from datetime import date, datetime, time, timedelta, timezone
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo
 
-from fastapi import Depends, HTTPException, Query, status
+from fastapi import Depends, HTTPException, Path, Query, status
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from airflow_retry_provider.dlq.store import LetterFilter
+from airflow_retry_provider.policy.text import storable
 
 PAGE_SIZE = 50
 GROUP_PAGE_SIZE = 50
@@ -22,9 +23,33 @@ MAX_REASON = 500
 MAX_VERSION = 200
 MAX_FILTER = 500
 INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1
+MAX_IDENTIFIER = 2_000
+"""Longest DAG, run or task id a query may name (Airflow's own columns are 250 characters)."""
 
+
+def stored_text(value: str | None) -> str | None:
+    """A text field PostgreSQL can take: NUL and unpaired surrogates are refused (422 naming the field)."""
+    if value is not None and storable(value) != value:
+        raise ValueError("holds a character that cannot be stored (NUL or an unpaired surrogate)")
+    return value
+
+
+Storable = AfterValidator(stored_text)
 LetterId = Annotated[int, Field(ge=1, le=INT64_MAX)]
-FilterText = Annotated[str | None, Field(default=None, max_length=MAX_FILTER)]
+FilterText = Annotated[str | None, Field(default=None, max_length=MAX_FILTER), Storable]
+
+# the path and query values of the routes: a bigint id, a map index (integer), a cursor, a name
+PathLetterId = Annotated[int, Path(ge=1, le=INT64_MAX, description="a letter id")]
+PathJobId = Annotated[int, Path(ge=1, le=INT64_MAX, description="a replay job id")]
+CursorId = Annotated[int | None, Query(ge=1, le=INT64_MAX, description="the id of the last row of the page")]
+CursorCount = Annotated[
+    int | None, Query(ge=0, le=INT64_MAX, description="the letters of the last group of the page")
+]
+CursorText = Annotated[str | None, Query(max_length=MAX_FILTER), Storable]
+QueryIds = Annotated[list[int], Query(max_length=MAX_IDS)]
+MapIndex = Annotated[int, Query(ge=-1, le=INT32_MAX)]
+Identifier = Annotated[str, Query(min_length=1, max_length=MAX_IDENTIFIER), Storable]
 
 
 class Filters(BaseModel):
@@ -39,10 +64,16 @@ class Filters(BaseModel):
     status: FilterText = None
     workspace_id: FilterText = None
     fingerprint: FilterText = None
-    since: str | None = Field(default=None, max_length=64, description="from this day (inclusive) or instant")
-    until: str | None = Field(
-        default=None, max_length=64, description="to this day (inclusive) or before this instant"
-    )
+    since: Annotated[
+        str | None,
+        Field(default=None, max_length=64, description="from this day (inclusive) or instant"),
+        Storable,
+    ] = None
+    until: Annotated[
+        str | None,
+        Field(default=None, max_length=64, description="to this day (inclusive) or before this instant"),
+        Storable,
+    ] = None
 
     def cleaned(self) -> dict[str, str]:
         return {k: v.strip() for k, v in self.model_dump().items() if isinstance(v, str) and v.strip()}
@@ -136,21 +167,33 @@ class PreviewBody(SelectionBody):
 
 
 class ReplayBody(PreviewBody):
-    reason: str = Field(min_length=1, max_length=MAX_REASON, description="why the letters should run again")
-    fix_version: str = Field(
-        min_length=1, max_length=MAX_VERSION, description="the code or data version that fixes the cause"
-    )
-    processing_version: str | None = Field(
-        default=None, max_length=MAX_VERSION, description="ask for a new work-unit identity"
-    )
+    reason: Annotated[
+        str,
+        Field(min_length=1, max_length=MAX_REASON, description="why the letters should run again"),
+        Storable,
+    ]
+    fix_version: Annotated[
+        str,
+        Field(
+            min_length=1, max_length=MAX_VERSION, description="the code or data version that fixes the cause"
+        ),
+        Storable,
+    ]
+    processing_version: Annotated[
+        str | None,
+        Field(default=None, max_length=MAX_VERSION, description="ask for a new work-unit identity"),
+        Storable,
+    ] = None
     source: Literal["ui", "api"] = Field(default="api", description="the Dead letters pages send ui")
 
 
 class ParkBody(SelectionBody):
-    reason: str = Field(default="", max_length=MAX_REASON)
+    reason: Annotated[str, Field(max_length=MAX_REASON), Storable] = ""
 
 
 class DismissBody(SelectionBody):
-    reason: str = Field(
-        min_length=1, max_length=MAX_REASON, description="why the letters are closed without a replay"
-    )
+    reason: Annotated[
+        str,
+        Field(min_length=1, max_length=MAX_REASON, description="why the letters are closed without a replay"),
+        Storable,
+    ]

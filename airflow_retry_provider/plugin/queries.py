@@ -160,13 +160,7 @@ class LetterViews:
             after_fingerprint=after[1] if after else None,
         )
         rows = self._fetch("ui_fingerprint_groups", params)
-        groups = tuple(
-            Group(
-                **{name: row[name] for name in Group.__dataclass_fields__}
-                | {"message": redact(row["message"])}
-            )
-            for row in rows
-        )
+        groups = tuple(Group(**{name: row[name] for name in Group.__dataclass_fields__}) for row in rows)
         total_groups = int(rows[0]["total_groups"]) if rows else 0
         total_letters = int(rows[0]["total_letters"]) if rows else 0
         following = (groups[-1].letters, groups[-1].fingerprint) if len(groups) == limit else None
@@ -178,15 +172,86 @@ class LetterViews:
         rows = self._fetch("ui_letter_of_ti", ti)
         return Letter.from_row(rows[0]) if rows else None
 
-    def export(self, where: LetterFilter, dag_ids: Collection[str], batch: int = 1000) -> Iterator[Letter]:
-        """Every matching letter, newest first, read in keyset batches of ``batch``."""
-        before: Keyset | None = None
-        while True:
-            page = self.letters(where, dag_ids, batch, before)
-            yield from page
-            if len(page) < batch:
-                return
-            before = (page[-1].created_at, page[-1].id)
+
+class ExportsBusy(Exception):
+    """The user already runs as many exports as allowed (``[retry_provider] export_concurrency_per_user``)."""
+
+
+class LetterExport:
+    """One export: a snapshot of the matching letters, streamed through a server-side cursor, at most ``limit``.
+
+    :meth:`open` takes one of the user's export slots (a transaction-level PostgreSQL advisory lock,
+    so the limit holds across api-server workers and a dead worker's slot is freed with its
+    connection), counts the letters up to ``limit + 1`` (``cut``: more match than are exported)
+    and leaves the transaction open; :meth:`letters` streams them, ``batch`` rows per fetch, and
+    ends it. Letters are shown as stored: they were redacted when they were filed.
+
+    :param user: whose slots (the signed-in user's name).
+    :param concurrency: slots per user.
+    """
+
+    def __init__(
+        self,
+        store: DeadLetterStore,
+        where: LetterFilter,
+        dag_ids: Collection[str],
+        user: str,
+        limit: int,
+        concurrency: int,
+        batch: int = 1000,
+    ) -> None:
+        self.store, self.params, self.user = store, _params(where, dag_ids), user
+        self.limit, self.concurrency, self.batch = limit, concurrency, batch
+        self.cut = False
+        self._conn: Any = None
+
+    def open(self) -> LetterExport:
+        """Take a slot and count; ``ExportsBusy`` (nothing held) when every slot of the user is taken."""
+        conn = self.store.connect()
+        try:
+            cur = conn.cursor()
+            cur.execute(query("export_snapshot"))
+            for slot in range(self.concurrency):
+                cur.execute(query("export_slot"), {"name": f"retry_provider export {self.user} {slot}"})
+                if cur.fetchone()[0]:
+                    break
+            else:
+                raise ExportsBusy(f"at most {self.concurrency} exports at once per user")
+            cur.execute(query("ui_count_letters"), {**self.params, "cap": self.limit + 1})
+            self.cut = int(cur.fetchone()[0]) > self.limit
+            cur.close()
+        except BaseException:
+            conn.rollback()
+            conn.close()
+            raise
+        self._conn = conn
+        return self
+
+    def letters(self) -> Iterator[Letter]:
+        """The letters, newest first; the transaction ends (the slot is freed) when they are read or dropped."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            cur = conn.cursor(name="retry_provider_export")
+            cur.itersize = self.batch
+            cur.execute(query("ui_export_letters"), {**self.params, "limit": self.limit})
+            names: list[str] | None = None
+            while rows := cur.fetchmany(self.batch):
+                names = names or [column[0] for column in cur.description]
+                for row in rows:
+                    yield Letter.from_row(dict(zip(names, row, strict=True)))
+            cur.close()
+        finally:
+            conn.rollback()  # read only: nothing to commit; frees the slot
+            conn.close()
+
+    def close(self) -> None:
+        """Free the slot of an export whose letters were never read."""
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            conn.rollback()
+            conn.close()
 
 
 def task_instance_tries(api: AirflowApi, dag_id: str, run_id: str, task_id: str, map_index: int) -> list[Try]:

@@ -1,5 +1,6 @@
 """Rendering: the one Jinja environment and its filters, the ``page()`` helper, query strings, links
-into Airflow's UI, and the CSV / JSON exports streamed a few hundred letters at a time.
+into Airflow's UI, and the CSV / JSON exports streamed a few hundred letters at a time (with the
+marker of an export cut at its maximum).
 """
 
 import csv
@@ -105,8 +106,11 @@ def ti_links(root: str, letter: Letter) -> dict[str, str]:
     return {"ti": path, "log": f"{path}?try_number={letter.try_number}", "run": path.split("/tasks/")[0]}
 
 
-def csv_stream(letters: Iterator[Letter]) -> Iterator[str]:
-    """The letters as CSV, a header first, flushed every 500 rows."""
+def csv_stream(letters: Iterator[Letter], cut_at: int | None = None) -> Iterator[str]:
+    """The letters as CSV, a header first, flushed every 500 rows.
+
+    :param cut_at: the export's maximum when more letters matched: a last comment row says so.
+    """
     names = list(Letter.__dataclass_fields__)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
@@ -118,12 +122,26 @@ def csv_stream(letters: Iterator[Letter]) -> Iterator[str]:
             yield buffer.getvalue()
             buffer.seek(0)
             buffer.truncate()
+    if cut_at is not None:
+        writer.writerow([cut_marker(cut_at)])
     yield buffer.getvalue()
 
 
-def json_lines(letters: Iterator[Letter]) -> Iterator[str]:
-    """The letters as a JSON array, one letter a line."""
-    yield "["
-    for n, letter in enumerate(letters):
-        yield ("," if n else "") + "\n" + json.dumps(letter.to_json())
-    yield "\n]\n"
+def cut_marker(limit: int) -> str:
+    """The last CSV row of an export cut at ``limit`` letters (a comment: it starts with ``#``)."""
+    return (
+        f"# cut: more letters match; this export stops at the first {limit} "
+        "([retry_provider] export_max_letters); narrow the filter to see the rest"
+    )
+
+
+def json_lines(letters: Iterator[Letter], max_letters: int, cut: bool) -> Iterator[str]:
+    """The letters as one JSON object: ``letters`` (one a line), ``count``, ``cut`` and ``max_letters``.
+
+    :param cut: more letters matched than ``max_letters``, the export's maximum.
+    """
+    yield '{"letters": ['
+    n = 0
+    for n, letter in enumerate(letters, start=1):
+        yield ("," if n > 1 else "") + "\n" + json.dumps(letter.to_json())
+    yield f'\n], "count": {n}, "cut": {json.dumps(cut)}, "max_letters": {max_letters}}}\n'

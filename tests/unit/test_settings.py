@@ -84,7 +84,7 @@ def test_the_new_key_wins_over_a_deprecated_name(monkeypatch):
         (
             "AIRFLOW__RETRY_PROVIDER__REPLAY_RATE_PER_MINUTE",
             "0",
-            r"replay_rate_per_minute .* integer >= 1, got '0'",
+            r"replay_rate_per_minute .* integer from 1 to 60000, got '0'",
         ),
         # a fraction where whole seconds are expected
         ("AIRFLOW__RETRY_PROVIDER__SWEEP_GRACE_SECONDS", "1.5", r"sweep_grace_seconds .* got '1.5'"),

@@ -415,3 +415,30 @@ ORDER BY page.letters DESC, page.fingerprint;
 -- The letter of one task instance (there is at most one), for the task-instance tab.
 SELECT * FROM retry_dead_letters
 WHERE dag_id = %(dag_id)s AND run_id = %(run_id)s AND task_id = %(task_id)s AND map_index = %(map_index)s;
+
+-- name: export_snapshot
+-- An export reads one snapshot: its count (the header) and its rows (the body) agree.
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY;
+
+-- name: export_slot
+-- One of a user's concurrent-export slots, held until the export's transaction ends (any worker
+-- sees it; a dead worker's connection releases it). True if this slot was free.
+SELECT pg_try_advisory_xact_lock(hashtextextended(%(name)s, 0)) AS taken;
+
+-- name: ui_export_letters
+-- Every letter of the filter in the readable DAGs, newest first, at most %(limit)s: read through a
+-- server-side cursor a batch at a time.
+SELECT * FROM retry_dead_letters
+WHERE dag_id = ANY(%(dag_ids)s::text[])
+  AND (%(dag_id)s::text IS NULL OR dag_id = %(dag_id)s)
+  AND (%(task_id)s::text IS NULL OR task_id = %(task_id)s)
+  AND (%(category)s::text IS NULL OR category = %(category)s)
+  AND (%(failure_class)s::text IS NULL OR failure_class = %(failure_class)s)
+  AND (%(status)s::text IS NULL OR status = %(status)s)
+  AND (%(fingerprint)s::text IS NULL OR fingerprint = %(fingerprint)s)
+  AND (%(workspace_id)s::text IS NULL OR workspace_id = %(workspace_id)s)
+  AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
+  AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
+  AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))
+ORDER BY created_at DESC, id DESC
+LIMIT %(limit)s;

@@ -4,11 +4,11 @@ No ``from __future__ import annotations`` here: FastAPI reads the annotations at
 """
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
 from airflow.api_fastapi.core_api.security import requires_access_dag
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
@@ -26,7 +26,13 @@ from airflow_retry_provider.plugin.models import (
     FAILURE_CLASSES,
     GROUP_PAGE_SIZE,
     PAGE_SIZE,
+    CursorCount,
+    CursorId,
+    CursorText,
+    Identifier,
+    PathLetterId,
     QueryFilters,
+    QueryIds,
     SelectionBody,
     query_error,
 )
@@ -43,9 +49,9 @@ def letters_page(
     letters: LettersDep,
     view: Literal["list", "groups"] = "list",
     before_created: datetime | None = None,
-    before_id: int | None = None,
-    after_letters: int | None = None,
-    after_fingerprint: str | None = None,
+    before_id: CursorId = None,
+    after_letters: CursorCount = None,
+    after_fingerprint: CursorText = None,
 ):
     """The queue: filters, the list (newest first) or the groups by fingerprint, and the actions."""
     where = filters.to_letter_filter(letters.tz)
@@ -96,7 +102,7 @@ def letters_page(
 
 
 @router.get("/letters/{letter_id}", response_class=HTMLResponse)
-def letter_page(request: Request, letter_id: int, access: AccessDep, letters: LettersDep):
+def letter_page(request: Request, letter_id: PathLetterId, access: AccessDep, letters: LettersDep):
     """One letter: identity, links into Airflow, error, classification, timeline, replays, actions."""
     letter = letters.letter_for(letter_id, access)
     tries, tries_error = letters.tries(letter.dag_id, letter.run_id, letter.task_id, letter.map_index)
@@ -120,7 +126,7 @@ def preview_page(
     access: AccessDep,
     filters: QueryFilters,
     letters: LettersDep,
-    ids: Annotated[list[int], Query()] = [],  # noqa: B006 (FastAPI copies defaults)
+    ids: QueryIds = [],  # noqa: B006 (FastAPI copies defaults)
     all_matching: bool = False,
     task_only: bool = False,
 ):
@@ -176,9 +182,9 @@ def task_instance_page(
     request: Request,
     access: AccessDep,
     letters: LettersDep,
-    dag_id: str,
-    run_id: str,
-    task_id: str,
+    dag_id: Identifier,
+    run_id: Identifier,
+    task_id: Identifier,
     map_index: str = "-1",
 ):
     """The task-instance tab: that instance's letter, its replays and its tries in Airflow."""

@@ -3,16 +3,32 @@
 No ``from __future__ import annotations`` here: FastAPI reads the annotations at runtime.
 """
 
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Any
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
 from airflow.api_fastapi.core_api.security import requires_access_dag
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, HTTPException, Query, status
 from fastapi.responses import StreamingResponse
+from starlette.background import BackgroundTask
 
-from airflow_retry_provider.plugin.deps import AccessDep, LettersDep
-from airflow_retry_provider.plugin.models import COUNT_CAP, GROUP_PAGE_SIZE, PAGE_SIZE, QueryFilters
+from airflow_retry_provider import settings
+from airflow_retry_provider.plugin.deps import Access, AccessDep, Letters, LettersDep
+from airflow_retry_provider.plugin.models import (
+    COUNT_CAP,
+    GROUP_PAGE_SIZE,
+    PAGE_SIZE,
+    CursorCount,
+    CursorId,
+    CursorText,
+    Filters,
+    Identifier,
+    MapIndex,
+    PathLetterId,
+    QueryFilters,
+)
+from airflow_retry_provider.plugin.queries import ExportsBusy, LetterExport
 from airflow_retry_provider.plugin.rendering import csv_stream, json_lines
 
 router = APIRouter(prefix="/api")
@@ -25,7 +41,7 @@ def list_letters(
     letters: LettersDep,
     limit: Annotated[int, Query(ge=1, le=500)] = PAGE_SIZE,
     before_created: datetime | None = None,
-    before_id: int | None = None,
+    before_id: CursorId = None,
 ) -> dict[str, Any]:
     """Letters of the DAGs you may read, newest first; pass ``next`` back for the following page."""
     where = filters.to_letter_filter(letters.tz)
@@ -53,8 +69,8 @@ def list_groups(
     filters: QueryFilters,
     letters: LettersDep,
     limit: Annotated[int, Query(ge=1, le=500)] = GROUP_PAGE_SIZE,
-    after_letters: int | None = None,
-    after_fingerprint: str | None = None,
+    after_letters: CursorCount = None,
+    after_fingerprint: CursorText = None,
 ) -> dict[str, Any]:
     """Letters grouped by fingerprint (one root cause each), biggest group first."""
     after = (after_letters, after_fingerprint or "") if after_letters is not None else None
@@ -71,7 +87,7 @@ def list_groups(
 
 
 @router.get("/letters/{letter_id}", tags=["letters"])
-def get_letter(letter_id: int, access: AccessDep, letters: LettersDep) -> dict[str, Any]:
+def get_letter(letter_id: PathLetterId, access: AccessDep, letters: LettersDep) -> dict[str, Any]:
     """One letter, its replays and its history (every event, oldest first)."""
     letter = letters.letter_for(letter_id, access)
     return {
@@ -81,26 +97,59 @@ def get_letter(letter_id: int, access: AccessDep, letters: LettersDep) -> dict[s
     }
 
 
+def start_export(access: Access, filters: Filters, letters: Letters) -> LetterExport:
+    """The signed-in user's export of the filter, its slot taken (429 naming the limit when none is free)."""
+    limit, concurrency = settings.get("export_max_letters"), settings.get("export_concurrency_per_user")
+    export = LetterExport(
+        letters.store,
+        filters.to_letter_filter(letters.tz),
+        letters.readable(access),
+        access.actor,
+        limit,
+        concurrency,
+    )
+    try:
+        return export.open()
+    except ExportsBusy:
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"export_concurrency_per_user: you already run {concurrency} export(s), the most allowed at once; "
+            "try again when one has finished",
+            headers={"Retry-After": "10"},
+        ) from None
+
+
+def export_response(
+    export: LetterExport, body: Iterator[str], media_type: str, filename: str
+) -> StreamingResponse:
+    return StreamingResponse(
+        body,
+        media_type=media_type,
+        headers={
+            "Content-Disposition": f'attachment; filename="{filename}"',
+            "X-Export-Cut": "true" if export.cut else "false",
+            "X-Export-Max-Letters": str(export.limit),
+        },
+        background=BackgroundTask(export.close),
+    )
+
+
 @router.get("/export.csv", tags=["export"], response_class=StreamingResponse)
 def export_csv(access: AccessDep, filters: QueryFilters, letters: LettersDep) -> StreamingResponse:
-    """Every letter matching the filter (of the DAGs you may read) as CSV."""
-    found = letters.views().export(filters.to_letter_filter(letters.tz), letters.readable(access))
-    return StreamingResponse(
-        csv_stream(found),
-        media_type="text/csv; charset=utf-8",
-        headers={"Content-Disposition": 'attachment; filename="dead-letters.csv"'},
-    )
+    """Every letter matching the filter (of the DAGs you may read) as CSV, at most ``[retry_provider]
+    export_max_letters``; a longer export ends with a ``# cut`` row and says ``X-Export-Cut: true``."""
+    export = start_export(access, filters, letters)
+    body = csv_stream(export.letters(), export.limit if export.cut else None)
+    return export_response(export, body, "text/csv; charset=utf-8", "dead-letters.csv")
 
 
 @router.get("/export.json", tags=["export"], response_class=StreamingResponse)
 def export_json(access: AccessDep, filters: QueryFilters, letters: LettersDep) -> StreamingResponse:
-    """Every letter matching the filter (of the DAGs you may read) as a JSON array."""
-    found = letters.views().export(filters.to_letter_filter(letters.tz), letters.readable(access))
-    return StreamingResponse(
-        json_lines(found),
-        media_type="application/json",
-        headers={"Content-Disposition": 'attachment; filename="dead-letters.json"'},
-    )
+    """Every letter matching the filter (of the DAGs you may read) as ``{"letters": [...], "count", "cut",
+    "max_letters"}``, at most ``[retry_provider] export_max_letters`` (``cut`` true, and ``X-Export-Cut``)."""
+    export = start_export(access, filters, letters)
+    body = json_lines(export.letters(), export.limit, export.cut)
+    return export_response(export, body, "application/json", "dead-letters.json")
 
 
 @router.get(
@@ -111,10 +160,10 @@ def export_json(access: AccessDep, filters: QueryFilters, letters: LettersDep) -
 def task_instance(
     access: AccessDep,
     letters: LettersDep,
-    dag_id: str,
-    run_id: str,
-    task_id: str,
-    map_index: int = -1,
+    dag_id: Identifier,
+    run_id: Identifier,
+    task_id: Identifier,
+    map_index: MapIndex = -1,
 ) -> dict[str, Any]:
     """A task instance's letter, its replays, and its tries as Airflow's REST API reports them."""
     history = letters.ti_history(dag_id, run_id, task_id, map_index)

@@ -3,14 +3,15 @@
 No ``from __future__ import annotations`` here: FastAPI reads the annotations at runtime.
 """
 
-from typing import Annotated, Any
+from typing import Any
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
 from airflow.api_fastapi.core_api.security import requires_access_dag
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
+from fastapi import APIRouter, Depends, HTTPException, Request, status
 from fastapi.responses import HTMLResponse
 
 from airflow_retry_provider.plugin.deps import AccessDep, tab_map_index
+from airflow_retry_provider.plugin.models import Identifier, MapIndex
 from airflow_retry_provider.plugin.queries import retry_history
 from airflow_retry_provider.plugin.rendering import page
 
@@ -33,10 +34,10 @@ def history_of(dag_id: str, run_id: str, task_id: str, map_index: int) -> dict[s
 @router.get("/api/tries", tags=["tries"])
 def tries_api(
     access: AccessDep,
-    dag_id: str,
-    run_id: str,
-    task_id: str,
-    map_index: Annotated[int, Query(ge=-1)] = -1,
+    dag_id: Identifier,
+    run_id: Identifier,
+    task_id: Identifier,
+    map_index: MapIndex = -1,
 ) -> dict[str, Any]:
     """Every try of a task instance (start, end, state, delay chosen, reason and what decided it),
     when the next try starts, and the attempts still ahead under its profile."""
@@ -47,9 +48,9 @@ def tries_api(
 def tries_page(
     request: Request,
     access: AccessDep,
-    dag_id: str,
-    run_id: str,
-    task_id: str,
+    dag_id: Identifier,
+    run_id: Identifier,
+    task_id: Identifier,
     map_index: str = "-1",
 ):
     """The Retries tab."""
