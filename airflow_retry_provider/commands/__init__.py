@@ -4,6 +4,7 @@ the usage error, the provider database's flags and the store they name."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -18,6 +19,22 @@ class UsageError(Exception):
 class Unavailable(Exception):
     """Something the command needs did not answer (the database, Airflow's API): ``cli.main`` prints
     ``airflow-retry: <which>: <why>`` as one line on stderr and exits with code 3."""
+
+
+def deprecated_alias(subparsers: Any, old: str, new: str, add: Any) -> None:
+    """Register ``old``, a top-level name of 0.1.0, as an alias of ``airflow-retry <new>`` that warns.
+
+    ``add(subparsers, old)`` builds the parser exactly as the new command's; the alias is left out
+    of ``--help`` and prints one line on stderr before it runs.
+    """
+    parser = add(subparsers, old, None)
+    run = parser.get_default("func")
+
+    def warn_then_run(args: argparse.Namespace) -> Any:
+        print(f"airflow-retry: '{old}' is deprecated: use 'airflow-retry {new}'", file=sys.stderr)
+        return run(args)
+
+    parser.set_defaults(func=warn_then_run)
 
 
 def add_database_flags(parser: argparse.ArgumentParser) -> None:

@@ -1,4 +1,6 @@
-"""``airflow-retry classify``, ``schedule`` and ``decide``: the policy core from the shell.
+"""``airflow-retry policy classify|schedule|decide``: the policy core from the shell.
+
+The top-level ``classify``, ``schedule`` and ``decide`` of 0.1.0 remain as aliases that warn.
 
 - ``classify [--type EXC_TYPE] [--status N] [--sqlstate CODE] [--rules FILE] MESSAGE [--json]``: how
   a failure would be classified (with the rule file's rules, default ``[retry_provider] rules_file``);
@@ -17,7 +19,7 @@ import sys
 from datetime import timedelta
 from typing import Any
 
-from airflow_retry_provider.commands import UsageError
+from airflow_retry_provider.commands import UsageError, deprecated_alias
 from airflow_retry_provider.policy import (
     PROFILES,
     Backoff,
@@ -39,10 +41,31 @@ DEFAULT_MAX_ATTEMPTS = 3
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``classify``, ``schedule`` and ``decide`` subcommands."""
-    parser = subparsers.add_parser(
-        "classify", help="classify a failure: poison, retryable or unknown outcome"
+    """Add the ``policy`` group (``classify``, ``schedule``, ``decide``) and the old top-level aliases."""
+    policy = subparsers.add_parser(
+        "policy", help="the policy core from the shell: classify a failure, a backoff's delays, plan retries"
     )
+    actions = policy.add_subparsers(dest="policy_command", metavar="ACTION", required=True)
+    for add in (_add_classify, _add_schedule, _add_decide):
+        name = add.__name__.removeprefix("_add_")
+        add(actions, name, _HELP[name])
+        deprecated_alias(subparsers, name, f"policy {name}", add)
+
+
+_HELP = {
+    "classify": "classify a failure: poison, retryable or unknown outcome",
+    "schedule": "print the exact retry delays of a backoff",
+    "decide": "plan retries for a case read as JSON on stdin (the retry-window planner)",
+}
+
+
+def _parser(subparsers: Any, name: str, help_text: str | None) -> argparse.ArgumentParser:
+    """A subcommand's parser; without ``help_text`` it is left out of the group's ``--help``."""
+    return subparsers.add_parser(name, help=help_text) if help_text else subparsers.add_parser(name)
+
+
+def _add_classify(subparsers: Any, name: str, help_text: str | None) -> argparse.ArgumentParser:
+    parser = _parser(subparsers, name, help_text)
     parser.add_argument("message", metavar="MESSAGE", help="the exception's message")
     parser.add_argument(
         "--type",
@@ -61,8 +84,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print a JSON object")
     parser.set_defaults(func=run_classify)
+    return parser
 
-    parser = subparsers.add_parser("schedule", help="print the exact retry delays of a backoff")
+
+def _add_schedule(subparsers: Any, name: str, help_text: str | None) -> argparse.ArgumentParser:
+    parser = _parser(subparsers, name, help_text)
     parser.add_argument(
         "--profile", metavar="P", help=f"start from a profile ({', '.join(sorted(PROFILES))})"
     )
@@ -76,11 +102,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", required=True, help="the jitter seed (the work unit's stable identity)")
     parser.add_argument("--json", action="store_true", help="print a JSON list")
     parser.set_defaults(func=run_schedule)
+    return parser
 
-    parser = subparsers.add_parser(
-        "decide", help="plan retries for a case read as JSON on stdin (the retry-window planner)"
-    )
+
+def _add_decide(subparsers: Any, name: str, help_text: str | None) -> argparse.ArgumentParser:
+    parser = _parser(subparsers, name, help_text)
     parser.set_defaults(func=run_decide)
+    return parser
 
 
 # classify

@@ -1,4 +1,7 @@
-"""``airflow-retry reconcile`` and ``airflow-retry health``: the pure reconciliation rules on JSON files.
+"""``airflow-retry reconcile gaps|health``: the pure reconciliation rules on JSON files.
+
+0.1.0's ``airflow-retry reconcile --input ...`` (now ``reconcile gaps``) and top-level ``health``
+(now ``reconcile health``) remain as aliases that warn.
 
 Both read a JSON document from ``--input`` (``-`` for stdin) and print JSON with sorted keys and
 UTC timestamps. Bad input raises :class:`~airflow_retry_provider.commands.UsageError` with one line
@@ -18,22 +21,56 @@ __all__ = ["register", "run_health", "run_reconcile"]
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``reconcile`` and ``health`` subcommands to an ``add_subparsers()`` object."""
+    """Add the ``reconcile`` group (``gaps``, ``health``) and the old top-level ``health`` alias."""
+    from airflow_retry_provider.commands import deprecated_alias
+
     reconcile = subparsers.add_parser(
         "reconcile",
-        help="report gaps between the bronze, silver and gold layers",
+        help="the reconciliation rules on JSON files: layer gaps, connector health",
+        description="gaps: missing and stale bronze tables, silver and gold transforms; "
+        "health: connector health from extraction events.",
+    )
+    # 0.1.0's `reconcile --input PATH [--workspace W]`, kept: an alias of `reconcile gaps` that warns
+    reconcile.add_argument("--input", metavar="PATH", help=argparse.SUPPRESS)
+    reconcile.add_argument("--workspace", metavar="W", help=argparse.SUPPRESS)
+    reconcile.set_defaults(func=_legacy_reconcile)
+    actions = reconcile.add_subparsers(dest="reconcile_command", metavar="ACTION")
+    _add_gaps(actions, "gaps", "report gaps between the bronze, silver and gold layers")
+    _add_health(actions, "health", "summarise connector health from extraction events")
+    deprecated_alias(subparsers, "health", "reconcile health", _add_health)
+
+
+def _legacy_reconcile(args: argparse.Namespace) -> int:
+    from airflow_retry_provider.commands import UsageError
+
+    if args.input is None:
+        raise UsageError("reconcile: choose an action: gaps or health (see airflow-retry reconcile --help)")
+    print(
+        "airflow-retry: 'reconcile --input' is deprecated: use 'airflow-retry reconcile gaps'",
+        file=sys.stderr,
+    )
+    return run_reconcile(args)
+
+
+def _add_gaps(subparsers: Any, name: str, help_text: str | None) -> argparse.ArgumentParser:
+    gaps = subparsers.add_parser(
+        name,
+        help=help_text,
         description="Report missing and stale bronze tables, silver and gold transforms from a snapshot.",
     )
-    reconcile.add_argument(
+    gaps.add_argument(
         "--input", required=True, metavar="PATH", help="snapshot JSON file, or - for standard input"
     )
-    reconcile.add_argument("--workspace", metavar="W", help="only this workspace's findings")
-    reconcile.set_defaults(func=run_reconcile)
+    gaps.add_argument("--workspace", metavar="W", help="only this workspace's findings")
+    gaps.set_defaults(func=run_reconcile)
+    return gaps
 
+
+def _add_health(subparsers: Any, name: str, help_text: str | None) -> argparse.ArgumentParser:
     health = subparsers.add_parser(
-        "health",
-        help="summarise connector health from extraction events",
+        name,
         description="Runs, error rate, p50/p95 duration, freshness and status per connector.",
+        **({"help": help_text} if help_text else {}),
     )
     health.add_argument(
         "--input", required=True, metavar="PATH", help="events JSON file, or - for standard input"
@@ -45,6 +82,7 @@ def register(subparsers: Any) -> None:
         "--window-hours", default="24", metavar="H", help="window length in hours (default: 24)"
     )
     health.set_defaults(func=run_health)
+    return health
 
 
 def run_reconcile(args: argparse.Namespace) -> int:

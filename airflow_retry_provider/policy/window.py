@@ -1,4 +1,4 @@
-"""The retry-window planner: the operator's what-if tool behind ``airflow-retry decide``.
+"""The retry-window planner: the operator's what-if tool behind ``airflow-retry policy decide``.
 
 Given a case (a clock reading ``asOf``, a ``deadline``, a retry ``policy`` and what is known of
 each task), :func:`plan` says what to do next with each task. It only decides: it runs no job,

@@ -12,14 +12,14 @@ from airflow_retry_provider.cli import main
     [
         # argparse's own errors name the command and the flag
         (
-            ["schedule", "--max-attempts", "x", "--seed", "s"],
-            "schedule: argument --max-attempts: invalid int value: 'x'",
+            ["policy", "schedule", "--max-attempts", "x", "--seed", "s"],
+            "policy schedule: argument --max-attempts: invalid int value: 'x'",
         ),
-        (["reconcile"], "reconcile: the following arguments are required: --input"),
+        (["reconcile", "gaps"], "reconcile gaps: the following arguments are required: --input"),
         (["dlq", "list", "--bogus"], "unrecognized arguments: --bogus"),
         # a command's own check (once BadInput in the policy commands)
         (
-            ["classify", "--sqlstate", "nope!", "boom"],
+            ["policy", "classify", "--sqlstate", "nope!", "boom"],
             "--sqlstate must be five letters or digits (e.g. 40P01), got 'nope!'",
         ),
         # a command's own check in the dlq commands (once their _usage helper)

@@ -51,7 +51,8 @@ def set_stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
+    """``airflow-retry policy <argv>``: code, stdout and stderr."""
+    code = main(["policy", *argv])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -259,7 +260,7 @@ def test_console_script() -> None:
     """The installed `airflow-retry` console script runs the decide command end to end."""
     script = Path(sys.executable).with_name("airflow-retry")
     completed = subprocess.run(
-        [str(script), "decide"],
+        [str(script), "policy", "decide"],
         input=json.dumps(CASE),
         capture_output=True,
         text=True,
@@ -268,3 +269,31 @@ def test_console_script() -> None:
     )
     assert (completed.returncode, completed.stderr) == (0, "")
     assert json.loads(completed.stdout)["tasks"][1]["decision"] == "wait-backoff"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["classify", "--status", "404", "gone"],  # 0.1.0's top-level classify
+        ["schedule", "--seed", "job", "--json"],  # 0.1.0's top-level schedule
+    ],
+)
+def test_the_old_top_level_names_still_work_and_warn(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """``airflow-retry classify`` runs ``policy classify`` (same stdout, exit code) and says so on stderr."""
+    new = run(capsys, *argv)
+    code = main(argv)
+    captured = capsys.readouterr()
+    assert (code, captured.out) == new[:2]
+    assert captured.err == f"airflow-retry: '{argv[0]}' is deprecated: use 'airflow-retry policy {argv[0]}'\n"
+
+
+def test_the_aliases_are_not_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--help`` lists the groups only: a new user learns one grammar."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listing = capsys.readouterr().out
+    listed = [line.split()[0] for line in listing.splitlines() if line.startswith("    ") and line[4] != " "]
+    assert "policy" in listed and "reconcile" in listed
+    assert not {"classify", "schedule", "decide", "health"} & set(listed)

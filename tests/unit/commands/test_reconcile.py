@@ -19,8 +19,9 @@ MODULE = "airflow_retry_provider.commands.reconcile"
 
 
 def run_cli(argv: Sequence[str]) -> int:
-    """Run exactly like ``airflow-retry``: through ``cli.main``, where the command must be registered."""
-    return cli.main(argv)
+    """Run exactly like ``airflow-retry reconcile gaps|health``: through ``cli.main``, where it is registered."""
+    action = {"reconcile": "gaps", "health": "health"}[argv[0]]
+    return cli.main(["reconcile", action, *argv[1:]])
 
 
 def write(tmp_path: Path, document: Any, name: str = "input.json") -> str:
@@ -385,10 +386,41 @@ def test_reconcile_module_is_registered_with_the_cli() -> None:
 
 
 def test_register_adds_both_subcommands() -> None:
-    """``register`` adds ``reconcile`` and ``health``, each with a ``func`` default."""
+    """``register`` adds ``reconcile gaps`` and ``reconcile health``, each with a ``func`` default."""
     parser = argparse.ArgumentParser()
     reconcile.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["health", "--input", "-", "--as-of", "2026-11-30T12:00:00Z"])
+    args = parser.parse_args(["reconcile", "health", "--input", "-", "--as-of", "2026-11-30T12:00:00Z"])
     assert args.func is reconcile.run_health
     assert args.window_hours == "24"
-    assert parser.parse_args(["reconcile", "--input", "-"]).func is reconcile.run_reconcile
+    assert parser.parse_args(["reconcile", "gaps", "--input", "-"]).func is reconcile.run_reconcile
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "line"),
+    [
+        (
+            ["reconcile"],
+            ["reconcile", "gaps"],
+            "'reconcile --input' is deprecated: use 'airflow-retry reconcile gaps'",
+        ),
+        (["health"], ["reconcile", "health"], "'health' is deprecated: use 'airflow-retry reconcile health'"),
+    ],
+)
+def test_the_old_forms_still_work_and_warn(tmp_path, capsys, old, new, line) -> None:
+    """0.1.0's ``reconcile --input`` and ``health`` print what the new commands print, and warn once."""
+    if old == ["health"]:
+        rest = ["--input", write(tmp_path, events()), "--as-of", "2026-11-30T09:00:00-03:00"]
+    else:
+        rest = ["--input", write(tmp_path, snapshot())]
+    assert cli.main([*new, *rest]) == 0
+    expected = capsys.readouterr()
+    assert cli.main([*old, *rest]) == 0
+    got = capsys.readouterr()
+    assert got.out == expected.out
+    assert got.err == f"airflow-retry: {line}\n"
+
+
+def test_reconcile_without_an_action_names_the_actions(capsys) -> None:
+    """``airflow-retry reconcile`` alone is a usage error listing gaps and health."""
+    assert cli.main(["reconcile"]) == 2
+    assert "choose an action: gaps or health" in capsys.readouterr().err
