@@ -19,8 +19,10 @@ the literals and costs a few substring checks.
 from __future__ import annotations
 
 import math
+import string
 from bisect import bisect_left
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 from airflow_retry_provider.policy.engine import MAX_MATCH_CHARS, Pattern, bounded, pattern
@@ -40,10 +42,12 @@ def _quoted_at(depth_backslashes: int, quote: str) -> str:
     escaped 0-3 times): it closes at a quote after exactly as many; one after more is its content."""
     lead = "\\\\" * depth_backslashes
     more = f"\\\\{{{depth_backslashes + 1},}}"
-    return rf"{lead}{quote}((?:[^{quote}\\\r\n]|\\+[^{quote}\\\r\n]|{more}{quote})*)"
+    return rf"{lead}{quote}(?:[^{quote}\\\r\n]|\\+[^{quote}\\\r\n]|{more}{quote})*"
 
 
-_QUOTED = "|".join(_quoted_at(depth, quote) for depth in (7, 3, 1, 0) for quote in "\"'")
+# No groups inside: each pattern captures a whole value in one group and _content() finds what is
+# inside the quotes (RE2's Python binding costs a few microseconds per group looked at)
+_QUOTED = "(?:" + "|".join(_quoted_at(depth, quote) for depth in (7, 3, 1, 0) for quote in "\"'") + ")"
 # A word that names a secret (detect-secrets' KeywordDetector DENYLIST, plus the key words of
 # HTTP, cloud SDKs and connection strings); a key that *ends* in key/keys/auth is one too.
 _KEY = (
@@ -56,9 +60,9 @@ _SEP = r"(\\*[\"']?[ \t]*(?::=|=>|==?|:)[ \t]*(?:\r?\n[ \t]*-[ \t]+)?)"  # = or 
 # Python, so a value that is not a secret is not consumed ("pass password=x" still shows its key)
 _SPACE_SEP = r"(\\*[\"'][ \t]*,[ \t]*|[ \t]+)"
 _VALUE = (
-    f"(?:{_QUOTED}"
-    r"|\{((?:[^}\r\n]|\}\})*)\}?"  # {braced} (ODBC: PWD={a;b}; }} is a literal })
-    r"|([^\s&;,\"'<>()\]}][^\s&;,\"'<>)\]}]*))"  # a bare word (not starting with "(": Key (id)=(5))
+    f"({_QUOTED}"
+    r"|\{(?:[^}\r\n]|\}\})*\}?"  # {braced} (ODBC: PWD={a;b}; }} is a literal })
+    r"|[^\s&;,\"'<>()\]}][^\s&;,\"'<>)\]}]*)"  # a bare word (not starting with "(": Key (id)=(5))
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -81,16 +85,14 @@ _WEBHOOK = pattern(
     r"|api\.telegram\.org/(?:file/)?bot([^\s/\"'<>]+)",
     ignore_case=True,
 )
-# Cookie: a=b; c=d / Set-Cookie: id=...: the whole value, to its closing quote or the end of the line
-_COOKIE = pattern(
-    rf"(?:^|[^\w-])(?:set-)?cookie\\*[\"']?[ \t]*[:=][ \t]*(?:{_QUOTED}|([^\r\n]+))", ignore_case=True
-)
-# Authorization: <scheme> <credentials>, any scheme (Bearer, Basic, NTLM, Negotiate, Digest...):
-# the scheme is kept, the rest hidden; Digest's parameters to the end of the line
+# Cookie: a=b; c=d / Set-Cookie: id=... and Authorization: <scheme> <credentials>, any scheme
+# (Bearer, Basic, NTLM, Negotiate, Digest...): the header and the rest of its line, with no
+# group (RE2 then finds both ends with its DFA alone); _header_value() reads the value in Python.
+# A cookie is hidden to its closing quote or the line's end; an authorization keeps its scheme
+# word, and ends at a delimiter unless it is Digest's parameters.
+_COOKIE = pattern(r"(?:^|[^\w-])(?:set-)?cookie\\*[\"']?[ \t]*[:=][^\r\n]*", ignore_case=True)
 _AUTHORIZATION = pattern(
-    r"(?:^|[^\w-])(?:proxy-)?authori[sz]ation\\*[\"']?[ \t]*[:=][ \t]*"
-    rf"(?:{_QUOTED}|(digest[ \t][^\r\n]*)|([^\r\n\"'&,;]+))",
-    ignore_case=True,
+    r"(?:^|[^\w-])(?:proxy-)?authori[sz]ation\\*[\"']?[ \t]*[:=][^\r\n]*", ignore_case=True
 )
 # a bare credential after its scheme word: Bearer <8+ chars>; Basic/NTLM/Negotiate <base64>
 _SCHEME = pattern(r"(?:^|[^\w-])(bearer|basic|ntlm|negotiate)[ \t]+([\w.~+/=-]{8,})", ignore_case=True)
@@ -111,7 +113,7 @@ _NAMED = (
     pattern(r"\b(?:name|key)[ \t]*=[ \t]*[\"']([^\"'<>]*)[\"'][^<>]*?\bvalue[ \t]*=[ \t]*[\"']([^\"'<>]*)", ignore_case=True),
     pattern(
         r"\\*[\"'](?:name|key|parameterkey)\\*[\"'][ \t]*:[ \t]*\\*[\"']([^\"'\\]*)\\*[\"'][ \t]*,[ \t]*"
-        rf"\\*[\"'](?:value|parametervalue)\\*[\"'][ \t]*:[ \t]*(?:{_QUOTED})",
+        rf"\\*[\"'](?:value|parametervalue)\\*[\"'][ \t]*:[ \t]*({_QUOTED})",
         ignore_case=True,
     ),
     pattern(r"\bname:[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*\r?\n[ \t]*value:[ \t]*([^\r\n]*)", ignore_case=True),
@@ -192,7 +194,6 @@ _VENDOR = pattern(
 # the high-entropy catch-all: a long run of base64 / hex characters (detect-secrets'
 # Base64HighEntropyString and HexHighEntropyString charsets), judged in Python (_looks_random)
 _RUN = pattern(r"(?:^|[^A-Za-z0-9+/_=-])([A-Za-z0-9+/_-]{20,}=*)")
-_ESCAPE = pattern(r"%[0-9A-Fa-f]{2}")
 # libpq (psycopg, psycopg2) quotes the word of a DSN it could not parse: with a space in a
 # password (password=Sup3r S3cret), that word is the password's second half
 _LIBPQ = pattern(
@@ -232,7 +233,9 @@ _XML_WORDS = ("pass", "pwd", "secret", "token", "credential", "signature", "key"
 _SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate", "ntlm", "aws4-hmac-sha256", "hmac",
                       "sharedkey", "sharedkeylite", "apikey", "key", "dpop", "mac", "oauth", "otp", "sso-key"})  # fmt: skip
 _WORD_STOPS = frozenset(" \t\r\n&;,\"'<>()[]{}=:")
+_HEXDIGITS = frozenset(string.hexdigits)
 _HEX = str.maketrans("", "", "0123456789abcdefABCDEF")
+_CASES = str.maketrans(string.ascii_uppercase + string.ascii_lowercase, "U" * 26 + "l" * 26)
 _HASH_WORDS = (
     "sha", "md5", "hash", "digest", "commit", "checksum", "etag", "fingerprint", "revision", "rev ",
     "oid", "blob", "tree", "trace", "span", "request", "correlation", "uuid", "guid", "object", "build",
@@ -240,7 +243,7 @@ _HASH_WORDS = (
 )  # fmt: skip
 PATTERNS: tuple[Pattern, ...] = (
     _PEM, _URI, _WEBHOOK, _COOKIE, _AUTHORIZATION, _SCHEME, _KEY_VALUE, _KEY_SPACE, _XML_ELEMENT, *_NAMED,
-    *(p for _, p in _CLI), _ORACLE, _VENDOR, _RUN, _ESCAPE, _LIBPQ, _SPACED_KEY,
+    *(p for _, p in _CLI), _ORACLE, _VENDOR, _RUN, _LIBPQ, _SPACED_KEY,
 )  # fmt: skip
 """Every pattern redaction runs (the linear-time test runs each on adversarial input)."""
 
@@ -250,25 +253,50 @@ HEX_ENTROPY_LIMIT = 3.0
 """detect-secrets' HexHighEntropyString default, for hex runs of 32+ characters not named as a hash."""
 
 
-def _group(match: Any) -> Span | None:
-    """The span of the first group of ``match`` that took part in it."""
-    for index in range(1, match.re.groups + 1):
-        span = match.span(index)
-        if span[0] >= 0:
-            return span
-    return None
+MAX_MATCHES = 100
+"""Past this many matches of one pattern in one text, the rest of the text is hidden: a text made
+of secrets' shapes is hidden whole at no cost, where judging each match would cost time."""
+MAX_RUNS = 100
+"""The high-entropy catch-all judges at most this many long runs of a text (a long traceback has
+many paths), then stops: the other families still run on the whole text."""
 
 
-def _spans_of(pattern_: Pattern, text: str, spans: list[Span]) -> None:
-    """Add the first taking-part group of every match (a pattern whose groups are all secrets)."""
-    for match in pattern_.finditer(text):
-        span = _group(match)
-        if span is not None and span[1] > span[0] and text[span[0] : span[1]] != MASK:
-            spans.append(span)
+def _matches(pattern_: Pattern, text: str, spans: list[Span], limit: int = MAX_MATCHES) -> Iterator[Any]:
+    """The matches of ``pattern_`` in ``text``, at most ``limit``; past it, the rest is one span."""
+    for count, match in enumerate(pattern_.finditer(text)):
+        if count == limit:
+            spans.append((match.start(), len(text)))
+            return
+        yield match
+
+
+def _content(text: str, start: int, end: int) -> Span:
+    """What is inside a matched value: after its opening quote (and the backslashes escaping it)
+    or brace, before its closing brace; a bare value is all content."""
+    lead = start
+    while lead < end and text[lead] == "\\":
+        lead += 1
+    if lead < end and text[lead] in "\"'":
+        return lead + 1, end
+    if start < end and text[start] == "{":
+        return start + 1, end - 1 if end - start > 1 and text[end - 1] == "}" else end
+    return start, end
+
+
+def _spans_of(pattern_: Pattern, text: str, spans: list[Span], groups: int = 1) -> None:
+    """Add the first taking-part group of every match (a pattern whose ``groups`` are all secrets)."""
+    for match in _matches(pattern_, text, spans):
+        for index in range(1, groups + 1):
+            start, end = match.span(index)
+            if start >= 0:
+                start, end = _content(text, start, end)
+                if end > start and text[start:end] != MASK:
+                    spans.append((start, end))
+                break
 
 
 def _pem(text: str, spans: list[Span]) -> None:
-    spans.extend(match.span() for match in _PEM.finditer(text))
+    spans.extend(match.span() for match in _matches(_PEM, text, spans))
 
 
 def _is_port_then_path(rest: str, colon: int, at: int) -> bool:
@@ -314,7 +342,7 @@ def _uri_rest(text: str, start: int, rest: str, end: int, spans: list[Span]) -> 
 
 
 def _uri(text: str, spans: list[Span]) -> None:
-    for match in _URI.finditer(text):
+    for match in _matches(_URI, text, spans):
         start, end = match.span(1)
         rest = match.group(1)
         _uri_rest(text, start, rest, end, spans)
@@ -327,12 +355,42 @@ def _uri(text: str, spans: list[Span]) -> None:
             inner = rest.find("://", inner + 3)
 
 
+def _header_value(text: str, match: Any, stops: str) -> Span:
+    """The value of a ``Name: value`` header matched to its line's end: inside its quotes (to the
+    quote that closes it at its own depth of backslashes), else up to the first of ``stops``."""
+    start, end = match.span()
+    start = min(i for i in (text.find(":", start, end), text.find("=", start, end)) if i >= 0) + 1
+    while start < end and text[start] in " \t":
+        start += 1
+    lead = start
+    while lead < end and text[lead] == "\\":
+        lead += 1
+    if lead < end and text[lead] in "\"'":
+        close = lead + 1
+        while (close := text.find(text[lead], close, end)) >= 0:
+            slashes = close
+            while text[slashes - 1] == "\\":
+                slashes -= 1
+            if close - slashes == lead - start:  # as many backslashes as the opening quote
+                return lead + 1, close
+            close += 1
+        return lead + 1, end
+    cut = min((i for i in (text.find(c, start, end) for c in stops) if i >= 0), default=end)
+    return start, cut
+
+
+def _cookie(text: str, spans: list[Span]) -> None:
+    for match in _matches(_COOKIE, text, spans):
+        start, end = _header_value(text, match, "")
+        if end > start and text[start:end] != MASK:
+            spans.append((start, end))
+
+
 def _authorization(text: str, spans: list[Span]) -> None:
-    for match in _AUTHORIZATION.finditer(text):
-        span = _group(match)
-        if span is None:
-            continue
-        start, end = span
+    for match in _matches(_AUTHORIZATION, text, spans):
+        start, end = match.span()
+        digest = text[start:end].lower().find("digest")
+        start, end = _header_value(text, match, "" if 0 <= digest < 40 else "\"'&,;")
         value = text[start:end]
         scheme, _, rest = value.partition(" ")
         if rest.strip() and scheme.lower() in _SCHEMES:  # keep the scheme: "Bearer ***"
@@ -349,7 +407,7 @@ def _looks_encoded(secret: str) -> bool:
 
 
 def _scheme(text: str, spans: list[Span]) -> None:
-    for match in _SCHEME.finditer(text):
+    for match in _matches(_SCHEME, text, spans):
         if match.group(1).lower() == "bearer" or _looks_encoded(match.group(2)):
             spans.append(match.span(2))
 
@@ -430,7 +488,7 @@ def _next_word(text: str, start: int) -> Span:
 
 
 def _key_space_values(text: str, spans: list[Span]) -> None:
-    for match in _KEY_SPACE.finditer(text):
+    for match in _matches(_KEY_SPACE, text, spans):
         key = match.group(1)
         start, end = _next_word(text, match.end())
         value = text[start:end]
@@ -440,13 +498,13 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
 
 
 def _key_values(text: str, spans: list[Span]) -> None:
-    for match in _KEY_VALUE.finditer(text):
+    for match in _matches(_KEY_VALUE, text, spans):
         key, sep = match.group(1), match.group(2)
-        span = _group_from(match, 3)
         key_start = match.start(1)
-        if span is None or not _secret_key(key) or text[max(0, key_start - 3) : key_start] == "://":
+        if not _secret_key(key) or text[max(0, key_start - 3) : key_start] == "://":
             continue  # not a secret's name, or the user of a URI (https://x-access-token:...@): the URI's family
-        start, end = span
+        raw_start, raw_end = match.span(3)
+        start, end = _content(text, raw_start, raw_end)
         value = text[start:end]
         if value.lower() in _NOT_SECRETS:
             continue
@@ -459,7 +517,7 @@ def _key_values(text: str, spans: list[Span]) -> None:
             not any(c.isdigit() for c in value) or "/" in value or "." in value
         ):
             continue  # a name (<entry key="db.user">, "Key": "bronze/x.parquet"), not an API key
-        bare = match.span(match.re.groups)[0] >= 0
+        bare = start == raw_start
         if "\n" in sep:  # a YAML list: every item, each to its line's end
             line_end = text.find("\n", start)
             end = len(text) if line_end < 0 else line_end
@@ -474,41 +532,33 @@ def _key_values(text: str, spans: list[Span]) -> None:
         spans.append((start, end))
 
 
-def _group_from(match: Any, first: int) -> Span | None:
-    for index in range(first, match.re.groups + 1):
-        span = match.span(index)
-        if span[0] >= 0:
-            return span
-    return None
-
-
 def _secret_name(name: str) -> bool:
     lowered = name.lower()
     return any(word in lowered for word in _XML_WORDS) and _secret_key(name)
 
 
 def _xml(text: str, spans: list[Span]) -> None:
-    for match in _XML_ELEMENT.finditer(text):
+    for match in _matches(_XML_ELEMENT, text, spans):
         if match.group(2).endswith("/") or not _secret_key(match.group(1)):
             continue  # <password/> holds nothing
-        span = _group_from(match, 3)
-        if span is not None and text[span[0] : span[1]].strip() not in ("", MASK):
-            spans.append(span)
+        start, end = match.span(3) if match.span(3)[0] >= 0 else match.span(4)
+        if text[start:end].strip() not in ("", MASK):
+            spans.append((start, end))
 
 
 def _named(text: str, spans: list[Span]) -> None:
     for named in _NAMED:
-        for match in named.finditer(text):
+        for match in _matches(named, text, spans):
             if _secret_name(match.group(1)):
-                span = _group_from(match, 2)
-                if span is not None and text[span[0] : span[1]].strip() not in _NOT_SECRETS:
-                    spans.append(span)
+                start, end = _content(text, *match.span(2))
+                if text[start:end].strip() not in _NOT_SECRETS:
+                    spans.append((start, end))
 
 
 def _cli(text: str, lowered: str, spans: list[Span]) -> None:
     for words, tool in _CLI:
         if any(word in lowered for word in words):
-            for match in tool.finditer(text):
+            for match in _matches(tool, text, spans):
                 start, end = match.span(1)
                 if text[start] in "\"'" and end - start >= 2:
                     start, end = start + 1, end - 1
@@ -517,7 +567,7 @@ def _cli(text: str, lowered: str, spans: list[Span]) -> None:
 
 
 def _oracle(text: str, spans: list[Span]) -> None:
-    for match in _ORACLE.finditer(text):
+    for match in _matches(_ORACLE, text, spans):
         user, (start, end) = match.group(1), match.span(2)
         if user.lower() == "tcp" or text[start:end] == MASK:
             continue  # TCP/IP
@@ -529,7 +579,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 def _entropy(data: str) -> float:
     """Shannon entropy in bits per character (detect-secrets' calculate_shannon_entropy)."""
     size = len(data)
-    return -sum(count / size * math.log2(count / size) for count in Counter(data).values())
+    return math.log2(size) - sum(count * math.log2(count) for count in Counter(data).values()) / size
 
 
 def _readable(token: str) -> bool:
@@ -540,8 +590,8 @@ def _readable(token: str) -> bool:
             continue
         if not piece.isalpha():
             return False
-        switches = sum(1 for a, b in zip(piece, piece[1:], strict=False) if a.isupper() != b.isupper())
-        if switches / len(piece) >= 0.3:
+        cases = piece.translate(_CASES)  # "ClassifiedRetry" -> "Ullllllllllullll"
+        if (cases.count("Ul") + cases.count("lU")) / len(piece) >= 0.3:
             return False
     return True
 
@@ -562,6 +612,8 @@ def _looks_random(token: str) -> bool:
     pieces = token.split("-")
     if [len(p) for p in pieces] == [8, 4, 4, 4, 12] and not "".join(pieces).translate(_HEX):
         return False  # a UUID
+    if math.log2(len(set(token))) <= BASE64_ENTROPY_LIMIT:
+        return False  # the entropy is at most log2 of the characters used: no need to count them
     return _entropy(token) > BASE64_ENTROPY_LIMIT and not _readable(token)
 
 
@@ -581,10 +633,16 @@ def _random_part(token: str) -> Span:
 
 
 def _random_runs(text: str, lowered: str, spans: list[Span]) -> None:
-    for match in _RUN.finditer(text):
+    judged: dict[str, bool] = {}  # a text that repeats a token judges it once
+    for count, match in enumerate(_RUN.finditer(text)):
+        if count == MAX_RUNS:
+            return
         start, end = match.span(1)
         token = text[start:end]
-        if _looks_random(token):
+        random = judged.get(token)
+        if random is None:
+            random = judged[token] = _looks_random(token)
+        if random:
             before = lowered[max(0, start - 32) : start]
             if not any(word in before for word in _HASH_WORDS):  # sha256=..., commit abc..., request id
                 first, last = _random_part(token)
@@ -602,20 +660,20 @@ def _percent(text: str, depth: int, spans: list[Span]) -> None:
     Each %XX becomes one character (its byte), so a decoded index maps back by counting the
     escapes before it; what is shown is ``text`` with its encoded secret masked, never decoded.
     """
-    escapes = [match.start() for match in _ESCAPE.finditer(text)]
-    if not escapes:
-        return
-    pieces: list[str] = []
+    parts = text.split("%")  # no pattern: a text of escapes would cost a match object per escape
+    pieces = [parts[0]]
     decoded_at: list[int] = []  # the decoded index of each escape
-    kept = 0
-    for at in escapes:
-        if at < kept:  # "%%41": the second % starts inside an escape already taken
-            continue
-        pieces.append(text[kept:at])
-        decoded_at.append(at - 2 * len(decoded_at))
-        pieces.append(chr(int(text[at + 1 : at + 3], 16)))
-        kept = at + 3
-    pieces.append(text[kept:])
+    size = len(parts[0])  # of the decoded text so far
+    for part in parts[1:]:
+        if len(part) >= 2 and part[0] in _HEXDIGITS and part[1] in _HEXDIGITS:
+            decoded_at.append(size)
+            pieces += (chr(int(part[:2], 16)), part[2:])
+            size += len(part) - 1
+        else:
+            pieces += ("%", part)
+            size += len(part) + 1
+    if not decoded_at:
+        return
     decoded = "".join(pieces)
     for start, end in _collect(decoded, depth + 1):
         spans.append((start + 2 * bisect_left(decoded_at, start), end + 2 * bisect_left(decoded_at, end)))
@@ -630,9 +688,9 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
     if "://" in text:
         _uri(text, spans)
     if "hook" in lowered or "chat.googleapis" in lowered or "telegram" in lowered:
-        _spans_of(_WEBHOOK, text, spans)
+        _spans_of(_WEBHOOK, text, spans, groups=2)
     if "cookie" in lowered:
-        _spans_of(_COOKIE, text, spans)
+        _cookie(text, spans)
     if "authori" in lowered:
         _authorization(text, spans)
     if "bearer" in lowered or "basic" in lowered or "ntlm" in lowered or "negotiate" in lowered:
@@ -649,7 +707,7 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
     if "/" in text and any(word in lowered for word in _ORACLE_WORDS):
         _oracle(text, spans)
     if "connection info string" in text or "unexpected spaces found" in text:
-        _spans_of(_LIBPQ, text, spans)
+        _spans_of(_LIBPQ, text, spans, groups=2)
     if "%" in text and depth < 3:
         _percent(text, depth, spans)
     if _long_word(text):

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from airflow_retry_provider.policy import redact
 from airflow_retry_provider.policy.engine import CUT_MARK, MAX_MATCH_CHARS
-from airflow_retry_provider.policy.redact import MASK, PATTERNS
+from airflow_retry_provider.policy.redact import MASK, MAX_MATCHES, PATTERNS
 
 CORPUS = Path(__file__).parents[2] / "data" / "leaks.yaml"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -519,6 +519,14 @@ def test_secret_cut_by_the_bound_is_hidden(offset: int) -> None:
     text = head + uri + " " + "z " * 20_000 + uri
     redacted = redact(text)
     assert "SSSSS" not in redacted
+
+
+def test_text_made_of_secrets_is_hidden_past_the_cap() -> None:
+    """Past MAX_MATCHES secrets of one family, the rest of the text is hidden whole (a bound on the work)."""
+    text = "token=t0ken1 " * MAX_MATCHES + "token=Last_Secret1 and the rest"
+    redacted = redact(text)
+    assert "t0ken1" not in redacted and "Last_Secret1" not in redacted
+    assert redacted.endswith(MASK)
 
 
 def test_lone_surrogate_is_redacted_not_raised() -> None:
