@@ -103,7 +103,7 @@ _KEY_SPACE = pattern(rf"(?:^|[\s\"'(\[{{,])({_KEY}){_SPACE_SEP}", ignore_case=Tr
 _XML_ELEMENT = pattern(
     r"<([\w:.-]*(?:pass|pwd|secret|token|credential|signature|api-?key|access-?key|private-?key"
     r"|account-?key|session-?key|auth-?key|client-?key)[\w:.-]*)((?:\s[^<>]*)?)>"
-    r"(?:<!\[CDATA\[((?s:.*?))\]\]>|([^<]*))",
+    r"(?:<!\[CDATA\[((?s:.*?))\]\]>|([^<]*)(?:</|$))",  # closed, or cut short: <token> in prose is no element
     ignore_case=True,
 )
 # a secret named in one field and given in the next: <add key="DbPassword" value="x"/>,
@@ -150,6 +150,7 @@ _CLI: tuple[tuple[tuple[str, ...], Pattern], ...] = (
     (("smbclient", "rpcclient", "smbcacls"), _tool("smbclient|rpcclient|smbcacls", r"(?:-U|--user)", rf"(?:{_NEXT}|=)?[\"']?[^\s%'\"]*%")),
     (("lftp",), _tool("lftp", "-u", rf"{_NEXT}[\"']?[^\s,'\"]*,")),
 )  # fmt: skip
+_CLI_WORDS = tuple(word for words, _ in _CLI for word in words)
 # Oracle connect strings user/password[@db], on the line of an Oracle tool or in a JDBC URL
 _ORACLE_WORDS = ("sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "userid", "jdbc:oracle", "sql> conn")  # fmt: skip
 _ORACLE = pattern(r"(?:^|[\s'\"=,\[(:])([A-Za-z_][\w$#.]*)/(\"[^\"\r\n]*\"|[^\s/@'\";,]+)(?:@|[\s'\"]|$)")
@@ -204,8 +205,28 @@ _LIBPQ = pattern(
 # ---------------------------------------------------------------------------------------------
 _NOT_SECRETS = frozenset(
     {"", MASK, "null", "none", "nil", "true", "false", "undefined", "bearer", "basic", "token", "digest",
-     "negotiate", "ntlm", "<redacted>", "[redacted]", "redacted", "********", "xxx"}
+     "negotiate", "ntlm", "<redacted>", "[redacted]", "redacted", "********", "xxx",
+     "%s", "%r", "%d", "?", "{}", "<token>", "<password>", "<secret>"}
 )  # fmt: skip
+
+
+def _not_secret(value: str) -> bool:
+    """A placeholder, not a value: ``***``, ``null``, ``%s``, ``<token>``, a shell variable in capitals
+    (``$TOKEN``, ``${PG_PASSWORD}``; ``$ecret1`` is a value)."""
+    if value.lower() in _NOT_SECRETS:
+        return True
+    name = (
+        value[2:-1]
+        if value.startswith("${") and value.endswith("}")
+        else value[1:]
+        if value[:1] == "$"
+        else ""
+    )
+    return (
+        name.isupper() and name.replace("_", "A").isalnum() and not name[0].isdigit()
+    )  # $TOKEN, not $ecret1
+
+
 # a key whose value is a name, place, kind or time, not the secret itself: secret_name=, token_url=
 _NAME_SUFFIXES = (
     "file", "path", "dir", "url", "uri", "name", "type", "arn", "expiry", "expires", "expires_at",
@@ -253,7 +274,7 @@ HEX_ENTROPY_LIMIT = 3.0
 """detect-secrets' HexHighEntropyString default, for hex runs of 32+ characters not named as a hash."""
 
 
-MAX_MATCHES = 100
+MAX_MATCHES = 64
 """Past this many matches of one pattern in one text, the rest of the text is hidden: a text made
 of secrets' shapes is hidden whole at no cost, where judging each match would cost time."""
 MAX_RUNS = 100
@@ -395,9 +416,14 @@ def _authorization(text: str, spans: list[Span]) -> None:
         scheme, _, rest = value.partition(" ")
         if rest.strip() and scheme.lower() in _SCHEMES:  # keep the scheme: "Bearer ***"
             start += len(scheme) + len(rest) - len(rest.lstrip(" \t")) + 1
+        if digest < 0 or digest >= 40:  # one credential: to the next space (Digest's run to the end)
+            space = min(
+                (i for i in (text.find(" ", start, end), text.find("\t", start, end)) if i >= 0), default=end
+            )
+            end = space
         while end > start and text[end - 1] in " \t":
             end -= 1
-        if end > start and text[start:end] != MASK:
+        if end > start and not _not_secret(text[start:end]):
             spans.append((start, end))
 
 
@@ -492,21 +518,21 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
         key = match.group(1)
         start, end = _next_word(text, match.end())
         value = text[start:end]
-        if end > start and value.lower() not in _NOT_SECRETS and _secret_key(key):
+        if end > start and not _not_secret(value) and _secret_key(key):
             if _spaced_value(key, value):
                 spans.append((start, end))
 
 
 def _key_values(text: str, spans: list[Span]) -> None:
     for match in _matches(_KEY_VALUE, text, spans):
-        key, sep = match.group(1), match.group(2)
-        key_start = match.start(1)
+        (key_start, key_end), (sep_start, sep_end) = match.span(1), match.span(2)
+        key, sep = text[key_start:key_end], text[sep_start:sep_end]
         if not _secret_key(key) or text[max(0, key_start - 3) : key_start] == "://":
             continue  # not a secret's name, or the user of a URI (https://x-access-token:...@): the URI's family
         raw_start, raw_end = match.span(3)
         start, end = _content(text, raw_start, raw_end)
         value = text[start:end]
-        if value.lower() in _NOT_SECRETS:
+        if _not_secret(value):
             continue
         if sep.rstrip().endswith(":") and value.startswith("//"):
             continue  # a scheme (https://), not a value
@@ -556,8 +582,10 @@ def _named(text: str, spans: list[Span]) -> None:
 
 
 def _cli(text: str, lowered: str, spans: list[Span]) -> None:
+    if not any(map(lowered.__contains__, _CLI_WORDS)):
+        return
     for words, tool in _CLI:
-        if any(word in lowered for word in words):
+        if any(map(lowered.__contains__, words)):
             for match in _matches(tool, text, spans):
                 start, end = match.span(1)
                 if text[start] in "\"'" and end - start >= 2:
@@ -651,7 +679,7 @@ def _random_runs(text: str, lowered: str, spans: list[Span]) -> None:
 
 def _long_word(text: str) -> bool:
     """Whether any whitespace-separated word is long enough to hold a vendor token (15+ characters)."""
-    return len(text) >= 15 and any(len(word) >= 15 for word in text.split())
+    return len(text) >= 15 and max(map(len, text.split()), default=0) >= 15
 
 
 def _percent(text: str, depth: int, spans: list[Span]) -> None:
@@ -695,7 +723,19 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         _authorization(text, spans)
     if "bearer" in lowered or "basic" in lowered or "ntlm" in lowered or "negotiate" in lowered:
         _scheme(text, spans)
-    if any(word in lowered for word in _KEY_WORDS):
+    if (  # _KEY_WORDS, spelled out: the hot path of every decision, no call per word
+        "pass" in lowered
+        or "pw" in lowered
+        or "token" in lowered
+        or "key" in lowered
+        or "secret" in lowered
+        or "credential" in lowered
+        or "sig" in lowered
+        or "auth" in lowered
+        or "session" in lowered
+        or "cookie" in lowered
+        or "contrase" in lowered
+    ):
         _key_values(text, spans)
         if " " in text or "\t" in text or "," in text:
             _key_space_values(text, spans)
@@ -704,7 +744,7 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         _named(text, spans)
     if "-" in text:
         _cli(text, lowered, spans)
-    if "/" in text and any(word in lowered for word in _ORACLE_WORDS):
+    if "/" in text and any(map(lowered.__contains__, _ORACLE_WORDS)):
         _oracle(text, spans)
     if "connection info string" in text or "unexpected spaces found" in text:
         _spans_of(_LIBPQ, text, spans, groups=2)

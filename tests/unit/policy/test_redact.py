@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from airflow_retry_provider.policy import redact
 from airflow_retry_provider.policy.engine import CUT_MARK, MAX_MATCH_CHARS
-from airflow_retry_provider.policy.redact import MASK, MAX_MATCHES, PATTERNS
+from airflow_retry_provider.policy.redact import _KEY_WORDS, MASK, MAX_MATCHES, PATTERNS
 
 CORPUS = Path(__file__).parents[2] / "data" / "leaks.yaml"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -59,6 +59,11 @@ AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
             "password:\n  - ***\n  - ***\nuser: bob",
         ),  # YAML list
         ("<Password>Hunter2</Password>", "<Password>***</Password>"),  # XML element
+        ("<ClientSecret>abc", "<ClientSecret>***"),  # an XML element cut short
+        (
+            "Authorization: Bearer abc.def-1 then",
+            "Authorization: Bearer *** then",
+        ),  # the credential ends at a space
         ("mysql -h db -uroot -pHunter2 sales", "mysql -h db -uroot -p*** sales"),  # mysql's attached -p
         ("sshpass -p Hunter2 ssh etl@h", "sshpass -p *** ssh etl@h"),  # sshpass -p
         (
@@ -304,6 +309,9 @@ def test_redact_families(text: str, secrets: tuple[str, ...]) -> None:
         ("InvalidTokenError: token expired", "InvalidTokenError: token expired"),  # an exception's name
         ('{"Key": "bronze/orders.parquet"}', '{"Key": "bronze/orders.parquet"}'),  # an S3 object key
         ("PWD=/opt/airflow", "PWD=/opt/airflow"),  # the shell's working directory
+        ("Authorization: Bearer $TOKEN", "Authorization: Bearer $TOKEN"),  # a shell variable, not its value
+        ("password=%s user=%s", "password=%s user=%s"),  # a format placeholder
+        ("use <token> from /auth/token <b>", "use <token> from /auth/token <b>"),  # a placeholder, no element
     ],
 )
 def test_redact_keeps_what_is_not_secret(text: str, expected: str) -> None:
@@ -519,6 +527,30 @@ def test_secret_cut_by_the_bound_is_hidden(offset: int) -> None:
     text = head + uri + " " + "z " * 20_000 + uri
     redacted = redact(text)
     assert "SSSSS" not in redacted
+
+
+# one key per literal the key=value family is gated on (spelled out in _collect, for speed)
+GATED_KEYS = {
+    "pass": "db_pass",
+    "pw": "pw",
+    "token": "x_token",
+    "key": "api_key",
+    "secret": "secret",
+    "credential": "credentials",
+    "sig": "sig",
+    "auth": "x_auth",
+    "session": "session",
+    "cookie": "cookie",
+    "contrase": "contrasena",
+}
+
+
+@pytest.mark.parametrize(("word", "key"), sorted(GATED_KEYS.items()))
+def test_every_key_word_opens_the_key_family(word: str, key: str) -> None:
+    """Each literal the key=value family is gated on lets it run, and the gate knows every key word."""
+    assert set(GATED_KEYS) == set(_KEY_WORDS)
+    assert word in key
+    assert redact(f"{key}=Zz9Secret1") == f"{key}=***"
 
 
 def test_text_made_of_secrets_is_hidden_past_the_cap() -> None:
