@@ -472,6 +472,33 @@ def test_corpus(message: str, secrets: list[str], keep: list[str]) -> None:
     assert len(cut) <= 500
 
 
+def test_corpus_through_the_decision() -> None:
+    """Through classify and ClassifiedRetryPolicy.evaluate, no corpus secret reaches the classification's message or the retry reason Airflow stores."""
+    from datetime import datetime, timezone
+    from types import SimpleNamespace
+
+    from airflow_retry_provider import ClassifiedRetryPolicy
+    from airflow_retry_provider.policy import classify
+
+    now = datetime(2026, 11, 30, 10, tzinfo=timezone.utc)
+    policy = ClassifiedRetryPolicy("report", clock=lambda: now)
+    ti = SimpleNamespace(dag_id="sales", run_id="scheduled__x", task_id="load", map_index=-1, try_number=1)
+    context = {
+        "ti": ti,
+        "task": SimpleNamespace(retries=2),
+        "data_interval_start": now,
+        "data_interval_end": now,
+    }
+    for entry in yaml.safe_load(CORPUS.read_text()):
+        failure = RuntimeError(entry["message"])
+        message = classify(failure, now=now).message
+        reason = policy.evaluate(failure, 1, 2, context).reason
+        assert reason, entry["tool"]
+        for secret in entry["secrets"]:
+            assert secret not in message, (entry["tool"], message)
+            assert secret not in reason, (entry["tool"], reason)
+
+
 def test_corpus_is_large_enough() -> None:
     """The corpus holds at least 80 messages, from many tools, each with its secrets and readable parts."""
     entries = yaml.safe_load(CORPUS.read_text())
