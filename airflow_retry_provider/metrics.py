@@ -1,7 +1,7 @@
 """Counters through Airflow's own metrics (StatsD or OpenTelemetry, whichever is configured).
 
 Every name starts with ``retry_provider.``; class and category are part of the name (with
-``-`` written as ``_``) because plain StatsD drops tags. The names are listed in the README.
+``-`` written as ``_``) because plain StatsD drops tags. The names are listed in docs/METRICS.md.
 A metric never breaks a task: emitting is best effort.
 """
 

@@ -6,7 +6,7 @@ reads one with Airflow's ``conf``: ``[retry_provider]`` in airflow.cfg or
 ``AIRFLOW__RETRY_PROVIDER__<KEY>``. The names used before (``AIRFLOW_RETRY_*``) still work, with a
 ``DeprecationWarning`` naming the new key; a value set the new way wins over them.
 
-To add a setting, add one :class:`Setting` to ``SETTINGS`` and regenerate the README table (see
+To add a setting, add one :class:`Setting` to ``SETTINGS`` and regenerate the table of docs/CONFIGURATION.md (see
 ``tests/unit/test_settings.py``). The pure ``policy/`` package never reads settings: its callers
 pass the values in.
 """
@@ -446,7 +446,7 @@ def provider_config() -> dict[str, Any]:
 
 
 def markdown_table() -> str:
-    """The README's settings table, generated from ``SETTINGS``."""
+    """The settings table of docs/CONFIGURATION.md, generated from ``SETTINGS``."""
     lines = [
         "| `[retry_provider]` key / environment variable | Type | Default | Meaning |",
         "| --- | --- | --- | --- |",

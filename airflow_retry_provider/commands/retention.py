@@ -1,6 +1,6 @@
 """``airflow-retry retention [--dry-run]``: delete rows past their age now, or count them.
 
-The ages come from the ``[retry_provider] retention_*`` settings (see the README); exit 0 done, 2 bad input.
+The ages come from the ``[retry_provider] retention_*`` settings (see docs/CONFIGURATION.md); exit 0 done, 2 bad input.
 """
 
 from __future__ import annotations

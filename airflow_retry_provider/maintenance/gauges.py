@@ -3,7 +3,7 @@
 Names (with the ``retry_provider.`` prefix): ``letters.<status>`` for every status,
 ``letters.oldest_dlq_age_seconds``, ``replays.pending``, ``work_units.lease_expired``,
 ``alerts.pending`` and ``connectors.<healthy|degraded|failing|stopped>`` (each workspace's latest
-reconciliation report). The README's metrics table lists them.
+reconciliation report). docs/METRICS.md lists them.
 """
 
 from __future__ import annotations

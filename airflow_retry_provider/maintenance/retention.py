@@ -1,6 +1,6 @@
 """Retention: delete old rows in bounded batches, and record what was deleted.
 
-Ages (days) are the ``[retry_provider] retention_*_days`` settings (README's settings table):
+Ages (days) are the ``[retry_provider] retention_*_days`` settings (docs/CONFIGURATION.md):
 ``resolved``/``dismissed`` letters and their replays (90); reconciliation reports, findings and
 artifact files, each workspace's latest always kept (30); extraction events (30); finished work
 units, never inside the dedup window (30); sent alerts and idle root-cause windows (30). Each

@@ -1,0 +1,106 @@
+"""The README and docs/ hold together: every local link resolves, every command they show exists."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from airflow_retry_provider.cli import build_parser
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = sorted(
+    [REPO / "README.md", REPO / "CONTRIBUTING.md", REPO / "CHANGELOG.md", *(REPO / "docs").glob("*.md")]
+)
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)|<img [^>]*src=\"([^\"]+)\"")
+FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
+INLINE = re.compile(r"`(airflow-retry [^`]+)`")
+README_MAX_LINES = 200
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    text = FENCE.sub("", path.read_text(encoding="utf-8"))
+    return {_slug(m.group(1)) for m in re.finditer(r"^#{1,6} (.+)$", text, re.MULTILINE)}
+
+
+def _links(path: Path) -> list[str]:
+    text = FENCE.sub("", path.read_text(encoding="utf-8"))
+    return [a or b for a, b in LINK.findall(text)]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_local_link_resolves(doc: Path) -> None:
+    """A link to a file of the repository names one that exists, and its #anchor a heading in it."""
+    broken = []
+    for target in _links(doc):
+        if re.match(r"^[a-z]+:", target):  # https:, mailto:
+            continue
+        file_part, _, anchor = target.partition("#")
+        path = (doc.parent / file_part).resolve() if file_part else doc
+        if not path.exists():
+            broken.append(target)
+        elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
+            broken.append(target)
+    assert broken == [], f"{doc.name}: broken links {broken}"
+
+
+def _commands(doc: Path) -> list[list[str]]:
+    text = doc.read_text(encoding="utf-8")
+    found = []
+    for block in FENCE.findall(text):
+        for line in block.splitlines():
+            line = line.strip().removeprefix("$ ")
+            if line.startswith("airflow-retry "):
+                found.append(line)
+    found += INLINE.findall(FENCE.sub("", text))
+    commands = []
+    for line in found:
+        if "#<" in line:  # the note a replay leaves on the task instance, not a command
+            continue
+        line = line.split("<", 1)[0].split("|", 1)[0].split("#", 1)[0]
+        try:
+            words = shlex.split(line)
+        except ValueError:
+            words = line.split()
+        commands.append(words[1:])
+    return commands
+
+
+def _walk(words: list[str]) -> str | None:
+    """None if ``words`` name an existing command (its subcommands as far as they go), else the problem."""
+    parser = build_parser()
+    path = []
+    for word in words:
+        actions = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+        if not actions or word.startswith("-") or word.startswith("["):
+            return None if path else f"no command in {words}"
+        choices = actions[0].choices  # type: ignore[attr-defined]
+        if word not in choices:
+            if path and not actions[0].required:
+                return None
+            return f"'airflow-retry {' '.join([*path, word])}' is no command"
+        parser = choices[word]
+        path.append(word)
+    return None if path else "no command"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_command_shown_exists(doc: Path) -> None:
+    """Each ``airflow-retry ...`` in a code span or block is a command the CLI has (its --help works)."""
+    problems = [problem for words in _commands(doc) if (problem := _walk(words))]
+    assert problems == [], f"{doc.name}: {problems}"
+
+
+def test_the_readme_is_a_front_door() -> None:
+    """The README stays short: the reference lives in docs/."""
+    lines = (REPO / "README.md").read_text(encoding="utf-8").count("\n")
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines (at most {README_MAX_LINES})"
