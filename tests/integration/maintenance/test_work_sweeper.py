@@ -184,12 +184,12 @@ def test_a_live_unit_is_never_swept(remote):
         (
             "AIRFLOW__RETRY_PROVIDER__WORK_SWEEPER_INTERVAL_SECONDS",
             "0",
-            "work_sweeper_interval_seconds .* must be an integer >= 1, got '0'",
+            "work_sweeper_interval_seconds .* must be an integer from 1 to 86400, got '0'",
         ),
         (
             "AIRFLOW__RETRY_PROVIDER__WORK_SWEEPER_MAX_ATTEMPTS",
             "ten",
-            "work_sweeper_max_attempts .* must be an integer >= 1, got 'ten'",
+            "work_sweeper_max_attempts .* must be an integer from 1 to 1000, got 'ten'",
         ),
     ],
 )

@@ -73,7 +73,7 @@ def test_bad_repeat_minutes_are_refused(raw, monkeypatch):
     with pytest.raises(ValueError) as info:
         load_settings()
     assert (
-        f"[retry_provider] alert_repeat_minutes (AIRFLOW__RETRY_PROVIDER__ALERT_REPEAT_MINUTES) must be an integer >= 1, got {raw!r}"
+        f"[retry_provider] alert_repeat_minutes (AIRFLOW__RETRY_PROVIDER__ALERT_REPEAT_MINUTES) must be an integer from 1 to 525600, got {raw!r}"
         in str(info.value)
     )
 
