@@ -41,11 +41,16 @@ TARGETS = {
     "replay.py": "clears per minute within 5% of the pace over 5 minutes with 3 concurrent jobs, never above it "
     "in any 60 s; time to the first clear; driver overhead per letter (issue 14)",
     "ui.py": "list page <= 300 ms, grouped view <= 1 s, p95 at 1,000,000 letters (issue: UI)",
+    "drain.py": "200 mapped tasks failing once then succeeding, in one stack: policy only <= 1.02x plain "
+    "Airflow, apply_profile <= 1.05x (issue 31)",
 }
 # scripts run more than once, with these arguments (the same figures for each executor)
-ARGUMENTS = {"distributed.py": [[], ["--executor", "local"]]}
+ARGUMENTS = {
+    "distributed.py": [[], ["--executor", "local"]],
+    "drain.py": [[], ["--executor", "celery"]],
+}
 # past this a benchmark is stopped, with the processes it started, and the run fails: never a hang
-TIMEOUT_SECONDS = {"distributed.py": 3 * 3600.0}
+TIMEOUT_SECONDS = {"distributed.py": 3 * 3600.0, "drain.py": 2 * 3600.0}
 DEFAULT_TIMEOUT_SECONDS = 30 * 60.0
 
 
@@ -144,6 +149,12 @@ def sections_of(report: str) -> dict[str, list[str]]:
     return sections
 
 
+def replace_sections(kept: dict[str, list[str]], rerun: dict[str, list[str]]) -> dict[str, list[str]]:
+    """``kept`` without any section of a script that was rerun (however it was run then), plus ``rerun``."""
+    ran = {title.split()[0] for title in rerun}
+    return {**{t: s for t, s in kept.items() if t.split()[0] not in ran}, **rerun}
+
+
 def verdict_table(sections: dict[str, list[str]]) -> list[str]:
     """One row per judged line in each section's recorded output (the fenced blocks, not the prose)."""
     table = ["## Verdicts", "", "| benchmark | verdict | line |", "|---|---|---|"]
@@ -171,7 +182,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"run_all: no benchmark named {', '.join(unknown)} under {BENCH}", file=sys.stderr)
         return 2
     started = datetime.now(timezone.utc)
-    kept = sections_of(REPORT.read_text()) if names and REPORT.exists() else {}
     written = "Written by `make bench`" if not names else f"Sections {', '.join(names)} rerun"
     lines = [
         "# Benchmarks",
@@ -186,15 +196,16 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ]
     failed = 0
+    rerun: dict[str, list[str]] = {}
     for script in scripts:
         if names and script.name not in names:
             continue
-        for title in [t for t in kept if t.split()[0] == script.name]:
-            del kept[title]  # rerun: its old sections go, however it was run then
         for arguments in ARGUMENTS.get(script.name, [[]]):
             title, section, bad = run(script, arguments)
-            kept[title] = section
+            rerun[title] = section
             failed += bad
+    # the report as it is now, not as it was when we started: another rerun may have written it meanwhile
+    kept = replace_sections(sections_of(REPORT.read_text()) if names and REPORT.exists() else {}, rerun)
     sections = [line for _, section in sorted(kept.items()) for line in section]
     REPORT.write_text("\n".join([*lines, *verdict_table(kept), "", *sections]).rstrip() + "\n")
     print(f"wrote {REPORT}")

@@ -36,7 +36,7 @@ def _context(try_number: Any, max_tries: Any, retries: Any) -> dict[str, Any]:
         (3, 2, 1, True),  # cleared after try 1, succeeded on its retry
         (5, 6, 2, True),  # cleared after try 4 of a task with 2 retries
         (2, 1, 0, True),  # cleared after try 1 of a task without retries
-        (2, 3, 1, True),  # the run's retries (2) differ from the task's now (1): cleared or not, look
+        (2, 3, 1, True),  # max_tries above retries: cleared, or retries lowered since; the lookup decides
         (2, 1, 3, False),  # retries raised since the task instance was created: still first generation
         (2, MISSING, 1, True),  # no max_tries: fall back to the lookup
         (2, None, 1, True),  # max_tries None: the lookup
