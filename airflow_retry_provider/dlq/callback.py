@@ -15,16 +15,18 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_retry_provider import metrics, settings
 from airflow_retry_provider.dlq.managed import MANAGED_TAG, SWEEP_VARIABLE, parse_dag_list
-from airflow_retry_provider.dlq.models import NewLetter
-from airflow_retry_provider.dlq.store import DeadLetterStore, FileResult
 from airflow_retry_provider.identity import key_parts, make_work_unit_key
 from airflow_retry_provider.masking import mask
 from airflow_retry_provider.policy import Classification, DeadLetter, classify, fingerprint, redact
 from airflow_retry_provider.policy.text import storable
+
+if TYPE_CHECKING:  # imported where a letter is built or filed: a task that succeeds never loads them
+    from airflow_retry_provider.dlq.models import NewLetter
+    from airflow_retry_provider.dlq.store import DeadLetterStore, FileResult
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +75,8 @@ def build_letter(context: Mapping[str, Any], filed_by: str = "callback") -> NewL
             f"{classification.exception_type}: {classification.message}"
         )
     parts = key_parts(context)
+    from airflow_retry_provider.dlq.models import NewLetter
+
     return NewLetter(
         dag_id=parts["dag_id"],
         run_id=parts["run_id"],
@@ -182,6 +186,8 @@ def file_dead_letter(context: Mapping[str, Any]) -> None:
     from airflow_retry_provider.alerts import after_filing
 
     letter = build_letter(context)
+    from airflow_retry_provider.dlq.store import DeadLetterStore
+
     store = DeadLetterStore.from_conn_id()
     result = file_letter(
         letter, store, settings.get("replay_max_attempts"), swept=lambda: sweeper_fate(context, letter.dag_id)
@@ -243,6 +249,8 @@ def resolve_dead_letter(context: Mapping[str, Any]) -> None:
         return
     parts = key_parts(context)
     try:
+        from airflow_retry_provider.dlq.store import DeadLetterStore
+
         letter_id = DeadLetterStore.from_conn_id().resolve_replaying(
             parts["dag_id"], parts["run_id"], parts["task_id"], parts["map_index"]
         )

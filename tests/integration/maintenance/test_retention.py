@@ -134,7 +134,8 @@ def test_ages_come_from_the_settings_and_bad_values_name_the_key(monkeypatch):
     assert RetentionPolicy.from_settings().letters_days == 90
     monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__RETENTION_BATCH_SIZE", "0")
     with pytest.raises(
-        ValueError, match=r"\[retry_provider\] retention_batch_size .* must be an integer from 1 to 1000000, got '0'"
+        ValueError,
+        match=r"\[retry_provider\] retention_batch_size .* must be an integer from 1 to 1000000, got '0'",
     ):
         RetentionPolicy.from_settings()
 
