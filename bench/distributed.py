@@ -18,14 +18,13 @@ Run: ``.venv/bin/python bench/distributed.py [--executor local] [--rounds 2] [--
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import sys
-import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from stacks import bench_stack, run_and_wait
 from verdict import check, exit_code, judge
 
 DAGS = Path(__file__).resolve().parent / "dags"
@@ -44,11 +43,6 @@ WHERE h.dag_id = %(dag_id)s AND h.run_id = %(run_id)s AND h.try_number = 1 AND t
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
-def run_and_wait(stack: Any, dag_id: str, timeout: float) -> dict[str, Any]:
-    run = stack.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", json={"logical_date": None})
-    return stack.wait_for_run(dag_id, run["dag_run_id"], timeout=timeout)
 
 
 def drain_seconds(run: dict[str, Any]) -> float:
@@ -89,44 +83,20 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait for one run")
     args = parser.parse_args()
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))  # devstack: not in the wheel
-    from airflow_retry_provider.dlq.schema import apply_schema
-    from devstack.airflow import AirflowStack
-    from devstack.postgres import server_from_env_or_start
-    from devstack.redis import start_redis
-
-    workdir = Path(tempfile.mkdtemp(prefix="arp-bench-dist-"))
-    server = server_from_env_or_start()
-    redis = start_redis() if args.executor == "celery" else None
-    stack = None
-    try:
-        metadata_db, provider_db = "arp_bench_dist_meta", "arp_bench_dist"
-        server.create_database(metadata_db)
-        provider_dsn = server.create_database(provider_db)
-        with server.connect(provider_db, autocommit=False) as conn:
-            apply_schema(conn)
-        shape: dict[str, Any] = {}
-        if redis is not None:
-            shape = {"broker_url": redis.url, "schedulers": 2, "celery_workers": 2, "api_workers": 2}
-        stack = AirflowStack(
-            home=workdir / "airflow-home",
-            dags_folder=DAGS,
-            metadata_url=server.sqlalchemy_url(metadata_db),
-            provider_dsn=provider_dsn,
-            extra_env={
-                "BENCH_TASKS": str(args.tasks),
-                "BENCH_POISON_TASKS": str(args.poison),
-                "AIRFLOW__CORE__PARALLELISM": "4",  # the same 4 task slots as 2 workers x 2
-                "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "64",
-            },
-            **shape,
-        )
-        stack.migrate()
-        stack.start()
-        stack.wait_healthy()
-        for dag_id in ("bench_native", "bench_policy", "bench_poison"):
-            stack.wait_for_dag(dag_id)
-            stack.api("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": False})
+    with bench_stack(
+        "dist",
+        args.executor,
+        DAGS,
+        ("bench_native", "bench_policy", "bench_poison"),
+        {
+            "BENCH_TASKS": str(args.tasks),
+            "BENCH_POISON_TASKS": str(args.poison),
+            "AIRFLOW__CORE__PARALLELISM": "4",  # the same 4 task slots as 2 workers x 2
+            "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "64",
+        },
+        celery_shape={"schedulers": 2, "celery_workers": 2, "api_workers": 2},
+    ) as bench:
+        stack = bench.stack
         print(f"executor: {args.executor}; {', '.join(stack.components())}")
 
         drains: dict[str, list[float]] = {"native": [], "policy": []}
@@ -139,7 +109,7 @@ def main() -> int:
                     print(f"bench_{variant} ended {run['state']}", file=sys.stderr)
                     return 1
                 drains[variant].append(drain_seconds(run))
-                lags[variant] += retry_lags(server.dsn(metadata_db), run)
+                lags[variant] += retry_lags(bench.metadata_dsn, run)
                 print(f"  round {number + 1} {variant:<6} drain {drains[variant][-1]:7.1f} s", flush=True)
 
         native, ours = statistics.median(drains["native"]), statistics.median(drains["policy"])
@@ -166,19 +136,12 @@ def main() -> int:
             + f" s  target <= +{LAG_TARGET_S} s  {judge('retry start lag', within)}"
         )
 
-        count, elapsed = letters_per_second(stack, provider_dsn, args.timeout)
+        count, elapsed = letters_per_second(stack, bench.provider_dsn, args.timeout)
         print(
             f"\n{args.poison} poison failures: {count} letters in {elapsed:.1f} s = {count / elapsed:.1f} letters/s"
         )
         print(f"  one letter per poison failure: {check('letters filed', count == args.poison)}")
         return exit_code()
-    finally:
-        if stack is not None:
-            stack.stop()
-        if redis is not None:
-            redis.stop()
-        server.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -23,14 +23,13 @@ Run: ``.venv/bin/python bench/drain.py [--executor celery] [--rounds 2] [--tasks
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import sys
-import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from stacks import bench_stack, run_and_wait
 from verdict import check, exit_code, judge
 
 DAGS = Path(__file__).resolve().parent / "drain_dags"
@@ -46,11 +45,6 @@ TRIES_SQL = """
 SELECT count(*) FILTER (WHERE state = 'success' AND try_number = 2), count(*)
 FROM task_instance WHERE dag_id = %(dag_id)s AND run_id = %(run_id)s
 """
-
-
-def run_and_wait(stack: Any, dag_id: str, timeout: float) -> dict[str, Any]:
-    run = stack.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", json={"logical_date": None})
-    return stack.wait_for_run(dag_id, run["dag_run_id"], timeout=timeout)
 
 
 def drain_seconds(run: dict[str, Any]) -> float:
@@ -102,43 +96,19 @@ def main() -> int:
     if args.rounds < 1 or args.tasks < 1:
         parser.error(f"--rounds and --tasks must be >= 1, got --rounds {args.rounds} --tasks {args.tasks}")
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))  # devstack: not in the wheel
-    from airflow_retry_provider.dlq.schema import apply_schema
-    from devstack.airflow import AirflowStack
-    from devstack.postgres import server_from_env_or_start
-    from devstack.redis import start_redis
-
-    workdir = Path(tempfile.mkdtemp(prefix="arp-bench-drain-"))
-    server = server_from_env_or_start()
-    redis = start_redis() if args.executor == "celery" else None
-    stack = None
-    try:
-        metadata_db, provider_db = "arp_bench_drain_meta", "arp_bench_drain"
-        server.create_database(metadata_db)
-        provider_dsn = server.create_database(provider_db)
-        with server.connect(provider_db, autocommit=False) as conn:
-            apply_schema(conn)
-        shape: dict[str, Any] = {}
-        if redis is not None:
-            shape = {"broker_url": redis.url, "celery_workers": 2, "worker_concurrency": 8}
-        stack = AirflowStack(
-            home=workdir / "airflow-home",
-            dags_folder=DAGS,
-            metadata_url=server.sqlalchemy_url(metadata_db),
-            provider_dsn=provider_dsn,
-            extra_env={
-                "BENCH_TASKS": str(args.tasks),
-                "AIRFLOW__CORE__PARALLELISM": "16",
-                "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "16",
-            },
-            **shape,
-        )
-        stack.migrate()
-        stack.start()
-        stack.wait_healthy()
-        for dag_id, _, _ in VARIANTS.values():
-            stack.wait_for_dag(dag_id)
-            stack.api("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": False})
+    with bench_stack(
+        "drain",
+        args.executor,
+        DAGS,
+        [dag_id for dag_id, _, _ in VARIANTS.values()],
+        {
+            "BENCH_TASKS": str(args.tasks),
+            "AIRFLOW__CORE__PARALLELISM": "16",
+            "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "16",
+        },
+        celery_shape={"celery_workers": 2, "worker_concurrency": 8},
+    ) as bench:
+        stack = bench.stack
         print(f"executor: {args.executor}; parallelism 16; {', '.join(stack.components())}")
 
         drains: dict[str, list[float]] = {name: [] for name in VARIANTS}
@@ -146,7 +116,7 @@ def main() -> int:
         for number, name in enumerate(order_of(args.rounds)):
             dag_id = VARIANTS[name][0]
             run = run_and_wait(stack, dag_id, args.timeout)
-            at_two, total = succeeded_at_try_two(server.dsn(metadata_db), run)
+            at_two, total = succeeded_at_try_two(bench.metadata_dsn, run)
             if run["state"] != "success" or (at_two, total) != (args.tasks, args.tasks):
                 wrong.append(f"{dag_id} run {number // len(VARIANTS) + 1}: {run['state']}, {at_two}/{total}")
             drains[name].append(drain_seconds(run))
@@ -163,13 +133,6 @@ def main() -> int:
             + (f" ({'; '.join(wrong)})" if wrong else "")
         )
         return exit_code()
-    finally:
-        if stack is not None:
-            stack.stop()
-        if redis is not None:
-            redis.stop()
-        server.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":
