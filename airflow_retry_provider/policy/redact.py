@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from airflow_retry_provider.policy.engine import MAX_MATCH_CHARS, Pattern, bounded, pattern
+from airflow_retry_provider.policy.text import storable
 
 MASK = "***"
 ELLIPSIS = "…"
@@ -774,17 +775,6 @@ def _masked(text: str, spans: list[Span]) -> str:
     return "".join(parts)
 
 
-def _storable(text: str) -> str:
-    """RE2 matches UTF-8: a lone surrogate (from a bad decode) becomes ``?`` instead of raising."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-    return text
-
-
 def _bounded(text: str) -> str:
     """``engine.bounded(text)``, with the word cut at each side of the mark hidden: half a secret
     (a URI cut between ``:`` and ``@``) is not recognisable as one."""
@@ -826,6 +816,6 @@ def redact(text: str, limit: int | None = None) -> str:
     :param limit: when set, the redacted text is then cut (see :func:`cut`) to at most ``limit``
         characters: cutting comes after redaction, so no prefix of a secret is kept.
     """
-    text = _bounded(_storable(text))
+    text = _bounded(storable(text))  # RE2 matches UTF-8: a lone surrogate becomes U+FFFD, one for one
     redacted = _masked(text, _collect(text))
     return redacted if limit is None else cut(redacted, limit)

@@ -11,12 +11,17 @@ retry reason sent to Airflow, to the ledger's error column and to the work-unit 
 
 from __future__ import annotations
 
+import functools
 from typing import Any, overload
 
 REPLACEMENT = "\ufffd"
 """What replaces a character that cannot be stored."""
 
-_UNSTORABLE = {0: REPLACEMENT, **dict.fromkeys(range(0xD800, 0xE000), REPLACEMENT)}
+
+@functools.cache
+def _unstorable() -> dict[int, str]:
+    """The translation table (NUL and the 2,048 surrogates), built on first use: importing stays free."""
+    return {0: REPLACEMENT, **dict.fromkeys(range(0xD800, 0xE000), REPLACEMENT)}
 
 
 def _encodes(text: str) -> bool:
@@ -43,7 +48,7 @@ def storable(text: str | None) -> str | None:
     if text is None:
         return None
     if "\x00" in text or not _encodes(text):
-        return text.translate(_UNSTORABLE)
+        return text.translate(_unstorable())
     return text
 
 
