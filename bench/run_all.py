@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-HELPERS = {"run_all.py", "verdict.py"}
+HELPERS = {"run_all.py", "stacks.py", "verdict.py"}
 VERDICT = re.compile(r"\b(OK|MISSED|WRONG)\b")
 BAD = {"MISSED", "WRONG"}
 REPORT = BENCH.parent / "docs" / "BENCHMARKS.md"
