@@ -28,6 +28,9 @@ from hypothesis import settings
 settings.register_profile("suite", deadline=None)
 settings.load_profile("suite")
 
+# the time of each layer (unit, integration, dags, e2e) at the end of the run
+pytest_plugins = ["tests.layer_times", "pytester"]  # pytester: the summary's own test
+
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 TEMPLATE_DB = f"arp_template_{os.getpid()}"
