@@ -16,7 +16,8 @@ import pytest
 from airflow_retry_provider.reconciliation import percentile_cont, trails
 from airflow_retry_provider.reconciliation.schema import apply_trail_schema
 
-DAG_FILE = Path(__file__).resolve().parents[2] / "dags" / "medallion_reconciliation.py"
+# the one line docs/INSTALL.md gives a deployment: the DAG comes from the installed package
+DAG_FILE = Path(__file__).resolve().parents[2] / "dags" / "retry_provider_maintenance.py"
 UTC = timezone.utc
 AS_OF = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)
 NOTIFICATIONS_ENV = "ARP_TEST_NOTIFICATIONS"

@@ -4,7 +4,7 @@ Resolved and dismissed letters with their replays (90 days), reconciliation repo
 findings and artifact files (30 days, each workspace's latest kept), extraction events (30 days),
 finished ledger rows outside the dedup window (30 days), sent alerts (30 days). Ages come from
 the ``[retry_provider] retention_*`` settings; ``airflow-retry retention --dry-run`` shows what a run would delete.
-Parsing this file touches neither a database nor the network.
+Importing this module touches neither a database nor the network.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Policy-managed DAGs are those tagged ``airflow-retry-provider`` or listed in the Variable
 ``airflow_retry_dlq_sweep_dags``; the sweeper reads Airflow through its REST API (connection
-``retry_provider_airflow_api``) and writes through ``retry_provider_default``. Parsing this file
-touches neither a database nor the network.
+``retry_provider_airflow_api``) and writes through ``retry_provider_default``. Importing this
+module touches neither a database nor the network.
 """
 
 from __future__ import annotations

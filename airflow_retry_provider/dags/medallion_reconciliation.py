@@ -1,11 +1,15 @@
 """Medallion reconciliation: every 15 minutes (Brasília time), report the gaps between bronze, silver
 and gold and each connector's health, per workspace.
 
+It ships with the provider, not as an example: it reconciles the trails the provider's operators
+write, for every workspace, and its reports feed the Reconciliation pages and their alerts.
+
 One task lists the workspaces, one mapped task per workspace builds and stores its report
 (``reconciliation_reports`` / ``reconciliation_findings``, history kept) and writes a JSON artifact
 and a Markdown summary, and a final task writes the run's summary, alerts new findings and
 connectors that turned stopped or failing (or recovered) through the configured notifiers
-(``[retry_provider] alert_notifiers``), and calls the optional legacy notifier when new findings appear. Findings never fail the DAG (it is a diagnostic); its own errors do
+(``[retry_provider] alert_notifiers``), and calls the optional legacy notifier when new findings
+appear. Findings never fail the DAG (it is a diagnostic); its own errors do
 (the database unreachable, a bad ``as_of``, a notifier that cannot be imported or raises).
 
 Parameters: ``as_of`` (ISO 8601 with offset; default the run's logical date, or its run_after for
@@ -16,7 +20,7 @@ naming a ``package.module:function`` called with the run's summary when there ar
 (only modules under a prefix of ``[retry_provider] notifier_modules`` are imported);
 ``[retry_provider] reconciliation_dir`` for the artifacts (default ``$AIRFLOW_HOME/reconciliation``).
 
-The file imports only pendulum and ``airflow.sdk``: no database access at parse time.
+The module imports only pendulum and ``airflow.sdk``: no database access at parse time.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Off by default (``[retry_provider] work_sweeper_enabled = false``: the task is skipped at once). While
 on, it finds work units left ``running`` past their lease, looks their remote job up by its
 deterministic id, completes or fails them, and parks for a person what it cannot settle (see
-``airflow_retry_provider.maintenance.work_sweeper`` and the README for why a looping task).
-Parsing this file touches neither a database nor the network.
+``airflow_retry_provider.maintenance.work_sweeper`` and docs/OPERATIONS.md for why a looping task).
+Importing this module touches neither a database nor the network.
 """
 
 from __future__ import annotations
