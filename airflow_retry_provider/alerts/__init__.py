@@ -2,7 +2,9 @@
 
 ``after_filing`` runs where a letter is filed (the failure callback, the sweeper): it queues
 what deserves a message in the PostgreSQL outbox and sends it at once; it never raises, so
-alerting cannot fail the task. ``run_alerts`` (the sweeper DAG) sends the summaries of ended
+alerting cannot fail the task. The dead-letter queue does not call it by name: it announces
+"filed", "parked" and "job failed" (``dlq/announce.py``) and this module listens (registered at
+the bottom, when it is imported). ``run_alerts`` (the sweeper DAG) sends the summaries of ended
 windows and retries every message a notifier failed to send.
 """
 
@@ -16,6 +18,7 @@ from airflow_retry_provider import metrics
 from airflow_retry_provider.alerts.messages import Alert, Impact
 from airflow_retry_provider.alerts.notifiers import AlertSettings, load_settings
 from airflow_retry_provider.alerts.outbox import AlertOutbox, Delivery, safe_error
+from airflow_retry_provider.dlq import announce
 
 __all__ = [
     "Alert",
@@ -137,3 +140,22 @@ def run_alerts(store: Any = None) -> dict[str, Any]:
     report = {"enabled": settings.enabled, "summaries": summaries, **delivery.to_json()}
     log.info("airflow-retry-provider: alerts %s", report)
     return report
+
+
+def _letter_parked(store: Any, letter: Any, reason: str) -> Delivery:
+    from airflow_retry_provider.alerts.messages import letter_parked
+
+    return send_alert(
+        store, lambda base: letter_parked(letter, letter.id, letter.replay_count, base, reason=reason)
+    )
+
+
+def _replay_job_failed(store: Any, job: Any, counts: dict[str, int]) -> Delivery:
+    from airflow_retry_provider.alerts.messages import replay_job_failed
+
+    return send_alert(
+        store, lambda base: replay_job_failed(job.id, job.actor, job.reason, job.dag_ids, counts, base)
+    )
+
+
+announce.register(announce.Listener(filed=after_filing, parked=_letter_parked, job_failed=_replay_job_failed))

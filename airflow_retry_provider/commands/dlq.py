@@ -352,7 +352,8 @@ def run_preview(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    from airflow_retry_provider.dlq.replay import ReplayRequest, ReplayResult
+    from airflow_retry_provider.dlq.driver import replay_and_wait
+    from airflow_retry_provider.dlq.models import ReplayRequest, ReplayResult
 
     _required(args, "actor", "reason", "fix_version")
     _require_selection(args, "replay")
@@ -379,7 +380,7 @@ def run_replay(args: argparse.Namespace) -> int:
         _say(f"[{done}/{total}] letter {result.letter_id}: {result.outcome} {result.detail}")
 
     with engine.api:
-        report = engine.replay(request, where=where, limit=limit, progress=progress)
+        report = replay_and_wait(engine, request, where=where, limit=limit, progress=progress)
     if args.json:
         _emit_json(report.to_json())
     else:
@@ -460,14 +461,16 @@ def run_park(args: argparse.Namespace) -> int:
     _required(args, "actor")
     _require_selection(args, "park")
     return _change_status(
-        args, lambda engine, ids: engine.park(ids, _cli_actor(args.actor), args.reason or "")
+        args, lambda engine, ids: engine.store.park(ids, _cli_actor(args.actor), args.reason or "")
     )
 
 
 def run_dismiss(args: argparse.Namespace) -> int:
     _required(args, "actor", "reason")
     _require_selection(args, "dismiss")
-    return _change_status(args, lambda engine, ids: engine.dismiss(ids, _cli_actor(args.actor), args.reason))
+    return _change_status(
+        args, lambda engine, ids: engine.store.dismiss(ids, _cli_actor(args.actor), args.reason)
+    )
 
 
 def _change_status(args: argparse.Namespace, change: Any) -> int:
@@ -489,7 +492,7 @@ def _change_status(args: argparse.Namespace, change: Any) -> int:
 def run_purge(args: argparse.Namespace) -> int:
     _required(args, "closed_before")
     before = _timestamp("--closed-before", args.closed_before)
-    deleted = _engine(args).purge_closed_before(before, _cli_actor(None))
+    deleted = store_from_args(args).purge_closed_before(before, _cli_actor(None))
     if args.json:
         _emit_json({"deleted": deleted, "count": len(deleted)})
     else:

@@ -18,14 +18,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_retry_provider import metrics, settings
-from airflow_retry_provider.dlq.managed import MANAGED_TAG, SWEEP_VARIABLE, parse_dag_list
+from airflow_retry_provider.dlq.models import MANAGED_TAG, SWEEP_VARIABLE, NewLetter, parse_dag_list
 from airflow_retry_provider.identity import key_parts, make_work_unit_key
 from airflow_retry_provider.masking import mask
 from airflow_retry_provider.policy import Classification, DeadLetter, classify, fingerprint, redact
 from airflow_retry_provider.policy.text import storable
 
-if TYPE_CHECKING:  # imported where a letter is built or filed: a task that succeeds never loads them
-    from airflow_retry_provider.dlq.models import NewLetter
+if TYPE_CHECKING:  # imported where a letter is filed: a task that succeeds never loads it
     from airflow_retry_provider.dlq.store import DeadLetterStore, FileResult
 
 log = logging.getLogger(__name__)
@@ -75,8 +74,6 @@ def build_letter(context: Mapping[str, Any], filed_by: str = "callback") -> NewL
             f"{classification.exception_type}: {classification.message}"
         )
     parts = key_parts(context)
-    from airflow_retry_provider.dlq.models import NewLetter
-
     return NewLetter(
         dag_id=parts["dag_id"],
         run_id=parts["run_id"],
@@ -183,7 +180,7 @@ def sweeper_fate(context: Mapping[str, Any], dag_id: str) -> str:
 
 def file_dead_letter(context: Mapping[str, Any]) -> None:
     """``on_failure_callback``: file the failed task instance in the dead-letter queue."""
-    from airflow_retry_provider.alerts import after_filing
+    from airflow_retry_provider.dlq import announce
 
     letter = build_letter(context)
     from airflow_retry_provider.dlq.store import DeadLetterStore
@@ -195,7 +192,7 @@ def file_dead_letter(context: Mapping[str, Any]) -> None:
     if result is not None:
         if result.changed:
             metrics.letter("created" if result.created else result.status, letter.category)
-            after_filing(store, letter, result, context)
+            announce.filed(store, letter, result, context)
         if result.reopened:
             metrics.letter("reopened", letter.category)
             log.warning(

@@ -1,4 +1,7 @@
-"""The replay driver: works replay jobs from ``retry_replay_jobs`` through, one letter at a time.
+"""The replay driver: submits replay jobs and works them through, one letter at a time.
+
+:func:`replay_and_wait` is how a replay starts in a process that waits for it (the CLI): it submits the
+job for the selection and drives it here.
 
 Any process may run one: each api-server worker (a daemon thread), ``airflow-retry dlq drive``,
 ``airflow-retry dlq replay`` (for its own job), and the sweeper DAG (what is left). A driver holds
@@ -16,12 +19,21 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+from airflow_retry_provider.dlq import announce
 from airflow_retry_provider.dlq.jobs import JobStore
-from airflow_retry_provider.dlq.models import JobItem, ReplayJob
-from airflow_retry_provider.dlq.replay import Progress, ReplayEngine, ReplayRequest, ReplayResult
-from airflow_retry_provider.dlq.sql import query
+from airflow_retry_provider.dlq.models import (
+    JobItem,
+    Progress,
+    ReplayJob,
+    ReplayReport,
+    ReplayRequest,
+    ReplayResult,
+)
+from airflow_retry_provider.dlq.replay import DEFAULT_SELECTION_LIMIT, ReplayEngine
+from airflow_retry_provider.dlq.store import LetterFilter
+from airflow_retry_provider.dlq.sync import OutcomeSync
 from airflow_retry_provider.hooks.airflow_api import AirflowApi
 from airflow_retry_provider.policy import redact
 
@@ -127,7 +139,8 @@ class ReplayDriver:
         """Decide claims whose lease expired or whose clear's answer was lost (see ``sync_outcomes``)."""
         api = self._api_factory()
         try:
-            report = self.engine.sync_outcomes(source="driver", open_claims_only=True, api=api)
+            sync = OutcomeSync(self.engine.store, api, replay_cap=self.engine.replay_cap)
+            report = sync.sync_outcomes(source="driver", open_claims_only=True)
             if report.released or report.resolved or report.refiled:
                 log.info("airflow-retry-provider: driver settled claims %s", report.to_json())
         finally:
@@ -151,18 +164,11 @@ class ReplayDriver:
                 stop.wait(interval)
 
     def _tell_if_failed(self, job_id: int) -> None:
-        """A job that ended with letters not cleared is an alert (never raises: alerts log their errors)."""
-        from airflow_retry_provider.alerts import send_alert
-        from airflow_retry_provider.alerts.messages import replay_job_failed
-
+        """A job that ended with letters not cleared is announced (the alerts tell someone; never raises)."""
         view = self.jobs.require(job_id)
         counts = view.counts
         if any(outcome not in ("cleared", "included") for outcome in counts):
-            job = view.job
-            send_alert(
-                self.jobs.store,
-                lambda base: replay_job_failed(job.id, job.actor, job.reason, job.dag_ids, counts, base),
-            )
+            announce.job_failed(self.jobs.store, view.job, counts)
 
     # -- one job ---------------------------------------------------------------------------
 
@@ -227,10 +233,9 @@ class ReplayDriver:
             return self._not_claimed(job, item)
         try:
             return self.engine.clear(api, letter, claim.replay_id, request, job.id)
-        except Exception as exc:  # clear() records Airflow's errors itself; this is anything else  # anything else: the clear may or may not have happened
+        except Exception as exc:  # clear() records Airflow's errors itself; anything else: the clear may or may not have happened
             detail = redact(f"clear interrupted: {type(exc).__name__}: {exc}")[:1000]
-            with self.engine.store.transaction() as cur:
-                cur.execute(query("mark_replay_unknown"), {"id": claim.replay_id, "detail": detail})
+            self.engine.store.mark_replay_unknown(claim.replay_id, detail)
             return ReplayResult(letter.id, "unknown", claim.replay_id, detail)
 
     def _not_claimed(self, job: ReplayJob, item: JobItem) -> ReplayResult:
@@ -238,13 +243,9 @@ class ReplayDriver:
         letter = self.engine.store.get(item.letter_id)
         if letter is None:
             return ReplayResult(item.letter_id, "refused", detail="the letter no longer exists")
-        with self.engine.store.transaction() as cur:
-            cur.execute(query("claim_of_letter"), {"letter_id": letter.id})
-            rows = self.engine.store.rows(cur)
-        if rows and rows[0]["job_id"] == job.id:
-            return ReplayResult(
-                letter.id, "included", rows[0]["id"], "cleared downstream of an earlier letter"
-            )
+        claim = self.engine.store.open_replay(letter.id)
+        if claim is not None and claim.job_id == job.id:
+            return ReplayResult(letter.id, "included", claim.id, "cleared downstream of an earlier letter")
         if letter.status == "dlq":
             why = f"replay cap reached ({letter.replay_count})"
         else:
@@ -254,3 +255,26 @@ class ReplayDriver:
 
 def _result(item: JobItem) -> ReplayResult:
     return ReplayResult(item.letter_id, item.outcome, item.replay_id, item.detail or "")
+
+
+def replay_and_wait(
+    engine: ReplayEngine,
+    request: ReplayRequest,
+    ids: Sequence[int] | None = None,
+    where: LetterFilter | None = None,
+    limit: int = DEFAULT_SELECTION_LIMIT,
+    progress: Progress | None = None,
+) -> ReplayReport:
+    """Submit a job for the selection and drive it here until it is done (or another process does).
+
+    Letters that cannot be replayed are reported ``refused``; with none replayable no job is made.
+    """
+    ready, refused = engine.split(engine.select(ids, where, limit))
+    refusals = tuple(ReplayResult(r.letter_id, "refused", detail=r.reason) for r in refused)
+    if not ready:
+        return ReplayReport(refusals)
+    api = engine.require_api()
+    driver = ReplayDriver(engine, lambda: api, close_api=False)
+    job_id = driver.jobs.create(request, ready)
+    driver.run_job(job_id, progress)
+    return ReplayReport(tuple(driver.jobs.results(job_id)) + refusals, job_id)

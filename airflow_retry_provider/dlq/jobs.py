@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_retry_provider.dlq.models import JobItem, Letter, ReplayJob
-from airflow_retry_provider.dlq.replay import ReplayRequest, ReplayResult
+from airflow_retry_provider.dlq.models import JobItem, Letter, ReplayJob, ReplayRequest, ReplayResult
 from airflow_retry_provider.dlq.sql import query
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.policy import redact

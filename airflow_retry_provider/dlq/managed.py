@@ -12,28 +12,22 @@ could not.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pluggy
 
+from airflow_retry_provider.dlq.models import MANAGED_TAG, SWEEP_VARIABLE, parse_dag_list
+
+__all__ = [
+    "MANAGED_TAG",
+    "SWEEP_VARIABLE",
+    "dag_policy",
+    "files_dead_letters",
+    "mark_managed",
+    "parse_dag_list",
+]
+
 hookimpl = pluggy.HookimplMarker("airflow.policy")  # airflow.policies.hookimpl, without importing Airflow
-
-MANAGED_TAG = "airflow-retry-provider"
-SWEEP_VARIABLE = "airflow_retry_dlq_sweep_dags"
-
-
-def parse_dag_list(raw: str | None) -> list[str]:
-    """The Variable's DAG ids: a JSON list, or comma/whitespace-separated ids."""
-    if not raw or not raw.strip():
-        return []
-    text = raw.strip()
-    if text.startswith("["):
-        value = json.loads(text)
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ValueError(f"{SWEEP_VARIABLE} must be a JSON list of DAG ids")
-        return [v.strip() for v in value if v.strip()]
-    return [part for part in text.replace(",", " ").split() if part]
 
 
 def files_dead_letters(task: Any) -> bool:

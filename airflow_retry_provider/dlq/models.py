@@ -1,17 +1,42 @@
-"""Dead letters and replays as frozen values, and the pure rules of their life cycle."""
+"""Dead letters, replays and replay jobs as frozen values, and the pure rules of their life cycle.
+
+The bottom of ``dlq/``: the other modules of the package import these; this imports none of them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from airflow_retry_provider.policy import redact
 from airflow_retry_provider.policy.text import storable
 
+if TYPE_CHECKING:  # a preview's instances: the failure callback never loads the REST client
+    from airflow_retry_provider.hooks.airflow_api import TaskInstanceRef
+
 STATUSES = ("dlq", "replaying", "resolved", "parked", "dismissed")
 SOURCES = ("callback", "sweeper", "ui", "cli", "api", "driver")
+
+
+# which DAGs the dead-letter sweeper sweeps (the cluster policy that tags them: dlq/managed.py)
+MANAGED_TAG = "airflow-retry-provider"
+SWEEP_VARIABLE = "airflow_retry_dlq_sweep_dags"
+
+
+def parse_dag_list(raw: str | None) -> list[str]:
+    """The Variable's DAG ids: a JSON list, or comma/whitespace-separated ids."""
+    if not raw or not raw.strip():
+        return []
+    text = raw.strip()
+    if text.startswith("["):
+        value = json.loads(text)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{SWEEP_VARIABLE} must be a JSON list of DAG ids")
+        return [v.strip() for v in value if v.strip()]
+    return [part for part in text.replace(",", " ").split() if part]
 
 
 class _Row:
@@ -264,7 +289,7 @@ class JobItem(_Row):
 
 
 # set outside the class bodies: a ClassVar there would be listed in the dataclass's __dataclass_fields__
-Letter._TEXT = ()  # redacted when written (DeadLetterStore.file, the status changes of dlq/replay.py)
+Letter._TEXT = ()  # redacted when written (DeadLetterStore.file and its status changes)
 Replay._TEXT = ("reason", "detail")
 
 
@@ -281,3 +306,217 @@ def status_after_failure(status: str, replay_count: int, replay_cap: int) -> tup
     if status in ("resolved", "dismissed"):
         return "dlq", replay_count
     return status, replay_count
+
+
+# -- replays: what a person asks for, and what came of it -----------------------------------
+
+
+def pace_seconds(count: int, rate_per_minute: int) -> float:
+    """Seconds a replay of ``count`` instances takes at ``rate_per_minute`` (the first clear is at once)."""
+    return max(0, count - 1) * 60.0 / rate_per_minute
+
+
+@dataclass(frozen=True)
+class ReplayRequest:
+    """What a person must say to replay: who, why, and which fix is deployed.
+
+    :param processing_version: ask for a new work-unit identity; recorded on the replay and in the
+        clear's note. Without it the replay keeps the original identity (idempotency).
+    :param downstream: also clear the instances downstream of each letter's task instance in its
+        run that did not succeed (default); False replays the one task instance.
+    :param source: ``ui``, ``api`` or ``cli``.
+    :param actor_verified: False when nobody checked ``actor`` (the CLI's ``--actor``).
+    :param os_user: the operating-system user, recorded next to an unverified actor.
+    """
+
+    actor: str
+    reason: str
+    fix_version: str
+    processing_version: str | None = None
+    downstream: bool = True
+    source: str = "cli"
+    actor_verified: bool = True
+    os_user: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("actor", "reason", "fix_version"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"a replay needs {name}: {self.describe(name)}")
+        if self.source not in ("ui", "api", "cli"):
+            raise ValueError(f"source: {self.source!r} is not one of ui, api, cli")
+
+    @staticmethod
+    def describe(name: str) -> str:
+        return {
+            "actor": "who asks for it",
+            "reason": "why it should run again",
+            "fix_version": "the code or data version that fixes the cause",
+        }[name]
+
+    @property
+    def who(self) -> Actor:
+        return Actor(self.actor, self.source, self.actor_verified, self.os_user)
+
+    def replay_params(self) -> dict[str, Any]:
+        """The request's columns of ``retry_replays``."""
+        return {
+            "actor": self.actor,
+            "reason": redact(self.reason),
+            "fix_version": self.fix_version,
+            "processing_version": self.processing_version,
+            "source": self.source,
+            "actor_verified": self.actor_verified,
+            "os_user": self.os_user,
+            "downstream": self.downstream,
+        }
+
+
+@dataclass(frozen=True)
+class PreviewItem:
+    """A letter a replay would take and the instances Airflow's clear dry-run reports for it."""
+
+    letter: Letter
+    instances: tuple[TaskInstanceRef, ...]
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "letter": self.letter.to_json(),
+            "instances": [ti.to_json() for ti in self.instances],
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A selected letter that will not be replayed, and why."""
+
+    letter_id: int
+    status: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"letter_id": self.letter_id, "status": self.status, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Preview:
+    """Exactly what a replay of the same selection would touch; nothing was changed to find it."""
+
+    items: tuple[PreviewItem, ...]
+    refused: tuple[Refusal, ...]
+    rate_per_minute: int
+    replay_cap: int
+    downstream: bool = True
+
+    @property
+    def count(self) -> int:
+        return len(self.items)
+
+    @property
+    def instance_count(self) -> int:
+        return sum(len(item.instances) for item in self.items)
+
+    @property
+    def seconds(self) -> float:
+        return pace_seconds(self.count, self.rate_per_minute)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "instance_count": self.instance_count,
+            "seconds": self.seconds,
+            "rate_per_minute": self.rate_per_minute,
+            "replay_cap": self.replay_cap,
+            "downstream": self.downstream,
+            "items": [item.to_json() for item in self.items],
+            "refused": [r.to_json() for r in self.refused],
+        }
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """What happened to one letter of a job.
+
+    ``cleared``; ``clear-failed`` (Airflow refused, the letter is back in ``dlq``); ``unknown`` (the
+    clear's answer was lost: the sync decides); ``refused`` (not replayable when its turn came);
+    ``included`` (cleared downstream of an earlier letter of the same job); ``cancelled``.
+    """
+
+    letter_id: int
+    outcome: str
+    replay_id: int | None = None
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "letter_id": self.letter_id,
+            "outcome": self.outcome,
+            "replay_id": self.replay_id,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    results: tuple[ReplayResult, ...]
+    job_id: int | None = None
+
+    def ids(self, outcome: str) -> list[int]:
+        return [r.letter_id for r in self.results if r.outcome == outcome]
+
+    @property
+    def cleared(self) -> list[int]:
+        return self.ids("cleared")
+
+    def to_json(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for result in self.results:
+            counts[result.outcome] = counts.get(result.outcome, 0) + 1
+        return {"job_id": self.job_id, "counts": counts, "results": [r.to_json() for r in self.results]}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claim attempt: the replay id when the letter was claimed, or the seconds to wait for the pace."""
+
+    replay_id: int | None
+    wait: float = 0.0
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """Letters in ``replaying`` that ``sync_outcomes`` resolved, filed again, released to ``dlq``, or left waiting."""
+
+    resolved: tuple[int, ...] = ()
+    refiled: tuple[int, ...] = ()
+    waiting: tuple[int, ...] = ()
+    errors: tuple[str, ...] = field(default_factory=tuple)
+    released: tuple[int, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "resolved": list(self.resolved),
+            "refiled": list(self.refiled),
+            "released": list(self.released),
+            "waiting": list(self.waiting),
+            "errors": list(self.errors),
+        }
+
+
+Progress = Callable[[ReplayResult, int, int], None]
+"""Told after each letter of a job: its result, how many are done, how many there are."""
+
+
+def split_replayable(letters: Sequence[Letter], replay_cap: int) -> tuple[list[Letter], list[Refusal]]:
+    """Replayable letters (``dlq`` under ``replay_cap``) and refusals for the rest."""
+    ready, refused = [], []
+    for letter in letters:
+        if letter.status != "dlq":
+            refused.append(Refusal(letter.id, letter.status, f"status is {letter.status}, not dlq"))
+        elif letter.replay_count >= replay_cap:
+            refused.append(Refusal(letter.id, letter.status, f"replay cap reached ({letter.replay_count})"))
+        else:
+            ready.append(letter)
+    return ready, refused

@@ -283,6 +283,79 @@ class DeadLetterStore:
             cur.execute(query("letter_exists_for_ti"), params)
             return cur.fetchone() is not None
 
+    # -- the claim of a replay (dlq/replay.py claims and clears, dlq/driver.py drives) ---------
+
+    def mark_replay_unknown(self, replay_id: int, detail: str) -> None:
+        """The clear's answer was lost: the letter stays ``replaying`` and the sync decides."""
+        with self.transaction() as cur:
+            cur.execute(query("mark_replay_unknown"), {"id": replay_id, "detail": detail})
+
+    def open_replay(self, letter_id: int) -> Replay | None:
+        """The letter's open replay (the newest still pending or unknown), if any."""
+        with self.transaction() as cur:
+            cur.execute(query("claim_of_letter"), {"letter_id": letter_id})
+            rows = self.rows(cur)
+        return Replay.from_row(rows[0]) if rows else None
+
+    # -- park, dismiss, purge: a person's decisions ------------------------------------------
+
+    def park(self, letter_ids: Sequence[int], actor: str | Actor, reason: str = "") -> builtins.list[int]:
+        """``dlq`` (or ``replaying`` not mid-clear) -> ``parked``: kept for inspection, replays refused."""
+        who = _actor(actor, "parking needs actor: who parks it")
+        why = f"parked by {who.label()}" + (f": {reason}" if reason.strip() else "")
+        return self._set_status(letter_ids, "parked", why, ("dlq", "replaying"), who, reason)
+
+    def dismiss(self, letter_ids: Sequence[int], actor: str | Actor, reason: str) -> builtins.list[int]:
+        """``dlq``, ``parked`` (or ``replaying`` not mid-clear) -> ``dismissed``: closed without replay."""
+        who = _actor(actor, "dismissing needs actor: who closes it")
+        if not reason.strip():
+            raise ValueError("dismissing needs reason: why it is closed without a replay")
+        why = f"dismissed by {who.label()}: {reason}"
+        return self._set_status(letter_ids, "dismissed", why, ("dlq", "parked", "replaying"), who, reason)
+
+    def _set_status(
+        self,
+        letter_ids: Sequence[int],
+        status: str,
+        why: str,
+        from_statuses: Sequence[str],
+        who: Actor,
+        reason: str,
+    ) -> builtins.list[int]:
+        from airflow_retry_provider.policy import redact
+
+        changed = []
+        for letter_id in letter_ids:
+            with self.transaction() as cur:
+                cur.execute(
+                    query("set_status"),
+                    {
+                        "id": letter_id,
+                        "status": status,
+                        "status_reason": redact(why, 500),
+                        "from_statuses": list(from_statuses),
+                    },
+                )
+                row = cur.fetchone()
+                if row is not None:
+                    self.record(cur, letter_id, status, who, reason or None, try_number=int(row[1]))
+                    changed.append(letter_id)
+        return changed
+
+    def purge_closed_before(self, before: datetime, actor: Actor | None = None) -> builtins.list[int]:
+        """Delete resolved and dismissed letters (and their replays) last changed before ``before``; their history stays."""
+        who = actor or Actor.system("cli")
+        with self.transaction() as cur:
+            cur.execute(
+                query("delete_closed_before"),
+                {
+                    "before": before,
+                    **who.as_params(),
+                    "reason": f"retention: closed before {before.isoformat()}",
+                },
+            )
+            return sorted(int(row[0]) for row in cur.fetchall())
+
     # -- reading ---------------------------------------------------------------------------
 
     def get(self, letter_id: int) -> Letter | None:
@@ -331,3 +404,11 @@ class _Pinned:
 
     def close(self) -> None:
         """Kept open for the next transaction of the block."""
+
+
+def _actor(actor: str | Actor, missing: str) -> Actor:
+    """An ``Actor``; a bare name is a verified one from the CLI's old call sites."""
+    who = actor if isinstance(actor, Actor) else Actor(actor, "cli")
+    if not (who.name or "").strip():
+        raise ValueError(missing)
+    return who

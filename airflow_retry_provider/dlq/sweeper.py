@@ -22,12 +22,18 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from airflow_retry_provider import metrics, settings
-from airflow_retry_provider.alerts import after_filing
+from airflow_retry_provider.dlq import announce
 from airflow_retry_provider.dlq.driver import ReplayDriver
-from airflow_retry_provider.dlq.managed import MANAGED_TAG, SWEEP_VARIABLE, parse_dag_list
-from airflow_retry_provider.dlq.models import NewLetter
-from airflow_retry_provider.dlq.replay import SYNC_GRACE, ReplayEngine, SyncReport
+from airflow_retry_provider.dlq.models import (
+    MANAGED_TAG,
+    SWEEP_VARIABLE,
+    NewLetter,
+    SyncReport,
+    parse_dag_list,
+)
+from airflow_retry_provider.dlq.replay import ReplayEngine
 from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.dlq.sync import SYNC_GRACE, OutcomeSync
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError, TaskInstanceRef, parse_time
 from airflow_retry_provider.identity import make_work_unit_key
 from airflow_retry_provider.policy import Classification, fingerprint, redact
@@ -165,7 +171,7 @@ def _sweep_one(
     result = store.file(letter, replay_cap)
     if not result.changed:
         return 0
-    after_filing(store, letter, result)
+    announce.filed(store, letter, result)
     log.warning(
         "airflow-retry-provider: sweeper filed dead letter %s for %s/%s/%s[%s] try %s (%s)",
         result.letter_id,
@@ -210,10 +216,10 @@ def run_sweeper(
     grace = grace if grace is not None else settings.get("sweep_grace_seconds")
     with api:
         with store.pinned() as pinned:  # one database connection for the sweep and the sync
-            engine = ReplayEngine(pinned, api, replay_cap=cap)
+            outcomes = OutcomeSync(pinned, api, replay_cap=cap)
             report = sweep(pinned, api, managed_dag_ids(api), cap, lookback=lookback, grace=grace)
-            sync = engine.sync_outcomes(grace=grace)
-            resolved = engine.resolve_succeeded_in_dlq()
+            sync = outcomes.sync_outcomes(grace=grace)
+            resolved = outcomes.resolve_succeeded_in_dlq()
         # then the jobs no other driver works on; the driver takes a connection per claim
         driver = ReplayDriver(ReplayEngine(store, api, replay_cap=cap), lambda: api, close_api=False)
         driven = driver.drain(deadline=time.monotonic() + drain_seconds)

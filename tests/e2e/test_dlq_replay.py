@@ -18,6 +18,7 @@ from psycopg import sql
 
 from airflow_retry_provider.cli import main
 from airflow_retry_provider.dlq.callback import UNFILED_EVENT
+from airflow_retry_provider.dlq.driver import replay_and_wait
 from airflow_retry_provider.dlq.models import Letter
 from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
 from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
@@ -219,7 +220,7 @@ def test_replays_without_a_fix_return_to_dlq_and_park_at_the_cap(env: Env, poiso
 
     counted = env.counters("letter.dlq", "letter.parked", "replay.cleared")
     request = ReplayRequest("ana", "deployed nothing yet", "v1")
-    report = engine.replay(request, ids=[letter.id])
+    report = replay_and_wait(engine, request, ids=[letter.id])
     assert report.cleared == [letter.id]
     after_one = env.wait_letter(letter.id, lambda lt: lt.replay_count == 1)
     assert after_one.status == "dlq"
@@ -265,7 +266,7 @@ def test_replays_without_a_fix_return_to_dlq_and_park_at_the_cap(env: Env, poiso
     assert len(env.tries(POISON_DAG, poison_run, "invalid_job")) == 4
     env.wait_counted(counted)  # back in dlq (callback), parked (callback), cleared (the plugin, api-server)
 
-    refused = engine.replay(ReplayRequest("ana", "once more", "v1"), ids=[letter.id])
+    refused = replay_and_wait(engine, ReplayRequest("ana", "once more", "v1"), ids=[letter.id])
     assert [r.outcome for r in refused.results] == ["refused"]
     assert engine.preview(ids=[letter.id]).count == 0
     replays = env.store.replays(letter.id)
@@ -379,8 +380,8 @@ def test_the_sweeper_keeps_its_grace_and_look_back_and_refiles_a_replay_failed_a
         letter = store.get(letter_id)
         assert letter is not None and (letter.run_id, letter.try_number, letter.status) == (run_id, 1, "dlq")
 
-        report = ReplayEngine(store, api, replay_cap=3).replay(
-            ReplayRequest("ana", "try again", "v1"), ids=[letter_id]
+        report = replay_and_wait(
+            ReplayEngine(store, api, replay_cap=3), ReplayRequest("ana", "try again", "v1"), ids=[letter_id]
         )
         assert report.cleared == [letter_id]
         env.wait_ti(SWEEP_TARGET_DAG, run_id, "fails_without_a_letter", "failed", 2)
@@ -436,7 +437,7 @@ def test_airflow_refusing_the_clear_with_403_sends_the_letter_back_to_dlq(env: E
     reader = ApiCredentials(env.stack.base_url, READER, env.stack.password(READER))
     assert AirflowApi(reader).task_instance(RUNNING_DAG, run_id, "runs_until_released").state == "failed"
     engine = ReplayEngine(env.store, AirflowApi(reader), replay_cap=3, rate_per_minute=10)
-    report = engine.replay(ReplayRequest("ana", "fixed", "v1", downstream=False), ids=[letter_id])
+    report = replay_and_wait(engine, ReplayRequest("ana", "fixed", "v1", downstream=False), ids=[letter_id])
     assert [(r.outcome, "403" in (r.detail or "")) for r in report.results] == [("clear-failed", True)], (
         report
     )

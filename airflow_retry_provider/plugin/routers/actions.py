@@ -12,9 +12,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request, status
 
+from airflow_retry_provider import settings
 from airflow_retry_provider.dlq.jobs import JobError
-from airflow_retry_provider.dlq.models import Letter
-from airflow_retry_provider.dlq.replay import ReplayRequest
+from airflow_retry_provider.dlq.models import Letter, ReplayRequest, split_replayable
 from airflow_retry_provider.dlq.store import LetterFilter
 from airflow_retry_provider.plugin.deps import (
     AccessDep,
@@ -63,7 +63,6 @@ def preview(request: Request, access: AccessDep, body: PreviewBody, letters: Let
 def replay(
     request: Request,
     access: AccessDep,
-    store: StoreDep,
     jobs: JobStoreDep,
     driver: DriverDep,
     selection: Annotated[tuple[list[Letter], ReplayBody], Depends(replay_selection)],
@@ -83,10 +82,9 @@ def replay(
             downstream=body.downstream,
             source=body.source,
         )
-        engine = replay_engine(None, store)
     except ValueError as exc:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
-    ready, refused = engine.split(letters)
+    ready, refused = split_replayable(letters, settings.get("replay_max_attempts"))
     if not ready:
         why = "; ".join(f"letter {r.letter_id}: {r.reason}" for r in refused)
         raise HTTPException(status.HTTP_409_CONFLICT, f"nothing to replay: {why}")
@@ -144,7 +142,7 @@ def park(
     """``dlq`` (or ``replaying`` not mid-clear) -> ``parked``: kept for inspection, replays refused."""
     letters, body = selection
     ids = [letter.id for letter in letters]
-    changed = replay_engine(None, store).park(ids, access.who(), body.reason)
+    changed = store.park(ids, access.who(), body.reason)
     audit(
         access.actor,
         PARK_EVENT,
@@ -168,7 +166,7 @@ def dismiss(
     letters, body = selection
     ids = [letter.id for letter in letters]
     try:
-        changed = replay_engine(None, store).dismiss(ids, access.who(), body.reason)
+        changed = store.dismiss(ids, access.who(), body.reason)
     except ValueError as exc:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
     audit(

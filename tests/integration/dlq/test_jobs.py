@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 import pytest
 
-from airflow_retry_provider.dlq.driver import ReplayDriver
+from airflow_retry_provider.dlq.driver import ReplayDriver, replay_and_wait
 from airflow_retry_provider.dlq.jobs import JobError, JobStore
 from airflow_retry_provider.dlq.models import Actor
 from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
@@ -67,7 +67,7 @@ def test_the_driver_waits_for_the_pace_before_claiming(pg_dsn):
         time.sleep(seconds)
 
     engine = ReplayEngine(store, _closed_api(), replay_cap=3, rate_per_minute=2, sleep=sleep)
-    report = engine.replay(ReplayRequest("ana", "fixed", "v9"), ids=[letter_id])
+    report = replay_and_wait(engine, ReplayRequest("ana", "fixed", "v9"), ids=[letter_id])
     assert naps and sum(naps) <= 9.5, naps  # it slept, and no longer than the window asked
     assert set(statuses) == {"dlq"}  # never asleep with the letter claimed
     assert [r.outcome for r in report.results] == ["clear-failed"]
@@ -173,7 +173,7 @@ def test_a_replay_of_a_replaying_letter_is_refused_and_makes_no_job(pg_dsn):
     (letter_id,) = _letters(store, 1)
     engine = ReplayEngine(store, _closed_api(), replay_cap=3)
     assert engine.claim(store.get(letter_id), ReplayRequest("ana", "first", "v1")) is not None  # type: ignore[arg-type]
-    report = engine.replay(ReplayRequest("bia", "second", "v1"), ids=[letter_id])
+    report = replay_and_wait(engine, ReplayRequest("bia", "second", "v1"), ids=[letter_id])
     assert [(r.outcome, r.detail) for r in report.results] == [("refused", "status is replaying, not dlq")]
     assert report.job_id is None and JobStore(store).open_ids() == []
     assert len(store.replays(letter_id)) == 1
@@ -186,9 +186,9 @@ def test_park_waits_while_a_clear_is_in_flight_and_works_once_the_lease_is_gone(
     engine = ReplayEngine(store, replay_cap=3, lease_seconds=1)
     engine.claim(store.get(letter_id), ReplayRequest("ana", "go", "v1"))  # type: ignore[arg-type]
     operator = Actor("carla", "ui")
-    assert engine.park([letter_id], operator, "vendor ticket 42") == []
+    assert store.park([letter_id], operator, "vendor ticket 42") == []
     time.sleep(1.2)
-    assert engine.park([letter_id], operator, "vendor ticket 42") == [letter_id]
+    assert store.park([letter_id], operator, "vendor ticket 42") == [letter_id]
     assert store.get(letter_id).status == "parked"  # type: ignore[union-attr]
     (replay,) = store.replays(letter_id)
     assert replay.outcome == "abandoned"
@@ -205,8 +205,8 @@ def test_history_is_append_only_and_outlives_a_purge(pg_dsn):
     engine.claim(store.get(letter_id), ReplayRequest("ana", "go", "v1"))  # type: ignore[arg-type]
     store.file(new_letter(task_id="t0", try_number=2), replay_cap=3)
     cli_user = Actor("ana", "cli", verified=False, os_user="root")
-    assert engine.dismiss([letter_id], cli_user, "obsolete feed") == [letter_id]
-    assert engine.purge_closed_before(datetime.now(timezone.utc) + timedelta(seconds=1), cli_user) == [
+    assert store.dismiss([letter_id], cli_user, "obsolete feed") == [letter_id]
+    assert store.purge_closed_before(datetime.now(timezone.utc) + timedelta(seconds=1), cli_user) == [
         letter_id
     ]
     assert store.get(letter_id) is None

@@ -7,7 +7,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest, pace_seconds
+from airflow_retry_provider.dlq.driver import replay_and_wait
+from airflow_retry_provider.dlq.models import ReplayRequest, pace_seconds
+from airflow_retry_provider.dlq.replay import ReplayEngine
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 from devstack.postgres import free_port
@@ -64,7 +66,8 @@ def test_an_unreachable_airflow_releases_each_claim_to_dlq_recorded(pg_dsn):
     ids = [store.file(support.letter(task_id=f"t{n}"), replay_cap=3).letter_id for n in range(3)]
     seen: list[tuple[int, int, int]] = []
     engine = ReplayEngine(store, _closed_api(), replay_cap=3, rate_per_minute=60)
-    report = engine.replay(
+    report = replay_and_wait(
+        engine,
         ReplayRequest("ana", "fixed", "v9"),
         ids=ids,
         progress=lambda result, done, total: seen.append((result.letter_id, done, total)),
@@ -85,12 +88,11 @@ def test_park_and_dismiss_are_recorded_and_guarded(pg_dsn):
     """Park needs dlq; dismiss needs a reason; both keep who and why; a parked letter is refused for replay."""
     store = DeadLetterStore.from_dsn(pg_dsn)
     a, b = (store.file(support.letter(task_id=t), replay_cap=3).letter_id for t in ("a", "b"))
-    engine = ReplayEngine(store, replay_cap=3)
-    assert engine.park([a], "ana", "needs vendor") == [a]
-    assert engine.park([a], "ana") == []  # already parked
+    assert store.park([a], "ana", "needs vendor") == [a]
+    assert store.park([a], "ana") == []  # already parked
     with pytest.raises(ValueError, match="needs reason"):
-        engine.dismiss([b], "ana", "")
-    assert engine.dismiss([a, b], "bia", "duplicate upstream file") == [a, b]
+        store.dismiss([b], "ana", "")
+    assert store.dismiss([a, b], "bia", "duplicate upstream file") == [a, b]
     assert store.get(a).status_reason == "dismissed by bia: duplicate upstream file"  # type: ignore[union-attr]
     preview = ReplayEngine(store, replay_cap=3).preview(ids=[a, b])
     assert preview.count == 0 and {r.letter_id for r in preview.refused} == {a, b}
@@ -100,10 +102,9 @@ def test_purge_deletes_only_closed_letters_before_the_cutoff(pg_dsn):
     """Resolved and dismissed letters older than the cut-off go with their replays; open ones stay."""
     store = DeadLetterStore.from_dsn(pg_dsn)
     keep, closed = (store.file(support.letter(task_id=t), replay_cap=3).letter_id for t in ("keep", "closed"))
-    engine = ReplayEngine(store, replay_cap=3)
-    engine.dismiss([closed], "ana", "obsolete")
-    assert engine.purge_closed_before(datetime.now(timezone.utc) - timedelta(hours=1)) == []
-    assert engine.purge_closed_before(datetime.now(timezone.utc) + timedelta(seconds=1)) == [closed]
+    store.dismiss([closed], "ana", "obsolete")
+    assert store.purge_closed_before(datetime.now(timezone.utc) - timedelta(hours=1)) == []
+    assert store.purge_closed_before(datetime.now(timezone.utc) + timedelta(seconds=1)) == [closed]
     assert [row["id"] for row in support.rows(pg_dsn)] == [keep]
 
 
@@ -115,10 +116,10 @@ def test_purge_never_deletes_open_parked_or_replaying_letters(pg_dsn):
         for t in ("open", "parked", "replaying", "gone")
     }
     engine = ReplayEngine(store, replay_cap=3)
-    assert engine.park([ids["parked"]], "ana", "vendor ticket") == [ids["parked"]]
+    assert store.park([ids["parked"]], "ana", "vendor ticket") == [ids["parked"]]
     assert engine.claim(store.get(ids["replaying"]), ReplayRequest("ana", "fixed", "v1")) is not None  # type: ignore[arg-type]
-    engine.dismiss([ids["gone"]], "ana", "obsolete")
-    assert engine.purge_closed_before(datetime.now(timezone.utc) + timedelta(days=365)) == [ids["gone"]]
+    store.dismiss([ids["gone"]], "ana", "obsolete")
+    assert store.purge_closed_before(datetime.now(timezone.utc) + timedelta(days=365)) == [ids["gone"]]
     kept = {row["id"]: row["status"] for row in support.rows(pg_dsn)}
     assert kept == {ids["open"]: "dlq", ids["parked"]: "parked", ids["replaying"]: "replaying"}
     assert [r.outcome for r in store.replays(ids["replaying"])] == ["pending"]

@@ -62,7 +62,7 @@ def test_a_dismissed_letter_failing_again_at_a_newer_try_is_open_work_again(pg_d
     """Dismissed, then a newer try fails: the letter is back in dlq with a reason saying so; the same try changes nothing."""
     store = DeadLetterStore.from_dsn(pg_dsn)
     letter_id = store.file(support.letter(try_number=1), replay_cap=3).letter_id
-    assert ReplayEngine(store, replay_cap=3).dismiss([letter_id], "ana", "looked harmless") == [letter_id]
+    assert store.dismiss([letter_id], "ana", "looked harmless") == [letter_id]
     repeat = store.file(support.letter(try_number=1), replay_cap=3)
     assert (repeat.changed, repeat.reopened, store.get(letter_id).status) == (False, False, "dismissed")  # type: ignore[union-attr]
     again = store.file(support.letter(try_number=2), replay_cap=3)

@@ -6,9 +6,10 @@ import threading
 from dataclasses import replace
 from typing import Any
 
-from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest, refiled_letter
+from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.dlq.sweeper import parse_dag_list, sweeper_letter
+from airflow_retry_provider.dlq.sync import refiled_letter
 from airflow_retry_provider.hooks.airflow_api import TaskInstanceRef
 from tests.integration.dlq import support
 from tests.integration.dlq.support import SECRET
