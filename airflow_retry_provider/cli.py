@@ -28,6 +28,7 @@ PROG = "airflow-retry"
 COMMAND_MODULES = (
     "airflow_retry_provider.commands.policy",
     "airflow_retry_provider.commands.db",
+    "airflow_retry_provider.commands.dags",
     "airflow_retry_provider.commands.demo",
     "airflow_retry_provider.commands.reconcile",
     "airflow_retry_provider.commands.dlq",

@@ -1,3 +1,3 @@
-"""The provider's maintenance DAGs, from the installed package: the one line docs/INSTALL.md gives a deployment."""
+"""The maintenance DAGs of airflow-retry-provider (docs/INSTALL.md): one line, nothing else."""
 
 from airflow_retry_provider.dags.maintenance import *  # noqa: F403
