@@ -22,6 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from airflow_retry_provider.policy.breaker import BreakerSettings, BreakerSettingsError
 from airflow_retry_provider.policy.fields import FieldError
 
 if TYPE_CHECKING:
@@ -47,12 +48,14 @@ class Dependency:
     :param slots: how many weight units it takes at once (the pool's slots).
     :param include_deferred: whether deferred tasks keep their slots (Airflow's pool option).
     :param description: what it is and why this many slots.
+    :param breaker: when its circuit breaker opens and closes; off unless given (docs/BREAKER.md).
     """
 
     name: str
     slots: int
     include_deferred: bool = False
     description: str = ""
+    breaker: BreakerSettings = field(default_factory=lambda: BreakerSettings(enabled=False))
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -70,6 +73,10 @@ class Dependency:
             )
         if not isinstance(self.description, str):
             raise CapacityError("description must be text", path=f"dependency {self.name!r}")
+        if not isinstance(self.breaker, BreakerSettings):
+            raise CapacityError(
+                f"breaker must be BreakerSettings, got {self.breaker!r}", path=f"dependency {self.name!r}"
+            )
 
     @property
     def pool(self) -> str:
@@ -126,16 +133,21 @@ class DependencyMap:
                 raise CapacityError(
                     f"dependency {name!r} must be a mapping or a number of slots", path=source
                 )
-            extra = set(spec) - {"slots", "include_deferred", "description"}
+            extra = set(spec) - {"slots", "include_deferred", "description", "breaker"}
             if extra:
                 raise CapacityError(f"dependency {name!r} has unknown keys {sorted(extra)}", path=source)
             if "slots" not in spec:
                 raise CapacityError(f"dependency {name!r} needs 'slots'", path=source)
+            try:
+                breaker = BreakerSettings.from_value(spec.get("breaker"))
+            except BreakerSettingsError as exc:
+                raise CapacityError(f"dependency {name!r}: {exc.problem}", path=source) from None
             deps[str(name)] = Dependency(
                 name=str(name),
                 slots=spec["slots"],
                 include_deferred=spec.get("include_deferred", False),
                 description=spec.get("description", "") or "",
+                breaker=breaker,
             )
         weights = data.get("weights")
         if weights is None:
@@ -206,6 +218,7 @@ class DependencyMap:
                     "slots": dep.slots,
                     "include_deferred": dep.include_deferred,
                     "description": dep.description,
+                    "breaker": dep.breaker.to_dict(),
                 }
                 for name, dep in self.dependencies.items()
             },
@@ -258,12 +271,23 @@ def uses(
 def apply_capacity(
     target: Any, dependency: str, weight: int | str = "light", *, dependencies: DependencyMap | None = None
 ) -> Any:
-    """Set ``pool`` / ``pool_slots`` of an operator or a ``@task`` call's result; return ``target``."""
+    """Set ``pool`` / ``pool_slots`` of an operator or a ``@task`` call's result; return ``target``.
+
+    When the dependency has a breaker (its ``breaker:`` in the map), the task is guarded too: it
+    is held, spending no try, while the breaker is open, and its tries are reported to it
+    (:mod:`airflow_retry_provider.breaker.guard`).
+    """
     operator = getattr(target, "operator", target)
     task_id = getattr(operator, "task_id", None)
-    kwargs = uses(dependency, weight, dependencies=dependencies, task=task_id)
+    chosen = dependencies or load_dependencies()
+    kwargs = chosen.uses(dependency, weight, task=task_id)
     operator.pool = kwargs["pool"]
     operator.pool_slots = kwargs["pool_slots"]
+    settings = chosen.dependencies[dependency].breaker
+    if settings.enabled:
+        from airflow_retry_provider.breaker.guard import guard
+
+        guard(operator, dependency, settings)
     return target
 
 

@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "airflow_retry_provider.commands.reconcile",
     "airflow_retry_provider.commands.dlq",
     "airflow_retry_provider.commands.pools",
+    "airflow_retry_provider.commands.breaker",
     "airflow_retry_provider.commands.retention",
     "airflow_retry_provider.commands.tries",
 )

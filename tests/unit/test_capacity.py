@@ -161,3 +161,63 @@ def test_plan_reports_create_update_and_in_sync():
     assert [changes[name].action for name in "abc"] == ["create", "update", "ok"]
     assert changes["b"].describe() == "update b: slots 1 -> 3"
     assert "unmanaged" not in changes
+
+
+# -- the breaker's settings in the map, and the guard apply_capacity wires ------------------------
+
+
+def test_the_map_carries_each_dependency_breaker_and_names_a_bad_one():
+    """``breaker:`` true, a mapping or left out; a bad value names the map, the dependency, the field and the value."""
+    from airflow_retry_provider.policy.breaker import BreakerSettings
+
+    parsed = DependencyMap.from_dict(
+        {
+            "dependencies": {
+                "a": {"slots": 1, "breaker": True},
+                "b": {"slots": 1, "breaker": {"min_failures": 3}},
+                "c": 1,
+            }
+        }
+    )
+    assert parsed.dependencies["a"].breaker == BreakerSettings()
+    assert parsed.dependencies["b"].breaker == BreakerSettings(min_failures=3)
+    assert not parsed.dependencies["c"].breaker.enabled
+    assert DependencyMap.from_dict(parsed.to_dict()) == parsed
+    with pytest.raises(CapacityError) as caught:
+        DependencyMap.from_dict(
+            {"dependencies": {"a": {"slots": 1, "breaker": {"cooldown_seconds": 0}}}}, "deps.yaml"
+        )
+    assert str(caught.value) == (
+        "deps.yaml: dependency 'a': breaker.cooldown_seconds must be an integer from 1 to 604800, got 0"
+    )
+
+
+def test_apply_capacity_guards_a_task_and_a_mapped_task_once_and_keeps_their_callbacks():
+    """With a breaker: a pre_execute hook and the three callbacks, once even when applied twice; without: none."""
+    from airflow_retry_provider.breaker import guard
+    from airflow_retry_provider.policy.breaker import BreakerSettings
+
+    guarded = DependencyMap.of(Dependency("positions_db", 2, breaker=BreakerSettings()))
+
+    def mine(context):
+        return None
+
+    with DAG("guarded", schedule=None, start_date=pendulum.datetime(2026, 1, 1)):
+
+        @task(on_success_callback=mine)
+        def read() -> None: ...
+
+        @task
+        def part(n: int) -> None: ...
+
+        single = apply_capacity(read(), "positions_db", dependencies=guarded)
+        apply_capacity(single, "positions_db", dependencies=guarded)
+        mapped = apply_capacity(part.expand(n=[1, 2]), "positions_db", dependencies=guarded)
+        plain = apply_capacity(read.override(task_id="plain")(), "positions_db", dependencies=POSITIONS)
+
+    hook = single.operator._pre_execute_hook
+    assert isinstance(hook, guard.BeforeTry) and hook.previous is None and hook.dependency == "positions_db"
+    assert single.operator.on_success_callback == [mine, guard.on_success]
+    assert single.operator.on_retry_callback == [guard.on_failure]
+    assert isinstance(mapped.operator.partial_kwargs["pre_execute"], guard.BeforeTry)
+    assert plain.operator._pre_execute_hook is None and plain.operator.on_retry_callback == []

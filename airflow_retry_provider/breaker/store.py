@@ -1,0 +1,269 @@
+"""The breakers in PostgreSQL: one row per dependency, changed only under that row's lock.
+
+Each public method is one short transaction: lock the dependency's row (``SELECT ... FOR
+UPDATE``; concurrent callers wait their turn), read the clock and the window from the database,
+apply the pure transition of :mod:`airflow_retry_provider.policy.breaker`, write the row back
+and record the transition. Two workers racing on one half-open breaker are serialised by the
+lock: the first becomes the probe, the second sees the probe and is held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from airflow_retry_provider.breaker.sql import query
+from airflow_retry_provider.policy import breaker as machine
+from airflow_retry_provider.policy.breaker import Admission, Breaker, BreakerSettings, Forced, Window
+from airflow_retry_provider.policy.text import storable
+from airflow_retry_provider.sql import transaction
+
+Connect = Callable[[], Any]
+
+KEEP_CALLS_SECONDS = 86400
+"""Buckets of the window older than this are deleted when a failure is recorded."""
+
+KEEP_HOLDS_SECONDS = 86400
+"""A hold whose task has not asked again this long after its ``held_until`` is forgotten."""
+
+MAX_REASON_CHARS = 500
+
+
+@dataclass(frozen=True)
+class BreakerStatus:
+    """A dependency's breaker as the Dependencies page and ``airflow-retry breaker list`` show it.
+
+    :param dependency: the dependency's name.
+    :param breaker: its state.
+    :param held: how many task instances are held now.
+    :param failures_10m: unwell failures recorded in the last 10 minutes.
+    :param calls_10m: calls recorded in the last 10 minutes.
+    :param updated_at: when the row last changed.
+    """
+
+    dependency: str
+    breaker: Breaker
+    held: int
+    failures_10m: int
+    calls_10m: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class BreakerEvent:
+    """One transition of a breaker (``retry_breaker_events``)."""
+
+    id: int
+    dependency: str
+    at: datetime
+    from_status: str
+    to_status: str
+    actor: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What :meth:`BreakerStore.admit` answers a task.
+
+    :param admission: run, probe or hold (and until when).
+    :param hot: the window holds failures: the task should report its success (a closed breaker
+        with no recent failures needs no news of successes).
+    :param held_since: for a hold, when this task was first held (its longest wait counts from it).
+    :param expired: for a hold, the task has waited its longest (``max_hold_seconds``): its hold
+        is forgotten, and the task should fail with a letter that names the outage.
+    """
+
+    admission: Admission
+    hot: bool
+    held_since: datetime | None = None
+    expired: bool = False
+
+
+def _breaker(row: Mapping[str, Any]) -> Breaker:
+    return Breaker(
+        status=row["status"],
+        cooldown_seconds=int(row["cooldown_seconds"]),
+        opened_at=row["opened_at"],
+        probe_at=row["probe_at"],
+        probe_key=row["probe_key"],
+        probe_until=row["probe_until"],
+        forced=row["forced"],
+        failures_at_open=int(row["failures_at_open"]),
+    )
+
+
+class BreakerStore:
+    """The breakers of every dependency, shared by every DAG and worker.
+
+    :param connect: returns a new DB-API connection to the provider's database, e.g.
+        ``RetryProviderHook().get_conn``.
+    """
+
+    def __init__(self, connect: Connect) -> None:
+        self._connect = connect
+
+    @classmethod
+    def from_dsn(cls, dsn: str) -> BreakerStore:
+        import psycopg
+
+        return cls(lambda: psycopg.connect(dsn))
+
+    @classmethod
+    def from_conn_id(cls, conn_id: str = "retry_provider_default") -> BreakerStore:
+        from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
+
+        return cls(RetryProviderHook(postgres_conn_id=conn_id).get_conn)
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        with transaction(self._connect()) as conn:
+            yield conn.cursor()
+
+    def _locked(self, cur: Any, dependency: str) -> tuple[Breaker, datetime]:
+        cur.execute(query("ensure"), {"dependency": dependency})
+        cur.execute(query("lock"), {"dependency": dependency})
+        row = _one(cur)
+        return _breaker(row), row["now"]
+
+    def _save(
+        self, cur: Any, dependency: str, before: Breaker, after: Breaker, actor: str, reason: str
+    ) -> None:
+        if after == before:
+            return
+        cur.execute(query("save"), {"dependency": dependency, **asdict(after)})
+        if (
+            after.effective != before.effective
+            or after.status != before.status
+            or after.forced != before.forced
+        ):
+            cur.execute(
+                query("event"),
+                {
+                    "dependency": dependency,
+                    "from_status": _label(before),
+                    "to_status": _label(after),
+                    "actor": storable(actor)[:200],
+                    "reason": storable(reason)[:MAX_REASON_CHARS],
+                },
+            )
+
+    def get(self, dependency: str) -> Breaker:
+        """The breaker of ``dependency`` (closed when it has never been written)."""
+        with self._cursor() as cur:
+            cur.execute(query("peek"), {"dependency": dependency})
+            row = _one(cur)
+        return _breaker(row) if row else Breaker()
+
+    def admit(self, dependency: str, key: str, settings: BreakerSettings) -> Verdict:
+        """May task instance ``key`` use ``dependency`` now? Records a hold, or releases one."""
+        with self._cursor() as cur:
+            before, now = self._locked(cur, dependency)
+            admission, after = machine.admit(before, key, now, settings)
+            reason = f"{key} probes" if admission.kind == "probe" else admission.reason
+            self._save(cur, dependency, before, after, key, reason)
+            cur.execute(query("prune_holds"), {"dependency": dependency, "keep_seconds": KEEP_HOLDS_SECONDS})
+            held_since, expired = None, False
+            if admission.kind == "hold":
+                cur.execute(
+                    query("hold"), {"dependency": dependency, "ti_key": key, "held_until": admission.until}
+                )
+                held_since = _one(cur)["held_since"]
+                expired = machine.hold_expired(held_since, now, settings)
+            if admission.kind != "hold" or expired:
+                cur.execute(query("release"), {"dependency": dependency, "ti_key": key})
+            cur.execute(
+                query("window_has_failures"),
+                {"dependency": dependency, "window_seconds": settings.window_seconds},
+            )
+            hot = bool(_one(cur)["hot"]) or after.status != machine.CLOSED
+        return Verdict(admission, hot, held_since, expired)
+
+    def record_failure(
+        self, dependency: str, key: str, settings: BreakerSettings, *, unwell: bool, reason: str = ""
+    ) -> Breaker:
+        """Task ``key`` failed on ``dependency``; ``unwell`` when the failure says the dependency is.
+
+        An unwell failure counts in the window and may open the breaker (or reopen it, when it
+        was the probe's); any other failure counts as a call and ends a probe's claim.
+        """
+        with self._cursor() as cur:
+            before, now = self._locked(cur, dependency)
+            cur.execute(query("record_call"), {"dependency": dependency, "failures": 1 if unwell else 0})
+            if unwell:
+                cur.execute(
+                    query("window"), {"dependency": dependency, "window_seconds": settings.window_seconds}
+                )
+                counts = _one(cur)
+                window = Window(int(counts["failures"]), int(counts["calls"]))
+                after = machine.after_failure(before, window, now, settings, key=key)
+                cur.execute(
+                    query("prune_calls"), {"dependency": dependency, "keep_seconds": KEEP_CALLS_SECONDS}
+                )
+                why = f"{window.failures} failures in {window.calls} calls: {reason}"
+            else:
+                after = machine.after_other_failure(before, key)
+                why = f"the probe failed for another reason: {reason}"
+            self._save(cur, dependency, before, after, key, why)
+        return after
+
+    def record_success(self, dependency: str, key: str) -> Breaker:
+        """Task ``key`` succeeded on ``dependency``: a call in the window; the probe's success closes it."""
+        with self._cursor() as cur:
+            before, _ = self._locked(cur, dependency)
+            cur.execute(query("record_call"), {"dependency": dependency, "failures": 0})
+            after = machine.after_success(before, key)
+            self._save(cur, dependency, before, after, key, "the probe succeeded")
+        return after
+
+    def force(self, dependency: str, state: Forced | None, actor: str, reason: str) -> Breaker:
+        """A person forces the breaker ``open`` or ``closed``, or hands it back (None); recorded."""
+        if state not in ("open", "closed", None):
+            raise ValueError(f"state must be 'open', 'closed' or None, got {state!r}")
+        with self._cursor() as cur:
+            before, now = self._locked(cur, dependency)
+            after = machine.force(before, state, now)
+            self._save(cur, dependency, before, after, actor, reason or "(no reason given)")
+        return after
+
+    def statuses(self) -> list[BreakerStatus]:
+        """Every dependency that has a breaker row, by name."""
+        with self._cursor() as cur:
+            cur.execute(query("statuses"))
+            rows = _all(cur)
+        return [
+            BreakerStatus(
+                row["dependency"],
+                _breaker(row),
+                int(row["held"]),
+                int(row["failures_10m"]),
+                int(row["calls_10m"]),
+                row["updated_at"],
+            )
+            for row in rows
+        ]
+
+    def events(self, dependency: str, limit: int = 50) -> list[BreakerEvent]:
+        """The newest transitions of ``dependency``, newest first."""
+        with self._cursor() as cur:
+            cur.execute(query("events"), {"dependency": dependency, "limit": limit})
+            rows = _all(cur)
+        return [BreakerEvent(**row) for row in rows]
+
+
+def _label(breaker: Breaker) -> str:
+    return f"{breaker.status} (forced {breaker.forced})" if breaker.forced else breaker.status
+
+
+def _all(cur: Any) -> list[dict[str, Any]]:
+    names = [column[0] for column in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def _one(cur: Any) -> dict[str, Any]:
+    """The one row a statement returns ({} when none: psycopg 3 and psycopg 2 alike)."""
+    rows = _all(cur)
+    return rows[0] if rows else {}

@@ -1,0 +1,74 @@
+"""A task guarded by its dependency's breaker (``apply_capacity`` with ``breaker:`` in the map).
+
+``tests/dags/test_breaker_dags.py`` runs them with ``dag.test()``: in ``breaker_guarded`` the first
+task opens the breaker of ``positions_db`` (as failures elsewhere would), the guarded tasks are held
+without spending a try, one probes after the cool-down and closes it.
+"""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import DAG, task
+
+from airflow_retry_provider.capacity import Dependency, DependencyMap, apply_capacity
+from airflow_retry_provider.policy.breaker import BreakerSettings
+
+BREAKER = BreakerSettings(cooldown_seconds=15, max_cooldown_seconds=30, probe_seconds=60, max_hold_seconds=600)
+DEPENDENCIES = DependencyMap.of(Dependency("positions_db", 2, breaker=BREAKER))
+SHORT_HOLD = DependencyMap.of(
+    Dependency(
+        "positions_db",
+        2,
+        breaker=BreakerSettings(cooldown_seconds=1, max_cooldown_seconds=1, max_hold_seconds=1),
+    )
+)
+
+with DAG(
+    dag_id="breaker_guarded",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
+    catchup=False,
+    tags=["test"],
+    default_args={"retries": 2},
+) as guarded_dag:
+
+    @task
+    def outage_begins() -> None:
+        """Other DAGs' tasks fail on positions_db (503s) just before ours start: the breaker opens."""
+        from airflow_retry_provider.breaker.store import BreakerStore
+
+        store = BreakerStore.from_conn_id()
+        for n in range(BREAKER.min_failures):
+            store.record_failure(
+                "positions_db", f"other/r/t{n}/-1", BREAKER, unwell=True, reason="server-error"
+            )
+
+    @task
+    def read_positions(ti=None) -> int:
+        return ti.try_number
+
+    @task
+    def mapped_read(part: int) -> int:
+        return part
+
+    begins = outage_begins()
+    begins >> apply_capacity(read_positions(), "positions_db", "light", dependencies=DEPENDENCIES)
+    begins >> apply_capacity(
+        mapped_read.expand(part=[1, 2]), "positions_db", "light", dependencies=DEPENDENCIES
+    )
+
+
+with DAG(
+    dag_id="breaker_outage",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
+    catchup=False,
+    tags=["test"],
+    default_args={"retries": 2},
+) as outage_dag:
+
+    @task
+    def read_positions_during_outage() -> str:
+        return "ran"
+
+    apply_capacity(read_positions_during_outage(), "positions_db", "light", dependencies=SHORT_HOLD)

@@ -1,0 +1,64 @@
+"""The breaker in a real DAG run (``dag.test()``): held work spends no try, one probe closes it, a long outage is a letter."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from airflow_retry_provider.breaker.store import BreakerStore
+from airflow_retry_provider.policy.breaker import CLOSED, HALF_OPEN, OPEN
+from tests.conftest import metadata_dsn
+from tests.dag_files import breaker_dags
+
+pytestmark = pytest.mark.dags
+
+
+def reschedules(dag_id: str, run_id: str) -> dict[tuple[str, int], int]:
+    with psycopg.connect(metadata_dsn()) as conn:
+        rows = conn.execute(
+            "SELECT task_id, map_index, count(*) FROM task_reschedule tr JOIN task_instance ti ON ti.id = tr.ti_id"
+            " WHERE ti.dag_id = %s AND ti.run_id = %s GROUP BY task_id, map_index",
+            (dag_id, run_id),
+        ).fetchall()
+    return {(task_id, map_index): count for task_id, map_index, count in rows}
+
+
+def probe_of(store: BreakerStore) -> tuple[str, int]:
+    """(task_id, map_index) of the task that probed (the half-open transition's actor)."""
+    [probe] = [e for e in store.events("positions_db") if e.to_status == HALF_OPEN]
+    _, _, task_id, map_index = probe.actor.rsplit("/", 3)
+    return task_id, int(map_index)
+
+
+def test_held_tasks_spend_no_try_and_one_probe_closes_the_breaker(airflow_db, provider_conn):
+    """While open, every task waits up_for_reschedule at try 1; after the cool-down one probes, succeeds and closes it."""
+    store = BreakerStore.from_dsn(provider_conn)
+    run = breaker_dags.guarded_dag.test()
+    tries = {(ti.task_id, ti.map_index): (ti.state, ti.try_number) for ti in run.get_task_instances()}
+    assert tries == {
+        ("outage_begins", -1): ("success", 1),
+        ("read_positions", -1): ("success", 1),
+        ("mapped_read", 0): ("success", 1),
+        ("mapped_read", 1): ("success", 1),
+    }
+    held = reschedules("breaker_guarded", run.run_id)
+    assert set(held) >= {("read_positions", -1), ("mapped_read", 0), ("mapped_read", 1)} - {
+        probe_of(store)
+    }, held
+    assert store.get("positions_db").status == CLOSED
+    history = [(e.from_status, e.to_status) for e in reversed(store.events("positions_db"))]
+    assert history == [(CLOSED, OPEN), (OPEN, HALF_OPEN), (HALF_OPEN, CLOSED)]
+    probe = store.events("positions_db")[1]
+    assert probe.actor.startswith(f"breaker_guarded/{run.run_id}/") and probe.reason.endswith(" probes")
+    assert store.statuses()[0].held == 0
+
+
+def test_a_task_held_past_max_hold_fails_at_once_without_a_retry(airflow_db, provider_conn):
+    """A dependency down longer than max_hold_seconds: the task is held, then fails at try 1 (its 2 retries unspent)."""
+    store = BreakerStore.from_dsn(provider_conn)
+    store.force("positions_db", "open", "user:ana", "positions database failover")
+    run = breaker_dags.outage_dag.test()
+    [ti] = run.get_task_instances()
+    assert (ti.state, ti.try_number) == ("failed", 1)
+    assert reschedules("breaker_outage", run.run_id)[("read_positions_during_outage", -1)] >= 1
+    assert store.statuses()[0].held == 0

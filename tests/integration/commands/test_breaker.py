@@ -1,0 +1,45 @@
+"""``airflow-retry breaker ...`` on a real PostgreSQL: forcing is recorded with who and why; bad input is one line, exit 2."""
+
+from __future__ import annotations
+
+from airflow_retry_provider.breaker.store import BreakerStore
+from airflow_retry_provider.cli import main
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_force_open_then_auto_is_listed_with_its_history(pg_dsn, capsys):
+    code, out, _ = _run(
+        capsys,
+        "breaker",
+        "open",
+        "positions_db",
+        "--reason",
+        "planned failover",
+        "--actor",
+        "ana",
+        "--dsn",
+        pg_dsn,
+    )
+    assert (code, out) == (0, "positions_db: closed (forced open)\n")
+    assert BreakerStore.from_dsn(pg_dsn).get("positions_db").forced == "open"
+    code, out, _ = _run(capsys, "breaker", "list", "--dsn", pg_dsn, "--history", "positions_db")
+    assert code == 0
+    assert out.splitlines()[0].startswith("positions_db: closed, forced open, open since ")
+    assert "closed -> closed (forced open) by user:ana: planned failover" in out
+    code, out, _ = _run(capsys, "breaker", "auto", "positions_db", "--reason", "done", "--dsn", pg_dsn)
+    assert (code, out) == (0, "positions_db: closed\n")
+    assert BreakerStore.from_dsn(pg_dsn).get("positions_db").forced is None
+
+
+def test_a_blank_reason_or_a_nul_is_refused_naming_the_flag(pg_dsn, capsys):
+    code, out, err = _run(capsys, "breaker", "close", "positions_db", "--reason", "  ", "--dsn", pg_dsn)
+    assert (code, out) == (2, "")
+    assert err == "airflow-retry: --reason: say why the breaker is forced (it is recorded)\n"
+    code, _, err = _run(capsys, "breaker", "close", "positions\x00db", "--reason", "x", "--dsn", pg_dsn)
+    assert code == 2 and err.startswith("airflow-retry: dependency: 'positions\\x00db' holds a character")
+    assert BreakerStore.from_dsn(pg_dsn).statuses() == []
