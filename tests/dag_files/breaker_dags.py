@@ -13,7 +13,9 @@ from airflow.sdk import DAG, task
 from airflow_retry_provider.capacity import Dependency, DependencyMap, apply_capacity
 from airflow_retry_provider.policy.breaker import BreakerSettings
 
-BREAKER = BreakerSettings(cooldown_seconds=15, max_cooldown_seconds=30, probe_seconds=60, max_hold_seconds=600)
+BREAKER = BreakerSettings(
+    cooldown_seconds=15, max_cooldown_seconds=30, probe_seconds=60, max_hold_seconds=600
+)
 DEPENDENCIES = DependencyMap.of(Dependency("positions_db", 2, breaker=BREAKER))
 SHORT_HOLD = DependencyMap.of(
     Dependency(
