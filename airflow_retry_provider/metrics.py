@@ -45,8 +45,30 @@ def _stats() -> Any:
     return Stats
 
 
+@functools.cache
+def _module() -> Any:
+    from airflow.sdk._shared.observability.metrics import stats
+
+    return stats
+
+
+def _dropped() -> bool:
+    """Whether Airflow drops every metric here: its own ``Stats`` with no backend configured.
+
+    Then a counter costs this check, not Airflow's name registry lookup and keyword handling. The
+    backend is asked each time (a fork or ``Stats.initialize`` replaces it).
+    """
+    try:
+        module = _module()
+        return _stats().incr is module.incr and isinstance(module._get_backend(), module.NoStatsLogger)
+    except Exception:  # another Airflow's internals: emit as usual
+        return False
+
+
 def incr(*parts: str, count: int = 1) -> None:
     """Increment ``retry_provider.<part>.<part>...`` by ``count``."""
+    if _dropped():
+        return
     metric = name(*parts)
     try:
         if count == 1:
@@ -59,6 +81,8 @@ def incr(*parts: str, count: int = 1) -> None:
 
 def decision(failure_class: str, category: str, action: str) -> None:
     """One policy decision: ``retry_provider.decision.<class>.<category>`` and ``.action.<retry|dead_letter>``."""
+    if _dropped():
+        return
     incr("decision", failure_class, category)
     incr("action", action)
 

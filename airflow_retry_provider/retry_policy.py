@@ -98,12 +98,16 @@ DeadlineSpec = DeliveryDeadline | datetime | Callable[[Mapping[str, Any] | None]
 
 
 class Evaluation(NamedTuple):
-    """What the policy decided for one failed try; the dead-letter callback reads it back."""
+    """What the policy decided for one failed try; the dead-letter callback reads it back.
+
+    ``deadline`` is the run's delivery deadline when the decision read it (a retry), else None.
+    """
 
     classification: Classification
     decision: Retry | DeadLetter
     attempt: int
     max_attempts: int
+    deadline: datetime | None = None
 
 
 class ClassifiedRetryPolicy(RetryPolicy):
@@ -156,6 +160,7 @@ class ClassifiedRetryPolicy(RetryPolicy):
         self.safe_to_repeat = safe_to_repeat
         self.clock = clock or (lambda: datetime.now(timezone.utc))
         self._evaluations: dict[tuple[Any, ...], Evaluation] = {}  # oldest first
+        self._keys: dict[tuple[Any, ...], str] = {}  # work-unit keys seen
 
     # -- RetryPolicy ------------------------------------------------------------------------
 
@@ -168,6 +173,9 @@ class ClassifiedRetryPolicy(RetryPolicy):
     ) -> RetryDecision:
         try:
             evaluation = self.assess(exception, try_number, max_tries, context)
+            deadline = evaluation.deadline
+            if deadline is None and self.deadline is not None:  # not read by the decision
+                deadline = self.deadline_for(context)
             # redacted by the core; masked like a letter (Airflow keeps it on the task instance and
             # shows it in the Retries tab); NUL or a lone surrogate would make Airflow's row fail
             reason = storable(
@@ -176,7 +184,7 @@ class ClassifiedRetryPolicy(RetryPolicy):
                         evaluation.decision.reason,
                         evaluation.classification.rule,
                         self._profile_as_configured(),
-                        self.deadline_for(context),
+                        deadline,
                     )
                 )
             )
@@ -223,19 +231,21 @@ class ClassifiedRetryPolicy(RetryPolicy):
         decision: Retry | DeadLetter | None = dead_letter_at_once(
             classification, attempt, max_attempts, self.is_safe_to_repeat(context)
         )
+        deadline = None
         if decision is None:
             delay, note = retry_delay(classification, self.backoff, attempt, self._work_unit_key(context))
+            deadline = self.deadline_for(context)
             decision = retry_unless_late(
                 classification,
                 attempt,
                 max_attempts,
                 now,
                 delay,
-                self.deadline_for(context),
+                deadline,
                 self.expected_duration + self.validation,
                 note,
             )
-        evaluation = Evaluation(classification, decision, attempt, max_attempts)
+        evaluation = Evaluation(classification, decision, attempt, max_attempts, deadline)
         self._remember(context, try_number, evaluation)
         return evaluation
 
@@ -255,15 +265,31 @@ class ClassifiedRetryPolicy(RetryPolicy):
         if self.safe_to_repeat is not None:
             return self.safe_to_repeat
         task = context.get("task") if context else None
-        marked = (task, getattr(task, "python_callable", None))  # an operator, or @idempotent's wrapper
-        if any(getattr(part, "safe_to_repeat", False) is True for part in marked):
+        # an operator, or @idempotent's wrapper
+        if getattr(task, "safe_to_repeat", False) is True:
+            return True
+        if getattr(getattr(task, "python_callable", None), "safe_to_repeat", False) is True:
             return True
         return self.profile is not None and self.profile.safe_to_repeat
 
     def _work_unit_key(self, context: Any) -> str:
+        """The jitter's seed: the work-unit key, remembered per task instance and data interval."""
         if not context or "ti" not in context:
             return "no-context"
-        return work_unit_key(context)
+        ti = context["ti"]
+        start, end = context.get("data_interval_start"), context.get("data_interval_end")
+        # two equal datetimes of one zone may differ in fold (the repeated hour of a DST change)
+        facts: tuple[Any, ...] = (ti.dag_id, ti.task_id, getattr(ti, "map_index", None), ti.run_id)
+        facts += (start, end, getattr(start, "fold", 0), getattr(end, "fold", 0))
+        try:
+            found = self._keys.get(facts)
+        except TypeError:  # an unhashable part: not remembered
+            return work_unit_key(context)
+        if found is None:
+            found = work_unit_key(context)
+            if len(self._keys) < 256:
+                self._keys[facts] = found
+        return found
 
     def deadline_for(self, context: Any) -> datetime | None:
         """The delivery deadline of the run in ``context``, if this policy has one."""

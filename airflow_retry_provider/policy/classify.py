@@ -22,6 +22,7 @@ from airflow_retry_provider.policy.rules import (
     ExceptionType,
     FailureClass,
     HttpStatus,
+    MessagePattern,
     Rule,
     SqlState,
 )
@@ -34,6 +35,8 @@ MAX_CHAIN_DEPTH = 8
 """How many exceptions of a ``__cause__`` / ``__context__`` chain are looked at."""
 
 _MAX_ORDERS = 512  # candidate orders a RuleBook remembers (one per distinct kind of failure)
+
+Candidate = tuple[Rule, tuple[str, ...] | None]  # a rule, and its substrings if that is all it matches
 
 
 class Classification(NamedTuple):
@@ -66,7 +69,8 @@ class RuleBook:
     ``HttpStatus``, ``SqlState``, ``ErrorCode`` and ``ExceptionType`` rules naming them. Every
     other rule (message patterns, ``AllOf``, rules of your own, subclasses, rules matching
     classes) is a candidate for every exception. The candidates are tried in order, each with
-    its own ``matches()``; the first that matches wins.
+    its own ``matches()`` (a plain ``MessagePattern``'s substrings are looked for in place); the
+    first that matches wins.
     """
 
     def __init__(self, rules: Iterable[Rule]) -> None:
@@ -82,18 +86,26 @@ class RuleBook:
             for key in keys or ():
                 self._by_value.setdefault(key, []).append(index)
         self._always = tuple(always)
-        self._orders: dict[tuple[object, ...], tuple[Rule, ...]] = {}
+        self._orders: dict[tuple[object, ...], tuple[Candidate, ...]] = {}
 
     def first_match(self, evidence: Evidence) -> Rule | None:
         """The first rule, in order, that matches ``evidence``; None when none does."""
-        for rule in self._candidates(evidence):
-            if rule.matches(evidence):
-                return rule
+        message = evidence.message
+        for rule, substrings in self._candidates(evidence):
+            if substrings is None:
+                if rule.matches(evidence):
+                    return rule
+            else:  # MessagePattern.matches, without a call per rule: most candidates are these
+                for substring in substrings:
+                    if substring in message:
+                        return rule
         return None
 
-    def _candidates(self, evidence: Evidence) -> tuple[Rule, ...]:
+    def _candidates(self, evidence: Evidence) -> tuple[Candidate, ...]:
         """The rules that may match ``evidence``, in order; remembered per set of exact values.
 
+        Each comes with its substrings when it is a plain ``MessagePattern`` (no regex, not a
+        subclass), which matches exactly when one of them is in the message; else None.
         The exact values are an exception's type names and structured codes, so a process sees
         few distinct sets (one per kind of failure); the memory is capped all the same.
         """
@@ -103,10 +115,16 @@ class RuleBook:
             positions = set(self._always)
             for key in _evidence_keys(evidence):
                 positions.update(self._by_value.get(key, ()))
-            found = tuple(self.rules[index] for index in sorted(positions))
+            found = tuple(_with_substrings(self.rules[index]) for index in sorted(positions))
             if len(self._orders) < _MAX_ORDERS:
                 self._orders[values] = found
         return found
+
+
+def _with_substrings(rule: Rule) -> Candidate:
+    if type(rule) is MessagePattern and not rule.regexes:
+        return rule, rule.substrings
+    return rule, None
 
 
 def _index_keys(rule: Rule) -> list[tuple[str, object]] | None:
@@ -170,6 +188,8 @@ def classify(
 
 def exception_chain(exc: BaseException) -> list[BaseException]:
     """``exc`` then its causes (``__cause__``, else an unsuppressed ``__context__``), cycle-safe."""
+    if exc.__cause__ is None and (exc.__suppress_context__ or exc.__context__ is None):
+        return [exc]  # most failures: one exception
     chain: list[BaseException] = []
     seen: set[int] = set()
     current: BaseException | None = exc

@@ -91,7 +91,15 @@ def format_timestamp(value: datetime) -> str:
     offset = value.utcoffset()
     if offset is None or offset:  # naive, or not already UTC (Airflow's own values are UTC)
         value = value.astimezone(timezone.utc)
-    return f"{value.isoformat(timespec='seconds')[:19]}Z"
+    # isoformat(timespec="seconds")[:19] at half its cost (isoformat formats the offset too)
+    return "%04d-%02d-%02dT%02d:%02d:%02dZ" % (  # noqa: UP031 (faster than f-string specs)
+        value.year,
+        value.month,
+        value.day,
+        value.hour,
+        value.minute,
+        value.second,
+    )
 
 
 def format_duration(value: timedelta) -> str:

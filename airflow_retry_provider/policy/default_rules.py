@@ -198,7 +198,8 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     MessagePattern(
         pattern(
             r"exceed\w*.{0,60}(bytes[ _-]?billed|cost (limit|ceiling))"
-            r"|(bytes[ _-]?billed|cost (limit|ceiling)).{0,60}exceed"
+            r"|(bytes[ _-]?billed|cost (limit|ceiling)).{0,60}exceed",
+            literals=("exceed",),  # in both branches: a message without it is not searched
         ),
         "poison",
         "cost-limit-exceeded",

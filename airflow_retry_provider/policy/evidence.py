@@ -159,7 +159,10 @@ def _as_status(value: object) -> int | None:
 
 def _http_status(exc: BaseException, response: object) -> int | None:
     for name in _HTTP_STATUS_ATTRIBUTES:
-        value = _attribute(exc, name)
+        try:  # _attribute, inline: it runs for every exception of a chain
+            value = getattr(exc, name, None)
+        except Exception:
+            continue
         if value is not None and (status := _as_status(value)) is not None:
             return status
     if response is None:
@@ -170,6 +173,8 @@ def _http_status(exc: BaseException, response: object) -> int | None:
 
 
 def _error_code(response: object) -> str | None:
+    if response is None:  # most exceptions: no isinstance(None, Mapping), which is slow
+        return None
     code = _item(response, "Error", "Code")
     return code if isinstance(code, str) and re.fullmatch(_ERROR_CODE_PATTERN, code) else None
 
@@ -184,7 +189,10 @@ def _sqlstate(exc: object) -> str | None:
     if exc is None:
         return None
     for name in _SQLSTATE_ATTRIBUTES:
-        value = _attribute(exc, name)
+        try:  # _attribute, inline
+            value = getattr(exc, name, None)
+        except Exception:
+            continue
         if value is not None and (state := _as_sqlstate(value)) is not None:
             return state
     return _as_sqlstate(_attribute(_attribute(exc, "diag"), "sqlstate"))
