@@ -103,19 +103,31 @@ class E2E:
             return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
-@pytest.fixture(scope="module")
+# What the modules on the shared stack need of it: StatsD (scenarios) and a replay driver that
+# leases for 15 s and looks every 2 s, at 60 clears a minute (replay_jobs).
+SHARED_ENV = {
+    "AIRFLOW__METRICS__STATSD_ON": "True",
+    "AIRFLOW__METRICS__STATSD_HOST": "127.0.0.1",
+    "AIRFLOW__METRICS__STATSD_PREFIX": "airflow",
+    "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "60",
+    "AIRFLOW__RETRY_PROVIDER__REPLAY_RATE_PER_MINUTE": "60",
+    "AIRFLOW__RETRY_PROVIDER__REPLAY_LEASE_SECONDS": "15",
+    "AIRFLOW__RETRY_PROVIDER__REPLAY_DRIVER_INTERVAL_SECONDS": "2",
+}
+
+
+@pytest.fixture(scope="package")
 def e2e(pg_server, tmp_path_factory) -> Iterator[E2E]:
-    """One real Airflow (scheduler, dag-processor, api-server, triggerer) for a test module."""
+    """One real Airflow (scheduler, dag-processor, api-server, triggerer) shared by the e2e modules.
+
+    Starting a stack costs tens of seconds, so every module that needs no configuration of its own
+    uses this one (a module with its own settings, users or DAG bundles starts its own with
+    ``running_airflow``). Its tests stay independent: each makes its own DAG runs and letters and
+    looks only at those.
+    """
     statsd = StatsdListener()
     pid_dir = tmp_path_factory.mktemp("pids")
-    extra_env = {
-        "AIRFLOW__METRICS__STATSD_ON": "True",
-        "AIRFLOW__METRICS__STATSD_HOST": "127.0.0.1",
-        "AIRFLOW__METRICS__STATSD_PORT": str(statsd.port),
-        "AIRFLOW__METRICS__STATSD_PREFIX": "airflow",
-        "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "60",
-        "E2E_PID_DIR": str(pid_dir),
-    }
+    extra_env = {**SHARED_ENV, "AIRFLOW__METRICS__STATSD_PORT": str(statsd.port), "E2E_PID_DIR": str(pid_dir)}
     try:
         with running_airflow(
             pg_server, tmp_path_factory.mktemp("airflow-home"), "e2e", extra_env=extra_env
@@ -123,6 +135,20 @@ def e2e(pg_server, tmp_path_factory) -> Iterator[E2E]:
             yield E2E(airflow.stack, airflow.provider_dsn, airflow.metadata_dsn, statsd, pid_dir)
     finally:
         statsd.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the e2e tests on the shared stack last among the e2e tests, one module after the other.
+
+    The shared stack is then started once and stopped after the last e2e test, and no stack of a
+    module runs beside it (a stack takes CPU even when idle, on a 2-core machine). Under
+    ``make test`` one pytest-xdist worker runs the whole layer in this order (tests/parallel.py).
+    """
+    here = Path(__file__).parent
+    places = [i for i, item in enumerate(items) if here in item.path.parents]
+    ordered = sorted((items[i] for i in places), key=lambda item: "e2e" in item.fixturenames)
+    for place, item in zip(places, ordered, strict=True):
+        items[place] = item
 
 
 def sample_until(predicate, timeout: float = 120, every: float = 0.5) -> None:

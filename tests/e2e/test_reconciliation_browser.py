@@ -1,6 +1,6 @@
 """ "Medallion gaps" and "Connector health" in a real Airflow, opened from its nav in headless Chromium.
 
-One stack (scheduler, dag-processor, api-server with the plugin, triggerer) on fresh databases;
+The shared stack of the e2e modules (scheduler, dag-processor, api-server with the plugin, triggerer);
 two workspaces' reports are stored by the real ``report.py`` functions (the integration test's
 ``seed``). The browser signs in on Airflow's login page, opens both pages from Browse, switches
 workspace, and saves screenshots to ``tests/artifacts/``.
@@ -8,27 +8,22 @@ workspace, and saves screenshots to ``tests/artifacts/``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from devstack.airflow import AirflowStack
-from devstack.postgres import PostgresServer
-from tests.conftest import running_airflow
-from tests.e2e.conftest import ARTIFACTS, open_from_browse_menu, signed_in_page
+from tests.e2e.conftest import ARTIFACTS, E2E, open_from_browse_menu, signed_in_page
 from tests.integration.plugin.routers.test_reconciliation import seed
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def stack(pg_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowStack]:
-    """A real Airflow with the plugin, on a provider database holding ws-a's and ws-b's reports."""
-    with running_airflow(
-        pg_server, tmp_path_factory.mktemp("rc-airflow-home"), "rc", prepare=seed
-    ) as airflow:
-        yield airflow.stack
+def stack(e2e: E2E) -> AirflowStack:
+    """The shared Airflow with the plugin, its provider database holding ws-a's and ws-b's reports."""
+    seed(e2e.provider_dsn)  # no other module stores reconciliation reports
+    return e2e.stack
 
 
 def test_an_operator_opens_medallion_gaps_and_connector_health_from_airflows_nav(

@@ -1,9 +1,9 @@
 """Replays that finish the delivery, in a real Airflow whose api-server runs two workers.
 
 A three-task chain ``extract >> transform >> publish`` where ``transform`` is poison until a
-Variable says the fix is deployed. One stack serves the module; three runs fail in the module
-fixture, before any fix: one is replayed with its downstream through the plugin's JSON API, one
-with ``"downstream": false``, one through a proxy that drops the clear's response.
+Variable says the fix is deployed. The e2e modules' shared stack serves it; three runs fail in
+the module fixture, before any fix: one is replayed with its downstream through the plugin's JSON
+API, one with ``"downstream": false``, one through a proxy that drops the clear's response.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import http.server
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -23,8 +22,7 @@ from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
 from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 from devstack.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowStack
-from devstack.postgres import PostgresServer
-from tests.conftest import running_airflow
+from tests.e2e.conftest import E2E
 
 pytestmark = pytest.mark.e2e
 
@@ -89,31 +87,23 @@ class Chain:
 
 
 @pytest.fixture(scope="module")
-def chain(pg_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
-    """A real Airflow with two api-server workers, and three runs of the chain failed at ``transform``."""
-    env = {
-        "AIRFLOW__RETRY_PROVIDER__REPLAY_RATE_PER_MINUTE": "60",
-        "AIRFLOW__RETRY_PROVIDER__REPLAY_LEASE_SECONDS": "15",
-        "AIRFLOW__RETRY_PROVIDER__REPLAY_DRIVER_INTERVAL_SECONDS": "2",
-    }
-    with running_airflow(
-        pg_server, tmp_path_factory.mktemp("replay-home"), "replay", extra_env=env
-    ) as airflow:
-        found = Chain(airflow.stack, airflow.provider_dsn)
-        found.set_fix("no")
-        stack = airflow.stack
-        stack.wait_for_dag(CHAIN_DAG)
-        stack.api("PATCH", f"/api/v2/dags/{CHAIN_DAG}", json={"is_paused": False})
-        for name in ("downstream", "task_only", "lost_response"):
-            run = stack.api("POST", f"/api/v2/dags/{CHAIN_DAG}/dagRuns", json={"logical_date": None})
-            found.runs[name] = str(run["dag_run_id"])
-        for run_id in found.runs.values():
-            assert stack.wait_for_run(CHAIN_DAG, run_id, timeout=300)["state"] == "failed"
-            assert found.ti(run_id, "publish")["state"] == "upstream_failed"
-        deadline = time.monotonic() + 60
-        while len(found.store.list(LetterFilter(dag_id=CHAIN_DAG))) < 3 and time.monotonic() < deadline:
-            time.sleep(1)
-        yield found
+def chain(e2e: E2E) -> Chain:
+    """The shared Airflow (two api-server workers), and three runs of the chain failed at ``transform``."""
+    found = Chain(e2e.stack, e2e.provider_dsn)
+    found.set_fix("no")
+    stack = e2e.stack
+    stack.wait_for_dag(CHAIN_DAG)
+    stack.api("PATCH", f"/api/v2/dags/{CHAIN_DAG}", json={"is_paused": False})
+    for name in ("downstream", "task_only", "lost_response"):
+        run = stack.api("POST", f"/api/v2/dags/{CHAIN_DAG}/dagRuns", json={"logical_date": None})
+        found.runs[name] = str(run["dag_run_id"])
+    for run_id in found.runs.values():
+        assert stack.wait_for_run(CHAIN_DAG, run_id, timeout=300)["state"] == "failed"
+        assert found.ti(run_id, "publish")["state"] == "upstream_failed"
+    deadline = time.monotonic() + 60
+    while len(found.store.list(LetterFilter(dag_id=CHAIN_DAG))) < 3 and time.monotonic() < deadline:
+        time.sleep(1)
+    return found
 
 
 def test_a_replay_through_the_json_api_finishes_the_run(chain: Chain):

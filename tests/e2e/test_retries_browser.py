@@ -1,7 +1,7 @@
 """The Retries tab in a real Airflow, in headless Chromium, and ``airflow-retry tries`` against the same stack.
 
-One stack (scheduler, dag-processor, api-server with the plugin, triggerer; LocalExecutor) runs
-``policy_transient_recovers``: its task fails twice on a connection reset, is retried by the
+The e2e modules' shared stack (scheduler, dag-processor, api-server with the plugin, triggerer;
+LocalExecutor) runs ``policy_transient_recovers``: its task fails twice on a connection reset, is retried by the
 classified policy with its own delays, and succeeds on try 3. The browser signs in, opens the task
 instance in Airflow's UI, clicks its "Retries" tab and reads each try with its delay and reason.
 """
@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -20,9 +19,7 @@ from urllib.parse import quote
 import pytest
 
 from devstack.airflow import AirflowStack
-from devstack.postgres import PostgresServer
-from tests.conftest import running_airflow
-from tests.e2e.conftest import ARTIFACTS, signed_in_page
+from tests.e2e.conftest import ARTIFACTS, E2E, signed_in_page
 
 pytestmark = pytest.mark.e2e
 
@@ -31,19 +28,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def retried(
-    pg_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[AirflowStack, str]]:
-    """A real Airflow with the plugin, and the id of a finished run whose task was retried twice."""
-    with running_airflow(pg_server, tmp_path_factory.mktemp("retries-airflow-home"), "retries") as airflow:
-        stack = airflow.stack
-        stack.wait_for_dag(DAG_ID)
-        stack.api("PATCH", f"/api/v2/dags/{DAG_ID}", json={"is_paused": False})
-        run_id = stack.api("POST", f"/api/v2/dags/{DAG_ID}/dagRuns", json={"logical_date": None})[
-            "dag_run_id"
-        ]
-        assert stack.wait_for_run(DAG_ID, run_id, timeout=300)["state"] == "success"
-        yield stack, run_id
+def retried(e2e: E2E) -> tuple[AirflowStack, str]:
+    """The shared Airflow with the plugin, and the id of a finished run whose task was retried twice."""
+    stack = e2e.stack
+    stack.wait_for_dag(DAG_ID)
+    stack.api("PATCH", f"/api/v2/dags/{DAG_ID}", json={"is_paused": False})
+    run_id = stack.api("POST", f"/api/v2/dags/{DAG_ID}/dagRuns", json={"logical_date": None})["dag_run_id"]
+    assert stack.wait_for_run(DAG_ID, run_id, timeout=300)["state"] == "success"
+    return stack, run_id
 
 
 def test_the_retries_tab_shows_each_try_with_reason_and_delay(
