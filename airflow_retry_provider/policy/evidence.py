@@ -55,11 +55,14 @@ class Evidence(NamedTuple):
     @classmethod
     def of(cls, exc: BaseException, text: str | None = None) -> Evidence:
         """Gather the evidence from ``exc`` (``text``: its ``str()``, when already known); never raises."""
+        message = (safe_str(exc) if text is None else text).lower()
+        if _bare(exc):  # most failures: no attribute to read, so none is looked up
+            return cls(exc, type_names(type(exc)), message, None, None, None)
         response = _attribute(exc, "response")
         return cls(
             exc,
             type_names(type(exc)),
-            (safe_str(exc) if text is None else text).lower(),
+            message,
             _http_status(exc, response),
             _sqlstate(exc) or _sqlstate(_attribute(exc, "orig")),
             _error_code(response),
@@ -89,6 +92,34 @@ def type_names(cls: type) -> frozenset[str]:
         if len(_TYPE_NAMES_CACHE) < _TYPE_NAMES_CACHE_SIZE:
             _TYPE_NAMES_CACHE[cls] = names
     return names
+
+
+_READ = frozenset(("response", *_HTTP_STATUS_ATTRIBUTES, *_SQLSTATE_ATTRIBUTES, "diag", "orig"))
+_PLAIN_TYPES: dict[type, bool] = {}
+
+
+def _plain_type(cls: type) -> bool:
+    """Whether an instance of ``cls`` can hold the attributes Evidence reads only in its ``__dict__``:
+    no class of the MRO defines one of them, nor ``__getattr__`` or ``__getattribute__`` (but
+    ``object``'s and ``BaseException``'s, the generic lookup); remembered for the first 1024
+    classes seen."""
+    plain = _PLAIN_TYPES.get(cls)
+    if plain is None:
+        plain = not any(
+            "__getattr__" in vars(klass)
+            or (klass not in (object, BaseException) and "__getattribute__" in vars(klass))
+            or not _READ.isdisjoint(vars(klass))
+            for klass in cls.__mro__
+        )
+        if len(_PLAIN_TYPES) < _TYPE_NAMES_CACHE_SIZE:
+            _PLAIN_TYPES[cls] = plain
+    return plain
+
+
+def _bare(exc: BaseException) -> bool:
+    """Whether ``getattr(exc, name, None)`` is None for every attribute Evidence reads: its class is
+    plain and its ``__dict__`` is empty (a ``ConnectionResetError``, a ``KeyError``)."""
+    return _plain_type(type(exc)) and not exc.__dict__
 
 
 def retry_after(exc: BaseException, now: datetime) -> timedelta | None:

@@ -34,7 +34,7 @@ def tag_reason(reason: str, rule: str, profile: str | None = None, deadline: dat
         tags.append(f"[deadline {format_timestamp(deadline)}]")
     cut = _leading_tags_end(reason)
     leading = reason[:cut].rstrip()
-    tagged = " ".join(part for part in (leading, *tags, reason[cut:].lstrip()) if part)
+    tagged = " ".join([part for part in (leading, *tags, reason[cut:].lstrip()) if part])
     if len(tagged) > MAX_REASON_CHARS:
         tagged = tagged[: MAX_REASON_CHARS - 1] + "…"
     return tagged

@@ -1,0 +1,145 @@
+"""What a decision skips is what could not change it (#31): each shortcut gives what the long way gives."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from airflow_retry_provider.policy import DEFAULT_RULES, MessagePattern, fnv1a_32
+from airflow_retry_provider.policy.backoff import _attempt_hash
+from airflow_retry_provider.policy.engine import Pattern, PatternError, pattern
+from airflow_retry_provider.policy.evidence import (
+    Evidence,
+    _attribute,
+    _bare,
+    _error_code,
+    _http_status,
+    _sqlstate,
+)
+
+COST_LIMIT = next(rule for rule in DEFAULT_RULES if rule.category == "cost-limit-exceeded")
+assert isinstance(COST_LIMIT, MessagePattern)
+(COST_REGEX,) = COST_LIMIT.regexes
+FRAGMENTS = [
+    "exceed",
+    "exceeded",
+    "bytes billed",
+    "bytes_billed",
+    "cost limit",
+    "cost ceiling",
+    " ",
+    "query ",
+    "x",
+]
+
+
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=8).map("".join))
+def test_the_cost_limit_regex_matches_only_text_holding_its_literal(text: str) -> None:
+    """Its literal is sound: the same regex without it never matches a text that lacks "exceed"."""
+    assert COST_REGEX.literals == ("exceed",)
+    unfiltered = Pattern(COST_REGEX.source)
+    if unfiltered.search(text):
+        assert "exceed" in text
+    assert bool(COST_REGEX.search(text)) == bool(unfiltered.search(text))
+
+
+def test_a_message_without_the_literal_is_not_searched() -> None:
+    declared = pattern(r"quota \d+ exceeded", literals=("quota",))
+    assert declared.search("connection reset by peer") is None
+    assert declared._compiled is None  # never compiled: RE2 was not asked
+    assert declared.search("quota 5 exceeded").group(0) == "quota 5 exceeded"
+    assert list(declared.finditer("nothing")) == []
+    assert declared.sub("***", "no\ud800thing") == "no\ufffdthing"  # storable, as RE2's sub gives it
+
+
+@pytest.mark.parametrize("literals", [("",), ("a\ufffd",), ("\x00",), (b"x",)])
+def test_a_literal_that_could_hide_a_match_is_refused(literals) -> None:
+    with pytest.raises(PatternError, match="literals"):
+        pattern("a", literals=literals)
+
+
+def test_literals_need_a_case_sensitive_pattern() -> None:
+    with pytest.raises(PatternError, match="case-sensitive"):
+        pattern("quota", ignore_case=True, literals=("quota",))
+
+
+class _Property(Exception):
+    @property
+    def status_code(self) -> int:
+        return 503
+
+
+class _Dynamic(Exception):
+    def __getattr__(self, name: str) -> object:
+        return "40P01" if name == "sqlstate" else None
+
+
+class _Slotted(Exception):
+    __slots__ = ("pgcode",)
+
+    def __init__(self) -> None:
+        super().__init__("slotted")
+        self.pgcode = "23505"
+
+
+class _Raising(Exception):
+    @property
+    def response(self) -> object:
+        raise RuntimeError("no response")
+
+
+def _with(exc: BaseException, **attributes: object) -> BaseException:
+    for name, value in attributes.items():
+        setattr(exc, name, value)
+    return exc
+
+
+EXCEPTIONS = [
+    ConnectionResetError(104, "Connection reset by peer"),
+    KeyError("customer_id"),
+    TimeoutError("read timed out"),
+    SystemExit(3),  # defines `code`
+    _Property("x"),
+    _Dynamic("y"),
+    _Slotted(),
+    _Raising("z"),
+    _with(RuntimeError("429"), status=429),
+    _with(RuntimeError("db"), orig=_with(Exception("deadlock"), sqlstate="40p01")),
+    _with(
+        RuntimeError("s3"),
+        response={"Error": {"Code": "SlowDown"}, "ResponseMetadata": {"HTTPStatusCode": 503}},
+    ),
+]
+
+
+@pytest.mark.parametrize("exc", EXCEPTIONS, ids=lambda exc: type(exc).__name__)
+def test_evidence_without_reading_attributes_is_the_evidence_read(exc: BaseException) -> None:
+    """The shortcut for a bare exception gives what reading every attribute gives."""
+    response = _attribute(exc, "response")
+    read = (
+        _http_status(exc, response),
+        _sqlstate(exc) or _sqlstate(_attribute(exc, "orig")),
+        _error_code(response),
+    )
+    assert Evidence.of(exc)[3:] == read
+    if _bare(exc):
+        assert read == (None, None, None)
+
+
+def test_only_plain_exceptions_are_bare() -> None:
+    assert _bare(ConnectionResetError(104, "reset"))
+    assert not _bare(SystemExit(3))
+    assert not _bare(_Property("x"))
+    assert not _bare(_Dynamic("y"))
+    assert not _bare(_with(KeyError("k"), note="anything in __dict__"))
+
+
+@given(st.text(max_size=80), st.integers(min_value=1, max_value=10**6))
+def test_the_seed_hashed_once_gives_each_attempt_the_hash_of_the_whole(seed: str, attempt: int) -> None:
+    try:
+        data = f"{seed}#{attempt}".encode()
+    except UnicodeEncodeError:  # a lone surrogate: neither way can hash it
+        return
+    assert _attempt_hash(seed, attempt) == fnv1a_32(data)
+    assert _attempt_hash(seed, attempt) == fnv1a_32(data)  # remembered
