@@ -54,6 +54,9 @@ class AirflowStack:
     users: Mapping[str, str] = field(
         default_factory=dict
     )  # more sign-in users: name -> role (viewer, op, ...)
+    # the ``airflow`` script every process runs (another virtualenv's, e.g. a wheel installed for a test)
+    executable: str = field(default_factory=airflow_executable)
+    cwd: Path | None = None  # the working directory of every process (None: this one's)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     _token: str | None = None
 
@@ -160,8 +163,9 @@ class AirflowStack:
     def run_cli(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         """Run ``airflow ARGS`` with this stack's environment and fail loudly on error."""
         result = subprocess.run(
-            [airflow_executable(), *args],
+            [self.executable, *args],
             env=self.env(),
+            cwd=self.cwd,
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -188,8 +192,9 @@ class AirflowStack:
         env = self._component_env(name, env or self.env())
         with open(logs / f"{name}.log", "ab") as log:
             self.processes[name] = subprocess.Popen(
-                [airflow_executable(), *self.components()[name]],
+                [self.executable, *self.components()[name]],
                 env=env,
+                cwd=self.cwd,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
