@@ -34,8 +34,11 @@ demo: check-postgres $(STAMP)
 screenshots: check-postgres check-chromium $(STAMP)
 	$(VENV)/bin/python tools/screenshots.py $(ARGS)
 
+# In two processes (pytest-xdist, tests/parallel.py): one runs the e2e layer, one Airflow stack at a
+# time, while the other runs the cheaper layers. TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
 test: check-postgres check-chromium check-redis $(STAMP)
-	$(VENV)/bin/pytest $(ARGS)
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadscope $(ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -28,8 +28,9 @@ from hypothesis import settings
 settings.register_profile("suite", deadline=None)
 settings.load_profile("suite")
 
-# the time of each layer (unit, integration, dags, e2e) at the end of the run
-pytest_plugins = ["tests.layer_times", "pytester"]  # pytester: the summary's own test
+# the time of each layer at the end of the run, the e2e layer in one pytest-xdist worker under
+# make test, and pytester for the summary's own test
+pytest_plugins = ["tests.layer_times", "tests.parallel", "pytester"]
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
@@ -58,6 +59,8 @@ def bundle_config(*folders: Path) -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
+        return  # pytest-xdist's controller runs no test: each worker starts its own PostgreSQL
     from devstack import postgres
 
     home = Path(tempfile.mkdtemp(prefix="arp-airflow-home-"))
