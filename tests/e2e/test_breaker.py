@@ -1,0 +1,137 @@
+"""The breaker in a real Airflow: an outage of a partner service holds the work instead of burning it.
+
+A local HTTP service answers 503 for 60 s from its first call, then 200. Two DAGs whose tasks name the dependency
+with a breaker and one DAG without it run through the same outage, with the same retry profile
+(about 10 s of retry budget). Without the breaker every task spends its four tries and becomes a
+letter; with it, each task spends at most one try (plus the probes it made), none becomes a
+letter, and the breaker's history is one outage: closed -> open -> ... -> closed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import psycopg
+import pytest
+
+from airflow_retry_provider.breaker.store import BreakerStore
+from airflow_retry_provider.policy.breaker import CLOSED, HALF_OPEN, OPEN
+from tests.dag_files.outage_dags import POOL
+
+pytestmark = pytest.mark.e2e
+
+OUTAGE_SECONDS = 60
+PARTS = 4
+BREAKER_DAGS = ("outage_breaker_a", "outage_breaker_b")
+
+
+class PartnerService:
+    """Answers 503 until ``recover()`` (or ``OUTAGE_SECONDS`` after ``start_outage()``), then 200; counts calls."""
+
+    def __init__(self) -> None:
+        self.down_until = 0.0
+        self.outage_seconds = 0.0
+        self.calls: Counter[str] = Counter()
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                dag_id = self.path.strip("/").split("/")[0]
+                service.calls[dag_id] += 1
+                if service.outage_seconds and not service.down_until:
+                    service.down_until = time.monotonic() + service.outage_seconds
+                down = time.monotonic() < service.down_until
+                self.send_response(503 if down else 200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def start_outage(self, seconds: float) -> None:
+        """Be down for ``seconds`` from the first call on (whenever the scheduler gets to it)."""
+        self.outage_seconds = seconds
+
+    @property
+    def recovered_at(self) -> float:
+        return self.down_until
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def partner(e2e) -> Iterator[PartnerService]:
+    service = PartnerService()
+    e2e.stack.api("POST", "/api/v2/variables", json={"key": "outage_service_url", "value": service.url})
+    e2e.stack.api("POST", "/api/v2/variables", json={"key": "outage_parts", "value": str(PARTS)})
+    e2e.stack.api(
+        "POST",
+        "/api/v2/pools",
+        json={"name": POOL, "slots": 8, "description": "the partner API", "include_deferred": False},
+    )
+    try:
+        yield service
+    finally:
+        service.close()
+
+
+def tries_of(metadata_dsn: str, dag_id: str, run_id: str) -> dict[int, tuple[str, int]]:
+    """(state, try_number) of each mapped read_partner task instance, by map index."""
+    with psycopg.connect(metadata_dsn) as conn:
+        rows = conn.execute(
+            "SELECT map_index, state, try_number FROM task_instance"
+            " WHERE dag_id = %s AND run_id = %s AND task_id = 'read_partner'",
+            (dag_id, run_id),
+        ).fetchall()
+    return {map_index: (state, try_number) for map_index, state, try_number in rows}
+
+
+def test_an_outage_is_held_with_the_breaker_and_burns_every_retry_without_it(e2e, partner):
+    partner.start_outage(OUTAGE_SECONDS)
+    runs = {dag_id: e2e.trigger(dag_id) for dag_id in (*BREAKER_DAGS, "outage_retries")}
+    ended = {dag_id: e2e.wait(run, timeout=420) for dag_id, run in runs.items()}
+    drained_after = time.monotonic() - partner.recovered_at
+
+    # without the breaker: the outage outlasts the retry budget, every task is a letter
+    assert ended["outage_retries"]["state"] == "failed"
+    plain = tries_of(e2e.metadata_dsn, "outage_retries", runs["outage_retries"]["dag_run_id"])
+    assert plain == {part: ("failed", 4) for part in range(PARTS)}
+    with psycopg.connect(e2e.provider_dsn) as conn:
+        letters = dict(
+            conn.execute(
+                "SELECT dag_id, count(*) FROM retry_dead_letters WHERE dag_id LIKE 'outage_%%' GROUP BY dag_id"
+            ).fetchall()
+        )
+    assert letters == {"outage_retries": PARTS}
+
+    # with it: every task succeeds, at most one try spent per task plus the probes it made
+    store = BreakerStore.from_dsn(e2e.provider_dsn)
+    events = list(reversed(store.events(POOL, limit=200)))
+    probes = Counter(e.actor for e in events if e.to_status == HALF_OPEN)
+    for dag_id in BREAKER_DAGS:
+        assert ended[dag_id]["state"] == "success", dag_id
+        for part, (state, try_number) in tries_of(
+            e2e.metadata_dsn, dag_id, runs[dag_id]["dag_run_id"]
+        ).items():
+            key = f"{dag_id}/{runs[dag_id]['dag_run_id']}/read_partner/{part}"
+            assert state == "success"
+            assert try_number - 1 <= 1 + probes[key], (key, try_number, probes[key])
+    statuses = [(e.from_status, e.to_status) for e in events]
+    assert statuses[0] == (CLOSED, OPEN) and statuses[-1] == (HALF_OPEN, CLOSED)
+    assert all(to != CLOSED for _, to in statuses[:-1])  # one outage, one recovery
+    assert store.get(POOL).status == CLOSED and store.statuses()[0].held == 0
+    attempts = {dag_id: partner.calls[dag_id] for dag_id in (*BREAKER_DAGS, "outage_retries")}
+    print(
+        f"\ncalls to the partner: {attempts}; drained {drained_after:.0f} s after recovery; probes {sum(probes.values())}"
+    )
+    assert all(attempts[d] < attempts["outage_retries"] for d in BREAKER_DAGS), attempts
