@@ -8,13 +8,23 @@ the task instance, a dead letter, an alert, a log line) passes through both.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any
+
+
+@functools.cache
+def _airflow_redact() -> Callable[[Any], Any]:
+    """Airflow's ``redact``, imported on first use (an import statement costs every call a lookup)."""
+    from airflow.sdk._shared.secrets_masker import redact
+
+    return redact
+
 
 def mask(text: str) -> str:
     """``text`` with every secret Airflow's masker knows replaced by ``***`` (best effort, never raises)."""
     try:
-        from airflow.sdk._shared.secrets_masker import redact as airflow_redact
-
-        masked = airflow_redact(text)
+        masked = _airflow_redact()(text)
         return str(masked) if masked is not None else ""
     except Exception:  # the masker is best effort here; our own redaction already ran
         return text

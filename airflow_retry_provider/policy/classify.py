@@ -36,7 +36,8 @@ MAX_CHAIN_DEPTH = 8
 
 _MAX_ORDERS = 512  # candidate orders a RuleBook remembers (one per distinct kind of failure)
 
-Candidate = tuple[Rule, tuple[str, ...] | None]  # a rule, and its substrings if that is all it matches
+# a rule alone (None), or the first of a run of plain MessagePatterns and the run's (substring, rule) pairs
+Candidate = tuple[Rule, tuple[tuple[str, Rule], ...] | None]
 
 
 class Classification(NamedTuple):
@@ -95,18 +96,18 @@ class RuleBook:
             if substrings is None:
                 if rule.matches(evidence):
                     return rule
-            else:  # MessagePattern.matches, without a call per rule: most candidates are these
-                for substring in substrings:
+            else:  # a run of plain MessagePatterns, without a call per rule: most candidates are
+                for substring, owner in substrings:
                     if substring in message:
-                        return rule
+                        return owner
         return None
 
     def _candidates(self, evidence: Evidence) -> tuple[Candidate, ...]:
         """The rules that may match ``evidence``, in order; remembered per set of exact values.
 
-        Each comes with its substrings when it is a plain ``MessagePattern`` (no regex, not a
-        subclass), which matches exactly when one of them is in the message; else None.
-        The exact values are an exception's type names and structured codes, so a process sees
+        Consecutive plain ``MessagePattern`` rules (no regex, not a subclass), each matching
+        exactly when one of its substrings is in the message, become one run of (substring, rule)
+        pairs in order; any other rule comes alone, with None. The exact values are an exception's type names and structured codes, so a process sees
         few distinct sets (one per kind of failure); the memory is capped all the same.
         """
         values = (evidence.type_names, evidence.http_status, evidence.sqlstate, evidence.error_code)
@@ -115,16 +116,26 @@ class RuleBook:
             positions = set(self._always)
             for key in _evidence_keys(evidence):
                 positions.update(self._by_value.get(key, ()))
-            found = tuple(_with_substrings(self.rules[index]) for index in sorted(positions))
+            found = _runs(self.rules[index] for index in sorted(positions))
             if len(self._orders) < _MAX_ORDERS:
                 self._orders[values] = found
         return found
 
 
-def _with_substrings(rule: Rule) -> Candidate:
-    if type(rule) is MessagePattern and not rule.regexes:
-        return rule, rule.substrings
-    return rule, None
+def _runs(rules: Iterable[Rule]) -> tuple[Candidate, ...]:
+    """``rules`` in order, each plain ``MessagePattern`` in a run with the ones next to it."""
+    candidates: list[Candidate] = []
+    for rule in rules:
+        if type(rule) is not MessagePattern or rule.regexes:
+            candidates.append((rule, None))
+            continue
+        pairs = tuple((substring, rule) for substring in rule.substrings)
+        previous = candidates[-1][1] if candidates else None
+        if previous is None:
+            candidates.append((rule, pairs))
+        else:  # the run goes on
+            candidates[-1] = (candidates[-1][0], previous + pairs)
+    return tuple(candidates)
 
 
 def _index_keys(rule: Rule) -> list[tuple[str, object]] | None:

@@ -197,8 +197,10 @@ def retry_delay(
 ) -> tuple[timedelta, str]:
     """Rule 5's wait after failed ``attempt``, and what the reason says about it ("" when nothing)."""
     delay = backoff.delay(attempt, seed)
-    notes = [SAFE_TO_REPEAT_NOTE] if classification.failure_class == "unknown" else []
     asked = classification.retry_after
+    if asked is None and classification.failure_class != "unknown":
+        return delay, ""  # most retries: nothing to say about the wait
+    notes = [SAFE_TO_REPEAT_NOTE] if classification.failure_class == "unknown" else []
     if asked is not None:
         seconds = math.ceil(asked.total_seconds())
         capped = f" (capped at {format_duration(backoff.cap)})" if asked > backoff.cap else ""
