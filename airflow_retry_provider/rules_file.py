@@ -55,7 +55,7 @@ def rules_file_path() -> str | None:
     """The rule file's path from ``[retry_provider] rules_file``, or None when unset or empty."""
     from airflow_retry_provider import settings
 
-    path = settings.get("rules_file")
+    path = settings.rules_file()
     return str(path) if path else None
 
 

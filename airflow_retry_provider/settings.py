@@ -19,18 +19,44 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = [
     "SECTION",
     "SETTINGS",
+    "Key",
     "Setting",
     "check_all",
     "get",
     "markdown_table",
     "provider_config",
     "ui_timezone",
+    "alert_base_url",
+    "alert_notifiers",
+    "alert_repeat_minutes",
+    "dependencies_file",
+    "export_concurrency_per_user",
+    "export_max_letters",
+    "ledger_dedup_seconds",
+    "notifier_modules",
+    "reconciliation_dir",
+    "replay_driver_interval_seconds",
+    "replay_lease_seconds",
+    "replay_max_attempts",
+    "replay_rate_per_minute",
+    "retention_alerts_days",
+    "retention_batch_size",
+    "retention_events_days",
+    "retention_ledger_days",
+    "retention_letters_days",
+    "retention_reports_days",
+    "rules_file",
+    "sweep_grace_seconds",
+    "work_sweeper_enabled",
+    "work_sweeper_interval_seconds",
+    "work_sweeper_lookup",
+    "work_sweeper_max_attempts",
 ]
 
 SECTION = "retry_provider"
@@ -373,10 +399,40 @@ SETTINGS: tuple[Setting, ...] = (
     ),
 )
 
+Key = Literal[
+    "replay_max_attempts",
+    "replay_rate_per_minute",
+    "replay_lease_seconds",
+    "replay_driver_interval_seconds",
+    "sweep_grace_seconds",
+    "ui_timezone",
+    "ledger_dedup_seconds",
+    "dependencies_file",
+    "rules_file",
+    "reconciliation_dir",
+    "notifier_modules",
+    "alert_notifiers",
+    "alert_repeat_minutes",
+    "alert_base_url",
+    "work_sweeper_enabled",
+    "work_sweeper_interval_seconds",
+    "work_sweeper_max_attempts",
+    "work_sweeper_lookup",
+    "export_max_letters",
+    "export_concurrency_per_user",
+    "retention_letters_days",
+    "retention_reports_days",
+    "retention_events_days",
+    "retention_ledger_days",
+    "retention_alerts_days",
+    "retention_batch_size",
+]
+"""The name of every setting: ``get`` with any other string fails ``mypy``."""
+
 _BY_KEY = {setting.key: setting for setting in SETTINGS}
 
 
-def get(key: str) -> Any:
+def get(key: Key) -> Any:
     """The parsed value of ``[retry_provider] key``; a bad value is a ``ValueError`` naming where it came from.
 
     Airflow's configuration (airflow.cfg, ``AIRFLOW__RETRY_PROVIDER__*``) is read first; when it
@@ -411,7 +467,7 @@ def check_all() -> None:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
-                get(setting.key)
+                get(cast(Key, setting.key))
         except ValueError as exc:
             problems.append(str(exc))
     if problems:
@@ -422,6 +478,159 @@ def ui_timezone() -> ZoneInfo:
     """``[retry_provider] ui_timezone`` as a zone."""
     zone: ZoneInfo = get("ui_timezone")
     return zone
+
+
+# -- typed accessors: one per setting, so a misspelt name fails mypy, not a run --------------
+
+
+def replay_max_attempts() -> int:
+    """``[retry_provider] replay_max_attempts``."""
+    value: int = get("replay_max_attempts")
+    return value
+
+
+def replay_rate_per_minute() -> int:
+    """``[retry_provider] replay_rate_per_minute``."""
+    value: int = get("replay_rate_per_minute")
+    return value
+
+
+def replay_lease_seconds() -> int:
+    """``[retry_provider] replay_lease_seconds``."""
+    value: int = get("replay_lease_seconds")
+    return value
+
+
+def replay_driver_interval_seconds() -> timedelta:
+    """``[retry_provider] replay_driver_interval_seconds``."""
+    value: timedelta = get("replay_driver_interval_seconds")
+    return value
+
+
+def sweep_grace_seconds() -> timedelta:
+    """``[retry_provider] sweep_grace_seconds``."""
+    value: timedelta = get("sweep_grace_seconds")
+    return value
+
+
+def ledger_dedup_seconds() -> timedelta:
+    """``[retry_provider] ledger_dedup_seconds``."""
+    value: timedelta = get("ledger_dedup_seconds")
+    return value
+
+
+def dependencies_file() -> Path | None:
+    """``[retry_provider] dependencies_file``."""
+    value: Path | None = get("dependencies_file")
+    return value
+
+
+def rules_file() -> Path | None:
+    """``[retry_provider] rules_file``."""
+    value: Path | None = get("rules_file")
+    return value
+
+
+def reconciliation_dir() -> Path | None:
+    """``[retry_provider] reconciliation_dir``."""
+    value: Path | None = get("reconciliation_dir")
+    return value
+
+
+def notifier_modules() -> tuple[str, ...]:
+    """``[retry_provider] notifier_modules``."""
+    value: tuple[str, ...] = get("notifier_modules")
+    return value
+
+
+def alert_notifiers() -> str:
+    """``[retry_provider] alert_notifiers``."""
+    value: str = get("alert_notifiers")
+    return value
+
+
+def alert_repeat_minutes() -> int:
+    """``[retry_provider] alert_repeat_minutes``."""
+    value: int = get("alert_repeat_minutes")
+    return value
+
+
+def alert_base_url() -> str:
+    """``[retry_provider] alert_base_url``."""
+    value: str = get("alert_base_url")
+    return value
+
+
+def work_sweeper_enabled() -> bool:
+    """``[retry_provider] work_sweeper_enabled``."""
+    value: bool = get("work_sweeper_enabled")
+    return value
+
+
+def work_sweeper_interval_seconds() -> int:
+    """``[retry_provider] work_sweeper_interval_seconds``."""
+    value: int = get("work_sweeper_interval_seconds")
+    return value
+
+
+def work_sweeper_max_attempts() -> int:
+    """``[retry_provider] work_sweeper_max_attempts``."""
+    value: int = get("work_sweeper_max_attempts")
+    return value
+
+
+def work_sweeper_lookup() -> str:
+    """``[retry_provider] work_sweeper_lookup``."""
+    value: str = get("work_sweeper_lookup")
+    return value
+
+
+def export_max_letters() -> int:
+    """``[retry_provider] export_max_letters``."""
+    value: int = get("export_max_letters")
+    return value
+
+
+def export_concurrency_per_user() -> int:
+    """``[retry_provider] export_concurrency_per_user``."""
+    value: int = get("export_concurrency_per_user")
+    return value
+
+
+def retention_letters_days() -> int:
+    """``[retry_provider] retention_letters_days``."""
+    value: int = get("retention_letters_days")
+    return value
+
+
+def retention_reports_days() -> int:
+    """``[retry_provider] retention_reports_days``."""
+    value: int = get("retention_reports_days")
+    return value
+
+
+def retention_events_days() -> int:
+    """``[retry_provider] retention_events_days``."""
+    value: int = get("retention_events_days")
+    return value
+
+
+def retention_ledger_days() -> int:
+    """``[retry_provider] retention_ledger_days``."""
+    value: int = get("retention_ledger_days")
+    return value
+
+
+def retention_alerts_days() -> int:
+    """``[retry_provider] retention_alerts_days``."""
+    value: int = get("retention_alerts_days")
+    return value
+
+
+def retention_batch_size() -> int:
+    """``[retry_provider] retention_batch_size``."""
+    value: int = get("retention_batch_size")
+    return value
 
 
 def provider_config() -> dict[str, Any]:

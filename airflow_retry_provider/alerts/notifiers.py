@@ -116,10 +116,10 @@ def load_settings() -> AlertSettings:
     """Alert settings from ``[retry_provider]``; the UI address defaults to Airflow's ``[api] base_url``."""
     from airflow_retry_provider import settings
 
-    base_url = settings.get("alert_base_url") or _airflow_base_url()
+    base_url = settings.alert_base_url() or _airflow_base_url()
     return AlertSettings(
-        notifiers=parse_notifiers(settings.get("alert_notifiers")),
-        repeat_minutes=settings.get("alert_repeat_minutes"),
+        notifiers=parse_notifiers(settings.alert_notifiers()),
+        repeat_minutes=settings.alert_repeat_minutes(),
         base_url=base_url.rstrip("/"),
     )
 

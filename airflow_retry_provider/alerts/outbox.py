@@ -22,8 +22,7 @@ from airflow_retry_provider.alerts import messages
 from airflow_retry_provider.alerts.messages import Alert, Impact
 from airflow_retry_provider.alerts.notifiers import AlertSettings, send
 from airflow_retry_provider.alerts.sql import query
-from airflow_retry_provider.dlq.models import Letter, NewLetter
-from airflow_retry_provider.dlq.sql import query as dlq_query
+from airflow_retry_provider.dlq.models import NewLetter
 from airflow_retry_provider.dlq.store import DeadLetterStore, FileResult
 from airflow_retry_provider.policy import Backoff, redact
 
@@ -127,11 +126,9 @@ class AlertOutbox:
             )
             due = cur.fetchall()
             for _key, count, letter_id in due:
-                cur.execute(dlq_query("get_letter"), {"id": letter_id})
-                rows = self.store.rows(cur)
-                if not rows:  # the latest letter was purged; nothing left to describe
+                letter = DeadLetterStore.letter_in(cur, letter_id)
+                if letter is None:  # the latest letter was purged; nothing left to describe
                     continue
-                letter = Letter.from_row(rows[0])
                 ids += self.queue(
                     cur, messages.root_cause(letter, letter.id, int(count), self.settings.base_url)
                 )

@@ -227,7 +227,7 @@ def _engine(args: argparse.Namespace, api: AirflowApi | None = None, rate: int |
     from airflow_retry_provider.dlq.replay import ReplayEngine
 
     try:
-        pace = settings.get("replay_rate_per_minute")
+        pace = settings.replay_rate_per_minute()
         if rate is not None and rate > pace:
             raise UsageError(f"--rate: {rate} is above the deployment's pace of {pace} clears per minute")
         return ReplayEngine(store_from_args(args), api, rate_per_minute=rate)

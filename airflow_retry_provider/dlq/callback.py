@@ -187,7 +187,7 @@ def file_dead_letter(context: Mapping[str, Any]) -> None:
 
     store = DeadLetterStore.from_conn_id()
     result = file_letter(
-        letter, store, settings.get("replay_max_attempts"), swept=lambda: sweeper_fate(context, letter.dag_id)
+        letter, store, settings.replay_max_attempts(), swept=lambda: sweeper_fate(context, letter.dag_id)
     )
     if result is not None:
         if result.changed:

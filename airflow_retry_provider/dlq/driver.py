@@ -46,7 +46,7 @@ def interval_seconds() -> float:
     """``[retry_provider] replay_driver_interval_seconds`` (default 5): how often an idle driver looks."""
     from airflow_retry_provider import settings
 
-    return max(0.1, float(settings.get("replay_driver_interval_seconds").total_seconds()))
+    return max(0.1, float(settings.replay_driver_interval_seconds().total_seconds()))
 
 
 def request_of(job: ReplayJob) -> ReplayRequest:

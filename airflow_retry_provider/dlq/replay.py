@@ -82,13 +82,11 @@ class ReplayEngine:
     ) -> None:
         self.store = store
         self.api = api
-        self.replay_cap = replay_cap if replay_cap is not None else settings.get("replay_max_attempts")
+        self.replay_cap = replay_cap if replay_cap is not None else settings.replay_max_attempts()
         self.rate_per_minute = (
-            rate_per_minute if rate_per_minute is not None else settings.get("replay_rate_per_minute")
+            rate_per_minute if rate_per_minute is not None else settings.replay_rate_per_minute()
         )
-        self.lease_seconds = (
-            lease_seconds if lease_seconds is not None else settings.get("replay_lease_seconds")
-        )
+        self.lease_seconds = lease_seconds if lease_seconds is not None else settings.replay_lease_seconds()
         if self.replay_cap < 1:
             raise ValueError(f"replay_cap must be >= 1, got {self.replay_cap}")
         if self.rate_per_minute < 1:

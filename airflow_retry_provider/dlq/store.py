@@ -151,6 +151,13 @@ class DeadLetterStore:
         names = [column[0] for column in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
+    @classmethod
+    def letter_in(cls, cursor: Any, letter_id: int) -> Letter | None:
+        """The letter ``letter_id``, read in the caller's transaction (an alert describing it)."""
+        cursor.execute(query("get_letter"), {"id": letter_id})
+        rows = cls.rows(cursor)
+        return Letter.from_row(rows[0]) if rows else None
+
     # -- writing ---------------------------------------------------------------------------
 
     def file(self, letter: NewLetter, replay_cap: int) -> FileResult:

@@ -212,8 +212,8 @@ def run_sweeper(
             ) from None
         api = AirflowApi(credentials)
     store = store or DeadLetterStore.from_conn_id()
-    cap = settings.get("replay_max_attempts")
-    grace = grace if grace is not None else settings.get("sweep_grace_seconds")
+    cap = settings.replay_max_attempts()
+    grace = grace if grace is not None else settings.sweep_grace_seconds()
     with api:
         with store.pinned() as pinned:  # one database connection for the sweep and the sync
             outcomes = OutcomeSync(pinned, api, replay_cap=cap)

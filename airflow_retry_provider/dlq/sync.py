@@ -34,22 +34,15 @@ class OutcomeSync:
     """Decides letters in ``replaying`` (and ``dlq`` letters since succeeded) from Airflow's state.
 
     :param store: the dead-letter store.
-    :param api: Airflow's REST API (or given to :meth:`sync_outcomes`).
+    :param api: Airflow's REST API, where the outcomes are read.
     :param replay_cap: replays allowed per letter, for a letter filed again (default
         ``[retry_provider] replay_max_attempts``).
     """
 
-    def __init__(
-        self, store: DeadLetterStore, api: AirflowApi | None = None, *, replay_cap: int | None = None
-    ) -> None:
+    def __init__(self, store: DeadLetterStore, api: AirflowApi, *, replay_cap: int | None = None) -> None:
         self.store = store
         self.api = api
-        self.replay_cap = replay_cap if replay_cap is not None else settings.get("replay_max_attempts")
-
-    def _require_api(self) -> AirflowApi:
-        if self.api is None:
-            raise ValueError("this needs Airflow's REST API (connection retry_provider_airflow_api)")
-        return self.api
+        self.replay_cap = replay_cap if replay_cap is not None else settings.replay_max_attempts()
 
     def sync_outcomes(
         self,
@@ -58,7 +51,6 @@ class OutcomeSync:
         now: datetime | None = None,
         source: str = "sweeper",
         open_claims_only: bool = False,
-        api: AirflowApi | None = None,
     ) -> SyncReport:
         """Decide letters in ``replaying`` from Airflow's state and try number.
 
@@ -68,7 +60,7 @@ class OutcomeSync:
         goes back to ``dlq`` (``abandoned``: the clear never happened). ``open_claims_only`` looks
         only at those claims (the driver's frequent pass); the sweeper looks at every letter.
         """
-        api = api or self._require_api()
+        api = self.api
         now = now or datetime.now(timezone.utc)
         resolved, refiled, released, waiting, errors = [], [], [], [], []
         with self.store.transaction() as cur:
@@ -145,7 +137,7 @@ class OutcomeSync:
 
     def resolve_succeeded_in_dlq(self, dag_ids: Sequence[str] | None = None, limit: int = 1000) -> list[int]:
         """Resolve ``dlq`` letters whose task instance has since succeeded (cleared by hand in Airflow)."""
-        api = self._require_api()
+        api = self.api
         with self.store.transaction() as cur:
             if dag_ids is None:
                 cur.execute(query("dag_ids_with_dlq_letters"))

@@ -175,7 +175,7 @@ class Ledger:
             raise ValueError("pass exactly one of connect= or conn=")
         self._connect = connect
         self._conn = conn
-        self.dedup_window = dedup_window if dedup_window is not None else settings.get("ledger_dedup_seconds")
+        self.dedup_window = dedup_window if dedup_window is not None else settings.ledger_dedup_seconds()
         if self.dedup_window < timedelta(0):
             raise ValueError(f"dedup_window must be >= 0, got {self.dedup_window}")
         if lease <= timedelta(0):

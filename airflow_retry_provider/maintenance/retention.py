@@ -16,7 +16,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,14 @@ class RetentionPolicy:
         """Each field from ``[retry_provider] retention_<field>``; a bad value is an error naming the key."""
         from airflow_retry_provider import settings
 
-        return cls(**{name: settings.get(f"retention_{name}") for name in asdict(cls())})
+        return cls(
+            letters_days=settings.retention_letters_days(),
+            reports_days=settings.retention_reports_days(),
+            events_days=settings.retention_events_days(),
+            ledger_days=settings.retention_ledger_days(),
+            alerts_days=settings.retention_alerts_days(),
+            batch_size=settings.retention_batch_size(),
+        )
 
     def cutoffs(self, now: datetime) -> dict[str, datetime]:
         """The cut-off time of each kind of row."""

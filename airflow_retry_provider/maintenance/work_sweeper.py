@@ -62,10 +62,10 @@ class SweeperSettings:
     def from_settings(cls) -> SweeperSettings:
         """From ``[retry_provider] work_sweeper_*``; a bad value is an error naming the key."""
         return cls(
-            enabled=settings.get("work_sweeper_enabled"),
-            interval_seconds=settings.get("work_sweeper_interval_seconds"),
-            max_attempts=settings.get("work_sweeper_max_attempts"),
-            lookup_path=settings.get("work_sweeper_lookup") or None,
+            enabled=settings.work_sweeper_enabled(),
+            interval_seconds=settings.work_sweeper_interval_seconds(),
+            max_attempts=settings.work_sweeper_max_attempts(),
+            lookup_path=settings.work_sweeper_lookup() or None,
         )
 
     def lookup(self) -> Lookup | None:
@@ -201,7 +201,7 @@ class WorkSweeper:
         self.store = store
         self.settings = chosen
         self.lookup = lookup if lookup is not None else chosen.lookup()
-        self.dedup_seconds = settings.get("ledger_dedup_seconds").total_seconds()
+        self.dedup_seconds = settings.ledger_dedup_seconds().total_seconds()
 
     def sweep_once(self) -> dict[str, list[str]]:
         """One pass over the due stale units; each in its own transaction. Keys by action."""

@@ -28,16 +28,9 @@ from fastapi.responses import JSONResponse, Response
 from airflow_retry_provider import settings
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.hooks.airflow_api import AirflowApi
-from airflow_retry_provider.plugin.deps import (
-    URL_PREFIX,
-    ApiFactory,
-    acting_user_api,
-    airflow_root,
-    default_api,
-    get_store,
-    storable_query,
-)
-from airflow_retry_provider.plugin.jobs import WORKER_HEADER, WorkerDriver, service_api
+from airflow_retry_provider.plugin.access import URL_PREFIX, acting_user_api, airflow_root, default_api
+from airflow_retry_provider.plugin.deps import ApiFactory, get_store, storable_query
+from airflow_retry_provider.plugin.driver_thread import WORKER_HEADER, DriverThread, service_api
 from airflow_retry_provider.plugin.rendering import page, templates
 from airflow_retry_provider.plugin.routers import (
     actions,
@@ -64,7 +57,7 @@ def create_app(
     :param store: the dead-letter store; by default built on first use from the Airflow connection
         ``retry_provider_default``, on a connection pool (one connection per request).
     :param api_factory: builds Airflow's REST API client for a request and the user's token; by
-        default :func:`~airflow_retry_provider.plugin.deps.acting_user_api` on ``[api] base_url``
+        default :func:`~airflow_retry_provider.plugin.access.acting_user_api` on ``[api] base_url``
         (else this api-server on loopback, never the request's Host).
     :param url_prefix: where the plugin mounts this app (to link back to Airflow's own pages).
     :param driver_api: the Airflow REST client this worker's replay driver clears with; by default
@@ -90,7 +83,7 @@ def create_app(
     app.state.api_factory = api_factory or default_api
     app.state.tz = tz
     app.state.templates = templates(tz)
-    app.state.jobs = WorkerDriver(driver_api or service_api, enabled=driver)
+    app.state.driver_thread = DriverThread(driver_api or service_api, enabled=driver)
     app.middleware("http")(run_driver)
     app.add_exception_handler(HTTPException, html_errors)
     app.add_exception_handler(RequestValidationError, bad_request)
@@ -134,7 +127,7 @@ async def security_headers(request: Request, call_next: Callable[[Request], Awai
 
 async def run_driver(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
     """Start this worker's replay driver on its first request; say which worker answered."""
-    driver: WorkerDriver = request.app.state.jobs
+    driver: DriverThread = request.app.state.driver_thread
     driver.ensure_started(get_store(request))
     response = await call_next(request)
     response.headers[WORKER_HEADER] = driver.worker

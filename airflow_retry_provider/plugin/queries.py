@@ -15,10 +15,10 @@ from typing import Any
 from urllib.parse import quote
 
 from airflow_retry_provider.dlq.models import Letter
-from airflow_retry_provider.dlq.sql import query
 from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, parse_time
 from airflow_retry_provider.identity import make_work_unit_key
+from airflow_retry_provider.plugin.sql import query
 from airflow_retry_provider.policy import redact
 from airflow_retry_provider.policy.profiles import UnknownProfileError, get_profile
 from airflow_retry_provider.policy.tries import parse_reason, remaining_schedule

@@ -215,7 +215,7 @@ def default_output_dir() -> Path:
     """``[retry_provider] reconciliation_dir``, else ``$AIRFLOW_HOME/reconciliation`` (``~/airflow`` by default)."""
     from airflow_retry_provider import settings
 
-    configured: Path | None = settings.get("reconciliation_dir")
+    configured: Path | None = settings.reconciliation_dir()
     if configured:
         return configured
     home = os.environ.get("AIRFLOW_HOME") or str(Path.home() / "airflow")

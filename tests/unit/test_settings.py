@@ -123,3 +123,14 @@ def test_the_documented_table_is_generated_from_the_declaration():
     assert match[1] == settings.markdown_table(), (
         "regenerate it: python -c 'from airflow_retry_provider import settings; print(settings.markdown_table())'"
     )
+
+
+def test_every_setting_has_a_typed_accessor_and_get_takes_only_declared_names(monkeypatch):
+    """``settings.<key>()`` reads the same value as ``get``; the ``Key`` names are exactly the declared ones."""
+    from typing import get_args
+
+    assert set(get_args(settings.Key)) == {s.key for s in settings.SETTINGS}
+    monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__REPLAY_MAX_ATTEMPTS", "7")
+    for setting in settings.SETTINGS:
+        assert getattr(settings, setting.key)() == settings.get(setting.key)  # type: ignore[arg-type]
+    assert settings.replay_max_attempts() == 7

@@ -16,17 +16,9 @@ from airflow_retry_provider import settings
 from airflow_retry_provider.dlq.jobs import JobError
 from airflow_retry_provider.dlq.models import Letter, ReplayRequest, split_replayable
 from airflow_retry_provider.dlq.store import LetterFilter
-from airflow_retry_provider.plugin.deps import (
-    AccessDep,
-    DriverDep,
-    JobDep,
-    JobStoreDep,
-    LettersDep,
-    StoreDep,
-    audit,
-    replay_engine,
-    selected,
-)
+from airflow_retry_provider.plugin.access import AccessDep, audit
+from airflow_retry_provider.plugin.deps import DriverDep, JobDep, JobStoreDep, StoreDep, replay_engine
+from airflow_retry_provider.plugin.letters import LettersDep, selected
 from airflow_retry_provider.plugin.models import DismissBody, ParkBody, PreviewBody, ReplayBody
 
 router = APIRouter(prefix="/api", tags=["actions"])
@@ -84,7 +76,7 @@ def replay(
         )
     except ValueError as exc:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
-    ready, refused = split_replayable(letters, settings.get("replay_max_attempts"))
+    ready, refused = split_replayable(letters, settings.replay_max_attempts())
     if not ready:
         why = "; ".join(f"letter {r.letter_id}: {r.reason}" for r in refused)
         raise HTTPException(status.HTTP_409_CONFLICT, f"nothing to replay: {why}")

@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from airflow_retry_provider.plugin.deps import AccessDep
+from airflow_retry_provider.plugin.access import AccessDep
 from airflow_retry_provider.plugin.rendering import page
 
 router = APIRouter(tags=["docs"])

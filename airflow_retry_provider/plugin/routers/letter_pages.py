@@ -13,14 +13,9 @@ from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
 from airflow_retry_provider.dlq.models import STATUSES
-from airflow_retry_provider.plugin.deps import (
-    AccessDep,
-    JobDep,
-    LettersDep,
-    airflow_root,
-    replay_engine,
-    tab_map_index,
-)
+from airflow_retry_provider.plugin.access import AccessDep, airflow_root
+from airflow_retry_provider.plugin.deps import JobDep, replay_engine, tab_map_index
+from airflow_retry_provider.plugin.letters import LettersDep
 from airflow_retry_provider.plugin.models import (
     COUNT_CAP,
     FAILURE_CLASSES,

@@ -14,7 +14,8 @@ from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
 from airflow_retry_provider import settings
-from airflow_retry_provider.plugin.deps import Access, AccessDep, Letters, LettersDep
+from airflow_retry_provider.plugin.access import Access, AccessDep
+from airflow_retry_provider.plugin.letters import Letters, LettersDep
 from airflow_retry_provider.plugin.models import (
     COUNT_CAP,
     GROUP_PAGE_SIZE,
@@ -99,7 +100,7 @@ def get_letter(letter_id: PathLetterId, access: AccessDep, letters: LettersDep) 
 
 def start_export(access: Access, filters: Filters, letters: Letters) -> LetterExport:
     """The signed-in user's export of the filter, its slot taken (429 naming the limit when none is free)."""
-    limit, concurrency = settings.get("export_max_letters"), settings.get("export_concurrency_per_user")
+    limit, concurrency = settings.export_max_letters(), settings.export_concurrency_per_user()
     export = LetterExport(
         letters.store,
         filters.to_letter_filter(letters.tz),

@@ -8,7 +8,7 @@ pages, its store and Airflow's authentication (``GetUserDep``: bearer token or t
 Authorization: reconciliation data belongs to workspaces, not to DAGs, so one rule covers it all:
 reading any of it requires read access to the DAG that writes it, ``medallion_reconciliation``
 (the auth manager's ``is_authorized_dag`` GET on its task instances, with its team in multi-team
-mode, through :class:`~airflow_retry_provider.plugin.deps.Access`). Without it every page and API
+mode, through :class:`~airflow_retry_provider.plugin.access.Access`). Without it every page and API
 route answers 403 and shows nothing: no workspace ids, no counts.
 
 Workspace isolation: every read but the list of workspace ids filters by one workspace id.
@@ -31,7 +31,8 @@ from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
 from airflow_retry_provider.dlq.store import DeadLetterStore
-from airflow_retry_provider.plugin.deps import Access, StoreDep, TimeZoneDep
+from airflow_retry_provider.plugin.access import Access
+from airflow_retry_provider.plugin.deps import StoreDep, TimeZoneDep
 from airflow_retry_provider.plugin.rendering import page
 from airflow_retry_provider.plugin.rendering import query as query_string
 from airflow_retry_provider.plugin.svg import Point, Series, line_chart

@@ -10,7 +10,8 @@ from airflow.api_fastapi.core_api.security import requires_access_dag
 from fastapi import APIRouter, Depends, HTTPException, Request, status
 from fastapi.responses import HTMLResponse
 
-from airflow_retry_provider.plugin.deps import AccessDep, tab_map_index
+from airflow_retry_provider.plugin.access import AccessDep
+from airflow_retry_provider.plugin.deps import tab_map_index
 from airflow_retry_provider.plugin.models import Identifier, MapIndex
 from airflow_retry_provider.plugin.queries import retry_history
 from airflow_retry_provider.plugin.rendering import page

@@ -179,7 +179,7 @@ def ui(pg_dsn, airflow_auth) -> Iterator[Ui]:
         try:
             yield found
         finally:
-            found.app.state.jobs.stop()
+            found.app.state.driver_thread.stop()
 
 
 def text_of(html: str) -> str:
@@ -899,7 +899,7 @@ def test_airflows_api_is_called_at_the_configured_url_else_loopback_never_the_ho
     """A request with ``Host: attacker.example`` still calls [api] base_url, or 127.0.0.1 on [api] port."""
     from starlette.requests import Request
 
-    from airflow_retry_provider.plugin.deps import default_api
+    from airflow_retry_provider.plugin.access import default_api
 
     request = Request(
         {
@@ -949,7 +949,7 @@ def test_sixteen_threads_claiming_the_same_letters_each_win_once(
 
         with ThreadPoolExecutor(16) as pool:
             won = [letter_id for changed in pool.map(claim, range(16)) for letter_id in changed]
-        app.state.jobs.stop()  # its replay driver thread must not outlive the test (it would poll in later dag.test() runs)
+        app.state.driver_thread.stop()  # its replay driver thread must not outlive the test (it would poll in later dag.test() runs)
         app.state.store.close()
     assert sorted(won) == sorted(ids)
     assert {ui.store.get(i).status for i in ids} == {"parked"}  # type: ignore[union-attr]

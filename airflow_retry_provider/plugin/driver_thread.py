@@ -1,4 +1,4 @@
-"""The replay driver of one api-server worker: a daemon thread that drives jobs from ``retry_replay_jobs``.
+"""The replay-driver thread of one api-server worker: a daemon thread that drives jobs from ``retry_replay_jobs``.
 
 Jobs live in PostgreSQL, so every worker reads the same job and any worker (or another process)
 may drive it; this driver only makes sure a job starts without waiting for the sweeper. It starts
@@ -7,7 +7,7 @@ api-server serves requests), wakes when ``POST /api/replays`` creates a job, and
 every ``[retry_provider] replay_driver_interval_seconds``. It clears through the Airflow connection
 ``retry_provider_airflow_api`` (the person who asked was checked when the job was created).
 
-The actions router reaches it through ``app.state.jobs`` (:func:`~airflow_retry_provider.plugin.deps.get_driver`).
+The actions router reaches it through ``app.state.driver_thread`` (:func:`~airflow_retry_provider.plugin.deps.get_driver`).
 """
 
 import logging
@@ -35,7 +35,7 @@ def service_api() -> AirflowApi:
     return AirflowApi(credentials)
 
 
-class WorkerDriver:
+class DriverThread:
     """Starts this worker's replay driver once, and wakes it when a job is created.
 
     :param api_factory: the Airflow REST client the driver clears with (default :func:`service_api`).
