@@ -27,6 +27,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_retry_provider import metrics
 from airflow_retry_provider.policy.breaker import UNWELL_CATEGORIES, BreakerSettings
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,8 @@ class BeforeTry:
             return
         _verdicts[key] = (self.dependency, verdict)
         admission = verdict.admission
+        if admission.kind != "run":
+            metrics.incr("breaker", self.dependency, "expired" if verdict.expired else admission.kind)
         if admission.kind == "hold":
             if verdict.expired:
                 raise DependencyOutage(

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from airflow_retry_provider import metrics
 from airflow_retry_provider.breaker.sql import query
 from airflow_retry_provider.policy import breaker as machine
 from airflow_retry_provider.policy.breaker import Admission, Breaker, BreakerSettings, Forced, Window
@@ -140,6 +141,7 @@ class BreakerStore:
             or after.status != before.status
             or after.forced != before.forced
         ):
+            metrics.incr("breaker", dependency, after.status)
             cur.execute(
                 query("event"),
                 {
