@@ -22,6 +22,9 @@ from airflow_retry_provider.policy.rules import (
 )
 
 DEFAULT_RULES: tuple[Rule, ...] = (
+    # the breaker's own exception (a task held past its dependency's max_hold_seconds): first, so
+    # its text, which names DAGs and tasks, is never read by a message rule
+    ExceptionType("DependencyOutage", "poison", "dependency-outage"),
     # service error codes (botocore's ClientError): more precise than the HTTP status beside them
     # (AWS answers a throttled call with 400)
     ErrorCode(

@@ -342,6 +342,14 @@ DEFAULT_TABLE = [
         "auth-failed",
         "type-auth-failed",
     ),
+    (
+        named("airflow_retry_provider.breaker.guard.DependencyOutage")(
+            "dependency 'positions_db' is down: held since 2026-12-01T03:00:00Z (task read_timed_out)"
+        ),
+        "poison",
+        "dependency-outage",
+        "type-dependency-outage",
+    ),  # before the message rules: its text names tasks
     # nothing matched
     (ValueError("bad row 17"), "retryable", "unclassified", "default"),  # the attempt ceiling protects
 ]
