@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from airflow.sdk import RetryDecision, RetryPolicy
 
 from airflow_retry_provider import metrics
+from airflow_retry_provider.callbacks import with_callback
 from airflow_retry_provider.identity import work_unit_key
 from airflow_retry_provider.masking import mask
 from airflow_retry_provider.policy import (
@@ -358,16 +359,6 @@ def _check_retries(where: str, retries: Any, profile: Profile) -> None:
         )
 
 
-def _with_callback(existing: Any, callback: Any) -> list[Any]:
-    """``existing`` callbacks (None, one, or a list) plus ``callback``, never replacing any."""
-    callbacks = (
-        [] if existing is None else list(existing) if isinstance(existing, (list, tuple)) else [existing]
-    )
-    if callback not in callbacks:
-        callbacks.append(callback)
-    return callbacks
-
-
 def _apply_to_mapping(
     args: MutableMapping[str, Any], profile: Profile, policy: ClassifiedRetryPolicy
 ) -> None:
@@ -378,8 +369,8 @@ def _apply_to_mapping(
     args["retry_policy"] = policy
     args["retry_delay"] = policy.backoff.base  # used only where the policy is not consulted (a killed worker)
     args.setdefault("execution_timeout", profile.execution_timeout)
-    args["on_failure_callback"] = _with_callback(args.get("on_failure_callback"), file_dead_letter)
-    args["on_success_callback"] = _with_callback(args.get("on_success_callback"), resolve_dead_letter)
+    args["on_failure_callback"] = with_callback(args.get("on_failure_callback"), file_dead_letter)
+    args["on_success_callback"] = with_callback(args.get("on_success_callback"), resolve_dead_letter)
 
 
 def _apply_to_operator(operator: Any, profile: Profile, policy: ClassifiedRetryPolicy) -> None:
@@ -401,8 +392,8 @@ def _apply_to_operator(operator: Any, profile: Profile, policy: ClassifiedRetryP
     )  # used only where the policy is not consulted (a killed worker)
     if operator.execution_timeout is None:
         operator.execution_timeout = profile.execution_timeout
-    operator.on_failure_callback = _with_callback(operator.on_failure_callback, file_dead_letter)
-    operator.on_success_callback = _with_callback(operator.on_success_callback, resolve_dead_letter)
+    operator.on_failure_callback = with_callback(operator.on_failure_callback, file_dead_letter)
+    operator.on_success_callback = with_callback(operator.on_success_callback, resolve_dead_letter)
 
 
 def _default_retries() -> int:

@@ -28,6 +28,7 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_retry_provider import metrics
+from airflow_retry_provider.callbacks import with_callback
 from airflow_retry_provider.policy.breaker import UNWELL_CATEGORIES, BreakerSettings
 
 log = logging.getLogger(__name__)
@@ -151,15 +152,6 @@ def _guard_of(task: Any) -> BeforeTry | None:
     return hook
 
 
-def _with(existing: Any, callback: Any) -> list[Any]:
-    callbacks = (
-        [] if existing is None else list(existing) if isinstance(existing, (list, tuple)) else [existing]
-    )
-    if callback not in callbacks:
-        callbacks.append(callback)
-    return callbacks
-
-
 def guard(operator: Any, dependency: str, settings: BreakerSettings) -> None:
     """Wire the breaker of ``dependency`` onto ``operator`` (an operator or a mapped operator).
 
@@ -180,6 +172,6 @@ def guard(operator: Any, dependency: str, settings: BreakerSettings) -> None:
         operator.partial_kwargs["pre_execute"] = hook
     else:
         operator._pre_execute_hook = hook
-    operator.on_retry_callback = _with(operator.on_retry_callback, on_failure)
-    operator.on_failure_callback = _with(operator.on_failure_callback, on_failure)
-    operator.on_success_callback = _with(operator.on_success_callback, on_success)
+    operator.on_retry_callback = with_callback(operator.on_retry_callback, on_failure)
+    operator.on_failure_callback = with_callback(operator.on_failure_callback, on_failure)
+    operator.on_success_callback = with_callback(operator.on_success_callback, on_success)

@@ -136,11 +136,7 @@ class BreakerStore:
         if after == before:
             return
         cur.execute(query("save"), {"dependency": dependency, **asdict(after)})
-        if (
-            after.effective != before.effective
-            or after.status != before.status
-            or after.forced != before.forced
-        ):
+        if (after.status, after.forced) != (before.status, before.forced):  # what tasks see follows
             metrics.incr("breaker", dependency, after.status)
             cur.execute(
                 query("event"),
