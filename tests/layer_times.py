@@ -20,11 +20,14 @@ class LayerTimes:
 
     seconds: dict[str, float] = field(default_factory=dict)
     tests: dict[str, int] = field(default_factory=dict)
+    modules: dict[str, float] = field(default_factory=dict)
 
     def add(self, nodeid: str, when: str, duration: float) -> None:
         """Add one phase (``setup``, ``call`` or ``teardown``) of one test; a test is counted at its setup."""
         layer = layer_of(nodeid)
         self.seconds[layer] = self.seconds.get(layer, 0.0) + duration
+        module = nodeid.split("::", 1)[0]
+        self.modules[module] = self.modules.get(module, 0.0) + duration
         if when == "setup":
             self.tests[layer] = self.tests.get(layer, 0) + 1
 
@@ -37,8 +40,8 @@ def layer_of(nodeid: str) -> str:
     return parts[0] if len(parts) > 1 else "tests"
 
 
-def table(times: LayerTimes, wall: float) -> list[str]:
-    """The lines of the summary: one per layer (slowest first), the sum of the layers, and the wall time."""
+def table(times: LayerTimes, wall: float, slowest_modules: int = 12) -> list[str]:
+    """The lines of the summary: one per layer (slowest first), the sum of the layers, the wall time, the slowest modules."""
     lines = [f"{'layer':<14}{'tests':>7}{'seconds':>10}{'share':>8}"]
     total = sum(times.seconds.values())
     for layer, seconds in sorted(times.seconds.items(), key=lambda item: (-item[1], item[0])):
@@ -46,6 +49,10 @@ def table(times: LayerTimes, wall: float) -> list[str]:
         lines.append(f"{layer:<14}{times.tests.get(layer, 0):>7}{seconds:>10.1f}{share:>8.0%}")
     lines.append(f"{'all layers':<14}{sum(times.tests.values()):>7}{total:>10.1f}")
     lines.append(f"{'wall time':<14}{'':>7}{wall:>10.1f}")
+    slowest = sorted(times.modules.items(), key=lambda item: (-item[1], item[0]))[:slowest_modules]
+    if slowest:
+        lines.append(f"the {len(slowest)} slowest modules:")
+        lines.extend(f"{seconds:>10.1f}  {module}" for module, seconds in slowest)
     return lines
 
 

@@ -22,7 +22,7 @@ def test_a_test_belongs_to_the_top_level_directory_under_tests(nodeid, layer):
 
 
 def test_the_table_sums_every_phase_per_layer_slowest_first():
-    """Setup, call and teardown add up per layer; tests are counted once; the total and wall time close it."""
+    """Setup, call and teardown add up per layer; tests are counted once; the total, wall time and slowest modules close it."""
     times = LayerTimes()
     for when, seconds in (("setup", 30.0), ("call", 5.0), ("teardown", 2.5)):
         times.add("tests/e2e/test_a.py::test_one", when, seconds)
@@ -36,6 +36,13 @@ def test_the_table_sums_every_phase_per_layer_slowest_first():
         "unit                2       1.5      4%",
         "all layers          3      39.0",
         "wall time                  40.0",
+        "the 2 slowest modules:",
+        "      37.5  tests/e2e/test_a.py",
+        "       1.5  tests/unit/test_b.py",
+    ]
+    assert table(times, wall=40.0, slowest_modules=1)[-2:] == [
+        "the 1 slowest modules:",
+        "      37.5  tests/e2e/test_a.py",
     ]
 
 
