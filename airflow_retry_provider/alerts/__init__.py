@@ -15,9 +15,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from airflow_retry_provider import metrics
+from airflow_retry_provider.alerts import messages
 from airflow_retry_provider.alerts.messages import Alert, Impact
 from airflow_retry_provider.alerts.notifiers import AlertSettings, load_settings
 from airflow_retry_provider.alerts.outbox import AlertOutbox, Delivery, safe_error
+from airflow_retry_provider.breaker import announce as breaker_announce
 from airflow_retry_provider.dlq import announce
 
 __all__ = [
@@ -158,4 +160,26 @@ def _replay_job_failed(store: Any, job: Any, counts: dict[str, int]) -> Delivery
     )
 
 
+def _dependency_hook(build: Callable[[Any, str], Alert]) -> Callable[..., Callable[[], Any] | None]:
+    """A breaker listener: queue ``build(outage, base_url)`` in the breaker's transaction, send after it."""
+
+    def hook(cur: Any, outage: Any, connect: Callable[[], Any]) -> Callable[[], Any] | None:
+        from airflow_retry_provider.dlq.store import DeadLetterStore
+
+        settings = load_settings()
+        if not settings.enabled:
+            return None
+        outbox = AlertOutbox(DeadLetterStore(connect), settings)
+        ids = outbox.queue(cur, build(outage, settings.base_url))
+        return lambda: outbox.deliver(ids)
+
+    return hook
+
+
 announce.register(announce.Listener(filed=after_filing, parked=_letter_parked, job_failed=_replay_job_failed))
+breaker_announce.register(
+    breaker_announce.Listener(
+        down=_dependency_hook(messages.dependency_down),
+        recovered=_dependency_hook(messages.dependency_recovered),
+    )
+)

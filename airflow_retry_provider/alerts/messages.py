@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from airflow_retry_provider.breaker.announce import Outage
 from airflow_retry_provider.dlq.models import NewLetter
 
 PLUGIN_PREFIX = "/retry-provider"
@@ -270,3 +271,89 @@ def new_findings(findings: Sequence[dict[str, Any]], as_of: str, base_url: str) 
         else {"medallion gaps": f"{base_url}{PLUGIN_PREFIX}/medallion-gaps"}
     )
     return _compose("reconciliation-findings", f"findings:{as_of}", title, sections, links)
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(int(seconds), 0)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"
+
+
+def _dependency_links(base_url: str, dependency: str) -> dict[str, str]:
+    return {"dependencies": f"{base_url}{PLUGIN_PREFIX}/dependencies?{urlencode({'dependency': dependency})}"}
+
+
+def dependency_down(outage: Outage, base_url: str) -> Alert:
+    """One outage of a dependency began: what opened its breaker and how much work it holds."""
+    dep = outage.dependency
+    title = f"Dependency {dep} is down: {outage.held_now} task(s) in {outage.dags_now} DAG(s) held"
+    opened = f"the breaker of {dep} opened at {outage.opened_at.isoformat()}"
+    if outage.failures_at_open:
+        opened += f": {outage.failures_at_open} unwell failures in {outage.calls_at_open} calls"
+    sections = [
+        ("What happened", [opened, f"opened by {outage.opened_by}: {outage.opened_reason}"[:600]]),
+        (
+            "Where",
+            [
+                f"{outage.held_now} task instance(s) of {outage.dags_now} DAG(s) held now",
+                f"{outage.tasks_held} held since it opened, {outage.probes} probe(s) so far",
+            ],
+        ),
+        (
+            "Impact",
+            [
+                "held tasks wait without spending a try and run again when a probe succeeds",
+                "a task held longer than the dependency's max_hold_seconds becomes a dead letter",
+            ],
+        ),
+        (
+            "Next step",
+            [
+                "check the dependency; the breaker closes itself when a probe succeeds, "
+                "or force it from the Dependencies page (link below)"
+            ],
+        ),
+    ]
+    key = f"dependency:{dep}:{outage.opened_at.isoformat()}"
+    return _compose("dependency-down", key, title, sections, _dependency_links(base_url, dep))
+
+
+def dependency_recovered(outage: Outage, base_url: str) -> Alert:
+    """One outage of a dependency ended: how long it lasted, what it held and released, attempts saved."""
+    dep = outage.dependency
+    ended = outage.closed_at or outage.now
+    lasted = _duration((ended - outage.opened_at).total_seconds())
+    title = (
+        f"Dependency {dep} recovered after {lasted}: {outage.tasks_held} task(s) held, "
+        f"{outage.holds} attempt(s) saved"
+    )
+    sections = [
+        (
+            "What happened",
+            [f"{dep} was down from {outage.opened_at.isoformat()} to {ended.isoformat()} ({lasted})"],
+        ),
+        (
+            "Where",
+            [
+                f"{outage.tasks_held} task instance(s) of {outage.dags_held} DAG(s) were held",
+                f"{outage.released} ran again during the outage (probes included), "
+                f"{outage.held_now} are released now (they run at their next check, within a cool-down)",
+            ],
+        ),
+        (
+            "Impact",
+            [
+                f"{outage.holds} tries held back instead of spent on a dependency that was down (attempts saved)",
+                f"{outage.probes} probe(s); {outage.expired} task(s) held past max_hold_seconds became dead letters",
+            ],
+        ),
+        (
+            "Next step",
+            [
+                "nothing for the held work; replay the letters of this outage, if any, from the Dead letters page"
+            ],
+        ),
+    ]
+    key = f"dependency:{dep}:{outage.opened_at.isoformat()}"
+    return _compose("dependency-recovered", key, title, sections, _dependency_links(base_url, dep))

@@ -16,6 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from airflow_retry_provider import metrics
+from airflow_retry_provider.breaker import announce
+from airflow_retry_provider.breaker.announce import AfterCommit, Outage
 from airflow_retry_provider.breaker.sql import query
 from airflow_retry_provider.policy import breaker as machine
 from airflow_retry_provider.policy.breaker import Admission, Breaker, BreakerSettings, Forced, Window
@@ -131,10 +133,18 @@ class BreakerStore:
         return _breaker(row), row["now"]
 
     def _save(
-        self, cur: Any, dependency: str, before: Breaker, after: Breaker, actor: str, reason: str
-    ) -> None:
+        self,
+        cur: Any,
+        dependency: str,
+        before: Breaker,
+        after: Breaker,
+        actor: str,
+        reason: str,
+        calls: int = 0,
+    ) -> list[AfterCommit]:
+        """Write ``after``, record the transition and its outage; what the listeners do after the commit."""
         if after == before:
-            return
+            return []
         cur.execute(query("save"), {"dependency": dependency, **asdict(after)})
         if (after.status, after.forced) != (before.status, before.forced):  # what tasks see follows
             metrics.incr("breaker", dependency, after.status)
@@ -148,6 +158,46 @@ class BreakerStore:
                     "reason": storable(reason)[:MAX_REASON_CHARS],
                 },
             )
+        return self._outage(cur, dependency, before, after, actor, reason, calls)
+
+    def _outage(
+        self, cur: Any, dependency: str, before: Breaker, after: Breaker, actor: str, reason: str, calls: int
+    ) -> list[AfterCommit]:
+        """Begin or end the outage row; tell it down at its first probe or forced open, recovered at its end."""
+        later: list[AfterCommit] = []
+        if after.opened_at is not None and after.opened_at != before.opened_at:
+            cur.execute(
+                query("outage_begin"),
+                {
+                    "dependency": dependency,
+                    "opened_at": after.opened_at,
+                    "failures_at_open": after.failures_at_open,
+                    "calls_at_open": calls,
+                    "opened_by": storable(actor)[:200],
+                    "opened_reason": storable(reason)[:MAX_REASON_CHARS],
+                },
+            )
+        if after.opened_at is not None and (after.status == machine.HALF_OPEN or after.forced == "open"):
+            later += self._tell_down(cur, dependency, after.opened_at)
+        if before.opened_at is not None and after.opened_at != before.opened_at:
+            later += self._tell_down(cur, dependency, before.opened_at)  # ended before it was told
+            cur.execute(query("outage_end"), {"dependency": dependency, "opened_at": before.opened_at})
+            outage = self._outage_row(cur, dependency, before.opened_at)
+            if outage is not None:
+                later += announce.tell("recovered", cur, outage, self._connect)
+        return later
+
+    def _tell_down(self, cur: Any, dependency: str, opened_at: datetime) -> list[AfterCommit]:
+        cur.execute(query("outage_tell_down"), {"dependency": dependency, "opened_at": opened_at})
+        if not _one(cur):
+            return []  # told already
+        outage = self._outage_row(cur, dependency, opened_at)
+        return announce.tell("down", cur, outage, self._connect) if outage is not None else []
+
+    def _outage_row(self, cur: Any, dependency: str, opened_at: datetime) -> Outage | None:
+        cur.execute(query("outage"), {"dependency": dependency, "opened_at": opened_at})
+        row = _one(cur)
+        return Outage(**row) if row else None
 
     def get(self, dependency: str) -> Breaker:
         """The breaker of ``dependency`` (closed when it has never been written)."""
@@ -162,23 +212,59 @@ class BreakerStore:
             before, now = self._locked(cur, dependency)
             admission, after = machine.admit(before, key, now, settings)
             reason = f"{key} probes" if admission.kind == "probe" else admission.reason
-            self._save(cur, dependency, before, after, key, reason)
             cur.execute(query("prune_holds"), {"dependency": dependency, "keep_seconds": KEEP_HOLDS_SECONDS})
+            if admission.kind != "hold":  # released before the transition is told: a probe is not held
+                self._release(cur, dependency, key, credit=True)
+            later = self._save(cur, dependency, before, after, key, reason)
             held_since, expired = None, False
-            if admission.kind == "hold":
-                cur.execute(
-                    query("hold"), {"dependency": dependency, "ti_key": key, "held_until": admission.until}
-                )
-                held_since = _one(cur)["held_since"]
-                expired = machine.hold_expired(held_since, now, settings)
-            if admission.kind != "hold" or expired:
-                cur.execute(query("release"), {"dependency": dependency, "ti_key": key})
+            if admission.kind == "hold":  # a hold changes no breaker: its outage row exists
+                held_since, expired = self._hold(cur, dependency, key, admission, after, now, settings)
+            elif admission.kind == "probe":
+                cur.execute(query("outage_probe"), {"dependency": dependency, "opened_at": after.opened_at})
             cur.execute(
                 query("window_has_failures"),
                 {"dependency": dependency, "window_seconds": settings.window_seconds},
             )
             hot = bool(_one(cur)["hot"]) or after.status != machine.CLOSED
+        announce.run_after_commit(later)
         return Verdict(admission, hot, held_since, expired)
+
+    def _hold(
+        self,
+        cur: Any,
+        dependency: str,
+        key: str,
+        admission: Admission,
+        breaker: Breaker,
+        now: datetime,
+        settings: BreakerSettings,
+    ) -> tuple[datetime, bool]:
+        """Record the hold of ``key`` and count it in the outage; when it waited its longest, forget it."""
+        cur.execute(query("hold"), {"dependency": dependency, "ti_key": key, "held_until": admission.until})
+        hold = _one(cur)
+        expired = machine.hold_expired(hold["held_since"], now, settings)
+        cur.execute(
+            query("outage_held"),
+            {
+                "dependency": dependency,
+                "opened_at": breaker.opened_at,
+                "new_hold": int(hold["holds"]) == 1,
+                "dag_id": key.split("/", 1)[0],
+                "expired": expired,
+            },
+        )
+        if expired:
+            self._release(cur, dependency, key, credit=False)
+        return hold["held_since"], expired
+
+    def _release(self, cur: Any, dependency: str, key: str, *, credit: bool) -> None:
+        """Forget the hold of ``key``; ``credit``: it runs again, one more released by its outage."""
+        cur.execute(query("release"), {"dependency": dependency, "ti_key": key})
+        released = _one(cur)
+        if released and credit:
+            cur.execute(
+                query("outage_released"), {"dependency": dependency, "held_since": released["held_since"]}
+            )
 
     def record_failure(
         self, dependency: str, key: str, settings: BreakerSettings, *, unwell: bool, reason: str = ""
@@ -202,10 +288,13 @@ class BreakerStore:
                     query("prune_calls"), {"dependency": dependency, "keep_seconds": KEEP_CALLS_SECONDS}
                 )
                 why = f"{window.failures} failures in {window.calls} calls: {reason}"
+                calls = window.calls
             else:
                 after = machine.after_other_failure(before, key)
                 why = f"the probe failed for another reason: {reason}"
-            self._save(cur, dependency, before, after, key, why)
+                calls = 0
+            later = self._save(cur, dependency, before, after, key, why, calls)
+        announce.run_after_commit(later)
         return after
 
     def record_success(self, dependency: str, key: str) -> Breaker:
@@ -214,7 +303,8 @@ class BreakerStore:
             before, _ = self._locked(cur, dependency)
             cur.execute(query("record_call"), {"dependency": dependency, "failures": 0})
             after = machine.after_success(before, key)
-            self._save(cur, dependency, before, after, key, "the probe succeeded")
+            later = self._save(cur, dependency, before, after, key, "the probe succeeded")
+        announce.run_after_commit(later)
         return after
 
     def force(self, dependency: str, state: Forced | None, actor: str, reason: str) -> Breaker:
@@ -224,7 +314,8 @@ class BreakerStore:
         with self._cursor() as cur:
             before, now = self._locked(cur, dependency)
             after = machine.force(before, state, now)
-            self._save(cur, dependency, before, after, actor, reason or "(no reason given)")
+            later = self._save(cur, dependency, before, after, actor, reason or "(no reason given)")
+        announce.run_after_commit(later)
         return after
 
     def statuses(self) -> list[BreakerStatus]:
@@ -250,6 +341,13 @@ class BreakerStore:
             cur.execute(query("events"), {"dependency": dependency, "limit": limit})
             rows = _all(cur)
         return [BreakerEvent(**row) for row in rows]
+
+    def outages(self, dependency: str, limit: int = 20) -> list[Outage]:
+        """The newest outages of ``dependency``, newest first (``held_now`` and ``dags_now`` not read: 0)."""
+        with self._cursor() as cur:
+            cur.execute(query("outages"), {"dependency": dependency, "limit": limit})
+            rows = _all(cur)
+        return [Outage(**row) for row in rows]
 
 
 def _label(breaker: Breaker) -> str:

@@ -71,7 +71,8 @@ RETURNING held_since, holds;
 SELECT held_since FROM retry_breaker_holds WHERE dependency = %(dependency)s AND ti_key = %(ti_key)s;
 
 -- name: release
-DELETE FROM retry_breaker_holds WHERE dependency = %(dependency)s AND ti_key = %(ti_key)s;
+DELETE FROM retry_breaker_holds WHERE dependency = %(dependency)s AND ti_key = %(ti_key)s
+RETURNING held_since;
 
 -- A hold whose task never asked again (cleared, marked by a person, its run deleted).
 -- name: prune_holds
@@ -98,3 +99,73 @@ SELECT id, dependency, at, from_status, to_status, actor, reason
  WHERE dependency = %(dependency)s
  ORDER BY at DESC, id DESC
  LIMIT %(limit)s;
+
+-- The outages (migration 0007): one row per outage, keyed by the breaker's opened_at.
+
+-- name: outage_begin
+INSERT INTO retry_breaker_outages
+       (dependency, opened_at, failures_at_open, calls_at_open, opened_by, opened_reason)
+VALUES (%(dependency)s, %(opened_at)s, %(failures_at_open)s, %(calls_at_open)s, %(opened_by)s, %(opened_reason)s)
+ON CONFLICT (dependency, opened_at) DO NOTHING;
+
+-- name: outage_end
+UPDATE retry_breaker_outages SET closed_at = clock_timestamp()
+ WHERE dependency = %(dependency)s AND opened_at = %(opened_at)s AND closed_at IS NULL;
+
+-- A hold during the outage: a new hold (holds = 1) is one more task instance held.
+-- name: outage_held
+UPDATE retry_breaker_outages
+   SET holds = holds + 1,
+       tasks_held = tasks_held + CASE WHEN %(new_hold)s THEN 1 ELSE 0 END,
+       dags_held = CASE WHEN %(dag_id)s = ANY(dags_held) THEN dags_held
+                        ELSE array_append(dags_held, %(dag_id)s) END,
+       expired = expired + CASE WHEN %(expired)s THEN 1 ELSE 0 END
+ WHERE dependency = %(dependency)s AND opened_at = %(opened_at)s;
+
+-- name: outage_probe
+UPDATE retry_breaker_outages SET probes = probes + 1
+ WHERE dependency = %(dependency)s AND opened_at = %(opened_at)s;
+
+-- A held task ran again: credited to the outage it was held in (maybe ended since).
+-- name: outage_released
+UPDATE retry_breaker_outages SET released = released + 1
+ WHERE id = (SELECT id FROM retry_breaker_outages
+              WHERE dependency = %(dependency)s AND opened_at <= %(held_since)s
+              ORDER BY opened_at DESC LIMIT 1);
+
+-- Marks the outage told (once: the caller holds the dependency's lock) and returns what the
+-- dependency-down alert says; no row when it was told already.
+-- name: outage_tell_down
+UPDATE retry_breaker_outages SET down_told_at = clock_timestamp()
+ WHERE dependency = %(dependency)s AND opened_at = %(opened_at)s AND down_told_at IS NULL
+RETURNING id;
+
+-- name: outage
+SELECT o.id, o.dependency, o.opened_at, o.closed_at, o.failures_at_open, o.calls_at_open, o.opened_by,
+       o.opened_reason, o.tasks_held, cardinality(o.dags_held) AS dags_held, o.holds, o.released,
+       o.expired, o.probes,
+       (SELECT count(*) FROM retry_breaker_holds h WHERE h.dependency = o.dependency)::int AS held_now,
+       (SELECT count(DISTINCT split_part(h.ti_key, '/', 1)) FROM retry_breaker_holds h
+         WHERE h.dependency = o.dependency)::int AS dags_now,
+       clock_timestamp() AS now
+  FROM retry_breaker_outages o
+ WHERE o.dependency = %(dependency)s AND o.opened_at = %(opened_at)s;
+
+-- name: outages
+SELECT o.id, o.dependency, o.opened_at, o.closed_at, o.failures_at_open, o.calls_at_open, o.opened_by,
+       o.opened_reason, o.tasks_held, cardinality(o.dags_held) AS dags_held, o.holds, o.released,
+       o.expired, o.probes, 0 AS held_now, 0 AS dags_now, clock_timestamp() AS now
+  FROM retry_breaker_outages o
+ WHERE o.dependency = %(dependency)s
+ ORDER BY o.opened_at DESC
+ LIMIT %(limit)s;
+
+-- A listener's writes are its own: one that fails is rolled back, the transition kept.
+-- name: listener_savepoint
+SAVEPOINT breaker_listener;
+
+-- name: listener_rollback
+ROLLBACK TO SAVEPOINT breaker_listener;
+
+-- name: listener_release
+RELEASE SAVEPOINT breaker_listener;
