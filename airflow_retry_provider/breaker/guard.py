@@ -29,7 +29,12 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_retry_provider import metrics
 from airflow_retry_provider.callbacks import with_callback
-from airflow_retry_provider.policy.breaker import UNWELL_CATEGORIES, BreakerSettings
+from airflow_retry_provider.policy.breaker import (
+    UNWELL_CATEGORIES,
+    BreakerSettings,
+    outage_fingerprint,
+    outage_note,
+)
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +133,38 @@ def on_success(context: Any) -> None:
         _store().record_success(dependency, key)
     except Exception:
         log.warning("breaker of %s: could not record a success", dependency, exc_info=True)
+
+
+@dataclass(frozen=True)
+class OutageCause:
+    """The outage a failed task's dependency is in: the root cause its letter names and groups under."""
+
+    dependency: str
+    fingerprint: str
+    note: str
+
+
+def outage_cause(context: Mapping[str, Any]) -> OutageCause | None:
+    """The outage of the guarded task's dependency when its breaker is open now, else None.
+
+    Read by the dead-letter callback (one small read, only for a task the breaker guards). Never
+    raises: when the breaker cannot be read, the letter keeps its own root cause.
+    """
+    guard_of = _guard_of(context.get("task"))
+    if guard_of is None or not guard_of.settings.enabled:
+        return None
+    try:
+        breaker = _store().get(guard_of.dependency)
+    except Exception:
+        log.warning("breaker of %s: could not read it for the letter", guard_of.dependency, exc_info=True)
+        return None
+    if breaker.opened_at is None:
+        return None
+    return OutageCause(
+        guard_of.dependency,
+        outage_fingerprint(guard_of.dependency, breaker.opened_at),
+        outage_note(guard_of.dependency, breaker.opened_at),
+    )
 
 
 def _classification(task: Any, context: Any, exception: BaseException) -> tuple[str, str]:

@@ -13,7 +13,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -178,11 +178,25 @@ def sweeper_fate(context: Mapping[str, Any], dag_id: str) -> str:
     return _fate(dag_id, listed)
 
 
+def under_outage(context: Mapping[str, Any], letter: NewLetter) -> NewLetter:
+    """A letter filed while its task's dependency is down names the dependency as its root cause.
+
+    Its fingerprint becomes the outage's, so every letter of one outage is one group on the Dead
+    letters page and one root-cause alert; its reason starts with the dependency and the outage.
+    """
+    from airflow_retry_provider.breaker.guard import outage_cause
+
+    cause = outage_cause(context)
+    if cause is None:
+        return letter
+    return replace(letter, fingerprint=cause.fingerprint, reason=(cause.note + letter.reason)[:500])
+
+
 def file_dead_letter(context: Mapping[str, Any]) -> None:
     """``on_failure_callback``: file the failed task instance in the dead-letter queue."""
     from airflow_retry_provider.dlq import announce
 
-    letter = build_letter(context)
+    letter = under_outage(context, build_letter(context))
     from airflow_retry_provider.dlq.store import DeadLetterStore
 
     store = DeadLetterStore.from_conn_id()

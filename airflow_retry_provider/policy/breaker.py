@@ -16,6 +16,7 @@ applies these transitions under the row's lock, so every worker and DAG shares o
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
@@ -313,6 +314,21 @@ def force(breaker: Breaker, state: Forced | None, now: datetime) -> Breaker:
 def hold_expired(held_since: datetime | None, now: datetime, settings: BreakerSettings) -> bool:
     """Whether a task held since ``held_since`` has waited its longest (``max_hold_seconds``)."""
     return held_since is not None and now - held_since >= timedelta(seconds=settings.max_hold_seconds)
+
+
+def outage_fingerprint(dependency: str, opened_at: datetime) -> str:
+    """The root-cause fingerprint of the letters filed during one outage of ``dependency``.
+
+    Every letter filed while the breaker is open groups under the outage, whatever each task's
+    exception said: 16 hex characters, like :func:`airflow_retry_provider.policy.fingerprint`.
+    """
+    parts = ("dependency-outage", dependency, _at(opened_at))
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:16]
+
+
+def outage_note(dependency: str, opened_at: datetime) -> str:
+    """What a letter filed during an outage says first: its root cause is the dependency."""
+    return f"root cause: dependency {dependency!r} is down (breaker open since {_at(opened_at)}); "
 
 
 def _at(moment: datetime | None) -> str:

@@ -74,3 +74,24 @@ with DAG(
         return "ran"
 
     apply_capacity(read_positions_during_outage(), "positions_db", "light", dependencies=SHORT_HOLD)
+
+
+with DAG(
+    dag_id="breaker_outage_letters",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
+    catchup=False,
+    tags=["test"],
+) as outage_letters_dag:
+    from airflow_retry_provider.retry_policy import apply_profile
+
+    @task
+    def load_positions() -> str:
+        return "ran"
+
+    @task
+    def price_positions() -> str:
+        return "ran"
+
+    for made in (load_positions(), price_positions()):
+        apply_capacity(apply_profile(made, "pipeline"), "positions_db", "light", dependencies=SHORT_HOLD)

@@ -62,3 +62,28 @@ def test_a_task_held_past_max_hold_fails_at_once_without_a_retry(airflow_db, pro
     assert (ti.state, ti.try_number) == ("failed", 1)
     assert reschedules("breaker_outage", run.run_id)[("read_positions_during_outage", -1)] >= 1
     assert store.statuses()[0].held == 0
+
+
+def test_letters_filed_during_an_outage_name_the_dependency_and_group_under_it(airflow_db, provider_conn):
+    """Two tasks held past max_hold in one outage: two letters, one fingerprint (the outage's), the dependency named."""
+    from airflow_retry_provider.dlq.store import DeadLetterStore
+    from airflow_retry_provider.policy.breaker import outage_fingerprint
+
+    store = BreakerStore.from_dsn(provider_conn)
+    store.force("positions_db", "open", "user:ana", "positions database failover")
+    opened_at = store.get("positions_db").opened_at
+    run = breaker_dags.outage_letters_dag.test()
+    assert {ti.task_id: ti.state for ti in run.get_task_instances()} == {
+        "load_positions": "failed",
+        "price_positions": "failed",
+    }
+    with DeadLetterStore.from_dsn(provider_conn).transaction() as cur:
+        cur.execute(
+            "SELECT task_id, fingerprint, reason FROM retry_dead_letters WHERE dag_id = %s ORDER BY task_id",
+            ("breaker_outage_letters",),
+        )
+        letters = cur.fetchall()
+    assert [task_id for task_id, _, _ in letters] == ["load_positions", "price_positions"]
+    assert {fp for _, fp, _ in letters} == {outage_fingerprint("positions_db", opened_at)}
+    for _, _, reason in letters:
+        assert reason.startswith("root cause: dependency 'positions_db' is down (breaker open since ")

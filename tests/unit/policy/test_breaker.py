@@ -191,3 +191,14 @@ def test_any_sequence_keeps_the_invariants(events):
     admission, breaker = machine.admit(breaker, "z", later, S)
     assert admission.kind in ("run", "probe")
     assert machine.after_success(breaker, "z").effective == CLOSED
+
+
+def test_letters_of_one_outage_share_a_fingerprint_and_another_outage_has_its_own():
+    """The outage fingerprint is stable for one (dependency, opened_at) and differs for another outage or dependency."""
+    from airflow_retry_provider.policy.breaker import outage_fingerprint
+
+    opened = datetime(2026, 11, 2, 9, 30, tzinfo=timezone.utc)
+    first = outage_fingerprint("positions_db", opened)
+    assert first == outage_fingerprint("positions_db", opened) and len(first) == 16
+    assert first != outage_fingerprint("positions_db", opened + timedelta(minutes=5))
+    assert first != outage_fingerprint("partner_api", opened)
