@@ -261,6 +261,7 @@ def _row(letter: Letter) -> str:
     return (
         f"{letter.id:>8}  {letter.status:<9} {letter.replay_count}  {letter.created_at:%Y-%m-%d %H:%M:%S%z}  "
         f"{letter.dag_id}/{label}  {letter.run_id}  {letter.failure_class}/{letter.category}  {letter.fingerprint}"
+        f"  {'v' + str(letter.dag_version_number) if letter.dag_version_number is not None else 'v?'}"
     )
 
 
@@ -314,6 +315,7 @@ def run_show(args: argparse.Namespace) -> int:
             else:
                 for key, value in letter.to_json().items():
                     print(f"{key:>20}: {value}")
+                print(f"{'ran version':>20}: {letter.version_label()}")
             for r in replays:
                 print(
                     f"{'replay':>20}: #{r.id} {r.requested_at:%Y-%m-%d %H:%M:%S%z} by {r.actor} "

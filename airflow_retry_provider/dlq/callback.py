@@ -96,7 +96,32 @@ def build_letter(context: Mapping[str, Any], filed_by: str = "callback") -> NewL
         code_version=_redact_optional(_setting(context, "code_version")),
         payload_ref=_redact_optional(_setting(context, "payload_ref")),
         filed_by=filed_by,
+        **ran_version(ti),
     ).storable()  # NUL or a lone surrogate anywhere (message, ids from params) would lose the row
+
+
+def ran_version(ti: Any) -> dict[str, Any]:
+    """The DAG version and bundle version the task instance ran, as the worker knows them.
+
+    Airflow 3.3's ``RuntimeTaskInstance`` carries ``dag_version_id`` (a UUID, not the number: the
+    sweeper looks the number up through the REST API) and, when the task runner parsed the DAG
+    from its bundle, ``bundle_instance`` (``dag.test()`` has none). A versioned bundle (git) that
+    was not asked for a version reports the one it checked out. Never raises: what cannot be read
+    is None.
+    """
+    version_id = getattr(ti, "dag_version_id", None)
+    bundle = getattr(ti, "bundle_instance", None)
+    bundle_version = getattr(bundle, "version", None)
+    if bundle is not None and bundle_version is None:
+        try:
+            bundle_version = bundle.get_current_version()
+        except Exception:  # a bundle that cannot say (not versioned, checkout gone): unknown
+            bundle_version = None
+    return {
+        "dag_version_id": str(version_id) if version_id else None,
+        "bundle_name": str(name) if (name := getattr(bundle, "name", None)) else None,
+        "bundle_version": str(bundle_version) if bundle_version else None,
+    }
 
 
 def _redact_optional(value: str | None) -> str | None:

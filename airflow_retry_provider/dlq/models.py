@@ -72,6 +72,12 @@ class NewLetter:
 
     :param message: already redacted; never the payload itself.
     :param payload_ref: a URI or key where the input can be found, never the input.
+    :param dag_version_id: Airflow's ``dag_version`` UUID the task instance ran (the worker and the
+        REST API both know it); None for a letter filed before migration 0005.
+    :param dag_version_number: that version's number (the REST API; a worker knows only the UUID,
+        the sweeper looks the number up); None while unknown or when Airflow no longer has it.
+    :param bundle_name: the DAG bundle; :param bundle_version: its version (None when the bundle
+        is not versioned, e.g. a local folder).
     """
 
     dag_id: str
@@ -95,6 +101,23 @@ class NewLetter:
     code_version: str | None = None
     payload_ref: str | None = None
     filed_by: str = "callback"
+    dag_version_id: str | None = None
+    dag_version_number: int | None = None
+    bundle_name: str | None = None
+    bundle_version: str | None = None
+
+    def version_label(self) -> str:
+        """The version the task ran, as pages and the CLI say it: ``v3 (bundle dags@ab12cd)``,
+        ``unknown`` when nothing was recorded, the UUID's start while its number is not known."""
+        if self.dag_version_number is not None:
+            label = f"v{self.dag_version_number}"
+        elif self.dag_version_id:
+            label = f"version {self.dag_version_id[:8]} (number unknown)"
+        else:
+            return "unknown"
+        if self.bundle_version:
+            label += f" (bundle {self.bundle_name or '?'}@{self.bundle_version[:12]})"
+        return label
 
     def as_params(self) -> dict[str, Any]:
         """The filed fields by name (the parameters of the ``file_letter`` statement)."""

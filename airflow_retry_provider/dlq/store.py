@@ -399,6 +399,37 @@ class DeadLetterStore:
             cur.execute(query("replays_of_letter"), {"letter_id": letter_id})
             return [Replay.from_row(row) for row in self.rows(cur)]
 
+    # -- DAG versions ------------------------------------------------------------------------
+
+    def unnumbered_versions(self, limit: int = 500) -> builtins.list[tuple[str, str]]:
+        """(dag_id, dag_version_id) of the versions letters name by UUID only, at most ``limit``."""
+        with self.transaction() as cur:
+            cur.execute(query("unnumbered_versions"), {"limit": limit})
+            return [(str(dag_id), str(version_id)) for dag_id, version_id in cur.fetchall()]
+
+    def number_version(
+        self,
+        dag_id: str,
+        dag_version_id: str,
+        number: int,
+        bundle_name: str | None = None,
+        bundle_version: str | None = None,
+    ) -> int:
+        """Write a version's number on the letters naming it by UUID (keeping a bundle version the
+        worker recorded); how many letters changed."""
+        with self.transaction() as cur:
+            cur.execute(
+                query("number_version"),
+                {
+                    "dag_id": dag_id,
+                    "dag_version_id": dag_version_id,
+                    "dag_version_number": number,
+                    "bundle_name": bundle_name,
+                    "bundle_version": bundle_version,
+                },
+            )
+            return int(cur.rowcount or 0)
+
 
 class _Pinned:
     """A connection shared by a pinned store's transactions: closing it is left to ``pinned()``."""

@@ -57,6 +57,7 @@ class SweepReport:
     sync: SyncReport | None = None
     resolved_in_dlq: tuple[int, ...] = ()
     jobs_driven: tuple[int, ...] = ()
+    versions_numbered: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,6 +68,7 @@ class SweepReport:
             "sync": self.sync.to_json() if self.sync else None,
             "resolved_in_dlq": list(self.resolved_in_dlq),
             "jobs_driven": list(self.jobs_driven),
+            "versions_numbered": self.versions_numbered,
         }
 
 
@@ -102,6 +104,7 @@ def sweeper_letter(ti: TaskInstanceRef, dag_run: dict[str, Any]) -> NewLetter:
         reason=f"[filed by sweeper] {message}"[:500],
         fingerprint=fingerprint(classification),
         filed_by="sweeper",
+        **ti.version_fields(),
     )
 
 
@@ -185,6 +188,32 @@ def _sweep_one(
     return result.letter_id
 
 
+def number_versions(store: DeadLetterStore, api: AirflowApi) -> tuple[int, list[str]]:
+    """Look up the number of each DAG version letters name only by UUID (filed by a worker).
+
+    One ``dagVersions`` call per DAG. A version Airflow no longer has (its DAG deleted, or the
+    version gone with it) keeps no number: the letter says "number unknown", never a guess.
+    Returns how many letters got a number, and the errors (the sweep goes on).
+    """
+    numbered, errors = 0, []
+    wanted: dict[str, set[str]] = {}
+    for dag_id, version_id in store.unnumbered_versions():
+        wanted.setdefault(dag_id, set()).add(version_id)
+    for dag_id, ids in wanted.items():
+        try:
+            versions = api.dag_versions(dag_id)
+        except AirflowApiError as exc:
+            if exc.status_code != 404:  # 404: the DAG is gone from Airflow, its versions with it
+                errors.append(f"{dag_id}: DAG versions: {redact(str(exc))}")
+            continue
+        for version in versions:
+            if version.id in ids:
+                numbered += store.number_version(
+                    dag_id, version.id, version.version_number, version.bundle_name, version.bundle_version
+                )
+    return numbered, errors
+
+
 def run_sweeper(
     store: DeadLetterStore | None = None,
     api: AirflowApi | None = None,
@@ -220,10 +249,18 @@ def run_sweeper(
             report = sweep(pinned, api, managed_dag_ids(api), cap, lookback=lookback, grace=grace)
             sync = outcomes.sync_outcomes(grace=grace)
             resolved = outcomes.resolve_succeeded_in_dlq()
+            numbered, version_errors = number_versions(pinned, api)
         # then the jobs no other driver works on; the driver takes a connection per claim
         driver = ReplayDriver(ReplayEngine(store, api, replay_cap=cap), lambda: api, close_api=False)
         driven = driver.drain(deadline=time.monotonic() + drain_seconds)
-    report = replace(report, sync=sync, resolved_in_dlq=tuple(resolved), jobs_driven=tuple(driven))
+    report = replace(
+        report,
+        sync=sync,
+        resolved_in_dlq=tuple(resolved),
+        jobs_driven=tuple(driven),
+        versions_numbered=numbered,
+        errors=(*report.errors, *version_errors),
+    )
     log.info("airflow-retry-provider: sweep %s", json.dumps(report.to_json(), sort_keys=True))
     if report.errors or sync.errors:
         raise RuntimeError(f"sweeper could not check everything: {[*report.errors, *sync.errors]}")

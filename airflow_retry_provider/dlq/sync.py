@@ -182,4 +182,5 @@ def refiled_letter(letter: Letter, ti: TaskInstanceRef) -> NewLetter:
         code_version=letter.code_version,
         payload_ref=letter.payload_ref,
         filed_by="sweeper",
+        **ti.version_fields(),  # the newer try's version, as Airflow reports it
     )

@@ -51,9 +51,16 @@ class TaskInstanceRef:
     max_tries: int = 0
     end_date: datetime | None = None
     note: str | None = None
+    #: the DAG version the task instance ran (``dag_version`` in the API), None when Airflow no longer has it
+    dag_version_id: str | None = None
+    dag_version_number: int | None = None
+    bundle_name: str | None = None
+    bundle_version: str | None = None
 
     @classmethod
     def from_json(cls, item: Mapping[str, Any]) -> TaskInstanceRef:
+        version = item.get("dag_version") or {}
+        number = version.get("version_number")
         return cls(
             dag_id=str(item["dag_id"]),
             run_id=str(item["dag_run_id"]),
@@ -64,7 +71,20 @@ class TaskInstanceRef:
             max_tries=int(item.get("max_tries") or 0),
             end_date=parse_time(item.get("end_date")),
             note=item.get("note"),
+            dag_version_id=str(version["id"]) if version.get("id") else None,
+            dag_version_number=int(number) if isinstance(number, int) else None,
+            bundle_name=version.get("bundle_name"),
+            bundle_version=version.get("bundle_version"),
         )
+
+    def version_fields(self) -> dict[str, Any]:
+        """The DAG version fields of a letter filed for this task instance."""
+        return {
+            "dag_version_id": self.dag_version_id,
+            "dag_version_number": self.dag_version_number,
+            "bundle_name": self.bundle_name,
+            "bundle_version": self.bundle_version,
+        }
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +95,29 @@ class TaskInstanceRef:
             "state": self.state,
             "try_number": self.try_number,
         }
+
+
+@dataclass(frozen=True)
+class DagVersion:
+    """One version of a DAG as Airflow reports it (a new one each time a changed DAG is parsed)."""
+
+    id: str
+    dag_id: str
+    version_number: int
+    bundle_name: str | None
+    bundle_version: str | None
+    created_at: datetime | None
+
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any]) -> DagVersion:
+        return cls(
+            id=str(item["id"]),
+            dag_id=str(item["dag_id"]),
+            version_number=int(item["version_number"]),
+            bundle_name=item.get("bundle_name"),
+            bundle_version=item.get("bundle_version"),
+            created_at=parse_time(item.get("created_at")),
+        )
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -335,6 +378,22 @@ class AirflowApi:
             offset += len(items)
             if not items or len(items) < PAGE_SIZE:
                 return
+
+    def dag_versions(self, dag_id: str) -> list[DagVersion]:
+        """Every version Airflow still has of ``dag_id``, oldest first (``GET .../dagVersions``)."""
+        found: list[DagVersion] = []
+        offset = 0
+        while True:
+            page = self.request(
+                "GET",
+                f"/api/v2/dags/{quote(dag_id, safe='')}/dagVersions",
+                params={"limit": PAGE_SIZE, "offset": offset, "order_by": "version_number"},
+            )
+            versions = list(page.get("dag_versions", []))
+            found.extend(DagVersion.from_json(item) for item in versions)
+            offset += len(versions)
+            if not versions or len(versions) < PAGE_SIZE:
+                return found
 
     def dag_ids_tagged(self, tag: str) -> list[str]:
         """The ids of every DAG carrying ``tag`` (paused or not)."""

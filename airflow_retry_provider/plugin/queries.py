@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -44,6 +44,14 @@ class Group:
     rule: str
     exception_type: str
     message: str
+    versions: list[int] = field(default_factory=list)
+    unknown_versions: int = 0
+
+    def failed_on(self) -> str:
+        """The DAG versions its letters failed on: ``v3, v4``, ``v3 + 2 unknown`` when some letters do not say."""
+        named = ", ".join(f"v{number}" for number in self.versions)
+        unknown = f"{self.unknown_versions} unknown" if self.unknown_versions else ""
+        return " + ".join(part for part in (named, unknown) if part) or "unknown"
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -5,12 +5,14 @@ INSERT INTO retry_dead_letters (
     dag_id, run_id, task_id, map_index, try_number, attempts_used, max_attempts,
     work_unit_key, data_interval_start, data_interval_end, workspace_id,
     failure_class, category, rule, exception_type, message, reason, fingerprint,
-    code_version, payload_ref, filed_by
+    code_version, payload_ref, filed_by,
+    dag_version_id, dag_version_number, bundle_name, bundle_version
 ) VALUES (
     %(dag_id)s, %(run_id)s, %(task_id)s, %(map_index)s, %(try_number)s, %(attempts_used)s, %(max_attempts)s,
     %(work_unit_key)s, %(data_interval_start)s, %(data_interval_end)s, %(workspace_id)s,
     %(failure_class)s, %(category)s, %(rule)s, %(exception_type)s, %(message)s, %(reason)s, %(fingerprint)s,
-    %(code_version)s, %(payload_ref)s, %(filed_by)s
+    %(code_version)s, %(payload_ref)s, %(filed_by)s,
+    %(dag_version_id)s, %(dag_version_number)s, %(bundle_name)s, %(bundle_version)s
 )
 ON CONFLICT (dag_id, run_id, task_id, map_index) DO NOTHING
 RETURNING id;
@@ -28,7 +30,10 @@ UPDATE retry_dead_letters SET
     exception_type = %(exception_type)s, message = %(message)s, reason = %(reason)s,
     fingerprint = %(fingerprint)s, code_version = %(code_version)s, payload_ref = %(payload_ref)s,
     filed_by = %(filed_by)s, status = %(status)s, status_reason = %(status_reason)s,
-    replay_count = %(replay_count)s, updated_at = now()
+    replay_count = %(replay_count)s,
+    -- the newer try may have run a newer version: its own, or unknown (never the older try's)
+    dag_version_id = %(dag_version_id)s, dag_version_number = %(dag_version_number)s,
+    bundle_name = %(bundle_name)s, bundle_version = %(bundle_version)s, updated_at = now()
 WHERE id = %(id)s;
 
 -- name: finish_pending_replays
@@ -316,3 +321,19 @@ RETURNING id;
 -- The Airflow UI plugin's reads (airflow_retry_provider/plugin/queries.py). Each takes the filters of
 -- list_letters plus the parameter dag_ids: the DAGs the signed-in user may read; letters of any other DAG are
 -- never returned nor counted.
+
+-- name: unnumbered_versions
+-- The DAG versions letters name by UUID only (a worker knows no number): what the sweeper looks up.
+SELECT DISTINCT dag_id, dag_version_id
+FROM retry_dead_letters
+WHERE dag_version_id IS NOT NULL AND dag_version_number IS NULL
+ORDER BY dag_id, dag_version_id
+LIMIT %(limit)s;
+
+-- name: number_version
+-- The number (and bundle) Airflow reports for a DAG version, on every letter that names it by UUID.
+UPDATE retry_dead_letters SET
+    dag_version_number = %(dag_version_number)s,
+    bundle_name = coalesce(bundle_name, %(bundle_name)s),
+    bundle_version = coalesce(bundle_version, %(bundle_version)s)
+WHERE dag_id = %(dag_id)s AND dag_version_id = %(dag_version_id)s AND dag_version_number IS NULL;

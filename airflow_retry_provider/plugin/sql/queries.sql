@@ -54,7 +54,7 @@ SELECT count(*) FROM (
 -- lookup is then an index scan on (fingerprint, created_at) per group of the page; a materialized
 -- copy of every matching letter was scanned whole for each group (7 s at 1,000,000 letters).
 WITH matching AS NOT MATERIALIZED (
-    SELECT id, fingerprint, status, created_at FROM retry_dead_letters
+    SELECT id, fingerprint, status, created_at, dag_version_number FROM retry_dead_letters
     WHERE dag_id = ANY(%(dag_ids)s::text[])
       AND (%(dag_id)s::text IS NULL OR dag_id = %(dag_id)s)
       AND (%(task_id)s::text IS NULL OR task_id = %(task_id)s)
@@ -68,7 +68,11 @@ WITH matching AS NOT MATERIALIZED (
       AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))
 ), grouped AS (
     SELECT fingerprint, count(*) AS letters, count(*) FILTER (WHERE status = 'dlq') AS waiting,
-           min(created_at) AS oldest, max(created_at) AS newest
+           min(created_at) AS oldest, max(created_at) AS newest,
+           -- the DAG versions its letters failed on, and how many letters do not say
+           coalesce(array_agg(DISTINCT dag_version_number ORDER BY dag_version_number)
+                    FILTER (WHERE dag_version_number IS NOT NULL), '{}') AS versions,
+           count(*) FILTER (WHERE dag_version_number IS NULL) AS unknown_versions
     FROM matching GROUP BY fingerprint
 ), ranked AS (
     SELECT grouped.*, count(*) OVER () AS total_groups, sum(letters) OVER () AS total_letters
@@ -82,7 +86,7 @@ WITH matching AS NOT MATERIALIZED (
     LIMIT %(limit)s
 )
 SELECT page.fingerprint, page.letters, page.waiting, page.oldest, page.newest,
-       page.total_groups, page.total_letters,
+       page.versions, page.unknown_versions, page.total_groups, page.total_letters,
        sample.id AS sample_id, sample.dag_id, sample.task_id, sample.category, sample.failure_class,
        sample.rule, sample.exception_type, sample.message
 FROM page

@@ -1,0 +1,71 @@
+"""The DAG version a letter failed on, on every surface: page, JSON API, exports, groups, CLI (issue 29 item 1)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from airflow_retry_provider.cli import main
+from tests.integration.plugin.test_app import Ui, airflow_auth, text_of, ui  # noqa: F401 - the app's fixtures, reused
+
+UUID3 = "0195f3c2-0000-7000-8000-000000000003"
+UUID_GONE = "0195f3c2-0000-7000-8000-0000000000ff"
+
+
+@pytest.fixture
+def app(ui: Ui) -> Ui:  # noqa: F811 - the app of test_app.py on a fresh provider database
+    """The plugin's app with test_app.py's users, on a fresh provider database."""
+    return ui
+
+
+def test_every_surface_shows_the_version_a_letter_failed_on(app: Ui):
+    """v3 with its bundle on the page, the JSON API and both exports; a letter without a number says so."""
+    (known,) = app.file(
+        run_id="v3",
+        dag_version_id=UUID3,
+        dag_version_number=3,
+        bundle_name="repo",
+        bundle_version="9f8e7d6c5b4a",
+    )
+    (gone,) = app.file(run_id="gone", dag_version_id=UUID_GONE)  # a version Airflow no longer has
+    assert "DAG version v3 (bundle repo@9f8e7d6c5b4a)" in text_of(
+        app.get(f"/letters/{known}", html=True).text
+    )
+    assert "DAG version version 0195f3c2 (number unknown)" in text_of(
+        app.get(f"/letters/{gone}", html=True).text
+    )
+    answer = app.get(f"/api/letters/{known}").json()
+    letter = answer.get("letter", answer)
+    assert (letter["dag_version_id"], letter["dag_version_number"], letter["bundle_version"]) == (
+        UUID3,
+        3,
+        "9f8e7d6c5b4a",
+    )
+    rows = {row["id"]: row for row in csv.DictReader(io.StringIO(app.get("/api/export.csv").text))}
+    assert rows[str(known)]["dag_version_number"] == "3" and rows[str(gone)]["dag_version_number"] == ""
+    exported = {item["id"]: item for item in json.loads(app.get("/api/export.json").text)["letters"]}
+    assert exported[known]["bundle_name"] == "repo" and exported[gone]["dag_version_number"] is None
+
+
+def test_a_root_cause_group_shows_the_versions_its_letters_failed_on(app: Ui):
+    """One fingerprint failing on v3 and v5, and once without a version: "failed on v3, v5 + 1 unknown"."""
+    app.file(2, run_id="a", fingerprint="fp-v", dag_version_number=3)
+    app.file(1, run_id="b", fingerprint="fp-v", dag_version_number=5)
+    app.file(1, run_id="c", fingerprint="fp-v")
+    assert "failed on v3, v5 + 1 unknown" in text_of(app.get("/", html=True, view="groups").text)
+    (group,) = app.get("/api/groups").json()["groups"]
+    assert (group["versions"], group["unknown_versions"]) == ([3, 5], 1)
+
+
+def test_the_cli_lists_and_shows_the_version(app: Ui, capsys):
+    """``dlq list`` ends each row with the version (``v?`` when unknown); ``dlq show`` says it in words."""
+    (known,) = app.file(run_id="cli", dag_version_number=7, dag_version_id=UUID3)
+    (unknown,) = app.file(run_id="cli-unknown")
+    assert main(["dlq", "list", "--dsn", app.dsn]) == 0
+    rows = {line.split()[0]: line.split()[-1] for line in capsys.readouterr().out.splitlines()}
+    assert (rows[str(known)], rows[str(unknown)]) == ("v7", "v?")
+    assert main(["dlq", "show", "--id", str(known), "--dsn", app.dsn]) == 0
+    assert "ran version: v7" in capsys.readouterr().out
