@@ -1,8 +1,8 @@
 """The Airflow plugin, loaded through the ``airflow.plugins`` entry point.
 
 It only mounts the app built by :func:`~airflow_retry_provider.plugin.app.create_app` on the
-api-server and tells Airflow's UI where to show it: "Dead letters", "Medallion gaps" and
-"Connector health" under Browse, and two tabs on each task instance ("Dead letters" and "Retries"). The app reaches no database until its first request.
+api-server and tells Airflow's UI where to show it: "Dead letters", "Medallion gaps",
+"Connector health" and "Dependencies" under Browse, and two tabs on each task instance ("Dead letters" and "Retries"). The app reaches no database until its first request.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ TI_TAB_ROUTE = "dead-letters-ti"
 GAPS_ROUTE = "medallion-gaps"
 HEALTH_ROUTE = "connector-health"
 RETRIES_ROUTE = "retries-ti"
+DEPENDENCIES_ROUTE = "dependencies"
 
 
 class RetryProviderPlugin(AirflowPlugin):
@@ -44,6 +45,13 @@ class RetryProviderPlugin(AirflowPlugin):
             "destination": "nav",
             "category": "browse",
             "url_route": HEALTH_ROUTE,
+        },
+        {
+            "name": "Dependencies",
+            "href": f"{URL_PREFIX}/dependencies",
+            "destination": "nav",
+            "category": "browse",
+            "url_route": DEPENDENCIES_ROUTE,
         },
         {
             "name": "Dead letters",

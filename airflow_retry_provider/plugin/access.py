@@ -116,6 +116,14 @@ class Access:
         if self.permitted(wanted, method) != wanted:
             raise HTTPException(status.HTTP_403_FORBIDDEN, "Forbidden")
 
+    def require_pool(self, name: str | None, method: Literal["GET", "PUT"]) -> None:
+        """403 unless the user may read (GET) or edit (PUT) pool ``name`` (a dependency is its pool; None: pools)."""
+        from airflow.api_fastapi.auth.managers.models.resource_details import PoolDetails
+
+        details = PoolDetails(name=name) if name else None
+        if not self.manager.is_authorized_pool(method=method, user=self.user, details=details):
+            raise HTTPException(status.HTTP_403_FORBIDDEN, "Forbidden")
+
 
 def audit(actor: str, event: str, letters: Iterable[Letter], **details: Any) -> None:
     """Airflow's Audit Log: one row per DAG the letters belong to, their ids in ``extra``.
@@ -141,6 +149,16 @@ def audit(actor: str, event: str, letters: Iterable[Letter], **details: Any) -> 
                     extra=json.dumps({**extra, "letter_ids": sorted(ids)}),
                 )
             )
+
+
+def audit_action(actor: str, event: str, **details: Any) -> None:
+    """Airflow's Audit Log: one row for an action on no DAG (a dependency's breaker), ``details`` redacted."""
+    from airflow.models.log import Log
+    from airflow.utils.session import create_session
+
+    extra = {k: redact(v) if isinstance(v, str) else v for k, v in details.items()}
+    with create_session() as session:
+        session.add(Log(event=event, owner=actor, owner_display_name=actor, extra=json.dumps(extra)))
 
 
 def access_dep(user: GetUserDep) -> Access:

@@ -35,6 +35,7 @@ from airflow_retry_provider.plugin.rendering import page, templates
 from airflow_retry_provider.plugin.routers import (
     actions,
     api_docs,
+    dependencies,
     letter_pages,
     letters_api,
     reconciliation,
@@ -95,6 +96,7 @@ def create_app(
         actions.router,
         api_docs.router,
         tries.router,
+        dependencies.router,
     )
     for router in routers:
         app.include_router(router)

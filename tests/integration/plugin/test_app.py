@@ -220,6 +220,9 @@ PROTECTED = [
     ("POST", "/api/replays"),  # replay
     ("POST", "/api/park"),  # park
     ("POST", "/api/dismiss"),  # dismiss
+    ("GET", "/dependencies"),  # the Dependencies page
+    ("GET", "/api/dependencies"),  # JSON breakers
+    ("POST", "/api/dependencies/positions_db/force"),  # force a breaker
 ]
 
 
@@ -763,7 +766,8 @@ def test_the_plugin_mounts_the_app_and_adds_the_nav_entry_and_the_task_instance_
     assert retries["href"].startswith(
         "/retry-provider/tries?dag_id={DAG_ID}&run_id={RUN_ID}&task_id={TASK_ID}"
     )
-    assert list(views) == ["Dead letters", "Medallion gaps", "Connector health"]
+    assert list(views) == ["Dead letters", "Medallion gaps", "Connector health", "Dependencies"]
+    assert views["Dependencies"]["href"] == "/retry-provider/dependencies"
     nav = views["Dead letters"]
     assert (nav["category"], nav["href"]) == ("browse", "/retry-provider/")
     assert (views["Medallion gaps"]["category"], views["Medallion gaps"]["href"]) == (
