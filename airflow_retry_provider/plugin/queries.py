@@ -294,7 +294,44 @@ def _try_json(row: Any) -> dict[str, Any]:
         "delay_seconds": row.retry_delay_override,
         "reason": reason,
         "decision": parse_reason(reason).to_json(),
+        "source": "airflow" if reason else None,
     }
+
+
+def explain_with_letter(tries: list[dict[str, Any]], letter: Letter | None) -> list[dict[str, Any]]:
+    """The tries, the one that dead-lettered explained by its letter where Airflow kept no reason.
+
+    Airflow 3.3 stores no ``retry_reason`` when a policy decides FAIL, so the try on-call cares
+    about most would show no class, rule or reason, while its letter holds all of them. That try
+    (the letter's ``try_number``) then takes the letter's reason, read back like Airflow's, with
+    the letter's columns where the text says nothing, and ``"source": "letter"``. A reason Airflow
+    kept (3.4 keeps it on FAIL too) always wins: ``"source": "airflow"``.
+    """
+    if letter is None:
+        return tries
+    explained = []
+    for tried in tries:
+        if tried["reason"] is None and tried["try_number"] == letter.try_number:
+            reason = redact(letter.reason) if letter.reason else None
+            decision = parse_reason(reason).to_json()
+            known = {
+                "failure_class": letter.failure_class,
+                "category": letter.category,
+                "rule": letter.rule,
+                "dead_letter": letter.category,
+                "attempt": letter.attempts_used,
+                "max_attempts": letter.max_attempts,
+            }
+            decision.update({name: value for name, value in known.items() if decision[name] is None})
+            tried = {
+                **tried,
+                "reason": reason,
+                "decision": decision,
+                "source": "letter",
+                "letter_id": letter.id,
+            }
+        explained.append(tried)
+    return explained
 
 
 def _schedule(ti: Any, dag_run: Any, tries: list[dict[str, Any]], next_try_at: datetime | None) -> Any:

@@ -3,6 +3,7 @@
 No ``from __future__ import annotations`` here: FastAPI reads the annotations at runtime.
 """
 
+import logging
 from typing import Any
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
@@ -10,45 +11,68 @@ from airflow.api_fastapi.core_api.security import requires_access_dag
 from fastapi import APIRouter, Depends, HTTPException, Request, status
 from fastapi.responses import HTMLResponse
 
+from airflow_retry_provider.dlq.models import Letter
+from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.plugin.access import AccessDep
-from airflow_retry_provider.plugin.deps import tab_map_index
+from airflow_retry_provider.plugin.deps import StoreDep, tab_map_index
 from airflow_retry_provider.plugin.models import Identifier, MapIndex
-from airflow_retry_provider.plugin.queries import retry_history
+from airflow_retry_provider.plugin.queries import LetterViews, explain_with_letter, retry_history
 from airflow_retry_provider.plugin.rendering import page
+from airflow_retry_provider.policy import redact
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(
     dependencies=[Depends(requires_access_dag(method="GET", access_entity=DagAccessEntity.TASK_INSTANCE))]
 )
 
 
-def history_of(dag_id: str, run_id: str, task_id: str, map_index: int) -> dict[str, Any]:
-    """The task instance's retry history (404 if Airflow has no such task instance)."""
+def history_of(
+    store: DeadLetterStore, dag_id: str, run_id: str, task_id: str, map_index: int
+) -> dict[str, Any]:
+    """The task instance's retry history (404 if Airflow has no such task instance), the try that
+    dead-lettered explained by its letter where Airflow kept no reason (``explain_with_letter``)."""
     found = retry_history(dag_id, run_id, task_id, map_index)
     if found is None:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND,
             f"no task instance dag_id={dag_id!r} run_id={run_id!r} task_id={task_id!r} map_index={map_index}",
         )
+    letter: Letter | None = None
+    found["letter_error"] = None
+    try:
+        letter = LetterViews(store).letter_of_ti(dag_id, run_id, task_id, map_index)
+    except Exception as exc:  # the provider's database is down: Airflow's tries are still worth showing
+        found["letter_error"] = redact(f"{type(exc).__name__}: {exc}")[:300]
+        log.warning(
+            "airflow-retry-provider: the Retries tab could not read the letter: %s", found["letter_error"]
+        )
+    found["letter_id"] = letter.id if letter else None
+    found["tries"] = explain_with_letter(found["tries"], letter)
     return found
 
 
 @router.get("/api/tries", tags=["tries"])
 def tries_api(
     access: AccessDep,
+    store: StoreDep,
     dag_id: Identifier,
     run_id: Identifier,
     task_id: Identifier,
     map_index: MapIndex = -1,
 ) -> dict[str, Any]:
-    """Every try of a task instance (start, end, state, delay chosen, reason and what decided it),
-    when the next try starts, and the attempts still ahead under its profile."""
-    return history_of(dag_id, run_id, task_id, map_index)
+    """Every try of a task instance (start, end, state, delay chosen, reason and what decided it,
+    and where the reason came from: ``source`` ``airflow`` or, for the try that dead-lettered when
+    Airflow kept no reason, ``letter``), when the next try starts, and the attempts still ahead
+    under its profile."""
+    return history_of(store, dag_id, run_id, task_id, map_index)
 
 
 @router.get("/tries", response_class=HTMLResponse, include_in_schema=False)
 def tries_page(
     request: Request,
     access: AccessDep,
+    store: StoreDep,
     dag_id: Identifier,
     run_id: Identifier,
     task_id: Identifier,
@@ -56,5 +80,5 @@ def tries_page(
 ):
     """The Retries tab."""
     return page(
-        request, "tries.html", access, ti=history_of(dag_id, run_id, task_id, tab_map_index(map_index))
+        request, "tries.html", access, ti=history_of(store, dag_id, run_id, task_id, tab_map_index(map_index))
     )
