@@ -21,12 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import settings
 
-# CPU-bound properties on a loaded 2-core machine: Hypothesis's 200 ms per-example deadline would
-# fail them for the machine's sake, not the code's. One profile for the whole suite.
-settings.register_profile("suite", deadline=None)
-settings.load_profile("suite")
+# the suite's Hypothesis profiles (no deadline; HYPOTHESIS_PROFILE=long for longer runs)
+import tests.hypothesis_profiles  # noqa: F401
 
 # the time of each layer at the end of the run, the e2e layer in one pytest-xdist worker under
 # make test, and pytester for the summary's own test
