@@ -176,7 +176,14 @@ def _dependency_hook(build: Callable[[Any, str], Alert]) -> Callable[..., Callab
     return hook
 
 
-announce.register(announce.Listener(filed=after_filing, parked=_letter_parked, job_failed=_replay_job_failed))
+announce.register(
+    announce.Listener(
+        filed=after_filing,
+        parked=_letter_parked,
+        job_failed=_replay_job_failed,
+        fix_deployed=_dependency_hook(messages.fix_deployed),  # queued with the notice, in its transaction
+    )
+)
 breaker_announce.register(
     breaker_announce.Listener(
         down=_dependency_hook(messages.dependency_down),

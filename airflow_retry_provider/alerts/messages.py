@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from airflow_retry_provider.breaker.announce import Outage
-from airflow_retry_provider.dlq.models import NewLetter
+from airflow_retry_provider.dlq.models import FixNotice, NewLetter
 
 PLUGIN_PREFIX = "/retry-provider"
 
@@ -193,6 +193,26 @@ def replay_job_failed(
     ]
     links = {"job": f"{base_url}{PLUGIN_PREFIX}/jobs/{job_id}"}
     return _compose("replay-job-failed", f"job:{job_id}", title, sections, links)
+
+
+def fix_deployed(notice: FixNotice, base_url: str) -> Alert:
+    """A newer version of a DAG is deployed while a root-cause group of its letters failed on an older one."""
+    title = (
+        f"Version {notice.version_number} of {notice.dag_id} deployed: it may fix "
+        f"{notice.letters} dead letter{'' if notice.letters == 1 else 's'} of one root cause"
+    )
+    group = {"dag_id": notice.dag_id, "fingerprint": notice.fingerprint, "status": "dlq"}
+    sections = [
+        ("What happened", [f"{notice.letters} open letter(s) of {notice.dag_id} {notice.line()}"]),
+        ("Where", [f"DAG: {notice.dag_id}", f"root cause: {notice.fingerprint}"]),
+        ("Next step", ["nothing is replayed on its own: preview the replay of the group, then replay it"]),
+    ]
+    links = {
+        "replay preview": f"{base_url}{PLUGIN_PREFIX}/preview?{urlencode({**group, 'all_matching': 'true'})}",
+        "letters": f"{base_url}{PLUGIN_PREFIX}/?{urlencode(group)}",
+    }
+    key = f"fix:{notice.dag_id}:{notice.fingerprint}:v{notice.version_number}"
+    return _compose("fix-deployed", key, title, sections, links)
 
 
 def work_unit_parked(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from airflow_retry_provider.dlq.models import Letter, NewLetter, ReplayJob
+    from airflow_retry_provider.dlq.models import FixNotice, Letter, NewLetter, ReplayJob
     from airflow_retry_provider.dlq.store import DeadLetterStore, FileResult
 
 log = logging.getLogger(__name__)
@@ -32,11 +32,15 @@ class Listener:
     :param filed: ``(store, letter, result, context)``: a letter was filed (created or changed).
     :param parked: ``(store, letter, reason)``: the sync parked a letter whose task instance vanished.
     :param job_failed: ``(store, job, counts)``: a replay job ended with letters not cleared.
+    :param fix_deployed: ``(cursor, notice, connect)``: a newer DAG version may fix a root-cause
+        group; called in the transaction that records the notice (once per version and group),
+        it may return an action to run after the commit.
     """
 
     filed: Callable[[DeadLetterStore, NewLetter, FileResult, Mapping[str, Any] | None], Any] | None = None
     parked: Callable[[DeadLetterStore, Letter, str], Any] | None = None
     job_failed: Callable[[DeadLetterStore, ReplayJob, dict[str, int]], Any] | None = None
+    fix_deployed: Callable[[Any, FixNotice, Callable[[], Any]], Callable[[], Any] | None] | None = None
 
 
 _listeners: list[Listener] = []
@@ -77,6 +81,22 @@ def parked(store: DeadLetterStore, letter: Letter, reason: str) -> None:
 def job_failed(store: DeadLetterStore, job: ReplayJob, counts: dict[str, int]) -> None:
     """Replay ``job`` ended with letters not cleared (``counts``: outcome -> letters)."""
     _tell("job_failed", store, job, counts)
+
+
+def fix_deployed(cur: Any, notice: FixNotice, connect: Callable[[], Any]) -> list[Callable[[], Any]]:
+    """A newer DAG version may fix a root-cause group: listeners write in ``cur``; the actions to run after the commit."""
+    after: list[Callable[[], Any]] = []
+    for listener in listeners():
+        if listener.fix_deployed is None:
+            continue
+        try:
+            action = listener.fix_deployed(cur, notice, connect)
+        except Exception:  # the notice is recorded whatever a listener makes of it
+            log.exception("airflow-retry-provider: a listener of 'fix_deployed' failed")
+            continue
+        if action is not None:
+            after.append(action)
+    return after
 
 
 def _tell(event: str, *args: Any) -> None:

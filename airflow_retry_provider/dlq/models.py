@@ -311,6 +311,34 @@ class JobItem(_Row):
         return cast(JobItem, super().from_row(row))
 
 
+@dataclass(frozen=True)
+class FixNotice(_Row):
+    """A row of ``retry_fix_notices``: a newer version of a DAG is deployed while a root-cause group
+    of its open letters failed on an older one. Nothing is replayed: a person decides.
+
+    :param version_number: the version deployed; :param failed_on: the newest version the group's
+        open letters failed on; :param letters: how many open letters failed on older versions.
+    """
+
+    id: int
+    dag_id: str
+    fingerprint: str
+    version_number: int
+    failed_on: int
+    letters: int
+    deployed_at: datetime | None
+    noticed_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> FixNotice:
+        return cast(FixNotice, super().from_row(row))
+
+    def line(self) -> str:
+        """``failed on version 3; version 5 deployed at 2026-12-02 14:02 UTC``."""
+        at = f" at {self.deployed_at:%Y-%m-%d %H:%M %Z}" if self.deployed_at else ""
+        return f"failed on version {self.failed_on}; version {self.version_number} deployed{at}"
+
+
 # set outside the class bodies: a ClassVar there would be listed in the dataclass's __dataclass_fields__
 Letter._TEXT = ()  # redacted when written (DeadLetterStore.file and its status changes)
 Replay._TEXT = ("reason", "detail")

@@ -11,6 +11,7 @@ from typing import Any
 
 from airflow_retry_provider.dlq.models import (
     Actor,
+    FixNotice,
     Letter,
     LetterEvent,
     NewLetter,
@@ -50,6 +51,9 @@ class LetterFilter:
     since: datetime | None = None
     until: datetime | None = None
     ids: Sequence[int] | None = None
+    #: only letters whose DAG has a newer version deployed than the one they failed on (the sweeper's
+    #: ``retry_dag_versions``); a letter whose version is unknown never matches
+    newer_version: bool = False
 
     def as_params(self) -> dict[str, Any]:
         params = dict(self.__dict__)
@@ -429,6 +433,77 @@ class DeadLetterStore:
                 },
             )
             return int(cur.rowcount or 0)
+
+    def open_groups_by_version(self) -> builtins.list[tuple[str, str, int, int]]:
+        """(dag_id, fingerprint, newest version failed on, letters) of the open letters that name a version."""
+        with self.transaction() as cur:
+            cur.execute(query("open_groups_by_version"))
+            return [(str(d), str(f), int(v), int(n)) for d, f, v, n in cur.fetchall()]
+
+    def record_dag_version(
+        self,
+        dag_id: str,
+        version_number: int,
+        version_id: str,
+        bundle_name: str | None,
+        bundle_version: str | None,
+        deployed_at: datetime | None,
+    ) -> None:
+        """The newest version Airflow has of ``dag_id``, as the sweeper just saw it."""
+        params = {
+            "dag_id": dag_id,
+            "version_number": version_number,
+            "version_id": version_id,
+            "bundle_name": bundle_name,
+            "bundle_version": bundle_version,
+            "deployed_at": deployed_at,
+        }
+        with self.transaction() as cur:
+            cur.execute(query("record_dag_version"), params)
+
+    def notice_fix(
+        self,
+        dag_id: str,
+        fingerprint: str,
+        version_number: int,
+        failed_on: int,
+        letters: int,
+        deployed_at: datetime | None,
+        tell: Callable[[Any, FixNotice, Callable[[], Any]], builtins.list[Callable[[], Any]]],
+    ) -> FixNotice | None:
+        """Record that ``version_number`` may fix the group, once: ``tell(cursor, notice, connect)``
+        runs in the same transaction (the alert's outbox rows commit with the notice or not at all)
+        and what it returns runs after the commit. None when the group was told about it already."""
+        params = {
+            "dag_id": dag_id,
+            "fingerprint": fingerprint,
+            "version_number": version_number,
+            "failed_on": failed_on,
+            "letters": letters,
+            "deployed_at": deployed_at,
+        }
+        with self.transaction() as cur:
+            cur.execute(query("insert_fix_notice"), params)
+            rows = self.rows(cur)
+            if not rows:
+                return None
+            notice = FixNotice.from_row(rows[0])
+            after = tell(cur, notice, self.connect)
+        for action in after:
+            action()
+        return notice
+
+    def forget_closed_versions(self) -> tuple[int, int]:
+        """Delete the DAG versions and notices no open letter is about; how many of each."""
+        with self.transaction() as cur:
+            cur.execute(query("forget_closed_versions"))
+            versions, notices = cur.fetchone()
+            return int(versions), int(notices)
+
+    def fix_notices(self) -> builtins.list[FixNotice]:
+        with self.transaction() as cur:
+            cur.execute(query("fix_notices"))
+            return [FixNotice.from_row(row) for row in self.rows(cur)]
 
 
 class _Pinned:

@@ -58,6 +58,7 @@ class SweepReport:
     resolved_in_dlq: tuple[int, ...] = ()
     jobs_driven: tuple[int, ...] = ()
     versions_numbered: int = 0
+    fixes_noticed: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -69,6 +70,7 @@ class SweepReport:
             "resolved_in_dlq": list(self.resolved_in_dlq),
             "jobs_driven": list(self.jobs_driven),
             "versions_numbered": self.versions_numbered,
+            "fixes_noticed": list(self.fixes_noticed),
         }
 
 
@@ -214,6 +216,62 @@ def number_versions(store: DeadLetterStore, api: AirflowApi) -> tuple[int, list[
     return numbered, errors
 
 
+def notice_fixes(store: DeadLetterStore, api: AirflowApi) -> tuple[list[int], list[str]]:
+    """Notice the newer versions of DAGs with open letters: one notice (and one ``fix-deployed``
+    alert) per DAG version and root-cause group whose letters failed on an older version.
+
+    Nothing is replayed: a replay stays a person's decision. The newest version of each DAG is kept
+    for the pages; DAGs and groups with no open letter left are forgotten. Returns the new
+    notices' ids and the errors (the sweep goes on).
+    """
+    notices: list[int] = []
+    errors: list[str] = []
+    groups: dict[str, list[tuple[str, int, int]]] = {}
+    for dag_id, root_cause, failed_on, letters in store.open_groups_by_version():
+        groups.setdefault(dag_id, []).append((root_cause, failed_on, letters))
+    for dag_id, of_dag in groups.items():
+        try:
+            versions = api.dag_versions(dag_id)
+        except AirflowApiError as exc:
+            if exc.status_code != 404:  # 404: the DAG is gone, no version of it can fix anything
+                errors.append(f"{dag_id}: DAG versions: {redact(str(exc))}")
+            continue
+        if not versions:
+            continue
+        newest = max(versions, key=lambda version: version.version_number)
+        store.record_dag_version(
+            dag_id,
+            newest.version_number,
+            newest.id,
+            newest.bundle_name,
+            newest.bundle_version,
+            newest.created_at,
+        )
+        for root_cause, failed_on, letters in of_dag:
+            if newest.version_number <= failed_on:
+                continue
+            notice = store.notice_fix(
+                dag_id,
+                root_cause,
+                newest.version_number,
+                failed_on,
+                letters,
+                newest.created_at,
+                announce.fix_deployed,
+            )
+            if notice is not None:
+                notices.append(notice.id)
+                log.warning(
+                    "airflow-retry-provider: %s letter(s) of %s (root cause %s) %s: a replay may fix them",
+                    letters,
+                    dag_id,
+                    root_cause[:12],
+                    notice.line(),
+                )
+    store.forget_closed_versions()
+    return notices, errors
+
+
 def run_sweeper(
     store: DeadLetterStore | None = None,
     api: AirflowApi | None = None,
@@ -250,6 +308,7 @@ def run_sweeper(
             sync = outcomes.sync_outcomes(grace=grace)
             resolved = outcomes.resolve_succeeded_in_dlq()
             numbered, version_errors = number_versions(pinned, api)
+            noticed, notice_errors = notice_fixes(pinned, api)
         # then the jobs no other driver works on; the driver takes a connection per claim
         driver = ReplayDriver(ReplayEngine(store, api, replay_cap=cap), lambda: api, close_api=False)
         driven = driver.drain(deadline=time.monotonic() + drain_seconds)
@@ -259,7 +318,8 @@ def run_sweeper(
         resolved_in_dlq=tuple(resolved),
         jobs_driven=tuple(driven),
         versions_numbered=numbered,
-        errors=(*report.errors, *version_errors),
+        fixes_noticed=tuple(noticed),
+        errors=(*report.errors, *version_errors, *notice_errors),
     )
     log.info("airflow-retry-provider: sweep %s", json.dumps(report.to_json(), sort_keys=True))
     if report.errors or sync.errors:

@@ -64,6 +64,10 @@ class Filters(BaseModel):
     status: FilterText = None
     workspace_id: FilterText = None
     fingerprint: FilterText = None
+    newer_version: Annotated[
+        Literal["yes"] | None,
+        Field(default=None, description='"yes": only letters whose DAG has a newer version deployed'),
+    ] = None
     since: Annotated[
         str | None,
         Field(default=None, max_length=64, description="from this day (inclusive) or instant"),
@@ -95,6 +99,7 @@ class Filters(BaseModel):
             workspace_id=values.get("workspace_id"),
             since=since,
             until=until,
+            newer_version=values.get("newer_version") == "yes",
         )
 
 
@@ -106,6 +111,9 @@ def filters_from_query(
     status: str | None = None,
     workspace_id: str | None = None,
     fingerprint: str | None = None,
+    newer_version: Annotated[
+        str | None, Query(description='"yes": only letters whose DAG has a newer version deployed')
+    ] = None,
     since: Annotated[str | None, Query(description="from this day (inclusive) or instant")] = None,
     until: Annotated[str | None, Query(description="to this day (inclusive) or before this instant")] = None,
 ) -> Filters:
@@ -119,6 +127,7 @@ def filters_from_query(
             status=status,
             workspace_id=workspace_id,
             fingerprint=fingerprint,
+            newer_version=newer_version or None,  # type: ignore[arg-type] # pydantic checks it: a 422 naming the field
             since=since,
             until=until,
         )

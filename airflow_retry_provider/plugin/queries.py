@@ -46,6 +46,17 @@ class Group:
     message: str
     versions: list[int] = field(default_factory=list)
     unknown_versions: int = 0
+    deployed_version: int | None = None
+    deployed_at: datetime | None = None
+
+    @property
+    def newer_deployed(self) -> bool:
+        """A newer version of the sample's DAG is deployed than any its letters failed on."""
+        return (
+            self.deployed_version is not None
+            and bool(self.versions)
+            and self.deployed_version > max(self.versions)
+        )
 
     def failed_on(self) -> str:
         """The DAG versions its letters failed on: ``v3, v4``, ``v3 + 2 unknown`` when some letters do not say."""

@@ -64,6 +64,9 @@ WHERE (%(dag_id)s::text IS NULL OR dag_id = %(dag_id)s)
   AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
   AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
   AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))
+  AND (NOT %(newer_version)s::boolean OR EXISTS (
+        SELECT 1 FROM retry_dag_versions v
+        WHERE v.dag_id = retry_dead_letters.dag_id AND v.version_number > retry_dead_letters.dag_version_number))
   AND (%(before_created)s::timestamptz IS NULL OR (created_at, id) < (%(before_created)s::timestamptz, %(before_id)s::bigint))
 ORDER BY created_at DESC, id DESC
 LIMIT %(limit)s;
@@ -337,3 +340,46 @@ UPDATE retry_dead_letters SET
     bundle_name = coalesce(bundle_name, %(bundle_name)s),
     bundle_version = coalesce(bundle_version, %(bundle_version)s)
 WHERE dag_id = %(dag_id)s AND dag_version_id = %(dag_version_id)s AND dag_version_number IS NULL;
+
+-- name: open_groups_by_version
+-- Root-cause groups of open letters per DAG, with the newest version their letters failed on;
+-- letters whose version is unknown cannot say whether a newer one is deployed.
+SELECT dag_id, fingerprint, max(dag_version_number) AS failed_on, count(*) AS letters
+FROM retry_dead_letters
+WHERE status IN ('dlq', 'parked') AND dag_version_number IS NOT NULL
+GROUP BY dag_id, fingerprint
+ORDER BY dag_id, fingerprint;
+
+-- name: record_dag_version
+INSERT INTO retry_dag_versions (dag_id, version_number, version_id, bundle_name, bundle_version, deployed_at)
+VALUES (%(dag_id)s, %(version_number)s, %(version_id)s, %(bundle_name)s, %(bundle_version)s, %(deployed_at)s)
+ON CONFLICT (dag_id) DO UPDATE SET
+    version_number = EXCLUDED.version_number, version_id = EXCLUDED.version_id,
+    bundle_name = EXCLUDED.bundle_name, bundle_version = EXCLUDED.bundle_version,
+    deployed_at = EXCLUDED.deployed_at, seen_at = now();
+
+-- name: insert_fix_notice
+-- Once per DAG version and group: a second sweep (or a racing one) gets no row back.
+INSERT INTO retry_fix_notices (dag_id, fingerprint, version_number, failed_on, letters, deployed_at)
+VALUES (%(dag_id)s, %(fingerprint)s, %(version_number)s, %(failed_on)s, %(letters)s, %(deployed_at)s)
+ON CONFLICT ON CONSTRAINT retry_fix_notices_once DO NOTHING
+RETURNING *;
+
+-- name: forget_closed_versions
+-- The DAG versions and notices no open letter is about any more: their exit.
+WITH gone_versions AS (
+    DELETE FROM retry_dag_versions v
+    WHERE NOT EXISTS (SELECT 1 FROM retry_dead_letters l WHERE l.dag_id = v.dag_id AND l.status IN ('dlq', 'parked'))
+    RETURNING 1
+), gone_notices AS (
+    DELETE FROM retry_fix_notices n
+    WHERE NOT EXISTS (
+        SELECT 1 FROM retry_dead_letters l
+        WHERE l.dag_id = n.dag_id AND l.fingerprint = n.fingerprint AND l.status IN ('dlq', 'parked')
+    )
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM gone_versions) AS versions, (SELECT count(*) FROM gone_notices) AS notices;
+
+-- name: fix_notices
+SELECT * FROM retry_fix_notices ORDER BY dag_id, fingerprint, version_number;

@@ -25,6 +25,9 @@ WHERE dag_id = ANY(%(dag_ids)s::text[])
   AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
   AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
   AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))
+  AND (NOT %(newer_version)s::boolean OR EXISTS (
+        SELECT 1 FROM retry_dag_versions v
+        WHERE v.dag_id = retry_dead_letters.dag_id AND v.version_number > retry_dead_letters.dag_version_number))
   AND (%(before_created)s::timestamptz IS NULL OR (created_at, id) < (%(before_created)s::timestamptz, %(before_id)s::bigint))
 ORDER BY created_at DESC, id DESC
 LIMIT %(limit)s;
@@ -44,6 +47,9 @@ SELECT count(*) FROM (
       AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
       AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
       AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))
+      AND (NOT %(newer_version)s::boolean OR EXISTS (
+            SELECT 1 FROM retry_dag_versions v
+            WHERE v.dag_id = retry_dead_letters.dag_id AND v.version_number > retry_dead_letters.dag_version_number))
     LIMIT %(cap)s
 ) capped;
 
@@ -66,6 +72,9 @@ WITH matching AS NOT MATERIALIZED (
       AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
       AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
       AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))
+      AND (NOT %(newer_version)s::boolean OR EXISTS (
+            SELECT 1 FROM retry_dag_versions v
+            WHERE v.dag_id = retry_dead_letters.dag_id AND v.version_number > retry_dead_letters.dag_version_number))
 ), grouped AS (
     SELECT fingerprint, count(*) AS letters, count(*) FILTER (WHERE status = 'dlq') AS waiting,
            min(created_at) AS oldest, max(created_at) AS newest,
@@ -87,6 +96,7 @@ WITH matching AS NOT MATERIALIZED (
 )
 SELECT page.fingerprint, page.letters, page.waiting, page.oldest, page.newest,
        page.versions, page.unknown_versions, page.total_groups, page.total_letters,
+       deployed.version_number AS deployed_version, deployed.deployed_at,
        sample.id AS sample_id, sample.dag_id, sample.task_id, sample.category, sample.failure_class,
        sample.rule, sample.exception_type, sample.message
 FROM page
@@ -97,6 +107,8 @@ CROSS JOIN LATERAL (
     ORDER BY m.created_at DESC, m.id DESC
     LIMIT 1
 ) sample
+-- the newest version of the sample's DAG the sweeper saw (retry_dag_versions): "v5 deployed at ..."
+LEFT JOIN retry_dag_versions deployed ON deployed.dag_id = sample.dag_id
 ORDER BY page.letters DESC, page.fingerprint;
 
 -- name: ui_letter_of_ti
@@ -128,5 +140,8 @@ WHERE dag_id = ANY(%(dag_ids)s::text[])
   AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
   AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
   AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))
+  AND (NOT %(newer_version)s::boolean OR EXISTS (
+        SELECT 1 FROM retry_dag_versions v
+        WHERE v.dag_id = retry_dead_letters.dag_id AND v.version_number > retry_dead_letters.dag_version_number))
 ORDER BY created_at DESC, id DESC
 LIMIT %(limit)s;

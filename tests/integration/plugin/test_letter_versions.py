@@ -9,7 +9,7 @@ import json
 import pytest
 
 from airflow_retry_provider.cli import main
-from tests.integration.plugin.test_app import Ui, airflow_auth, text_of, ui  # noqa: F401 - the app's fixtures, reused
+from tests.integration.plugin.test_app import BASE, Ui, airflow_auth, text_of, ui  # noqa: F401 - the app's fixtures, reused
 
 UUID3 = "0195f3c2-0000-7000-8000-000000000003"
 UUID_GONE = "0195f3c2-0000-7000-8000-0000000000ff"
@@ -69,3 +69,37 @@ def test_the_cli_lists_and_shows_the_version(app: Ui, capsys):
     assert (rows[str(known)], rows[str(unknown)]) == ("v7", "v?")
     assert main(["dlq", "show", "--id", str(known), "--dsn", app.dsn]) == 0
     assert "ran version: v7" in capsys.readouterr().out
+
+
+def _deployed(app: Ui, dag_id: str, number: int) -> None:
+    """What the sweeper records when it sees ``number`` as the newest version of ``dag_id``."""
+    app.sql(
+        "INSERT INTO retry_dag_versions (dag_id, version_number, version_id, deployed_at)"
+        " VALUES (%(dag)s, %(n)s, %(id)s, '2026-12-02T17:02:00Z')",
+        {"dag": dag_id, "n": number, "id": UUID3},
+    )
+
+
+def test_a_group_says_a_newer_version_is_deployed_and_links_its_preview(app: Ui):
+    """Letters failed on v3, v5 is deployed: the group says so, with its time and the replay preview of the group."""
+    app.file(2, run_id="old", fingerprint="fp-fix", dag_version_number=3)
+    _deployed(app, BASE.dag_id, 5)
+    page = app.get("/", html=True, view="groups").text
+    assert "failed on v3 v5 deployed at 2026-12-02 14:02:00" in text_of(page)  # São Paulo time
+    assert "/preview?all_matching=true&amp;status=dlq&amp;dag_id=ui_dag_team_a&amp;fingerprint=fp-fix" in page
+    (group,) = app.get("/api/groups").json()["groups"]
+    assert (group["deployed_version"], group["versions"]) == (5, [3])
+
+
+def test_the_list_filters_letters_whose_dag_has_a_newer_version(app: Ui):
+    """ "a newer version is deployed": letters on older versions only; current and unknown versions never match."""
+    (old,) = app.file(run_id="old", dag_version_number=3)
+    app.file(run_id="current", dag_version_number=5)
+    app.file(run_id="unknown")
+    _deployed(app, BASE.dag_id, 5)
+    listed = app.get("/api/letters", newer_version="yes").json()["letters"]
+    assert [letter["id"] for letter in listed] == [old]
+    assert len(app.get("/api/letters").json()["letters"]) == 3
+    assert 'id="newer-version" checked' in app.get("/", html=True, newer_version="yes").text
+    bad = app.get("/api/letters", newer_version="maybe")
+    assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "newer_version"]
