@@ -43,6 +43,9 @@ TARGETS = {
     "ui.py": "list page <= 300 ms, grouped view <= 1 s, p95 at 1,000,000 letters (issue: UI)",
     "drain.py": "200 mapped tasks failing once then succeeding, in one stack: policy only <= 1.02x plain "
     "Airflow, apply_profile <= 1.05x (issue 31)",
+    "breaker.py": "an outage of one dependency under 100 task instances in 4 DAGs: with the breaker at most one "
+    "failed try per task plus the probes, no letter, one down and one recovered alert, drain after recovery "
+    "<= 1.5x a drain with no outage; without it, the same outage's letters and tries beside (issue 28)",
 }
 # scripts run more than once, with these arguments (the same figures for each executor)
 ARGUMENTS = {
@@ -50,7 +53,7 @@ ARGUMENTS = {
     "drain.py": [[], ["--executor", "celery"]],
 }
 # past this a benchmark is stopped, with the processes it started, and the run fails: never a hang
-TIMEOUT_SECONDS = {"distributed.py": 3 * 3600.0, "drain.py": 2 * 3600.0}
+TIMEOUT_SECONDS = {"distributed.py": 3 * 3600.0, "drain.py": 2 * 3600.0, "breaker.py": 3600.0}
 DEFAULT_TIMEOUT_SECONDS = 30 * 60.0
 
 
