@@ -554,18 +554,18 @@ def letters_agree_with_their_replays(seen: Snapshot) -> None:
 
 
 @pytest.fixture
-def fake_airflow() -> Iterator[tuple[str, FaultAirflow]]:
+def fake_airflow(monkeypatch) -> Iterator[tuple[str, FaultAirflow]]:
+    """The fake Airflow; the sweeper's own engine reads the model's pace, lease and cap from the settings."""
+    monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__REPLAY_RATE_PER_MINUTE", str(RATE_PER_MINUTE))
+    monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__REPLAY_LEASE_SECONDS", str(LEASE_SECONDS))
+    monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__REPLAY_MAX_ATTEMPTS", str(CAP))
     with fault_airflow(FAULT_TIMEOUT) as served:
         yield served
 
 
-def test_the_replay_loop_keeps_its_promises_under_faults(pg_dsn, fake_airflow, monkeypatch):
+def test_the_replay_loop_keeps_its_promises_under_faults(pg_dsn, fake_airflow):
     """Any sequence of filings, jobs, drives, cancels, decisions, task outcomes, faults and deaths keeps every promise, and ends settled."""
     base_url, fake = fake_airflow
-    # the sweeper's own engine reads these settings: the model's pace, lease and cap
-    monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__REPLAY_RATE_PER_MINUTE", str(RATE_PER_MINUTE))
-    monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__REPLAY_LEASE_SECONDS", str(LEASE_SECONDS))
-    monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__REPLAY_MAX_ATTEMPTS", str(CAP))
     run_state_machine_as_test(
         lambda: ReplayModel(pg_dsn, base_url, fake),  # type: ignore[arg-type]  # any factory of machines
         settings=settings(
@@ -573,3 +573,97 @@ def test_the_replay_loop_keeps_its_promises_under_faults(pg_dsn, fake_airflow, m
             suppress_health_check=[HealthCheck.too_slow],
         ),
     )
+
+
+# -- the issue's cases, as fixed runs of the same model ------------------------------------------
+
+
+@pytest.fixture
+def model(pg_dsn, fake_airflow) -> ReplayModel:
+    """A fresh run of the model (steps are called by hand; ``settle`` ends it)."""
+    return ReplayModel(pg_dsn, *fake_airflow)
+
+
+def settle(model: ReplayModel, *steps: Callable[[], object]) -> dict[str, str]:
+    """Run ``steps`` with the promises checked after each, then the end (faults stop, two sweeps); each letter's status by task."""
+    model.promises_hold()
+    for step in steps:
+        step()
+        model.promises_hold()
+    model.teardown()
+    with psycopg.connect(model.dsn) as conn:
+        return dict(
+            conn.execute("SELECT run_id || '/' || task_id, status FROM retry_dead_letters").fetchall()
+        )
+
+
+def test_a_replayed_downstream_whose_upstream_fails_again_ends_in_dlq(model):
+    """A letter cleared downstream of its upstream's replay, left upstream_failed when the upstream fails again, goes back to dlq."""
+    statuses = settle(
+        model,
+        lambda: model.a_dag_run_fails("both-failed", delivered=True),
+        lambda: model.a_person_starts_a_job([0], downstream=True),  # a's letter: b's joins the clear
+        lambda: model.a_driver_drains(0, None),
+        lambda: model.a_cleared_task_ends(0, "failed", delivered=True),  # a fails again
+        lambda: model.a_cleared_task_ends(0, "upstream_failed", delivered=False),  # so b never runs
+    )
+    assert statuses == {"run-1/a": "dlq", "run-1/b": "dlq"}
+
+
+def test_a_lease_lost_during_a_clear_never_calls_the_clear_abandoned(model):
+    """The driver's leases expire while Airflow clears and another driver settles: the clear that happened is kept."""
+    statuses = settle(
+        model,
+        lambda: model.a_dag_run_fails("a-failed", delivered=True),
+        lambda: model.a_person_starts_a_job([0], downstream=False),
+        lambda: model.a_driver_drains(0, Interrupt(0, "lease-lost", 0)),
+        lambda: model.a_cleared_task_ends(0, "success", delivered=True),
+    )
+    assert statuses == {"run-1/a": "resolved"}
+
+
+def test_parking_during_a_confirmed_replay_is_refused_and_the_success_resolves(model):
+    """A person parks a letter whose confirmed clear is running: refused (nothing abandoned), and the success resolves it."""
+    statuses = settle(
+        model,
+        lambda: model.a_dag_run_fails("a-failed", delivered=True),
+        lambda: model.a_person_starts_a_job([0], downstream=False),
+        lambda: model.a_driver_drains(0, None),
+        lambda: model.a_person_parks_or_dismisses("park", 0),
+        lambda: model.a_cleared_task_ends(0, "success", delivered=True),
+    )
+    assert statuses == {"run-1/a": "resolved"}
+
+
+def test_a_parked_letter_whose_task_instance_succeeds_is_resolved(model):
+    """b's letter is parked; a's replay clears b downstream and b succeeds: the sweep resolves the parked letter."""
+    statuses = settle(
+        model,
+        lambda: model.a_dag_run_fails("both-failed", delivered=True),
+        lambda: model.a_person_parks_or_dismisses("park", 1),
+        lambda: model.a_person_starts_a_job([0], downstream=True),
+        lambda: model.a_driver_drains(0, None),
+        lambda: model.a_cleared_task_ends(0, "success", delivered=True),
+        lambda: model.a_cleared_task_ends(0, "success", delivered=True),
+    )
+    assert statuses == {"run-1/a": "resolved", "run-1/b": "resolved"}
+
+
+@pytest.mark.parametrize(
+    "fault, end",
+    [
+        ("act_drop", "skipped"),  # the answer lost after Airflow cleared; the task is skipped
+        ("timeout", "removed"),  # the client gave up after Airflow cleared; the task was removed
+    ],
+)
+def test_a_clear_whose_answer_was_lost_ends_as_airflow_says(model, fault, end):
+    """A clear Airflow made but whose answer was lost, and whose task instance then ends without success, is a failed replay."""
+    statuses = settle(
+        model,
+        lambda: model.a_dag_run_fails("a-failed", delivered=True),
+        lambda: model.a_person_starts_a_job([0], downstream=False),
+        lambda: model.airflow_misbehaves([fault]),
+        lambda: model.a_driver_drains(1, None),
+        lambda: model.a_cleared_task_ends(0, end, delivered=True),
+    )
+    assert statuses == {"run-1/a": "dlq"}
