@@ -41,6 +41,8 @@ __all__ = [
     "ledger_dedup_seconds",
     "notifier_modules",
     "reconciliation_dir",
+    "api_timeout",
+    "api_timeout_seconds",
     "replay_driver_interval_seconds",
     "replay_lease_seconds",
     "replay_max_attempts",
@@ -96,6 +98,15 @@ def _zone(raw: str) -> ZoneInfo:
         return ZoneInfo(raw)
     except (ZoneInfoNotFoundError, ValueError):
         raise _Invalid("an IANA time zone such as America/Sao_Paulo") from None
+
+
+def _optional_integer(minimum: int, maximum: int) -> Callable[[str], int | None]:
+    whole = _integer(minimum, maximum)
+
+    def parse(raw: str) -> int | None:
+        return whole(raw) if raw.strip() else None
+
+    return parse
 
 
 def _optional_path(raw: str) -> Path | None:
@@ -186,8 +197,19 @@ SETTINGS: tuple[Setting, ...] = (
         default="120",
         example="60",
         description="How long a replay driver holds a job, and a claimed letter counts as mid-clear, "
-        "without renewing; a dead driver's job and claims are taken back after it (replay drivers, sweeper).",
+        "without renewing; a dead driver's job and claims are taken back after it (replay drivers, sweeper). "
+        "At least three times `api_timeout_seconds` (one clear with a token refresh), checked when settings load.",
         parse=_integer(10, 86400),
+    ),
+    Setting(
+        key="api_timeout_seconds",
+        type="integer",
+        default="",
+        example="20",
+        description="Seconds each call to Airflow's REST API may take (replay drivers, sweeper, pages, CLI); "
+        "empty: a third of `replay_lease_seconds`, at most 30. `replay_lease_seconds` must be at least three "
+        "times it.",
+        parse=_optional_integer(1, 3600),
     ),
     Setting(
         key="replay_driver_interval_seconds",
@@ -403,6 +425,7 @@ Key = Literal[
     "replay_max_attempts",
     "replay_rate_per_minute",
     "replay_lease_seconds",
+    "api_timeout_seconds",
     "replay_driver_interval_seconds",
     "sweep_grace_seconds",
     "ui_timezone",
@@ -470,6 +493,11 @@ def check_all() -> None:
                 get(cast(Key, setting.key))
         except ValueError as exc:
             problems.append(str(exc))
+    if not problems:
+        try:
+            replay_lease_seconds()
+        except ValueError as exc:
+            problems.append(str(exc))
     if problems:
         raise ValueError("; ".join(problems))
 
@@ -496,9 +524,33 @@ def replay_rate_per_minute() -> int:
 
 
 def replay_lease_seconds() -> int:
-    """``[retry_provider] replay_lease_seconds``."""
+    """``[retry_provider] replay_lease_seconds``: at least three ``api_timeout_seconds``, or a ``ValueError`` naming both.
+
+    A clear with a token refresh takes up to three API timeouts; a shorter lease would let another
+    process take a claim whose clear is still in flight for abandoned.
+    """
     value: int = get("replay_lease_seconds")
+    timeout: int | None = get("api_timeout_seconds")
+    if timeout is not None and value < 3 * timeout:
+        raise ValueError(
+            f"[{SECTION}] replay_lease_seconds must be at least 3 x [{SECTION}] api_timeout_seconds "
+            f"(a clear with a token refresh takes up to three API timeouts), got replay_lease_seconds={value} "
+            f"and api_timeout_seconds={timeout}"
+        )
     return value
+
+
+def api_timeout_seconds() -> int | None:
+    """``[retry_provider] api_timeout_seconds`` (None: unset; see :func:`api_timeout`)."""
+    value: int | None = get("api_timeout_seconds")
+    return value
+
+
+def api_timeout() -> int:
+    """Seconds per call to Airflow's REST API: ``api_timeout_seconds``, or a third of ``replay_lease_seconds`` (at most 30)."""
+    lease = replay_lease_seconds()  # checks the pair
+    value = api_timeout_seconds()
+    return value if value is not None else min(30, lease // 3)
 
 
 def replay_driver_interval_seconds() -> timedelta:

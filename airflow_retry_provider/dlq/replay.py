@@ -187,6 +187,10 @@ class ReplayEngine:
                     wait = max(wait, window_wait.total_seconds())
                 if wait > 0:
                     return Claim(None, wait=max(0.05, wait))
+            if job_id is not None:  # a cancel that landed first leaves the letter alone
+                cur.execute(query("lock_pending_job_item"), {"job_id": job_id, "position": position})
+                if cur.fetchone() is None:
+                    return Claim(None)
             cur.execute(
                 query("claim_for_replay"),
                 {
@@ -275,10 +279,9 @@ class ReplayEngine:
                 metrics.incr("replay", "unknown")
                 return ReplayResult(letter.id, "unknown", replay_id, detail)
             with self.store.transaction() as cur:
-                cur.execute(query("release_failed_claim"), {"id": letter.id, "status_reason": detail[:500]})
                 cur.execute(
-                    query("finish_pending_replays"),
-                    {"letter_id": letter.id, "outcome": "clear-failed", "detail": detail},
+                    query("release_failed_claim"),
+                    {"replay_id": replay_id, "detail": detail, "status_reason": detail[:500]},
                 )
                 self.store.record(cur, letter.id, "clear-failed", driver, detail, **refs)
             metrics.incr("replay", "clear_failed")
@@ -286,18 +289,45 @@ class ReplayEngine:
         with self.store.transaction() as cur:
             cur.execute(query("mark_replay_cleared"), {"id": replay_id, "detail": note})
             touched = ", ".join(_ti_label(ti) for ti in cleared)
-            self.store.record(cur, letter.id, "cleared", driver, f"cleared {touched}", **refs)
+            if (
+                cur.fetchone() is None
+            ):  # the claim was closed meanwhile (past its lease): Airflow cleared anyway
+                self._late_clear(cur, letter, request, job_id, touched)
+            else:
+                self.store.record(cur, letter.id, "cleared", driver, f"cleared {touched}", **refs)
             for ti in cleared:
                 if (ti.task_id, ti.map_index) != (letter.task_id, letter.map_index):
                     self._join_downstream(cur, ti, letter, request, job_id)
         metrics.incr("replay", "cleared")
         return ReplayResult(letter.id, "cleared", replay_id, note)
 
+    def _late_clear(
+        self, cur: Any, letter: Letter, request: ReplayRequest, job_id: int | None, touched: str
+    ) -> None:
+        """Airflow confirmed a clear whose claim another process had closed: the letter is replaying again.
+
+        Only a clear that outlived its lease (at least three API timeouts) gets here. The task runs
+        now, so its letter is claimed again with a replay already cleared (as a downstream letter
+        joins one): its failure counts toward the replay cap, its success resolves it. A letter a
+        person parked or dismissed meanwhile keeps that status; its history says what happened.
+        """
+        why = f"Airflow confirmed the clear ({touched}) after its claim was closed"
+        ti = TaskInstanceRef(letter.dag_id, letter.run_id, letter.task_id, letter.map_index, None, 0)
+        if not self._join(cur, ti, why, request, job_id):
+            self.store.record(cur, letter.id, "cleared", Actor.system("driver"), why, job_id=job_id)
+
     def _join_downstream(
         self, cur: Any, ti: TaskInstanceRef, upstream: Letter, request: ReplayRequest, job_id: int | None
     ) -> None:
         """A downstream task instance this clear reruns: its letter (if in ``dlq``) joins the replay."""
-        why = f"cleared downstream of letter {upstream.id} ({upstream.task_id})"
+        self._join(
+            cur, ti, f"cleared downstream of letter {upstream.id} ({upstream.task_id})", request, job_id
+        )
+
+    def _join(
+        self, cur: Any, ti: TaskInstanceRef, why: str, request: ReplayRequest, job_id: int | None
+    ) -> bool:
+        """The ``dlq`` letter of ``ti`` (if any) joins a clear Airflow made: ``replaying``, its replay cleared."""
         cur.execute(
             query("claim_letter_by_ti"),
             {
@@ -310,12 +340,13 @@ class ReplayEngine:
         )
         row = cur.fetchone()
         if row is None:
-            return
+            return False
         letter_id, try_number = int(row[0]), int(row[1])
         replay_id = self._insert_replay(cur, letter_id, try_number, request, job_id, send=False)
         refs = {"job_id": job_id, "replay_id": replay_id, "try_number": try_number}
         self.store.record(cur, letter_id, "claimed", request.who, why, **refs)
         self.store.record(cur, letter_id, "cleared", Actor.system("driver"), why, **refs)
+        return True
 
 
 def _ti_label(ti: TaskInstanceRef) -> str:

@@ -253,26 +253,56 @@ class DeadLetterStore:
         Recorded once: a parked letter is not looked at by the next sync. True if it was parked now.
         """
         with self.transaction() as cur:
-            cur.execute(
-                query("set_status"),
-                {
-                    "id": letter_id,
-                    "status": "parked",
-                    "status_reason": reason,
-                    "from_statuses": ["replaying"],
-                },
-            )
+            cur.execute(query("park_vanished_letter"), {"id": letter_id, "status_reason": reason})
             if cur.fetchone() is None:
                 return False
-            cur.execute(
-                query("finish_pending_replays"),
-                {"letter_id": letter_id, "outcome": "failed", "detail": reason},
-            )
             self.record(cur, letter_id, "parked", Actor.system("sweeper"), reason)
             return True
 
+    def end_replay(
+        self, letter_id: int, replay_id: int, detail: str, replay_cap: int, source: str
+    ) -> str | None:
+        """A cleared replay whose task instance ended without succeeding failed: ``dlq`` with one more replay
+        counted (``parked`` at ``replay_cap``). The letter's new status, or None when the claim was closed already."""
+        with self.transaction() as cur:
+            cur.execute(
+                query("end_replay_without_success"),
+                {
+                    "replay_id": replay_id,
+                    "detail": detail,
+                    "status_reason": detail[:500],
+                    "replay_cap": replay_cap,
+                },
+            )
+            row = cur.fetchone()
+            if row is None:
+                return None
+            status, try_number = str(row[1]), int(row[3])
+            why = f"{detail}; now {status}"
+            self.record(
+                cur,
+                letter_id,
+                "failed-again",
+                Actor.system(source),
+                why,
+                replay_id=replay_id,
+                try_number=try_number,
+            )
+            return status
+
+    def release_unclaimed(self, letter_id: int) -> bool:
+        """A ``replaying`` letter with no open claim goes back to ``dlq`` (nothing else would decide it)."""
+        why = "replaying with no open claim: back to dlq"
+        with self.transaction() as cur:
+            cur.execute(query("release_unclaimed"), {"id": letter_id, "status_reason": why})
+            row = cur.fetchone()
+            if row is None:
+                return False
+            self.record(cur, letter_id, "lease-expired", Actor.system("sweeper"), why, try_number=int(row[1]))
+            return True
+
     def resolve_succeeded(self, letter_id: int, try_number: int) -> bool:
-        """A ``dlq`` letter whose task instance has since succeeded (cleared by hand) is resolved."""
+        """A ``dlq`` or ``parked`` letter whose task instance has since succeeded (cleared by hand) is resolved."""
         why = f"the task instance succeeded at try {try_number} outside a replay"
         with self.transaction() as cur:
             cur.execute(query("resolve_dlq_letter"), {"id": letter_id, "status_reason": why})

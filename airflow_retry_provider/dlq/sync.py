@@ -2,11 +2,15 @@
 
 A replayed task's own callbacks resolve its letter (success) or file it again (failure). What
 they could not decide is decided here, by the driver (the claims it left open) and the sweeper
-DAG (every letter in ``replaying``): success resolves, a newer failed try files the letter
-again, and a claim whose clear never happened (lease expired, or the answer lost while Airflow
-shows no new try) goes back to ``dlq`` (``abandoned``). A letter whose task instance is gone
-from Airflow is parked. Letters in ``dlq`` whose task instance was since cleared by hand and
-succeeded are resolved (``resolve_succeeded_in_dlq``).
+DAG (every letter in ``replaying``, each once per sweep): success resolves; a newer failed try
+files the letter again; a clear that happened whose task instance ended without succeeding
+(``upstream_failed``, ``skipped``, ``removed``, or ``failed`` with no newer try) is a failed
+replay (back to ``dlq`` counted, ``parked`` at the cap); a claim whose clear never happened
+(lease expired, or the answer lost while Airflow shows the claimed try still failed) goes back
+to ``dlq`` (``abandoned``). A letter whose task instance is gone from Airflow is parked. Letters
+at rest (``dlq``, ``parked``) whose task instance was since cleared by hand and succeeded are
+resolved (``resolve_succeeded_in_dlq``): one REST call per open letter, never a DAG's history.
+The state tables are in ``dlq/states.py`` (and docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
@@ -27,11 +31,12 @@ from airflow_retry_provider.policy import redact
 log = logging.getLogger(__name__)
 
 SYNC_GRACE = timedelta(minutes=2)
-NOT_CLEARED_STATES = ("failed", "upstream_failed")
+#: the states a cleared task instance can end in without succeeding
+ENDED_WITHOUT_SUCCESS = ("failed", "upstream_failed", "skipped", "removed")
 
 
 class OutcomeSync:
-    """Decides letters in ``replaying`` (and ``dlq`` letters since succeeded) from Airflow's state.
+    """Decides letters in ``replaying`` (and letters at rest since succeeded) from Airflow's state.
 
     :param store: the dead-letter store.
     :param api: Airflow's REST API, where the outcomes are read.
@@ -52,57 +57,112 @@ class OutcomeSync:
         source: str = "sweeper",
         open_claims_only: bool = False,
     ) -> SyncReport:
-        """Decide letters in ``replaying`` from Airflow's state and try number.
+        """Decide every letter in ``replaying`` once, from Airflow's state and try number, ``limit`` at a time.
 
         Success resolves; a newer failed try (ended at least ``grace`` ago, else its own callback
-        files it) files the letter again; a claim not confirmed cleared whose lease expired, or
-        whose clear's answer was lost, while Airflow still shows the failed try it was claimed at,
-        goes back to ``dlq`` (``abandoned``: the clear never happened). ``open_claims_only`` looks
-        only at those claims (the driver's frequent pass); the sweeper looks at every letter.
+        files it) files the letter again; a clear that happened (confirmed, or Airflow shows the
+        task instance moved on) whose task instance ended without succeeding is a failed replay;
+        a claim not confirmed cleared whose lease expired, or whose clear's answer was lost, while
+        Airflow still shows the failed try it was claimed at, goes back to ``dlq`` (``abandoned``:
+        the clear never happened). ``open_claims_only`` looks only at those claims (the driver's
+        frequent pass); the sweeper looks at every letter. Each letter looked at is stamped, so
+        letters Airflow leaves undecided rotate behind the others instead of starving them.
         """
-        api = self.api
         now = now or datetime.now(timezone.utc)
-        resolved, refiled, released, waiting, errors = [], [], [], [], []
+        report: dict[str, list[Any]] = {
+            name: [] for name in ("resolved", "refiled", "released", "waiting", "errors")
+        }
+        since = self._db_now()
+        statement = query("open_claims" if open_claims_only else "replaying_letters")
+        while True:
+            with self.store.transaction() as cur:
+                cur.execute(statement, {"limit": limit, "since": since})
+                rows = self.store.rows(cur)
+            for row in rows:
+                self._sync_one(row, now, grace, source, report)
+            if len(rows) < limit:
+                break
+        return SyncReport(
+            tuple(report["resolved"]),
+            tuple(report["refiled"]),
+            tuple(report["waiting"]),
+            tuple(report["errors"]),
+            tuple(report["released"]),
+        )
+
+    def _db_now(self) -> datetime:
+        """PostgreSQL's clock: letters stamped before it were not looked at by this pass."""
         with self.store.transaction() as cur:
-            cur.execute(query("open_claims" if open_claims_only else "replaying_letters"), {"limit": limit})
-            rows = self.store.rows(cur)
-        for row in rows:
-            letter = Letter.from_row(row)
-            try:
-                ti = api.task_instance(letter.dag_id, letter.run_id, letter.task_id, letter.map_index)
-            except AirflowApiError as exc:
-                if exc.status_code == 404:  # the task instance or its run was deleted: parked once
-                    self._park_vanished(letter)
-                    continue
-                metrics.incr("sweeper", "error")
-                errors.append(f"letter {letter.id}: {redact(str(exc))}")
-                continue
-            if ti.state == "success":
-                if self.store.resolve_replaying(
-                    letter.dag_id, letter.run_id, letter.task_id, letter.map_index, source=source
-                ):
-                    resolved.append(letter.id)
-                continue
-            recent = ti.end_date is not None and now - ti.end_date < grace
-            if ti.state == "failed" and ti.try_number > letter.try_number and not recent:
-                again = refiled_letter(letter, ti)
-                result = self.store.file(again, self.replay_cap)
-                if result.changed:
-                    refiled.append(letter.id)
-                    announce.filed(self.store, again, result)
-                continue
-            claim_open = row.get("replay_id") is not None and row.get("cleared_at") is None
-            undecided = row.get("replay_outcome") == "unknown" or bool(row.get("lease_expired"))
-            if claim_open and undecided:
-                if ti.state in NOT_CLEARED_STATES and ti.try_number == row["try_number_before"]:
-                    if self._abandon(letter, row, source):
-                        released.append(letter.id)
-                    continue
-                if row["replay_outcome"] == "pending":  # lease expired, but Airflow shows the clear happened
-                    detail = f"lease expired; Airflow shows the clear happened (state {ti.state}, try {ti.try_number})"
-                    self.store.mark_replay_unknown(row["replay_id"], detail)
-            waiting.append(letter.id)
-        return SyncReport(tuple(resolved), tuple(refiled), tuple(waiting), tuple(errors), tuple(released))
+            cur.execute(query("database_now"))
+            value: datetime = cur.fetchone()[0]
+        return value
+
+    def _sync_one(
+        self,
+        row: Mapping[str, Any],
+        now: datetime,
+        grace: timedelta,
+        source: str,
+        report: dict[str, list[Any]],
+    ) -> None:
+        letter = Letter.from_row(row)
+        try:
+            ti = self.api.task_instance(letter.dag_id, letter.run_id, letter.task_id, letter.map_index)
+        except AirflowApiError as exc:
+            if exc.status_code == 404:  # the task instance or its run was deleted: parked once
+                self._park_vanished(letter)
+                return
+            metrics.incr("sweeper", "error")
+            report["errors"].append(f"letter {letter.id}: {redact(str(exc))}")
+            return
+        if ti.state == "success":
+            if self.store.resolve_replaying(
+                letter.dag_id, letter.run_id, letter.task_id, letter.map_index, source=source
+            ):
+                report["resolved"].append(letter.id)
+            return
+        if ti.end_date is not None and now - ti.end_date < grace:  # just ended: its own callback's turn
+            report["waiting"].append(letter.id)
+            return
+        if ti.state == "failed" and ti.try_number > letter.try_number:
+            again = refiled_letter(letter, ti)
+            result = self.store.file(again, self.replay_cap)
+            if result.changed:
+                report["refiled"].append(letter.id)
+                announce.filed(self.store, again, result)
+            return
+        replay_id = row.get("replay_id")
+        if replay_id is None:  # replaying with no open claim: nothing will decide it, so it rests again
+            if self.store.release_unclaimed(letter.id):
+                report["released"].append(letter.id)
+            return
+        still_claimed_try = ti.state == "failed" and ti.try_number == row["try_number_before"]
+        happened = row.get("cleared_at") is not None or not still_claimed_try
+        undecided = row.get("replay_outcome") == "unknown" or bool(row.get("lease_expired"))
+        if not happened:
+            if undecided and self._abandon(letter, row, source):
+                report["released"].append(letter.id)
+            elif not undecided:
+                report["waiting"].append(letter.id)
+            return
+        if ti.state in ENDED_WITHOUT_SUCCESS:
+            detail = f"the replayed task instance ended {ti.state} at try {ti.try_number} without succeeding"
+            status = self.store.end_replay(letter.id, int(replay_id), detail, self.replay_cap, source)
+            if status is not None:
+                report["refiled"].append(letter.id)
+                if status == "parked":
+                    announce.parked(self.store, letter, detail)
+            return
+        if (
+            row.get("cleared_at") is None
+            and row.get("replay_outcome") == "pending"
+            and row.get("lease_expired")
+        ):
+            detail = (
+                f"lease expired; Airflow shows the clear happened (state {ti.state}, try {ti.try_number})"
+            )
+            self.store.mark_replay_unknown(int(replay_id), detail)
+        report["waiting"].append(letter.id)
 
     def _park_vanished(self, letter: Letter) -> None:
         """Park a replaying letter whose task instance Airflow no longer has, and announce it (once)."""
@@ -135,26 +195,40 @@ class OutcomeSync:
         metrics.incr("replay", "abandoned")
         return True
 
-    def resolve_succeeded_in_dlq(self, dag_ids: Sequence[str] | None = None, limit: int = 1000) -> list[int]:
-        """Resolve ``dlq`` letters whose task instance has since succeeded (cleared by hand in Airflow)."""
-        api = self.api
-        with self.store.transaction() as cur:
-            if dag_ids is None:
-                cur.execute(query("dag_ids_with_dlq_letters"))
-                dag_ids = [str(row[0]) for row in cur.fetchall()]
+    def resolve_succeeded_in_dlq(self, dag_ids: Sequence[str] | None = None, limit: int = 500) -> list[int]:
+        """Resolve letters at rest (``dlq``, ``parked``) whose task instance has since succeeded (cleared by hand).
+
+        One REST call per open letter, each letter once per call of this, ``limit`` letters at a
+        time: the cost is bounded by the number of open letters, not by the DAGs' history.
+        """
+        since = self._db_now()
         resolved = []
-        for dag_id in dag_ids:
+        while True:
             with self.store.transaction() as cur:
-                cur.execute(query("dlq_letters_of_dag"), {"dag_id": dag_id, "limit": limit})
+                cur.execute(
+                    query("resting_letters_due"),
+                    {
+                        "since": since,
+                        "limit": limit,
+                        "dag_ids": list(dag_ids) if dag_ids is not None else None,
+                    },
+                )
                 letters = [Letter.from_row(row) for row in self.store.rows(cur)]
-            if not letters:
-                continue
-            oldest = min(letter.updated_at for letter in letters)
-            waiting = {(lt.run_id, lt.task_id, lt.map_index): lt for lt in letters}
-            for ti in api.task_instances(dag_id, "success", ended_after=oldest):
-                letter = waiting.get((ti.run_id, ti.task_id, ti.map_index))
-                if letter is not None and self.store.resolve_succeeded(letter.id, ti.try_number):
+            for letter in letters:
+                try:
+                    ti = self.api.task_instance(
+                        letter.dag_id, letter.run_id, letter.task_id, letter.map_index
+                    )
+                except AirflowApiError as exc:  # asked again at the next sweep
+                    metrics.incr("sweeper", "error")
+                    log.warning(
+                        "airflow-retry-provider: letter %s not checked: %s", letter.id, redact(str(exc))[:500]
+                    )
+                    continue
+                if ti.state == "success" and self.store.resolve_succeeded(letter.id, ti.try_number):
                     resolved.append(letter.id)
+            if len(letters) < limit:
+                break
         return sorted(resolved)
 
 

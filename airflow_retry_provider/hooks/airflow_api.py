@@ -208,7 +208,8 @@ class AirflowApi:
     """Calls to ``/api/v2`` as one user.
 
     :param credentials: base URL, username, password.
-    :param timeout: seconds per request.
+    :param timeout: seconds per request (default ``[retry_provider] api_timeout_seconds``: a replay's lease is
+        at least three of them).
     :param transport: an ``httpx`` transport (tests of the client itself may pass one).
     :param token: act with this bearer token (e.g. the signed-in user's) instead of logging in;
         when Airflow refuses it, the call fails rather than falling back to the credentials.
@@ -217,13 +218,17 @@ class AirflowApi:
     def __init__(
         self,
         credentials: ApiCredentials,
-        timeout: float = 30.0,
+        timeout: float | None = None,
         transport: Any = None,
         token: str | None = None,
     ) -> None:
         import httpx
 
         self.credentials = credentials
+        if timeout is None:
+            from airflow_retry_provider import settings
+
+            timeout = float(settings.api_timeout())
         self._client = httpx.Client(base_url=credentials.base_url, timeout=timeout, transport=transport)
         self._token: str | None = token
         self._fixed_token = token is not None

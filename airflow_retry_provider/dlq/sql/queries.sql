@@ -93,13 +93,25 @@ INSERT INTO retry_replays (
 RETURNING id;
 
 -- name: mark_replay_cleared
--- Airflow confirmed the clear: no longer mid-clear, so the lease ends.
-UPDATE retry_replays SET cleared_at = now(), detail = %(detail)s, lease_until = NULL WHERE id = %(id)s;
+-- Airflow confirmed the clear: no longer mid-clear, so the lease ends. Lands only while the claim is
+-- still open and this replay's (no other process abandoned or closed it meanwhile); no row: it was.
+UPDATE retry_replays SET cleared_at = now(), detail = %(detail)s, lease_until = NULL
+WHERE id = %(id)s AND outcome IN ('pending', 'unknown') AND cleared_at IS NULL
+RETURNING id;
 
 -- name: mark_replay_unknown
 -- The clear's answer was lost: the letter stays replaying and the sync decides from Airflow's state.
 UPDATE retry_replays SET outcome = 'unknown', outcome_at = now(), detail = %(detail)s
 WHERE id = %(id)s AND outcome = 'pending';
+
+-- name: lock_pending_job_item
+-- A job's claim lands only while its item is still pending and unclaimed and its job still running:
+-- the item's row lock makes a concurrent cancel wait for this claim (and then leave the item alone).
+SELECT i.position
+FROM retry_replay_job_items i JOIN retry_replay_jobs j ON j.id = i.job_id
+WHERE i.job_id = %(job_id)s AND i.position = %(position)s AND i.outcome = 'pending' AND i.replay_id IS NULL
+  AND j.status = 'running'
+FOR UPDATE OF i FOR SHARE OF j;
 
 -- name: pace_lock
 -- One pace for the deployment: every claim that sends a clear takes this lock first.
@@ -129,14 +141,25 @@ RETURNING id, try_number;
 
 -- name: open_claims
 -- Letters in replaying whose claim needs a decision: the clear's answer was lost, or the claim's lease
--- expired before the clear was confirmed. Joined with the claim.
-SELECT l.*, r.id AS replay_id, r.outcome AS replay_outcome, r.try_number_before, r.cleared_at,
+-- expired before the clear was confirmed; not looked at since %(since)s, longest unlooked-at first,
+-- stamped as looked at (undecided rows rotate: none can starve the others). Joined with the claim.
+WITH due AS (
+    SELECT l.id FROM retry_dead_letters l
+    JOIN retry_replays r ON r.letter_id = l.id AND r.outcome IN ('pending', 'unknown') AND r.cleared_at IS NULL
+    WHERE l.status = 'replaying' AND (r.outcome = 'unknown' OR r.lease_until < clock_timestamp())
+      AND (l.checked_at IS NULL OR l.checked_at < %(since)s)
+    ORDER BY l.checked_at NULLS FIRST, l.id
+    LIMIT %(limit)s
+    FOR UPDATE OF l SKIP LOCKED
+), stamped AS (
+    UPDATE retry_dead_letters l SET checked_at = clock_timestamp() FROM due WHERE l.id = due.id
+    RETURNING l.*
+)
+SELECT s.*, r.id AS replay_id, r.outcome AS replay_outcome, r.try_number_before, r.cleared_at,
        r.lease_until < clock_timestamp() AS lease_expired
-FROM retry_dead_letters l
-JOIN retry_replays r ON r.letter_id = l.id AND r.outcome IN ('pending', 'unknown') AND r.cleared_at IS NULL
-WHERE l.status = 'replaying' AND (r.outcome = 'unknown' OR r.lease_until < clock_timestamp())
-ORDER BY r.id
-LIMIT %(limit)s;
+FROM stamped s
+JOIN retry_replays r ON r.letter_id = s.id AND r.outcome IN ('pending', 'unknown') AND r.cleared_at IS NULL
+ORDER BY s.id;
 
 -- name: abandon_claim
 -- No clear happened: the replay is closed and the letter goes back to the queue.
@@ -160,16 +183,24 @@ INSERT INTO retry_letter_events (
 -- name: events_of_letter
 SELECT * FROM retry_letter_events WHERE letter_id = %(letter_id)s ORDER BY id;
 
--- name: dlq_letters_of_dag
--- Letters waiting in the queue of one DAG (the sweeper checks whether their task instance succeeded since).
-SELECT * FROM retry_dead_letters WHERE dag_id = %(dag_id)s AND status = 'dlq' ORDER BY id LIMIT %(limit)s;
-
--- name: dag_ids_with_dlq_letters
-SELECT DISTINCT dag_id FROM retry_dead_letters WHERE status = 'dlq';
+-- name: resting_letters_due
+-- Letters at rest (dlq, parked) not looked at since %(since)s, longest unlooked-at first, stamped as
+-- looked at: the sweeper asks Airflow once per letter whether its task instance succeeded since.
+WITH due AS (
+    SELECT id FROM retry_dead_letters
+    WHERE status IN ('dlq', 'parked') AND (checked_at IS NULL OR checked_at < %(since)s)
+      AND (%(dag_ids)s::text[] IS NULL OR dag_id = ANY(%(dag_ids)s::text[]))
+    ORDER BY checked_at NULLS FIRST, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE retry_dead_letters l SET checked_at = clock_timestamp() FROM due WHERE l.id = due.id
+RETURNING l.*;
 
 -- name: resolve_dlq_letter
+-- The task instance of a letter at rest succeeded outside a replay (cleared by hand in Airflow).
 UPDATE retry_dead_letters SET status = 'resolved', status_reason = %(status_reason)s, updated_at = now()
-WHERE id = %(id)s AND status = 'dlq'
+WHERE id = %(id)s AND status IN ('dlq', 'parked')
 RETURNING id;
 
 -- name: insert_job
@@ -218,7 +249,7 @@ LIMIT 1;
 
 -- name: set_job_item_replay
 UPDATE retry_replay_job_items SET replay_id = %(replay_id)s
-WHERE job_id = %(job_id)s AND position = %(position)s;
+WHERE job_id = %(job_id)s AND position = %(position)s AND outcome = 'pending' AND replay_id IS NULL;
 
 -- name: finish_job_item
 UPDATE retry_replay_job_items SET
@@ -236,7 +267,8 @@ UPDATE retry_replay_jobs SET lease_until = NULL
 WHERE id = %(id)s AND lease_owner = %(owner)s AND status = 'running';
 
 -- name: cancel_job
--- Letters the job has not claimed yet are left in dlq; a clear already sent finishes normally.
+-- Letters the job has not claimed yet are left in dlq; a clear already sent finishes normally, and its
+-- item is closed 'unknown' now (its replay says what happened): no item of a finished job stays pending.
 WITH job AS (
     UPDATE retry_replay_jobs SET status = 'cancelled', cancelled_by = %(actor)s, finished_at = now(),
         lease_until = NULL
@@ -246,6 +278,10 @@ WITH job AS (
     UPDATE retry_replay_job_items SET outcome = 'cancelled', detail = %(detail)s, done_at = now()
     WHERE job_id IN (SELECT id FROM job) AND outcome = 'pending' AND replay_id IS NULL
     RETURNING letter_id
+), claimed AS (
+    UPDATE retry_replay_job_items SET outcome = 'unknown', done_at = now(),
+        detail = 'the job was cancelled during this letter''s clear; its replay says what happened'
+    WHERE job_id IN (SELECT id FROM job) AND outcome = 'pending' AND replay_id IS NOT NULL
 )
 SELECT (SELECT id FROM job) AS id, (SELECT count(*) FROM items) AS cancelled;
 
@@ -262,25 +298,72 @@ ORDER BY i.position;
 SELECT id FROM retry_replay_jobs WHERE status IN ('queued', 'running') ORDER BY id;
 
 -- name: release_failed_claim
--- The clear did not happen: the letter goes back to the queue and the replay says why.
+-- Airflow refused the clear: this replay (still open and not cleared) is closed clear-failed and its
+-- letter goes back to the queue. No row: another process closed the claim first.
+WITH closed AS (
+    UPDATE retry_replays SET outcome = 'clear-failed', outcome_at = now(), detail = %(detail)s, lease_until = NULL
+    WHERE id = %(replay_id)s AND outcome IN ('pending', 'unknown') AND cleared_at IS NULL
+    RETURNING letter_id
+)
 UPDATE retry_dead_letters SET status = 'dlq', status_reason = %(status_reason)s, updated_at = now()
-WHERE id = %(id)s AND status = 'replaying';
+WHERE id IN (SELECT letter_id FROM closed) AND status = 'replaying'
+RETURNING id;
+
+-- name: end_replay_without_success
+-- Airflow cleared the task instance and it ended without succeeding (upstream_failed, skipped, removed,
+-- or failed with no newer try): the replay failed. Counted like a failed try: back to dlq with one more
+-- replay, parked at the cap.
+WITH closed AS (
+    UPDATE retry_replays SET outcome = 'failed', outcome_at = now(), detail = %(detail)s, lease_until = NULL
+    WHERE id = %(replay_id)s AND outcome IN ('pending', 'unknown')
+    RETURNING letter_id
+)
+UPDATE retry_dead_letters SET
+    status = CASE WHEN replay_count + 1 >= %(replay_cap)s THEN 'parked' ELSE 'dlq' END,
+    replay_count = replay_count + 1, status_reason = %(status_reason)s, updated_at = now()
+WHERE id IN (SELECT letter_id FROM closed) AND status = 'replaying'
+RETURNING id, status, replay_count, try_number;
+
+-- name: release_unclaimed
+-- A replaying letter with no open claim (nothing will decide it) rests in the queue again.
+UPDATE retry_dead_letters l SET status = 'dlq', status_reason = %(status_reason)s, updated_at = now()
+WHERE l.id = %(id)s AND l.status = 'replaying'
+  AND NOT EXISTS (SELECT 1 FROM retry_replays r WHERE r.letter_id = l.id AND r.outcome IN ('pending', 'unknown'))
+RETURNING id, try_number;
+
+-- name: database_now
+SELECT clock_timestamp();
+
+-- name: park_vanished_letter
+-- A replaying letter whose task instance or run Airflow no longer has (404): nothing can run, so it is
+-- parked whatever its claim says, and the claim is closed failed.
+WITH changed AS (
+    UPDATE retry_dead_letters SET status = 'parked', status_reason = %(status_reason)s, updated_at = now()
+    WHERE id = %(id)s AND status = 'replaying'
+    RETURNING id
+), closed AS (
+    UPDATE retry_replays SET outcome = 'failed', outcome_at = now(), detail = %(status_reason)s, lease_until = NULL
+    WHERE letter_id IN (SELECT id FROM changed) AND outcome IN ('pending', 'unknown')
+)
+SELECT id FROM changed;
 
 -- name: set_status
--- A replaying letter changes only when no clear is in flight for it (its claim was abandoned, or the
--- clear's answer was lost and no new try has started): never mid-clear.
+-- A person parks or dismisses a letter. A replaying letter changes only when its claim never reached
+-- a confirmed clear and none is in flight (the lease expired, or the answer was lost): never while a
+-- clear is in flight or its task instance runs after a confirmed clear (that replay is not abandoned).
 WITH changed AS (
     UPDATE retry_dead_letters l SET status = %(status)s, status_reason = %(status_reason)s, updated_at = now()
     WHERE l.id = %(id)s AND l.status = ANY(%(from_statuses)s)
       AND NOT EXISTS (
           SELECT 1 FROM retry_replays r
-          WHERE r.letter_id = l.id AND r.outcome = 'pending' AND r.lease_until > clock_timestamp()
+          WHERE r.letter_id = l.id AND r.outcome IN ('pending', 'unknown')
+            AND (r.cleared_at IS NOT NULL OR (r.outcome = 'pending' AND r.lease_until > clock_timestamp()))
       )
     RETURNING l.id, l.try_number
 ), closed AS (
     UPDATE retry_replays SET outcome = 'abandoned', outcome_at = now(), detail = %(status_reason)s,
         lease_until = NULL
-    WHERE letter_id IN (SELECT id FROM changed) AND outcome IN ('pending', 'unknown')
+    WHERE letter_id IN (SELECT id FROM changed) AND outcome IN ('pending', 'unknown') AND cleared_at IS NULL
 )
 SELECT id, try_number FROM changed;
 
@@ -288,18 +371,28 @@ SELECT id, try_number FROM changed;
 SELECT * FROM retry_replays WHERE letter_id = %(letter_id)s ORDER BY requested_at DESC, id DESC;
 
 -- name: replaying_letters
--- Letters in replaying, each with its open claim (if any): the sync decides from Airflow's state.
-SELECT l.*, r.id AS replay_id, r.outcome AS replay_outcome, r.try_number_before, r.cleared_at,
+-- Letters in replaying not looked at since %(since)s, longest unlooked-at first, stamped as looked at
+-- (undecided rows rotate: none can starve the others), each with its open claim (if any): the sync
+-- decides from Airflow's state.
+WITH due AS (
+    SELECT id FROM retry_dead_letters
+    WHERE status = 'replaying' AND (checked_at IS NULL OR checked_at < %(since)s)
+    ORDER BY checked_at NULLS FIRST, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), stamped AS (
+    UPDATE retry_dead_letters l SET checked_at = clock_timestamp() FROM due WHERE l.id = due.id
+    RETURNING l.*
+)
+SELECT s.*, r.id AS replay_id, r.outcome AS replay_outcome, r.try_number_before, r.cleared_at,
        coalesce(r.lease_until < clock_timestamp(), false) AS lease_expired
-FROM retry_dead_letters l
+FROM stamped s
 LEFT JOIN LATERAL (
     SELECT * FROM retry_replays
-    WHERE letter_id = l.id AND outcome IN ('pending', 'unknown')
+    WHERE letter_id = s.id AND outcome IN ('pending', 'unknown')
     ORDER BY id DESC LIMIT 1
 ) r ON true
-WHERE l.status = 'replaying'
-ORDER BY l.updated_at
-LIMIT %(limit)s;
+ORDER BY s.id;
 
 -- name: letter_exists_for_ti
 SELECT id FROM retry_dead_letters
