@@ -419,11 +419,13 @@ RETURNING id;
 -- never returned nor counted.
 
 -- name: unnumbered_versions
--- The DAG versions letters name by UUID only (a worker knows no number): what the sweeper looks up.
-SELECT DISTINCT dag_id, dag_version_id
+-- The DAG versions letters name by UUID only (a worker knows no number): what the sweeper looks up,
+-- newest letters first, so versions Airflow no longer has (they stay unnumbered) never starve new ones.
+SELECT dag_id, dag_version_id
 FROM retry_dead_letters
 WHERE dag_version_id IS NOT NULL AND dag_version_number IS NULL
-ORDER BY dag_id, dag_version_id
+GROUP BY dag_id, dag_version_id
+ORDER BY max(created_at) DESC
 LIMIT %(limit)s;
 
 -- name: number_version
