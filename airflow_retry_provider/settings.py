@@ -47,6 +47,7 @@ __all__ = [
     "replay_lease_seconds",
     "replay_max_attempts",
     "replay_rate_per_minute",
+    "replay_timeout_seconds",
     "retention_alerts_days",
     "retention_batch_size",
     "retention_events_days",
@@ -200,6 +201,16 @@ SETTINGS: tuple[Setting, ...] = (
         "without renewing; a dead driver's job and claims are taken back after it (replay drivers, sweeper). "
         "At least three times `api_timeout_seconds` (one clear with a token refresh), checked when settings load.",
         parse=_integer(10, 86400),
+    ),
+    Setting(
+        key="replay_timeout_seconds",
+        type="integer",
+        default="86400",
+        example="21600",
+        description="How long a replay may wait for its cleared task instance to end (queued, scheduled, "
+        "running...) before the sweep counts it failed: its letter goes back to dlq (parked at the cap), and is "
+        "resolved by the next sweep if the task instance succeeds later (sweeper, replay drivers).",
+        parse=_integer(60, 30 * 86400),
     ),
     Setting(
         key="api_timeout_seconds",
@@ -426,6 +437,7 @@ Key = Literal[
     "replay_rate_per_minute",
     "replay_lease_seconds",
     "api_timeout_seconds",
+    "replay_timeout_seconds",
     "replay_driver_interval_seconds",
     "sweep_grace_seconds",
     "ui_timezone",
@@ -537,6 +549,12 @@ def replay_lease_seconds() -> int:
             f"(a clear with a token refresh takes up to three API timeouts), got replay_lease_seconds={value} "
             f"and api_timeout_seconds={timeout}"
         )
+    return value
+
+
+def replay_timeout_seconds() -> int:
+    """``[retry_provider] replay_timeout_seconds``."""
+    value: int = get("replay_timeout_seconds")
     return value
 
 

@@ -65,8 +65,9 @@ LETTER = Entity(
         "its task instance succeeded since (then resolved)",
         "replaying": "lease plus one sweep once Airflow answers, whatever it answers: success resolves; a newer "
         "failed try, or an end without success after the clear, goes back to dlq counted (parked at the cap); a "
-        "clear that never happened goes back to dlq; a task instance gone (404) parks it. Each sweep asks about "
-        "every replaying letter once, longest unasked first",
+        "clear that never happened goes back to dlq; a task instance gone (404) parks it; one that has not ended "
+        "replay_timeout_seconds (24 h) after the clear goes back to dlq counted. Each sweep asks about every "
+        "replaying letter once, longest unasked first",
         "parked": "at rest: a person dismisses it; each sweep resolves it when its task instance succeeded since",
     },
     (
@@ -148,7 +149,7 @@ LETTER = Entity(
             "driver, sweeper",
             "dlq:end_replay_without_success",
             "the clear happened and the task instance ended upstream_failed, skipped, removed or failed with no "
-            "newer try (replay_count + 1)",
+            "newer try, or has not ended replay_timeout_seconds after the clear (replay_count + 1)",
         ),
         Transition(
             ("replaying",),
@@ -217,8 +218,10 @@ REPLAY = Entity(
     {
         "pending": "before the clear: its answer (cleared_at set, clear-failed, or unknown), or its lease "
         "(at least three API timeouts) expiring, then the next driver pass or sweep (abandoned, or unknown when "
-        "Airflow shows the clear happened); after a confirmed clear: the task instance's end (succeeded, failed)",
-        "unknown": "the next driver pass or sweep decides from Airflow's state and try number",
+        "Airflow shows the clear happened); after a confirmed clear: the task instance's end (succeeded, failed), "
+        "or replay_timeout_seconds (failed)",
+        "unknown": "the next driver pass or sweep decides from Airflow's state and try number; "
+        "replay_timeout_seconds after the claim at the latest (failed)",
     },
     (
         Transition((CREATED,), "pending", "replay driver", "dlq:insert_replay", "in the claim's transaction"),
@@ -262,7 +265,7 @@ REPLAY = Entity(
             "failed",
             "driver, sweeper",
             "dlq:end_replay_without_success",
-            "the task instance ended without succeeding after the clear",
+            "the task instance ended without succeeding after the clear, or the replay timed out",
         ),
         Transition(
             ("pending", "unknown"),

@@ -42,12 +42,26 @@ class OutcomeSync:
     :param api: Airflow's REST API, where the outcomes are read.
     :param replay_cap: replays allowed per letter, for a letter filed again (default
         ``[retry_provider] replay_max_attempts``).
+    :param replay_timeout: how long a replay whose clear happened may wait for its task instance to end
+        (default ``[retry_provider] replay_timeout_seconds``); then it counts as failed.
     """
 
-    def __init__(self, store: DeadLetterStore, api: AirflowApi, *, replay_cap: int | None = None) -> None:
+    def __init__(
+        self,
+        store: DeadLetterStore,
+        api: AirflowApi,
+        *,
+        replay_cap: int | None = None,
+        replay_timeout: timedelta | None = None,
+    ) -> None:
         self.store = store
         self.api = api
         self.replay_cap = replay_cap if replay_cap is not None else settings.replay_max_attempts()
+        self.replay_timeout = (
+            replay_timeout
+            if replay_timeout is not None
+            else timedelta(seconds=settings.replay_timeout_seconds())
+        )
 
     def sync_outcomes(
         self,
@@ -145,8 +159,15 @@ class OutcomeSync:
             elif not undecided:
                 report["waiting"].append(letter.id)
             return
-        if ti.state in ENDED_WITHOUT_SUCCESS:
+        since = row.get("cleared_at") or row.get("replay_requested_at")
+        timed_out = since is not None and now - since >= self.replay_timeout
+        if ti.state in ENDED_WITHOUT_SUCCESS or timed_out:
             detail = f"the replayed task instance ended {ti.state} at try {ti.try_number} without succeeding"
+            if ti.state not in ENDED_WITHOUT_SUCCESS:
+                detail = (
+                    f"the replayed task instance is still {ti.state} at try {ti.try_number} "
+                    f"{int(self.replay_timeout.total_seconds())} s after the clear: the replay timed out"
+                )
             status = self.store.end_replay(letter.id, int(replay_id), detail, self.replay_cap, source)
             if status is not None:
                 report["refiled"].append(letter.id)

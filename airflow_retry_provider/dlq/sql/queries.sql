@@ -156,7 +156,7 @@ WITH due AS (
     RETURNING l.*
 )
 SELECT s.*, r.id AS replay_id, r.outcome AS replay_outcome, r.try_number_before, r.cleared_at,
-       r.lease_until < clock_timestamp() AS lease_expired
+       r.requested_at AS replay_requested_at, r.lease_until < clock_timestamp() AS lease_expired
 FROM stamped s
 JOIN retry_replays r ON r.letter_id = s.id AND r.outcome IN ('pending', 'unknown') AND r.cleared_at IS NULL
 ORDER BY s.id;
@@ -385,6 +385,7 @@ WITH due AS (
     RETURNING l.*
 )
 SELECT s.*, r.id AS replay_id, r.outcome AS replay_outcome, r.try_number_before, r.cleared_at,
+       r.requested_at AS replay_requested_at,
        coalesce(r.lease_until < clock_timestamp(), false) AS lease_expired
 FROM stamped s
 LEFT JOIN LATERAL (

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 import pytest
 
@@ -72,6 +73,20 @@ def test_a_failed_replay_at_the_cap_is_parked(pg_dsn, fake):
     OutcomeSync(store, fake.api(), replay_cap=1).sync_outcomes()
     letter = store.get(letter_id)
     assert letter is not None and (letter.status, letter.replay_count) == ("parked", 1)
+
+
+def test_a_cleared_task_instance_that_never_ends_times_the_replay_out(pg_dsn, fake):
+    """Queued for ever after a confirmed clear: within the replay timeout it waits, past it the replay failed (dlq, counted)."""
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    letter_id, replay_id = _cleared(store, fake)  # Airflow now shows it queued at try 2
+    patient = OutcomeSync(store, fake.api(), replay_cap=3, replay_timeout=timedelta(hours=1))
+    assert patient.sync_outcomes().waiting == (letter_id,)
+    impatient = OutcomeSync(store, fake.api(), replay_cap=3, replay_timeout=timedelta(0))
+    assert impatient.sync_outcomes().refiled == (letter_id,)
+    letter = store.get(letter_id)
+    assert letter is not None and (letter.status, letter.replay_count) == ("dlq", 1)
+    (replay,) = store.replays(letter_id)
+    assert (replay.id, replay.outcome) == (replay_id, "failed") and "timed out" in (replay.detail or "")
 
 
 def test_undecided_replaying_letters_cannot_starve_the_others(pg_dsn, fake):
