@@ -1,6 +1,8 @@
 """The breaker in a real Airflow: an outage of a partner service holds the work instead of burning it.
 
-A local HTTP service answers 503 for 60 s from its first call, then 200. Two DAGs whose tasks name the dependency
+A local HTTP service answers 503 from its first call until the DAG without the breaker has failed
+and at least 60 s have passed (on a loaded machine its tries can be slow: the outage outlasts them
+whatever the load), then 200. Two DAGs whose tasks name the dependency
 with a breaker and one DAG without it run through the same outage, with the same retry profile
 (about 10 s of retry budget). Without the breaker every task spends its four tries and becomes a
 letter; with it, no task spends its whole budget (tries fail only before the breaker opens, or as
@@ -30,11 +32,12 @@ BREAKER_DAGS = ("outage_breaker_a", "outage_breaker_b")
 
 
 class PartnerService:
-    """Answers 503 until ``recover()`` (or ``OUTAGE_SECONDS`` after ``start_outage()``), then 200; counts calls."""
+    """Answers 503 from ``start_outage()`` until ``recover()``, then 200; counts calls."""
 
     def __init__(self) -> None:
+        self.down = False
+        self.first_call_at = 0.0
         self.down_until = 0.0
-        self.outage_seconds = 0.0
         self.calls: Counter[str] = Counter()
         service = self
 
@@ -42,10 +45,9 @@ class PartnerService:
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
                 dag_id = self.path.strip("/").split("/")[0]
                 service.calls[dag_id] += 1
-                if service.outage_seconds and not service.down_until:
-                    service.down_until = time.monotonic() + service.outage_seconds
-                down = time.monotonic() < service.down_until
-                self.send_response(503 if down else 200)
+                if service.down and not service.first_call_at:
+                    service.first_call_at = time.monotonic()
+                self.send_response(503 if service.down else 200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
@@ -56,9 +58,16 @@ class PartnerService:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def start_outage(self, seconds: float) -> None:
-        """Be down for ``seconds`` from the first call on (whenever the scheduler gets to it)."""
-        self.outage_seconds = seconds
+    def start_outage(self) -> None:
+        """Be down from now until ``recover()``."""
+        self.down = True
+
+    def recover(self, after_seconds: float) -> None:
+        """Be up again, once ``after_seconds`` have passed since the first call of the outage."""
+        started = self.first_call_at or time.monotonic()
+        time.sleep(max(0.0, started + after_seconds - time.monotonic()))
+        self.down = False
+        self.down_until = time.monotonic()
 
     @property
     def recovered_at(self) -> float:
@@ -97,9 +106,12 @@ def tries_of(metadata_dsn: str, dag_id: str, run_id: str) -> dict[int, tuple[str
 
 
 def test_an_outage_is_held_with_the_breaker_and_burns_every_retry_without_it(e2e, partner):
-    partner.start_outage(OUTAGE_SECONDS)
+    """Without the breaker every task spends its 4 tries and is a letter; with it none does, and none is a letter."""
+    partner.start_outage()
     runs = {dag_id: e2e.trigger(dag_id) for dag_id in (*BREAKER_DAGS, "outage_retries")}
-    ended = {dag_id: e2e.wait(run, timeout=420) for dag_id, run in runs.items()}
+    ended = {"outage_retries": e2e.wait(runs["outage_retries"], timeout=420)}
+    partner.recover(after_seconds=OUTAGE_SECONDS)
+    ended.update({dag_id: e2e.wait(runs[dag_id], timeout=420) for dag_id in BREAKER_DAGS})
     drained_after = time.monotonic() - partner.recovered_at
 
     # without the breaker: the outage outlasts the retry budget, every task is a letter
