@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -127,6 +127,13 @@ class FaultAirflow:
             ti = self.tis[(run_id, task_id)]
             ti.state, ti.end_date = state, datetime.now(timezone.utc)
             return ti
+
+    def age(self, by: timedelta) -> None:
+        """Time passes: every try ended ``by`` earlier."""
+        with self.lock:
+            for ti in self.tis.values():
+                if ti.end_date is not None:
+                    ti.end_date -= by
 
     def next_fault(self) -> str:
         with self.lock:

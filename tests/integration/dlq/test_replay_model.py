@@ -73,12 +73,13 @@ SELECT id, status, lease_until IS NOT NULL AND lease_until > clock_timestamp() A
 FROM retry_replay_jobs ORDER BY id
 """
 OPEN_JOBS = "SELECT id FROM retry_replay_jobs WHERE status IN ('queued', 'running') ORDER BY id"
-# time passes: every lease the deployment holds is a day older (the code reads them with clock_timestamp())
+# time passes: past every lease (the code reads them with clock_timestamp()) and the sync's grace
+TIME_STEP = timedelta(minutes=3)
 AGE_REPLAY_LEASES = (
-    "UPDATE retry_replays SET lease_until = lease_until - interval '1 day' WHERE lease_until IS NOT NULL"
+    "UPDATE retry_replays SET lease_until = lease_until - %(by)s WHERE lease_until IS NOT NULL"
 )
 AGE_JOB_LEASES = (
-    "UPDATE retry_replay_jobs SET lease_until = lease_until - interval '1 day' WHERE lease_until IS NOT NULL"
+    "UPDATE retry_replay_jobs SET lease_until = lease_until - %(by)s WHERE lease_until IS NOT NULL"
 )
 
 
@@ -88,7 +89,11 @@ class ProcessDied(BaseException):
 
 @dataclass(frozen=True)
 class Interrupt:
-    """Something else happens while a process works: at its ``at``-th transaction (0: right after Airflow acted on its clear)."""
+    """Something else happens while a process works: at its ``at``-th transaction, or around its clear.
+
+    ``at`` -1: while its clear is on the way, before Airflow acts on it; 0: right after Airflow acted
+    on it (answered or not), before the process records what it heard.
+    """
 
     at: int
     action: str
@@ -96,21 +101,24 @@ class Interrupt:
 
 
 interrupts = (
-    st.builds(Interrupt, st.integers(0, 12), st.sampled_from(ACTIONS), st.integers(0, 20)) | st.none()
+    st.builds(Interrupt, st.integers(-1, 12), st.sampled_from(ACTIONS), st.integers(0, 20)) | st.none()
 )
 
 
 class ModelApi(AirflowApi):
-    """The real client; after each clear (answered or not) its process may be interrupted."""
+    """The real client; around each clear (answered or not) its process may be interrupted."""
 
-    after_clear: Callable[[], None] = staticmethod(lambda: None)
+    around_clear: Callable[[int], None] = staticmethod(lambda at: None)
 
     def clear_task_instance(self, *args: Any, **kwargs: Any) -> Any:
+        sent = not kwargs.get("dry_run", True)
+        if sent:
+            self.around_clear(-1)
         try:
             return super().clear_task_instance(*args, **kwargs)
         finally:
-            if not kwargs.get("dry_run", True):
-                self.after_clear()
+            if sent:
+                self.around_clear(0)
 
 
 class Process:
@@ -137,7 +145,7 @@ class Process:
 
     def new_api(self) -> ModelApi:
         api = ModelApi(ApiCredentials(self.model.base_url, "admin", "admin"), timeout=self.model.timeout)
-        api.after_clear = self._after_clear
+        api.around_clear = self._around_clear
         return api
 
     def driver(self) -> ReplayDriver:
@@ -171,8 +179,8 @@ class Process:
             self._fire()
         return self.model.connect()
 
-    def _after_clear(self) -> None:
-        if self.interrupt is not None and self.interrupt.at == 0:
+    def _around_clear(self, at: int) -> None:
+        if self.interrupt is not None and self.interrupt.at == at:
             self._fire()
 
     def _fire(self) -> None:
@@ -258,8 +266,9 @@ class ReplayModel(RuleBasedStateMachine):
                 self.person.run(lambda: self.person.store.dismiss([letter_id], "ana", "obsolete feed"))
 
     def time_passes(self) -> None:
-        self.db.execute(AGE_REPLAY_LEASES)
-        self.db.execute(AGE_JOB_LEASES)
+        self.db.execute(AGE_REPLAY_LEASES, {"by": TIME_STEP})
+        self.db.execute(AGE_JOB_LEASES, {"by": TIME_STEP})
+        self.fake.age(TIME_STEP)
 
     def sweep(self, interrupt: Interrupt | None = None) -> bool:
         """The sweeper DAG's task, on its own store and a fresh client; True when it checked everything."""
@@ -610,13 +619,19 @@ def test_a_replayed_downstream_whose_upstream_fails_again_ends_in_dlq(model):
     assert statuses == {"run-1/a": "dlq", "run-1/b": "dlq"}
 
 
-def test_a_lease_lost_during_a_clear_never_calls_the_clear_abandoned(model):
-    """The driver's leases expire while Airflow clears and another driver settles: the clear that happened is kept."""
+@pytest.mark.parametrize(
+    "at",
+    [
+        0,  # Airflow has cleared: it shows the task instance cleared when the other settles
+    ],
+)
+def test_a_lease_lost_during_a_clear_never_calls_the_clear_abandoned(model, at):
+    """The driver's leases expire during its clear and another driver settles: the clear that happened is kept."""
     statuses = settle(
         model,
         lambda: model.a_dag_run_fails("a-failed", delivered=True),
         lambda: model.a_person_starts_a_job([0], downstream=False),
-        lambda: model.a_driver_drains(0, Interrupt(0, "lease-lost", 0)),
+        lambda: model.a_driver_drains(0, Interrupt(at, "lease-lost", 0)),
         lambda: model.a_cleared_task_ends(0, "success", delivered=True),
     )
     assert statuses == {"run-1/a": "resolved"}
