@@ -682,3 +682,35 @@ def test_a_clear_whose_answer_was_lost_ends_as_airflow_says(model, fault, end):
         lambda: model.a_cleared_task_ends(0, end, delivered=True),
     )
     assert statuses == {"run-1/a": "dlq"}
+
+
+@pytest.mark.parametrize(
+    "fault, unknown, acted",
+    [
+        ("ok", None, True),  # answered: no error
+        ("409", False, False),  # refused: surely not done
+        ("500", True, False),  # failed: the client cannot tell it was not done
+        ("act_500", True, True),  # done, then 500
+        ("act_drop", True, True),  # done, the connection closed without an answer
+        ("timeout", True, True),  # done, the answer later than the client waits
+    ],
+)
+def test_each_fault_of_the_fake_reaches_the_real_client_as_from_airflow(fake_airflow, fault, unknown, acted):
+    """A fault of the fake Airflow is what the real client sees from a real one: an error, whether its outcome is unknown, and what was done."""
+    base_url, fake = fake_airflow
+    fake.add_run("r", {"a": "failed", "b": "upstream_failed"})
+    fake.plan[:] = [fault]
+    with AirflowApi(ApiCredentials(base_url, "admin", "admin"), timeout=FAULT_TIMEOUT) as api:
+        try:
+            cleared = api.clear_task_instance(
+                FAULT_DAG, "r", "a", dry_run=False, note="airflow-retry replay #7 by ana"
+            )
+            error = None
+        except AirflowApiError as exc:
+            cleared, error = [], exc
+    assert (error.outcome_unknown if error else None) == unknown
+    assert [(c.task_id, c.state) for c in cleared] == (
+        [("a", "failed"), ("b", "upstream_failed")] if not error else []
+    )
+    assert (fake.tis[("r", "a")].state is None) == acted and (fake.tis[("r", "b")].state is None) == acted
+    assert [(c.replay_id, c.acted) for c in fake.clears] == [(7, acted)]
