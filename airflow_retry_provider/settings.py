@@ -48,6 +48,7 @@ __all__ = [
     "replay_max_attempts",
     "replay_rate_per_minute",
     "replay_timeout_seconds",
+    "replay_canary_timeout_seconds",
     "retention_alerts_days",
     "retention_batch_size",
     "retention_events_days",
@@ -211,6 +212,16 @@ SETTINGS: tuple[Setting, ...] = (
         "running...) before the sweep counts it failed: its letter goes back to dlq (parked at the cap), and is "
         "resolved by the next sweep if the task instance succeeds later (sweeper, replay drivers).",
         parse=_integer(60, 30 * 86400),
+    ),
+    Setting(
+        key="replay_canary_timeout_seconds",
+        type="integer",
+        default="1800",
+        example="600",
+        description="How long a replay job of more than one letter waits for its canary (the one letter it "
+        "clears first) to resolve or fail before it stops as canary undecided, its other letters left in dlq "
+        "untouched (replay drivers).",
+        parse=_integer(10, 86400),
     ),
     Setting(
         key="api_timeout_seconds",
@@ -438,6 +449,7 @@ Key = Literal[
     "replay_lease_seconds",
     "api_timeout_seconds",
     "replay_timeout_seconds",
+    "replay_canary_timeout_seconds",
     "replay_driver_interval_seconds",
     "sweep_grace_seconds",
     "ui_timezone",
@@ -549,6 +561,12 @@ def replay_lease_seconds() -> int:
             f"(a clear with a token refresh takes up to three API timeouts), got replay_lease_seconds={value} "
             f"and api_timeout_seconds={timeout}"
         )
+    return value
+
+
+def replay_canary_timeout_seconds() -> int:
+    """``[retry_provider] replay_canary_timeout_seconds``."""
+    value: int = get("replay_canary_timeout_seconds")
     return value
 
 

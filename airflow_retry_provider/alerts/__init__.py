@@ -156,7 +156,10 @@ def _replay_job_failed(store: Any, job: Any, counts: dict[str, int]) -> Delivery
     from airflow_retry_provider.alerts.messages import replay_job_failed
 
     return send_alert(
-        store, lambda base: replay_job_failed(job.id, job.actor, job.reason, job.dag_ids, counts, base)
+        store,
+        lambda base: replay_job_failed(
+            job.id, job.actor, job.reason, job.dag_ids, counts, base, job.stop_reason
+        ),
     )
 
 

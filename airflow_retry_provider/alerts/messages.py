@@ -169,12 +169,20 @@ def letter_parked(
 
 
 def replay_job_failed(
-    job_id: int, actor: str, reason: str, dag_ids: Sequence[str], counts: dict[str, int], base_url: str
+    job_id: int,
+    actor: str,
+    reason: str,
+    dag_ids: Sequence[str],
+    counts: dict[str, int],
+    base_url: str,
+    stop_reason: str | None = None,
 ) -> Alert:
-    """A replay job ended and some of its letters were not cleared (refused, lost, abandoned)."""
+    """A replay job ended and some of its letters were not cleared (refused, lost, abandoned, stopped)."""
     failed = {outcome: n for outcome, n in counts.items() if outcome not in ("cleared", "included")}
     total = sum(counts.values())
     title = f"Replay job {job_id} ended with {sum(failed.values())} of {total} letters not cleared"
+    if stop_reason:
+        title = f"Replay job {job_id} stopped: {stop_reason}"[:300]
     sections = [
         (
             "What happened",
@@ -186,9 +194,18 @@ def replay_job_failed(
         ("Where", [f"DAGs: {', '.join(sorted(dag_ids)) or 'none'}"]),
         (
             "Why",
-            [f"the operator's reason: {reason}", "each letter's history names why its clear did not happen"],
+            [f"the operator's reason: {reason}", "each letter's history names why its clear did not happen"]
+            + ([f"the job stopped: {stop_reason}"] if stop_reason else []),
         ),
-        ("Impact", ["the letters not cleared are back in dlq (or wait as unknown until the sync decides)"]),
+        (
+            "Impact",
+            ["the letters not cleared are back in dlq (or wait as unknown until the sync decides)"]
+            + (
+                ["letters the stopped job did not reach stay in dlq untouched: no replay counted"]
+                if stop_reason
+                else []
+            ),
+        ),
         ("Next step", ["open the job, read each failed letter's history, then preview and replay again"]),
     ]
     links = {"job": f"{base_url}{PLUGIN_PREFIX}/jobs/{job_id}"}

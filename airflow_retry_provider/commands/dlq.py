@@ -86,6 +86,15 @@ def register(subparsers: Any) -> None:
         help="clears per minute, at most the deployment's ([retry_provider] replay_rate_per_minute, 10)",
     )
     _task_only(replay)
+    canary = replay.add_mutually_exclusive_group()
+    canary.add_argument(
+        "--canary",
+        metavar="LETTER_ID",
+        help="the letter cleared first, alone, whose outcome the rest wait for (default: the newest)",
+    )
+    canary.add_argument(
+        "--no-canary", action="store_true", help="no canary: clear every letter at the pace from the start"
+    )
     replay.set_defaults(func=run_replay)
 
     job = actions.add_parser("job", help="a replay job: status, counts, and each letter's outcome")
@@ -381,8 +390,18 @@ def run_replay(args: argparse.Namespace) -> int:
     def progress(result: ReplayResult, done: int, total: int) -> None:
         _say(f"[{done}/{total}] letter {result.letter_id}: {result.outcome} {result.detail}")
 
+    canary: bool | int = not args.no_canary
+    if args.canary is not None:
+        canary = _positive("--canary", args.canary)
+    from airflow_retry_provider.dlq.jobs import JobError
+
     with engine.api:
-        report = replay_and_wait(engine, request, where=where, limit=limit, progress=progress)
+        try:
+            report = replay_and_wait(
+                engine, request, where=where, limit=limit, progress=progress, canary=canary
+            )
+        except JobError as exc:
+            raise UsageError(f"--{exc}") from None
     if args.json:
         _emit_json(report.to_json())
     else:
@@ -411,9 +430,30 @@ def run_job(args: argparse.Namespace) -> int:
             f"fix {job.fix_version}  {'downstream' if job.downstream else 'task only'}: {job.reason}"
         )
         print("  counts: " + ", ".join(f"{k} {v}" for k, v in sorted(view.counts.items())))
+        for line in _job_lines(view):
+            print(f"  {line}")
         for item in view.items:
             print(f"{item.letter_id:>8}  {item.outcome:<12} {item.detail or ''}")
+        print("  verdict: " + "; ".join(view.verdict.lines()))
     return 0
+
+
+def _job_lines(view: Any) -> list[str]:
+    """The canary, the pace steps and the stop of a job, one line each."""
+    shown = view.to_json()
+    canary, lines = shown["canary"], []
+    if canary is None:
+        lines.append("canary: none")
+    else:
+        lines.append(f"canary: letter {canary['letter_id']} {canary['state']}")
+        steps = ", ".join(
+            f"{s['clears']} at {s['per_minute']}/min" if s["clears"] else "then the configured pace"
+            for s in shown["pace_steps"]
+        )
+        lines.append(f"pace after the canary: {steps}")
+    if view.job.stop_reason:
+        lines.append(f"stopped: {view.job.stop_reason}")
+    return lines
 
 
 def run_cancel(args: argparse.Namespace) -> int:

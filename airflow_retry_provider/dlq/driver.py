@@ -9,6 +9,12 @@ a job by its lease (taken with ``FOR UPDATE SKIP LOCKED``, renewed before each l
 that dies loses the job when the lease expires and another one resumes it. A letter the dead
 driver had claimed is never cleared again by the job: its item is recorded ``unknown`` and the
 sync decides from Airflow's state (resolved, filed again, or back to ``dlq``).
+
+A job with a canary (``canary_position``) clears that letter first and waits for its replay's
+outcome, asking Airflow through the sync every few seconds, until ``replay_canary_timeout_seconds``:
+success lets the rest follow at the rising pace (``jobs.PACE_STEPS``), failure or no answer in time
+stops the job with the other letters untouched in ``dlq``. ``jobs.STOP_AFTER_FAILURES`` failed
+replays in a row stop it part-way. All of it is read from the job's row, so any driver continues it.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import uuid
 from collections.abc import Callable, Sequence
 
 from airflow_retry_provider.dlq import announce
-from airflow_retry_provider.dlq.jobs import JobStore
+from airflow_retry_provider.dlq.jobs import PACE_STEPS, STOP_AFTER_FAILURES, JobStore, step_rate
 from airflow_retry_provider.dlq.models import (
     JobItem,
     Progress,
@@ -47,6 +53,13 @@ def interval_seconds() -> float:
     from airflow_retry_provider import settings
 
     return max(0.1, float(settings.replay_driver_interval_seconds().total_seconds()))
+
+
+def canary_timeout_seconds() -> int:
+    """``[retry_provider] replay_canary_timeout_seconds`` (default 1800): how long a canary is awaited."""
+    from airflow_retry_provider import settings
+
+    return settings.replay_canary_timeout_seconds()
 
 
 def request_of(job: ReplayJob) -> ReplayRequest:
@@ -80,8 +93,14 @@ class ReplayDriver:
         close_api: bool = True,
         owner: str | None = None,
         sleep: Callable[[float], None] | None = None,
+        canary_timeout: int | None = None,
+        pace_steps: Sequence[tuple[int, int]] = PACE_STEPS,
+        canary_poll: float = MAX_PACE_NAP,
     ) -> None:
         self.engine = engine
+        self.canary_timeout = canary_timeout if canary_timeout is not None else canary_timeout_seconds()
+        self.pace_steps = tuple(pace_steps)
+        self.canary_poll = canary_poll
         self.jobs = JobStore(engine.store)
         self._api_factory = api_factory
         self._close_api = close_api
@@ -182,7 +201,14 @@ class ReplayDriver:
             done = reported
             while True:
                 if not self.jobs.renew(job.id, self.owner, self.lease_seconds):
-                    return  # cancelled, or another driver took it over
+                    return  # cancelled, stopped, or another driver took it over
+                job = self.jobs.require(job.id).job
+                if job.canary_position is not None and job.paced_since is None:
+                    if not self._canary(api, job, request, progress, deadline):
+                        return
+                    continue
+                if self._stop_rule(job):
+                    return
                 item = self.jobs.next_item(job.id)
                 if item is None:
                     self.jobs.finish(job.id, self.owner)
@@ -190,6 +216,8 @@ class ReplayDriver:
                     return
                 if deadline is not None and time.monotonic() >= deadline:
                     self.jobs.release(job.id, self.owner)
+                    return
+                if job.paced_since is not None and not self._wait_for_step(job, deadline):
                     return
                 result = self._letter(api, job, item, request, deadline)
                 if result is None:
@@ -204,6 +232,94 @@ class ReplayDriver:
         finally:
             if self._close_api:
                 api.close()
+
+    def _canary(
+        self,
+        api: AirflowApi,
+        job: ReplayJob,
+        request: ReplayRequest,
+        progress: Progress | None,
+        deadline: float | None,
+    ) -> bool:
+        """Clear the canary (once) and wait for its outcome; True when it resolved and the rest may follow."""
+        assert job.canary_position is not None
+        item = self.jobs.canary_item(job.id, job.canary_position)
+        if item.outcome == "pending":
+            result = self._letter(api, job, item, request, deadline)
+            if result is None:
+                return False
+            self.jobs.finish_item(item, result)
+            if progress is not None:
+                progress(result, 1, len(self.jobs.require(job.id).items))
+        self.jobs.wait_for_canary(job.id, self.owner, self.canary_timeout)
+        while True:
+            canary = self.jobs.canary(job.id)
+            assert canary is not None
+            letter = f"canary letter {canary.letter_id}"
+            if canary.replay_outcome == "succeeded":
+                return self.jobs.pass_canary(job.id, self.owner)
+            if canary.outcome in ("clear-failed", "refused") or canary.replay_outcome in (
+                "failed",
+                "clear-failed",
+                "abandoned",
+            ):
+                why = canary.letter_reason if canary.replay_outcome == "failed" else None
+                why = why or canary.replay_detail or canary.detail or canary.outcome
+                back = f"; it is {canary.letter_status}" if canary.letter_status else ""
+                self._stop(job, f"{letter} failed: {why}{back}")
+                return False
+            if canary.overdue:
+                self._stop(
+                    job,
+                    f"canary undecided: the outcome of {letter} was not known within "
+                    f"{self.canary_timeout} s (replay_canary_timeout_seconds)",
+                )
+                return False
+            if deadline is not None and time.monotonic() + self.canary_poll >= deadline:
+                self.jobs.release(job.id, self.owner)
+                return False
+            self._sleep(self.canary_poll)
+            if not self.jobs.renew(job.id, self.owner, self.lease_seconds):
+                return False
+            self._ask_airflow(api)
+
+    def _ask_airflow(self, api: AirflowApi) -> None:
+        """Decide replaying letters from Airflow's state now (the canary's among them); never raises."""
+        try:
+            OutcomeSync(self.engine.store, api, replay_cap=self.engine.replay_cap).sync_outcomes(
+                source="driver"
+            )
+        except Exception as exc:  # the next look asks again; the canary's deadline bounds the wait
+            log.warning("airflow-retry-provider: driver could not ask Airflow: %s", redact(str(exc))[:500])
+
+    def _wait_for_step(self, job: ReplayJob, deadline: float | None) -> bool:
+        """Wait for the job's rising pace (its step's clears per minute); False when the job must stop here."""
+        while True:
+            step_clears, since_clear = self.jobs.pace(job.id)
+            rate = step_rate(step_clears, self.engine.rate_per_minute, self.pace_steps)
+            wait = 60.0 / rate - since_clear
+            if wait <= 0:
+                return True
+            if deadline is not None and time.monotonic() + wait >= deadline:
+                self.jobs.release(job.id, self.owner)
+                return False
+            self._sleep(min(wait, MAX_PACE_NAP))
+            if not self.jobs.renew(job.id, self.owner, self.lease_seconds) or self._stop_rule(job):
+                return False
+
+    def _stop_rule(self, job: ReplayJob) -> bool:
+        """``STOP_AFTER_FAILURES`` of the job's replays failed in a row: stop it here (True)."""
+        failures = self.jobs.failures_in_a_row(job.id)
+        if failures < STOP_AFTER_FAILURES:
+            return False
+        self._stop(job, f"stop rule: {failures} replays of this job failed in a row")
+        return True
+
+    def _stop(self, job: ReplayJob, reason: str) -> None:
+        """Stop the job (its unclaimed letters stay in ``dlq``) and announce it."""
+        if self.jobs.stop(job.id, self.owner, reason) is not None:
+            log.warning("airflow-retry-provider: replay job %s stopped: %s", job.id, redact(reason)[:500])
+            self._tell_if_failed(job.id)
 
     def _letter(
         self, api: AirflowApi, job: ReplayJob, item: JobItem, request: ReplayRequest, deadline: float | None
@@ -228,6 +344,8 @@ class ReplayDriver:
                 return None
             self._sleep(min(claim.wait, MAX_PACE_NAP))
             if not self.jobs.renew(job.id, self.owner, self.lease_seconds):
+                return None
+            if self._stop_rule(job):
                 return None
         if claim.replay_id is None:
             return self._not_claimed(job, item)
@@ -264,10 +382,12 @@ def replay_and_wait(
     where: LetterFilter | None = None,
     limit: int = DEFAULT_SELECTION_LIMIT,
     progress: Progress | None = None,
+    canary: bool | int = False,
 ) -> ReplayReport:
     """Submit a job for the selection and drive it here until it is done (or another process does).
 
     Letters that cannot be replayed are reported ``refused``; with none replayable no job is made.
+    ``canary``: True clears the newest letter first and waits for its outcome; a letter id, that one.
     """
     ready, refused = engine.split(engine.select(ids, where, limit))
     refusals = tuple(ReplayResult(r.letter_id, "refused", detail=r.reason) for r in refused)
@@ -275,6 +395,9 @@ def replay_and_wait(
         return ReplayReport(refusals)
     api = engine.require_api()
     driver = ReplayDriver(engine, lambda: api, close_api=False)
-    job_id = driver.jobs.create(request, ready)
+    if isinstance(canary, bool):
+        job_id = driver.jobs.create(request, ready, canary=canary)
+    else:
+        job_id = driver.jobs.create(request, ready, canary_letter_id=canary)
     driver.run_job(job_id, progress)
     return ReplayReport(tuple(driver.jobs.results(job_id)) + refusals, job_id)

@@ -1,4 +1,9 @@
-"""Replay jobs as rows: create, read, claim with a lease, cancel. Any process reads the same job."""
+"""Replay jobs as rows: create, read, claim with a lease, cancel, stop. Any process reads the same job.
+
+A job of more than one letter may start with a canary (:meth:`JobStore.create`): the driver clears
+that one letter first and waits for its outcome (``dlq/driver.py``); what it waits for, until when,
+and why a job stopped are columns of the job, so any driver continues where another left off.
+"""
 
 from __future__ import annotations
 
@@ -17,11 +22,63 @@ class JobError(ValueError):
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """Was it the fix? What became of the job's cleared letters after their replay.
+
+    :param resolved: the task instance succeeded (the fix resolved the letter).
+    :param same_cause: filed again with the root cause (fingerprint) it had: the fix did not work.
+    :param new_cause: filed again with another root cause: a new problem.
+    :param undecided: cleared, outcome not known yet.
+    """
+
+    resolved: int = 0
+    same_cause: int = 0
+    new_cause: int = 0
+    undecided: int = 0
+
+    def lines(self) -> list[str]:
+        found = [f"{self.resolved} resolved by the fix"]
+        if self.same_cause:
+            found.append(f"{self.same_cause} failed again with the same root cause: the fix did not work")
+        if self.new_cause:
+            found.append(f"{self.new_cause} failed again with another root cause: a new problem")
+        if self.undecided:
+            found.append(f"{self.undecided} not decided yet")
+        return found
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "resolved": self.resolved,
+            "same_cause": self.same_cause,
+            "new_cause": self.new_cause,
+            "undecided": self.undecided,
+            "summary": "; ".join(self.lines()),
+        }
+
+
+@dataclass(frozen=True)
 class JobView:
     """A job with its letters' outcomes, as the progress page, the JSON API and the CLI show it."""
 
     job: ReplayJob
     items: tuple[JobItem, ...]
+    verdict: Verdict = Verdict()
+
+    @property
+    def canary(self) -> JobItem | None:
+        """The item cleared first and alone, or None for a job without a canary."""
+        position = self.job.canary_position
+        return next((item for item in self.items if item.position == position), None)
+
+    @property
+    def phase(self) -> str:
+        """``canary`` (its outcome awaited), ``rest`` (at the rising pace), or the job's end."""
+        job = self.job
+        if job.finished:
+            return job.status
+        if job.canary_position is not None and job.paced_since is None:
+            return "canary"
+        return "rest"
 
     @property
     def counts(self) -> dict[str, int]:
@@ -50,6 +107,11 @@ class JobView:
             "processing_version": job.processing_version,
             "downstream": job.downstream,
             "dag_ids": list(job.dag_ids),
+            "phase": self.phase,
+            "canary": self._canary_json(),
+            "pace_steps": pace_steps_json(),
+            "stop_reason": job.stop_reason,
+            "verdict": self.verdict.to_json(),
             "total": len(self.items),
             "done": self.done,
             "counts": self.counts,
@@ -70,6 +132,65 @@ class JobView:
             "error": None,
         }
 
+    def _canary_json(self) -> dict[str, Any] | None:
+        canary, job = self.canary, self.job
+        if canary is None:
+            return None
+        if job.paced_since is not None:
+            state = "succeeded"
+        elif job.status == "stopped" and canary.outcome != "pending":
+            state = "failed"
+        else:
+            state = "waiting"
+        return {
+            "letter_id": canary.letter_id,
+            "state": state,
+            "outcome": canary.outcome,
+            "replay_outcome": canary.replay_outcome,
+            "wait_until": job.canary_until.isoformat() if job.canary_until else None,
+            "succeeded_at": job.paced_since.isoformat() if job.paced_since else None,
+        }
+
+
+PACE_STEPS: tuple[tuple[int, int], ...] = ((1, 1), (5, 5))
+"""After the canary succeeds the rest follow at a rising pace: each ``(clears, clears per minute)``
+step in turn (one letter at 1/min, then five at 5/min), then the configured pace, never above it. A
+failed replay of the job starts the steps again from the first; ``STOP_AFTER_FAILURES`` failed
+replays in a row stop the job."""
+
+STOP_AFTER_FAILURES = 3
+
+
+def step_rate(step_clears: int, configured: int, steps: Sequence[tuple[int, int]] = PACE_STEPS) -> int:
+    """The clears per minute for the next clear, ``step_clears`` clears into the rising pace (at most ``configured``)."""
+    passed = 0
+    for clears, rate in steps:
+        passed += clears
+        if step_clears < passed:
+            return min(rate, configured)
+    return configured
+
+
+def pace_steps_json(steps: Sequence[tuple[int, int]] = PACE_STEPS) -> list[dict[str, Any]]:
+    return [{"clears": clears, "per_minute": rate} for clears, rate in steps] + [
+        {"clears": None, "per_minute": "configured"}
+    ]
+
+
+@dataclass(frozen=True)
+class CanaryState:
+    """The canary item of a job as the driver reads it while it waits."""
+
+    letter_id: int
+    outcome: str
+    replay_id: int | None
+    detail: str | None
+    replay_outcome: str | None
+    replay_detail: str | None
+    letter_status: str | None
+    letter_reason: str | None
+    overdue: bool
+
 
 class JobStore:
     """The ``retry_replay_jobs`` and ``retry_replay_job_items`` tables; each method is one transaction."""
@@ -77,10 +198,33 @@ class JobStore:
     def __init__(self, store: DeadLetterStore) -> None:
         self.store = store
 
-    def create(self, request: ReplayRequest, letters: Sequence[Letter]) -> int:
-        """A queued job for ``letters`` (in this order); the job id."""
+    def create(
+        self,
+        request: ReplayRequest,
+        letters: Sequence[Letter],
+        canary: bool = False,
+        canary_letter_id: int | None = None,
+    ) -> int:
+        """A queued job for ``letters`` (in this order); the job id.
+
+        With ``canary`` (or a ``canary_letter_id``, which must be one of ``letters``) a job of more than
+        one letter clears that letter first, else the newest, and waits for its outcome.
+        """
         if not letters:
             raise JobError("letters: a replay job needs at least one letter")
+        position = None
+        if canary_letter_id is not None:
+            ids = [letter.id for letter in letters]
+            if canary_letter_id not in ids:
+                raise JobError(
+                    f"canary: letter {canary_letter_id} is not one of the letters this job replays"
+                )
+            position = ids.index(canary_letter_id)
+        elif canary:
+            newest = max(letters, key=lambda letter: (letter.created_at, letter.id))
+            position = list(letters).index(newest)
+        if len(letters) < 2:
+            position = None
         with self.store.transaction() as cur:
             cur.execute(
                 query("insert_job"),
@@ -94,6 +238,7 @@ class JobStore:
                     "processing_version": request.processing_version,
                     "downstream": request.downstream,
                     "dag_ids": sorted({letter.dag_id for letter in letters}),
+                    "canary_position": position,
                 },
             )
             job_id = int(cur.fetchone()[0])
@@ -110,7 +255,9 @@ class JobStore:
                 return None
             cur.execute(query("job_items"), {"job_id": job_id})
             items = tuple(JobItem.from_row(row) for row in self.store.rows(cur))
-        return JobView(ReplayJob.from_row(rows[0]), items)
+            cur.execute(query("job_verdict"), {"id": job_id})
+            verdict = Verdict(*(int(n) for n in cur.fetchone()))
+        return JobView(ReplayJob.from_row(rows[0]), items, verdict)
 
     def require(self, job_id: int) -> JobView:
         view = self.get(job_id)
@@ -187,3 +334,69 @@ class JobStore:
     def release(self, job_id: int, owner: str) -> None:
         with self.store.transaction() as cur:
             cur.execute(query("release_job"), {"id": job_id, "owner": owner})
+
+    # -- the canary and the rising pace (dlq/driver.py) -------------------------------------
+
+    def canary(self, job_id: int) -> CanaryState | None:
+        """The job's canary item, its replay's outcome and whether its wait is over; None without one."""
+        with self.store.transaction() as cur:
+            cur.execute(query("canary_of_job"), {"id": job_id})
+            rows = self.store.rows(cur)
+        if not rows:
+            return None
+        row = rows[0]
+        return CanaryState(
+            letter_id=int(row["letter_id"]),
+            outcome=row["outcome"],
+            replay_id=row["replay_id"],
+            detail=row["detail"],
+            replay_outcome=row["replay_outcome"],
+            replay_detail=redact(row["replay_detail"]) if row["replay_detail"] else None,
+            letter_status=row["letter_status"],
+            letter_reason=redact(row["letter_reason"]) if row["letter_reason"] else None,
+            overdue=bool(row["overdue"]),
+        )
+
+    def canary_item(self, job_id: int, position: int) -> JobItem:
+        return next(item for item in self.require(job_id).items if item.position == position)
+
+    def wait_for_canary(self, job_id: int, owner: str, timeout_seconds: int) -> None:
+        """Start the canary's wait (once: a driver that takes the job over keeps the deadline)."""
+        with self.store.transaction() as cur:
+            cur.execute(
+                query("wait_for_canary"), {"id": job_id, "owner": owner, "timeout_seconds": timeout_seconds}
+            )
+
+    def pass_canary(self, job_id: int, owner: str) -> bool:
+        """The canary resolved: the rest follow at the rising pace from now."""
+        with self.store.transaction() as cur:
+            cur.execute(query("pass_canary"), {"id": job_id, "owner": owner})
+            return cur.fetchone() is not None
+
+    def pace(self, job_id: int) -> tuple[int, float]:
+        """Clears the job sent in its current pace step, and seconds since its last clear."""
+        with self.store.transaction() as cur:
+            cur.execute(query("job_pace"), {"id": job_id})
+            step_clears, since_clear = cur.fetchone()
+        return int(step_clears), since_clear.total_seconds()
+
+    def failures_in_a_row(self, job_id: int, limit: int = STOP_AFTER_FAILURES) -> int:
+        """How many of the job's newest decided replays (at most ``limit``) failed, counted until a success."""
+        with self.store.transaction() as cur:
+            cur.execute(query("last_decided_replays"), {"id": job_id, "limit": limit})
+            outcomes = [row[0] for row in cur.fetchall()]
+        run = 0
+        for outcome in outcomes:
+            if outcome == "succeeded":
+                break
+            run += 1
+        return run
+
+    def stop(self, job_id: int, owner: str, reason: str) -> int | None:
+        """End the job ``stopped``: letters it has not claimed stay in ``dlq`` untouched. How many, or None."""
+        reason = redact(reason)[:1000]
+        detail = redact(f"not replayed: the job stopped ({reason})")[:1000]
+        with self.store.transaction() as cur:
+            cur.execute(query("stop_job"), {"id": job_id, "owner": owner, "reason": reason, "detail": detail})
+            stopped_id, left = cur.fetchone()
+        return None if stopped_id is None else int(left)

@@ -283,6 +283,12 @@ class ReplayJob(_Row):
     started_at: datetime | None
     finished_at: datetime | None
     cancelled_by: str | None
+    canary_position: int | None = None  # the item cleared first, alone (None: no canary)
+    canary_until: datetime | None = None  # the canary's outcome is awaited until then
+    paced_since: datetime | None = None  # the canary succeeded: the rest follow at the rising pace
+    stop_reason: str | None = None  # why a ``stopped`` job stopped (its canary, or the stop rule)
+
+    _TEXT: ClassVar[tuple[str, ...]] = ("stop_reason",)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> ReplayJob:
@@ -290,7 +296,7 @@ class ReplayJob(_Row):
 
     @property
     def finished(self) -> bool:
-        return self.status in ("done", "cancelled")
+        return self.status in ("done", "cancelled", "stopped")
 
 
 @dataclass(frozen=True)

@@ -288,11 +288,12 @@ JOB = Entity(
     "job",
     "retry_replay_jobs",
     "status",
-    ("queued", "running", "done", "cancelled"),
+    ("queued", "running", "done", "cancelled", "stopped"),
     {
         "queued": "a driver claims it: an api-server worker's within one driver interval, else the next sweep",
         "running": "its driver finishes it; a dead driver's lease expires and another driver (or the sweep) "
-        "resumes it; a person cancels it",
+        "resumes it (a canary's wait too: canary_until is on the job); a person cancels it; its canary fails, "
+        "stays undecided past replay_canary_timeout_seconds, or the stop rule fires (stopped)",
     },
     (
         Transition((CREATED,), "queued", "a person (UI, API, CLI)", "dlq:insert_job", "at least one letter"),
@@ -317,6 +318,13 @@ JOB = Entity(
             "dlq:cancel_job",
             "still queued or running",
         ),
+        Transition(
+            ("running",),
+            "stopped",
+            "replay driver",
+            "dlq:stop_job",
+            "this driver holds it; its canary failed or stayed undecided, or replays failed in a row",
+        ),
     ),
 )
 
@@ -324,10 +332,10 @@ JOB_ITEM = Entity(
     "job item",
     "retry_replay_job_items",
     "outcome",
-    ("pending", "cleared", "clear-failed", "unknown", "refused", "included", "cancelled"),
+    ("pending", "cleared", "clear-failed", "unknown", "refused", "included", "cancelled", "stopped"),
     {
         "pending": "the job's driver (or the one resuming it after the lease) reaches it, or the job is "
-        "cancelled (unclaimed: cancelled; claimed: unknown, its replay says what happened)",
+        "cancelled or stopped (unclaimed: cancelled or stopped; claimed: unknown, its replay says what happened)",
     },
     (
         Transition((CREATED,), "pending", "a person (UI, API, CLI)", "dlq:insert_job_items", "with its job"),
@@ -355,6 +363,20 @@ JOB_ITEM = Entity(
             "a person (UI, API, CLI)",
             "dlq:cancel_job",
             "its job is cancelled while the item's clear is in flight",
+        ),
+        Transition(
+            ("pending",),
+            "stopped",
+            "replay driver",
+            "dlq:stop_job",
+            "its job stops and the item not claimed: its letter stays in dlq, no replay counted",
+        ),
+        Transition(
+            ("pending",),
+            "unknown",
+            "replay driver",
+            "dlq:stop_job",
+            "its job stops while the item's clear is in flight",
         ),
     ),
 )

@@ -194,6 +194,11 @@ class ReplayBody(PreviewBody):
         Storable,
     ] = None
     source: Literal["ui", "api"] = Field(default="api", description="the Dead letters pages send ui")
+    canary: bool | Annotated[int, Field(ge=1)] = Field(
+        default=True,
+        description="clear one letter first and wait for its outcome (true: the newest; a letter id: that "
+        "one; false: no canary)",
+    )
 
 
 class ParkBody(SelectionBody):

@@ -82,13 +82,15 @@ RETURNING id, try_number;
 -- now (the pace counts those); a letter cleared as a downstream of another's clear has none.
 INSERT INTO retry_replays (
     letter_id, actor, reason, fix_version, processing_version, try_number_before,
-    job_id, source, actor_verified, os_user, downstream, lease_until, clear_sent_at, cleared_at
+    job_id, source, actor_verified, os_user, downstream, lease_until, clear_sent_at, cleared_at,
+    fingerprint_before
 ) VALUES (
     %(letter_id)s, %(actor)s, %(reason)s, %(fix_version)s, %(processing_version)s, %(try_number_before)s,
     %(job_id)s, %(source)s, %(actor_verified)s, %(os_user)s, %(downstream)s,
     clock_timestamp() + make_interval(secs => %(lease_seconds)s),
     CASE WHEN %(send)s THEN clock_timestamp() END,
-    CASE WHEN %(send)s THEN NULL ELSE clock_timestamp() END
+    CASE WHEN %(send)s THEN NULL ELSE clock_timestamp() END,
+    (SELECT fingerprint FROM retry_dead_letters WHERE id = %(letter_id)s)
 )
 RETURNING id;
 
@@ -205,10 +207,11 @@ RETURNING id;
 
 -- name: insert_job
 INSERT INTO retry_replay_jobs (
-    actor, actor_verified, os_user, source, reason, fix_version, processing_version, downstream, dag_ids
+    actor, actor_verified, os_user, source, reason, fix_version, processing_version, downstream, dag_ids,
+    canary_position
 ) VALUES (
     %(actor)s, %(actor_verified)s, %(os_user)s, %(source)s, %(reason)s, %(fix_version)s,
-    %(processing_version)s, %(downstream)s, %(dag_ids)s
+    %(processing_version)s, %(downstream)s, %(dag_ids)s, %(canary_position)s
 )
 RETURNING id;
 
@@ -479,3 +482,85 @@ SELECT (SELECT count(*) FROM gone_versions) AS versions, (SELECT count(*) FROM g
 
 -- name: fix_notices
 SELECT * FROM retry_fix_notices ORDER BY dag_id, fingerprint, version_number;
+
+-- name: wait_for_canary
+-- The canary's clear is done: the job waits for its outcome until canary_until (set once, so a driver
+-- that takes the job over keeps the first driver's deadline).
+UPDATE retry_replay_jobs SET
+    canary_until = coalesce(canary_until, clock_timestamp() + make_interval(secs => %(timeout_seconds)s))
+WHERE id = %(id)s AND lease_owner = %(owner)s AND status = 'running'
+RETURNING canary_until;
+
+-- name: canary_of_job
+-- The canary item, its replay's outcome and the letter's reason now, and whether the wait is over.
+SELECT i.position, i.letter_id, i.outcome, i.replay_id, i.detail, r.outcome AS replay_outcome,
+       r.detail AS replay_detail, l.status AS letter_status, l.reason AS letter_reason,
+       l.fingerprint AS letter_fingerprint, coalesce(j.canary_until < clock_timestamp(), false) AS overdue
+FROM retry_replay_jobs j
+JOIN retry_replay_job_items i ON i.job_id = j.id AND i.position = j.canary_position
+LEFT JOIN retry_replays r ON r.id = i.replay_id
+LEFT JOIN retry_dead_letters l ON l.id = i.letter_id
+WHERE j.id = %(id)s;
+
+-- name: pass_canary
+-- The canary's letter resolved: the rest follow at the rising pace from now.
+UPDATE retry_replay_jobs SET paced_since = clock_timestamp()
+WHERE id = %(id)s AND lease_owner = %(owner)s AND status = 'running' AND paced_since IS NULL
+RETURNING paced_since;
+
+-- name: job_pace
+-- How many clears the job sent in its current pace step (since the canary's success, or the job's last
+-- failed replay after it, whichever is later) and how long since its last clear.
+WITH step AS (
+    SELECT greatest(
+               j.paced_since,
+               (SELECT max(r.outcome_at) FROM retry_replays r
+                WHERE r.job_id = j.id AND r.outcome IN ('failed', 'clear-failed') AND r.outcome_at > j.paced_since)
+           ) AS since
+    FROM retry_replay_jobs j WHERE j.id = %(id)s
+)
+SELECT count(r.id) FILTER (WHERE r.clear_sent_at > step.since) AS step_clears,
+       coalesce(clock_timestamp() - max(r.clear_sent_at), interval '1 hour') AS since_clear
+FROM step LEFT JOIN retry_replays r ON r.job_id = %(id)s
+GROUP BY step.since;
+
+-- name: last_decided_replays
+-- The job's newest decided replays (succeeded or failed), newest first: the stop rule reads them.
+SELECT r.outcome
+FROM retry_replays r
+WHERE r.job_id = %(id)s AND r.outcome IN ('succeeded', 'failed', 'clear-failed')
+ORDER BY r.outcome_at DESC, r.id DESC
+LIMIT %(limit)s;
+
+-- name: stop_job
+-- The canary failed or stayed undecided, or the stop rule fired: the job ends 'stopped'. Letters it
+-- has not claimed stay in dlq untouched (no claim, no replay counted); a clear in flight finishes
+-- normally and its item is closed 'unknown' (its replay says what happened).
+WITH job AS (
+    UPDATE retry_replay_jobs SET status = 'stopped', stop_reason = %(reason)s, finished_at = now(),
+        lease_until = NULL
+    WHERE id = %(id)s AND lease_owner = %(owner)s AND status = 'running'
+    RETURNING id
+), items AS (
+    UPDATE retry_replay_job_items SET outcome = 'stopped', detail = %(detail)s, done_at = now()
+    WHERE job_id IN (SELECT id FROM job) AND outcome = 'pending' AND replay_id IS NULL
+    RETURNING letter_id
+), claimed AS (
+    UPDATE retry_replay_job_items SET outcome = 'unknown', done_at = now(),
+        detail = 'the job stopped during this letter''s clear; its replay says what happened'
+    WHERE job_id IN (SELECT id FROM job) AND outcome = 'pending' AND replay_id IS NOT NULL
+)
+SELECT (SELECT id FROM job) AS id, (SELECT count(*) FROM items) AS stopped;
+
+-- name: job_verdict
+-- Was it the fix? Each letter of the job once, by what became of it after the job's replay: resolved;
+-- filed again with the same root cause (fingerprint at the replay) or with another one.
+SELECT count(*) FILTER (WHERE r.outcome = 'succeeded') AS resolved,
+       count(*) FILTER (WHERE r.outcome = 'failed' AND l.fingerprint = r.fingerprint_before) AS same_cause,
+       count(*) FILTER (WHERE r.outcome = 'failed' AND l.fingerprint IS DISTINCT FROM r.fingerprint_before)
+           AS new_cause,
+       count(*) FILTER (WHERE r.outcome IS NULL OR r.outcome NOT IN ('succeeded', 'failed')) AS undecided
+FROM retry_replay_job_items i
+LEFT JOIN retry_replays r ON r.id = i.replay_id
+LEFT JOIN retry_dead_letters l ON l.id = i.letter_id
+WHERE i.job_id = %(id)s AND i.outcome IN ('cleared', 'included', 'unknown');

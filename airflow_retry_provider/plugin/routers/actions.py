@@ -80,7 +80,14 @@ def replay(
     if not ready:
         why = "; ".join(f"letter {r.letter_id}: {r.reason}" for r in refused)
         raise HTTPException(status.HTTP_409_CONFLICT, f"nothing to replay: {why}")
-    job_id = jobs.create(ask, ready)
+    canary = body.canary
+    try:
+        if isinstance(canary, bool):
+            job_id = jobs.create(ask, ready, canary=canary)
+        else:
+            job_id = jobs.create(ask, ready, canary_letter_id=canary)
+    except JobError as exc:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
     driver.wake()
     audit(
         access.actor,
