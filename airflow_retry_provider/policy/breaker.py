@@ -108,8 +108,9 @@ class BreakerSettings:
     def from_value(cls, value: Any, where: str = "") -> BreakerSettings:
         """From the map's ``breaker:`` value: a mapping of the fields above, ``true`` or ``false``.
 
-        No value (the key left out) is off: until the breaker's end-to-end proof lands, a
-        dependency has a breaker only when its map says ``breaker: true`` or gives its settings.
+        No value (the key left out) is off: a guarded task asks the database for admission before
+        every try, so a dependency has a breaker only when its map says ``breaker: true`` or gives
+        its settings (docs/BREAKER.md).
         """
         if value is True:
             return cls()
