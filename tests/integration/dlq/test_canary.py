@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from airflow_retry_provider.cli import main
 from airflow_retry_provider.dlq import announce
 from airflow_retry_provider.dlq.driver import ReplayDriver
 from airflow_retry_provider.dlq.jobs import JobError, JobStore, step_rate
@@ -238,3 +239,44 @@ def test_a_canary_must_be_one_of_the_jobs_letters_and_one_letter_needs_none(pg_d
         jobs.create(_request(), _letters(store, ids), canary_letter_id=ids[1] + 100)
     alone = jobs.create(_request(), _letters(store, ids[:1]), canary=True)
     assert jobs.require(alone).job.canary_position is None
+
+
+def test_the_verdict_counts_resolved_same_cause_and_new_cause(pg_dsn, fake, capsys):
+    """Was it the fix: one letter resolved, one filed again with its root cause, one with another; JSON and CLI say so."""
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    ids = _file(store, fake, 3)
+    job_id = JobStore(store).create(_request(), _letters(store, ids), canary=False)
+    driver = _driver(store, fake)
+    driver.run_job(job_id)
+    assert driver.jobs.require(job_id).verdict.undecided == 3
+    _queued_become(fake, "success", only="t0")
+    OutcomeSync(store, fake.api(), replay_cap=3).sync_outcomes()
+    store.file(new_letter(task_id="t1", try_number=2), replay_cap=3)  # the callback: the same failure again
+    store.file(new_letter(task_id="t2", try_number=2, fingerprint="fedcba9876543210"), replay_cap=3)
+    view = driver.jobs.require(job_id)
+    assert (view.verdict.resolved, view.verdict.same_cause, view.verdict.new_cause) == (1, 1, 1)
+    assert view.to_json()["verdict"]["summary"] == (
+        "1 resolved by the fix; 1 failed again with the same root cause: the fix did not work; "
+        "1 failed again with another root cause: a new problem"
+    )
+    assert main(["dlq", "job", "--job", str(job_id), "--dsn", pg_dsn]) == 0
+    out = capsys.readouterr().out
+    assert "canary: none" in out
+    assert out.rstrip().endswith("verdict: " + view.to_json()["verdict"]["summary"])
+
+
+def test_the_json_api_and_the_cli_show_the_canary_the_steps_and_the_stop(pg_dsn, fake, capsys):
+    """A stopped job's JSON names its canary (failed), the pace steps and the stop; the CLI prints the same."""
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    ids = _file(store, fake, 2)
+    job_id = JobStore(store).create(_request(), _letters(store, ids), canary=True)
+    _driver(store, fake, on_nap=lambda: _queued_become(fake, "failed")).run_job(job_id)
+    shown = JobStore(store).require(job_id).to_json()
+    assert shown["phase"] == "stopped" and shown["canary"]["letter_id"] == ids[1]
+    assert shown["pace_steps"][:2] == [{"clears": 1, "per_minute": 1}, {"clears": 5, "per_minute": 5}]
+    assert shown["stop_reason"].startswith(f"canary letter {ids[1]} failed")
+    assert main(["dlq", "job", "--job", str(job_id), "--dsn", pg_dsn]) == 0
+    out = capsys.readouterr().out
+    assert f"canary: letter {ids[1]} failed" in out
+    assert "pace after the canary: 1 at 1/min, 5 at 5/min, then the configured pace" in out
+    assert f"stopped: canary letter {ids[1]} failed" in out
