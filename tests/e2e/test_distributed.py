@@ -266,7 +266,10 @@ def test_a_replay_job_is_read_through_both_api_workers_and_survives_an_api_serve
         ]
     dist.stack.api("POST", "/api/v2/variables", json={"key": "many_fix_applied", "value": "yes"})
     answer = _plugin(
-        dist, "POST", "/api/replays", json={"ids": ids, "reason": "table created", "fix_version": "v5"}
+        dist,
+        "POST",
+        "/api/replays",
+        json={"ids": ids, "reason": "table created", "fix_version": "v5", "canary": False},
     )
     assert answer.status_code in (200, 201, 202), answer.text
     job_id = answer.json()["id"]

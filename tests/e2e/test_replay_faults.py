@@ -286,7 +286,12 @@ def test_a_job_while_airflow_answers_500_for_a_minute_ends_as_the_state_tables_s
     run_id = faults.failed_run(PARTS_DAG)
     letters = faults.letters(PARTS_DAG, run_id, PARTS)
     faults.set_variable(PARTS_FIXED, "yes")
-    body = {"ids": [lt.id for lt in letters], "reason": "parts table created", "fix_version": "v2"}
+    body = {
+        "ids": [lt.id for lt in letters],
+        "reason": "parts table created",
+        "fix_version": "v2",
+        "canary": False,
+    }
     response = faults.plugin("POST", "/api/replays", json=body)
     assert response.status_code in (200, 201, 202), response.text
     job_id = int(response.json()["id"])
@@ -324,7 +329,12 @@ def test_a_job_survives_the_provider_database_going_away_midway(faults: Faults):
     run_id = faults.failed_run(PARTS_DAG)
     letters = faults.letters(PARTS_DAG, run_id, PARTS)
     faults.set_variable(PARTS_FIXED, "yes")
-    body = {"ids": [lt.id for lt in letters], "reason": "parts table created", "fix_version": "v3"}
+    body = {
+        "ids": [lt.id for lt in letters],
+        "reason": "parts table created",
+        "fix_version": "v3",
+        "canary": False,
+    }
     job_id = int(faults.plugin("POST", "/api/replays", json=body).json()["id"])
 
     deadline = time.monotonic() + 120

@@ -313,7 +313,12 @@ def test_a_job_survives_a_killed_api_server(chain: Chain):
         stack.api(
             "PATCH", "/api/v2/variables/many_fix_applied", json={"key": "many_fix_applied", "value": "yes"}
         )
-    body = {"ids": [lt.id for lt in letters], "reason": "parts table created", "fix_version": "v5"}
+    body = {
+        "ids": [lt.id for lt in letters],
+        "reason": "parts table created",
+        "fix_version": "v5",
+        "canary": False,
+    }
     job_id = chain.request("POST", "/api/replays", json=body).json()["id"]
 
     def sent() -> int:
