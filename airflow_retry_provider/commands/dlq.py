@@ -68,6 +68,7 @@ def register(subparsers: Any) -> None:
     _filters(preview, default_limit="1000")
     preview.add_argument("--rate", metavar="N", help="clears per minute to compute the pace")
     _task_only(preview)
+    _on_latest(preview)
     preview.set_defaults(func=run_preview)
 
     replay = actions.add_parser(
@@ -86,6 +87,7 @@ def register(subparsers: Any) -> None:
         help="clears per minute, at most the deployment's ([retry_provider] replay_rate_per_minute, 10)",
     )
     _task_only(replay)
+    _on_latest(replay)
     canary = replay.add_mutually_exclusive_group()
     canary.add_argument(
         "--canary",
@@ -140,6 +142,15 @@ def register(subparsers: Any) -> None:
     purge.add_argument("--closed-before", metavar="TS", help="ISO 8601 with offset (required)")
     purge.add_argument("--json", action="store_true", help="print JSON")
     purge.set_defaults(func=run_purge)
+
+
+def _on_latest(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--run-on-latest-version",
+        action="store_true",
+        help="run the cleared tasks on the DAG's latest version and bundle version (Airflow's "
+        "run_on_latest_version; the replay records it as the fix version unless --fix-version names one)",
+    )
 
 
 def _task_only(parser: argparse.ArgumentParser) -> None:
@@ -346,13 +357,18 @@ def run_preview(args: argparse.Namespace) -> int:
         return 1
     engine.api = api_client(args, sign_in=True)
     with engine.api:
-        preview = engine.preview(where=where, limit=limit, downstream=not args.task_only)
+        preview = engine.preview(
+            where=where,
+            limit=limit,
+            downstream=not args.task_only,
+            run_on_latest_version=True if args.run_on_latest_version else None,
+        )
     if args.json:
         _emit_json(preview.to_json())
     else:
         for item in preview.items:
             tis = ", ".join(f"{t.task_id}[{t.map_index}]={t.state}" for t in item.instances) or item.error
-            print(f"{_row(item.letter)}\n          clears: {tis}")
+            print(f"{_row(item.letter)}\n          clears: {tis}\n         runs on: {item.runs_on}")
         for refusal in preview.refused:
             print(f"{refusal.letter_id:>8}  refused: {refusal.reason}")
         print(
@@ -366,26 +382,35 @@ def run_replay(args: argparse.Namespace) -> int:
     from airflow_retry_provider.dlq.driver import replay_and_wait
     from airflow_retry_provider.dlq.models import ReplayRequest, ReplayResult
 
-    _required(args, "actor", "reason", "fix_version")
+    _required(args, "actor", "reason", *(() if args.run_on_latest_version else ("fix_version",)))
     _require_selection(args, "replay")
     where, limit = _filter(args), _positive("--limit", args.limit)
     rate = _positive("--rate", args.rate) if args.rate else None
     who = _cli_actor(args.actor)
-    request = ReplayRequest(
-        args.actor,
-        args.reason,
-        args.fix_version,
-        args.processing_version or None,
-        downstream=not args.task_only,
-        source="cli",
-        actor_verified=False,
-        os_user=who.os_user,
-    )
     engine = _engine(args, rate=rate)
-    if not engine.select(where=where, limit=limit):
+    selected = engine.select(where=where, limit=limit)
+    if not selected:
         _say("no letter matched")
         return 1
     engine.api = api_client(args, sign_in=True)
+    fix_version = args.fix_version or (
+        engine.latest_fix_version(engine.api, sorted({lt.dag_id for lt in selected})) or ""
+    )
+    try:
+        request = ReplayRequest(
+            args.actor,
+            args.reason,
+            fix_version,
+            args.processing_version or None,
+            downstream=not args.task_only,
+            source="cli",
+            actor_verified=False,
+            os_user=who.os_user,
+            run_on_latest_version=True if args.run_on_latest_version else None,
+        )
+    except ValueError as exc:
+        engine.api.close()
+        raise UsageError(f"--fix-version: Airflow reports no version of these DAGs ({exc})") from None
 
     def progress(result: ReplayResult, done: int, total: int) -> None:
         _say(f"[{done}/{total}] letter {result.letter_id}: {result.outcome} {result.detail}")

@@ -73,6 +73,7 @@ def request_of(job: ReplayJob) -> ReplayRequest:
         source=job.source,
         actor_verified=job.actor_verified,
         os_user=job.os_user,
+        run_on_latest_version=job.run_on_latest_version,
     )
 
 

@@ -106,6 +106,7 @@ class JobView:
             "fix_version": job.fix_version,
             "processing_version": job.processing_version,
             "downstream": job.downstream,
+            "run_on_latest_version": job.run_on_latest_version,
             "dag_ids": list(job.dag_ids),
             "phase": self.phase,
             "canary": self._canary_json(),
@@ -239,6 +240,7 @@ class JobStore:
                     "downstream": request.downstream,
                     "dag_ids": sorted({letter.dag_id for letter in letters}),
                     "canary_position": position,
+                    "run_on_latest_version": request.run_on_latest_version,
                 },
             )
             job_id = int(cur.fetchone()[0])

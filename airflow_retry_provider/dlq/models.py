@@ -287,6 +287,7 @@ class ReplayJob(_Row):
     canary_until: datetime | None = None  # the canary's outcome is awaited until then
     paced_since: datetime | None = None  # the canary succeeded: the rest follow at the rising pace
     stop_reason: str | None = None  # why a ``stopped`` job stopped (its canary, or the stop rule)
+    run_on_latest_version: bool | None = None  # what the clears ask of Airflow (None: Airflow decides)
 
     _TEXT: ClassVar[tuple[str, ...]] = ("stop_reason",)
 
@@ -384,6 +385,9 @@ class ReplayRequest:
     :param source: ``ui``, ``api`` or ``cli``.
     :param actor_verified: False when nobody checked ``actor`` (the CLI's ``--actor``).
     :param os_user: the operating-system user, recorded next to an unverified actor.
+    :param run_on_latest_version: Airflow's ``run_on_latest_version`` for the clear: True runs the
+        cleared tasks on the DAG's latest version (and bundle version), False on their run's own,
+        None lets Airflow decide (the DAG's ``rerun_with_latest_version``, then ``[core]``'s, else False).
     """
 
     actor: str
@@ -394,6 +398,7 @@ class ReplayRequest:
     source: str = "cli"
     actor_verified: bool = True
     os_user: str | None = None
+    run_on_latest_version: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("actor", "reason", "fix_version"):
@@ -436,12 +441,14 @@ class PreviewItem:
     letter: Letter
     instances: tuple[TaskInstanceRef, ...]
     error: str | None = None
+    runs_on: str = ""  # the DAG version the replay will run, as the preview says it
 
     def to_json(self) -> dict[str, Any]:
         return {
             "letter": self.letter.to_json(),
             "instances": [ti.to_json() for ti in self.instances],
             "error": self.error,
+            "runs_on": self.runs_on,
         }
 
 
@@ -466,6 +473,7 @@ class Preview:
     rate_per_minute: int
     replay_cap: int
     downstream: bool = True
+    run_on_latest_version: bool | None = None
 
     @property
     def count(self) -> int:
@@ -487,6 +495,8 @@ class Preview:
             "rate_per_minute": self.rate_per_minute,
             "replay_cap": self.replay_cap,
             "downstream": self.downstream,
+            "run_on_latest_version": self.run_on_latest_version,
+            "runs_on": sorted({item.runs_on for item in self.items}),
             "items": [item.to_json() for item in self.items],
             "refused": [r.to_json() for r in self.refused],
         }

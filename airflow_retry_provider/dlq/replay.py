@@ -134,13 +134,20 @@ class ReplayEngine:
         where: LetterFilter | None = None,
         limit: int = DEFAULT_SELECTION_LIMIT,
         downstream: bool = True,
+        run_on_latest_version: bool | None = None,
     ) -> Preview:
-        """What a replay would touch, with Airflow's clear dry-run (same flags) for each letter. Changes nothing."""
+        """What a replay would touch, with Airflow's clear dry-run (same flags) for each letter. Changes nothing.
+
+        Each item says which DAG version the replay will run: the DAG's latest (from the REST API)
+        when ``run_on_latest_version``, else the version the letter failed on.
+        """
         ready, refused = self.split(self.select(ids, where, limit))
         api = self.require_api() if ready else None
         items = []
+        latest: dict[str, str] = {}
         for letter in ready:
             assert api is not None
+            runs_on = self.runs_on(api, letter, run_on_latest_version, latest)
             try:
                 instances = api.clear_task_instance(
                     letter.dag_id,
@@ -149,11 +156,62 @@ class ReplayEngine:
                     letter.map_index,
                     dry_run=True,
                     downstream=downstream,
+                    run_on_latest_version=run_on_latest_version,
                 )
-                items.append(PreviewItem(letter, tuple(instances)))
+                items.append(PreviewItem(letter, tuple(instances), runs_on=runs_on))
             except AirflowApiError as exc:
-                items.append(PreviewItem(letter, (), error=redact(str(exc))))
-        return Preview(tuple(items), tuple(refused), self.rate_per_minute, self.replay_cap, downstream)
+                items.append(PreviewItem(letter, (), error=redact(str(exc)), runs_on=runs_on))
+        return Preview(
+            tuple(items),
+            tuple(refused),
+            self.rate_per_minute,
+            self.replay_cap,
+            downstream,
+            run_on_latest_version,
+        )
+
+    def runs_on(
+        self, api: AirflowApi, letter: Letter, run_on_latest_version: bool | None, latest: dict[str, str]
+    ) -> str:
+        """The DAG version a replay of ``letter`` runs, as the preview says it (``latest`` caches per DAG)."""
+        if run_on_latest_version:
+            if letter.dag_id not in latest:
+                try:
+                    label = self.latest_version_label(api, letter.dag_id)
+                except AirflowApiError as exc:  # the dry-run beside it says what went wrong
+                    label = f"the latest version (Airflow did not say which: {redact(str(exc), 200)})"
+                latest[letter.dag_id] = label or "the latest version (Airflow reports none)"
+            return latest[letter.dag_id]
+        own = letter.version_label()
+        if run_on_latest_version is None:
+            return f"{own}, the run's own (unless the DAG or [core] rerun_with_latest_version says latest)"
+        return f"{own}, the run's own"
+
+    def latest_fix_version(self, api: AirflowApi, dag_ids: Sequence[str]) -> str | None:
+        """The fix version a replay on the latest version records: ``v5``, or ``a v5, b v2`` for several DAGs."""
+        labels = {dag_id: self.latest_version_label(api, dag_id) for dag_id in dag_ids}
+        if not dag_ids or any(label is None for label in labels.values()):
+            return None
+        if len(labels) == 1:
+            return next(iter(labels.values()))
+        return ", ".join(f"{dag_id} {label}" for dag_id, label in labels.items())[:200]
+
+    @staticmethod
+    def latest_version_label(api: AirflowApi, dag_id: str) -> str | None:
+        """``v5 (bundle dags@ab12cd)``: the newest version Airflow has of ``dag_id``; None when it has none."""
+        try:
+            versions = api.dag_versions(dag_id)
+        except AirflowApiError as exc:
+            if exc.status_code == 404:
+                return None
+            raise
+        if not versions:
+            return None
+        newest = max(versions, key=lambda v: v.version_number)
+        label = f"v{newest.version_number}"
+        if newest.bundle_version:
+            label += f" (bundle {newest.bundle_name or '?'}@{newest.bundle_version[:12]})"
+        return label
 
     # -- claim, pace, clear -----------------------------------------------------------------
 
@@ -265,6 +323,7 @@ class ReplayEngine:
                 dry_run=False,
                 note=note,
                 downstream=request.downstream,
+                run_on_latest_version=request.run_on_latest_version,
             )
             if not cleared:
                 raise AirflowApiError(

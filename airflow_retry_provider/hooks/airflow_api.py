@@ -317,6 +317,7 @@ class AirflowApi:
         dry_run: bool = True,
         note: str | None = None,
         downstream: bool = True,
+        run_on_latest_version: bool | None = None,
     ) -> list[TaskInstanceRef]:
         """Clear one failed task instance and, with ``downstream``, the ones after it in its run that did not succeed.
 
@@ -339,6 +340,8 @@ class AirflowApi:
         }
         if note is not None:
             body["note"] = note[:1000]
+        if run_on_latest_version is not None:  # absent: Airflow's DAG-level, then [core], default
+            body["run_on_latest_version"] = run_on_latest_version
         answer = self.request("POST", f"/api/v2/dags/{quote(dag_id, safe='')}/clearTaskInstances", json=body)
         return [TaskInstanceRef.from_json(item) for item in (answer or {}).get("task_instances", [])]
 

@@ -173,6 +173,11 @@ class PreviewBody(SelectionBody):
         default=True,
         description="also the task instances downstream of each letter's in its run that did not succeed",
     )
+    run_on_latest_version: bool | None = Field(
+        default=None,
+        description="run the cleared tasks on the DAG's latest version and bundle version (true), on their "
+        "run's own (false), or as Airflow decides (absent: the DAG's, then [core] rerun_with_latest_version)",
+    )
 
 
 class ReplayBody(PreviewBody):
@@ -182,12 +187,16 @@ class ReplayBody(PreviewBody):
         Storable,
     ]
     fix_version: Annotated[
-        str,
+        str | None,
         Field(
-            min_length=1, max_length=MAX_VERSION, description="the code or data version that fixes the cause"
+            default=None,
+            min_length=1,
+            max_length=MAX_VERSION,
+            description="the code or data version that fixes the cause (with run_on_latest_version: true, "
+            "the DAG's latest version when not given)",
         ),
         Storable,
-    ]
+    ] = None
     processing_version: Annotated[
         str | None,
         Field(default=None, max_length=MAX_VERSION, description="ask for a new work-unit identity"),

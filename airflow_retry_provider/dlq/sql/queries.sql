@@ -208,10 +208,10 @@ RETURNING id;
 -- name: insert_job
 INSERT INTO retry_replay_jobs (
     actor, actor_verified, os_user, source, reason, fix_version, processing_version, downstream, dag_ids,
-    canary_position
+    canary_position, run_on_latest_version
 ) VALUES (
     %(actor)s, %(actor_verified)s, %(os_user)s, %(source)s, %(reason)s, %(fix_version)s,
-    %(processing_version)s, %(downstream)s, %(dag_ids)s, %(canary_position)s
+    %(processing_version)s, %(downstream)s, %(dag_ids)s, %(canary_position)s, %(run_on_latest_version)s
 )
 RETURNING id;
 

@@ -41,7 +41,11 @@ def preview(request: Request, access: AccessDep, body: PreviewBody, letters: Let
     chosen = letters.select(access, body)
     engine = replay_engine(request, letters.store)
     try:
-        return engine.preview(ids=[letter.id for letter in chosen], downstream=body.downstream).to_json()
+        return engine.preview(
+            ids=[letter.id for letter in chosen],
+            downstream=body.downstream,
+            run_on_latest_version=body.run_on_latest_version,
+        ).to_json()
     finally:
         if engine.api is not None:
             engine.api.close()
@@ -65,14 +69,24 @@ def replay(
     replayed the answer is 409 and no job is created. Poll ``/api/jobs/{id}`` for progress.
     """
     letters, body = selection
+    fix_version = body.fix_version or ""
+    if not fix_version and body.run_on_latest_version:
+        engine = replay_engine(request, jobs.store)
+        try:
+            assert engine.api is not None
+            fix_version = engine.latest_fix_version(engine.api, sorted({lt.dag_id for lt in letters})) or ""
+        finally:
+            if engine.api is not None:
+                engine.api.close()
     try:
         ask = ReplayRequest(
             access.actor,
             body.reason,
-            body.fix_version,
+            fix_version,
             body.processing_version or None,
             downstream=body.downstream,
             source=body.source,
+            run_on_latest_version=body.run_on_latest_version,
         )
     except ValueError as exc:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None

@@ -124,8 +124,12 @@ def preview_page(
     ids: QueryIds = [],  # noqa: B006 (FastAPI copies defaults)
     all_matching: bool = False,
     task_only: bool = False,
+    latest: bool = False,
 ):
-    """What a replay of the selection would do (Airflow's clear dry-run, same flags): nothing changes here."""
+    """What a replay of the selection would do (Airflow's clear dry-run, same flags): nothing changes here.
+
+    ``latest``: the replay runs on the DAG's latest version (Airflow's ``run_on_latest_version``).
+    """
     try:
         body = SelectionBody(ids=ids, all_matching=all_matching, filter=filters)
     except ValidationError as exc:  # too many ids, or one out of range
@@ -133,7 +137,11 @@ def preview_page(
     chosen = letters.select(access, body)
     engine = replay_engine(request, letters.store)
     try:
-        preview = engine.preview(ids=[letter.id for letter in chosen], downstream=not task_only)
+        preview = engine.preview(
+            ids=[letter.id for letter in chosen],
+            downstream=not task_only,
+            run_on_latest_version=True if latest else None,
+        )
     finally:
         if engine.api is not None:
             engine.api.close()
@@ -151,6 +159,16 @@ def preview_page(
                 "ids": ids,
                 "all_matching": all_matching or None,
                 "task_only": not task_only or None,
+                "latest": latest or None,
+            }
+        ),
+        latest_query=query(
+            {
+                **filters.cleaned(),
+                "ids": ids,
+                "all_matching": all_matching or None,
+                "task_only": task_only or None,
+                "latest": not latest or None,
             }
         ),
     )

@@ -2,7 +2,8 @@
 
 Only what the replay loop calls: ``POST /auth/token``, ``GET`` one task instance, ``POST
 .../clearTaskInstances`` (which sets the cleared instances queued at the next try, after running the
-test's ``on_clear`` hook: something another process does while the clear is in flight). Every
+test's ``on_clear`` hook: something another process does while the clear is in flight; each body is
+kept in ``clears``), and ``GET .../dagVersions`` (``versions``: a DAG with none answers 404). Every
 other path answers 404. ``calls`` counts the requests by kind.
 """
 
@@ -22,6 +23,7 @@ from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 
 TI_PATH = re.compile(r"^/api/v2/dags/([^/]+)/dagRuns/([^/]+)/taskInstances/([^/?]+)(?:/(-?\d+))?$")
 CLEAR_PATH = re.compile(r"^/api/v2/dags/([^/]+)/clearTaskInstances$")
+VERSIONS_PATH = re.compile(r"^/api/v2/dags/([^/]+)/dagVersions$")
 
 Key = tuple[str, str, str, int]
 
@@ -33,6 +35,8 @@ class AnsweringAirflow:
         self.instances: dict[Key, dict[str, Any]] = {}
         self.calls: Counter[str] = Counter()
         self.on_clear: Callable[[], None] | None = None
+        self.clears: list[dict[str, Any]] = []
+        self.versions: dict[str, list[dict[str, Any]]] = {}
         self.url = ""
         self.lock = threading.Lock()
 
@@ -65,6 +69,7 @@ class AnsweringAirflow:
             return (200, dict(found)) if found else (404, {"detail": "no such task instance"})
         if method == "POST" and (match := CLEAR_PATH.match(path)):
             self.calls["clear"] += 1
+            self.clears.append(dict(body))
             if self.on_clear is not None:
                 self.on_clear()
             cleared = []
@@ -77,6 +82,12 @@ class AnsweringAirflow:
                             ti.update(state="queued", try_number=ti["try_number"] + 1)
                         cleared.append(dict(ti))
             return 200, {"task_instances": cleared, "total_entries": len(cleared)}
+        if method == "GET" and (match := VERSIONS_PATH.match(path)):
+            self.calls["dag_versions"] += 1
+            found = self.versions.get(unquote(match[1]))
+            if found is None:
+                return 404, {"detail": "no such DAG"}
+            return 200, {"dag_versions": found, "total_entries": len(found)}
         self.calls["other"] += 1
         return 404, {"detail": f"not served here: {method} {path}"}
 

@@ -413,6 +413,13 @@ def test_preview_returns_the_exact_selection_count_pace_and_refusals(ui: Ui):
     assert all("ConnectError" in item["error"] for item in answer["items"])  # Airflow's API is not there
     page = ui.get("/preview", user="ops_a", html=True, ids=ids).text
     assert "2 letters will be replayed" in text_of(page) and "Nothing has changed yet." in text_of(page)
+    assert "It starts with one canary, the newest letter" in text_of(page)
+    assert "the run's own" in answer["items"][0]["runs_on"]
+    latest = ui.post("/api/preview", {"ids": ids, "run_on_latest_version": True}, user="ops_a").json()
+    assert latest["run_on_latest_version"] is True
+    assert latest["runs_on"][0].startswith("the latest version (Airflow did not say which")
+    page = ui.get("/preview", user="ops_a", html=True, ids=ids, latest="true").text
+    assert "The replay runs on: the latest version" in text_of(page)
     assert [ui.store.get(i).status for i in ids] == ["dlq", "dlq", "parked"]  # type: ignore[union-attr]
 
 
