@@ -622,6 +622,7 @@ def test_a_replayed_downstream_whose_upstream_fails_again_ends_in_dlq(model):
 @pytest.mark.parametrize(
     "at",
     [
+        -1,  # the clear is on its way: Airflow still shows the claimed try failed when the other settles
         0,  # Airflow has cleared: it shows the task instance cleared when the other settles
     ],
 )
@@ -669,6 +670,7 @@ def test_a_parked_letter_whose_task_instance_succeeds_is_resolved(model):
     [
         ("act_drop", "skipped"),  # the answer lost after Airflow cleared; the task is skipped
         ("timeout", "removed"),  # the client gave up after Airflow cleared; the task was removed
+        ("act_500", "failed"),  # 500 after clearing; a person marks it failed by hand at the claimed try
     ],
 )
 def test_a_clear_whose_answer_was_lost_ends_as_airflow_says(model, fault, end):
@@ -679,7 +681,11 @@ def test_a_clear_whose_answer_was_lost_ends_as_airflow_says(model, fault, end):
         lambda: model.a_person_starts_a_job([0], downstream=False),
         lambda: model.airflow_misbehaves([fault]),
         lambda: model.a_driver_drains(1, None),
-        lambda: model.a_cleared_task_ends(0, end, delivered=True),
+        lambda: (
+            model.a_person_marks_a_cleared_task(0, end)
+            if end == "failed"
+            else model.a_cleared_task_ends(0, end, delivered=True)
+        ),
     )
     assert statuses == {"run-1/a": "dlq"}
 
