@@ -351,7 +351,7 @@ class ReplayEngine:
             if (
                 cur.fetchone() is None
             ):  # the claim was closed meanwhile (past its lease): Airflow cleared anyway
-                self._late_clear(cur, letter, request, job_id, touched)
+                self._late_clear(cur, letter, replay_id, request, job_id, touched)
             else:
                 self.store.record(cur, letter.id, "cleared", driver, f"cleared {touched}", **refs)
             for ti in cleared:
@@ -361,16 +361,31 @@ class ReplayEngine:
         return ReplayResult(letter.id, "cleared", replay_id, note)
 
     def _late_clear(
-        self, cur: Any, letter: Letter, request: ReplayRequest, job_id: int | None, touched: str
+        self,
+        cur: Any,
+        letter: Letter,
+        replay_id: int,
+        request: ReplayRequest,
+        job_id: int | None,
+        touched: str,
     ) -> None:
         """Airflow confirmed a clear whose claim another process had closed: the letter is replaying again.
 
         Only a clear that outlived its lease (at least three API timeouts) gets here. The task runs
-        now, so its letter is claimed again with a replay already cleared (as a downstream letter
-        joins one): its failure counts toward the replay cap, its success resolves it. A letter a
-        person parked or dismissed meanwhile keeps that status; its history says what happened.
+        now: the replay another process abandoned is open again, cleared (its failure counts toward
+        the replay cap, its success resolves it). When the letter has a newer claim, it joins a new
+        replay already cleared instead (as a downstream letter joins one). A letter a person parked
+        or dismissed meanwhile keeps that status; its history says what happened.
         """
         why = f"Airflow confirmed the clear ({touched}) after its claim was closed"
+        cur.execute(query("reopen_late_clear"), {"id": replay_id, "detail": why, "status_reason": why[:500]})
+        if (
+            cur.fetchone() is not None
+        ):  # the claim was abandoned while its clear was on its way: it is open again
+            self.store.record(
+                cur, letter.id, "cleared", Actor.system("driver"), why, job_id=job_id, replay_id=replay_id
+            )
+            return
         ti = TaskInstanceRef(letter.dag_id, letter.run_id, letter.task_id, letter.map_index, None, 0)
         if not self._join(cur, ti, why, request, job_id):
             self.store.record(cur, letter.id, "cleared", Actor.system("driver"), why, job_id=job_id)

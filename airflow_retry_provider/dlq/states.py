@@ -118,6 +118,14 @@ LETTER = Entity(
             ("dlq",),
             "replaying",
             "replay driver",
+            "dlq:reopen_late_clear",
+            "status dlq, and Airflow confirmed the clear of its last replay after another process abandoned "
+            "it (its lease expired while the clear was on its way)",
+        ),
+        Transition(
+            ("dlq",),
+            "replaying",
+            "replay driver",
             "dlq:claim_letter_by_ti",
             "status dlq: a letter cleared with another's downstream, or whose clear Airflow confirmed late, joins it",
         ),
@@ -259,6 +267,14 @@ REPLAY = Entity(
             "driver, sweeper",
             "dlq:abandon_claim",
             "not cleared, and Airflow shows the claimed try still failed",
+        ),
+        Transition(
+            ("abandoned",),
+            "pending",
+            "replay driver",
+            "dlq:reopen_late_clear",
+            "Airflow confirmed its clear after it was abandoned (the lease expired while the clear was on its "
+            "way), it is the letter's last replay and the letter is in dlq: open again, cleared",
         ),
         Transition(
             ("pending", "unknown"),

@@ -151,7 +151,13 @@ class OutcomeSync:
                 report["released"].append(letter.id)
             return
         still_claimed_try = ti.state == "failed" and ti.try_number == row["try_number_before"]
-        happened = row.get("cleared_at") is not None or not still_claimed_try
+        happened = (
+            row.get("cleared_at") is not None
+            or not still_claimed_try
+            or cleared_by(
+                ti.note, int(replay_id)
+            )  # e.g. marked failed by hand after a clear whose answer was lost
+        )
         undecided = row.get("replay_outcome") == "unknown" or bool(row.get("lease_expired"))
         if not happened:
             if undecided and self._abandon(letter, row, source):
@@ -251,6 +257,11 @@ class OutcomeSync:
             if len(letters) < limit:
                 break
         return sorted(resolved)
+
+
+def cleared_by(note: str | None, replay_id: int) -> bool:
+    """Whether a task instance's note is the one this replay's clear left (``replay_note``): then it was cleared."""
+    return note is not None and note.startswith(f"airflow-retry replay #{replay_id} ")
 
 
 def refiled_letter(letter: Letter, ti: TaskInstanceRef) -> NewLetter:

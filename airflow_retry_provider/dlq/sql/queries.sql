@@ -163,6 +163,22 @@ FROM stamped s
 JOIN retry_replays r ON r.letter_id = s.id AND r.outcome IN ('pending', 'unknown') AND r.cleared_at IS NULL
 ORDER BY s.id;
 
+-- name: reopen_late_clear
+-- Airflow confirmed a clear whose claim another process abandoned while it was on its way (its lease
+-- expired): the clear happened, so that replay is open again, cleared, and its letter replaying again
+-- (its task's end decides it), unless the letter left dlq or has a newer claim meanwhile.
+WITH reopened AS (
+    UPDATE retry_replays r SET outcome = 'pending', outcome_at = NULL, cleared_at = now(),
+        lease_until = NULL, detail = %(detail)s
+    WHERE r.id = %(id)s AND r.outcome = 'abandoned' AND r.cleared_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM retry_replays n WHERE n.letter_id = r.letter_id AND n.id > r.id)
+      AND EXISTS (SELECT 1 FROM retry_dead_letters l WHERE l.id = r.letter_id AND l.status = 'dlq')
+    RETURNING r.letter_id
+)
+UPDATE retry_dead_letters SET status = 'replaying', status_reason = %(status_reason)s, updated_at = now()
+WHERE id IN (SELECT letter_id FROM reopened) AND status = 'dlq'
+RETURNING id;
+
 -- name: abandon_claim
 -- No clear happened: the replay is closed and the letter goes back to the queue.
 WITH closed AS (
