@@ -200,12 +200,19 @@ class ReplayDriver:
         try:
             total = len(self.jobs.require(job.id).items)
             done = reported
+
+            def report(result: ReplayResult) -> None:
+                nonlocal done
+                done += 1
+                if progress is not None:
+                    progress(result, done, total)
+
             while True:
                 if not self.jobs.renew(job.id, self.owner, self.lease_seconds):
                     return  # cancelled, stopped, or another driver took it over
                 job = self.jobs.require(job.id).job
                 if job.canary_position is not None and job.paced_since is None:
-                    if not self._canary(api, job, request, progress, deadline):
+                    if not self._canary(api, job, request, report, deadline):
                         return
                     continue
                 if self._stop_rule(job):
@@ -224,9 +231,7 @@ class ReplayDriver:
                 if result is None:
                     return
                 self.jobs.finish_item(item, result)
-                done += 1
-                if progress is not None:
-                    progress(result, done, total)
+                report(result)
         except BaseException:
             self.jobs.release(job.id, self.owner)
             raise
@@ -239,7 +244,7 @@ class ReplayDriver:
         api: AirflowApi,
         job: ReplayJob,
         request: ReplayRequest,
-        progress: Progress | None,
+        report: Callable[[ReplayResult], None],
         deadline: float | None,
     ) -> bool:
         """Clear the canary (once) and wait for its outcome; True when it resolved and the rest may follow."""
@@ -250,8 +255,7 @@ class ReplayDriver:
             if result is None:
                 return False
             self.jobs.finish_item(item, result)
-            if progress is not None:
-                progress(result, 1, len(self.jobs.require(job.id).items))
+            report(result)
         self.jobs.wait_for_canary(job.id, self.owner, self.canary_timeout)
         while True:
             canary = self.jobs.canary(job.id)

@@ -112,7 +112,9 @@ def test_a_canary_that_succeeds_lets_the_rest_follow_at_the_rising_pace(pg_dsn, 
     ids = _file(store, fake, 5)
     job_id = JobStore(store).create(_request(), _letters(store, ids), canary=True)
     driver = _driver(store, fake, on_nap=lambda: _queued_become(fake, "success"))
-    driver.run_job(job_id)
+    told_progress: list[tuple[int, int]] = []
+    driver.run_job(job_id, lambda result, done, total: told_progress.append((done, total)))
+    assert told_progress == [(n, 5) for n in range(1, 6)]  # the canary counts once, first
     view = driver.jobs.require(job_id)
     assert view.job.status == "done" and view.canary is not None
     assert view.canary.letter_id == max(ids)  # the newest
