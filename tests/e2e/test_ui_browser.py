@@ -121,6 +121,9 @@ def test_an_operator_filters_previews_and_replays_a_letter_from_airflows_ui(env:
     expect(frame.locator("#preview-summary")).to_contain_text("1 letter will be replayed")
     expect(frame.locator("#preview-summary")).to_contain_text("1 task instance cleared")
     expect(frame.locator(f'#preview-items tr[data-letter="{env.letter.id}"]')).to_contain_text("invalid_job")
+    expect(frame.locator(f'#preview-items tr[data-letter="{env.letter.id}"] td.runs-on')).to_contain_text(
+        "the run's own"
+    )
     assert env.store.get(env.letter.id).status == "dlq"  # type: ignore[union-attr]  # the preview changed nothing
 
     frame.locator("#reason").fill("checking the UI replay")
@@ -128,6 +131,8 @@ def test_an_operator_filters_previews_and_replays_a_letter_from_airflows_ui(env:
     frame.locator("#confirm-replay").click()
     expect(frame.locator("#job-status")).to_contain_text("finished", timeout=60_000)
     expect(frame.locator("#job-status")).to_contain_text("1 cleared")
+    expect(frame.locator("#job-canary")).to_contain_text("No canary")  # one letter needs none
+    expect(frame.locator("#job-verdict")).to_contain_text("resolved by the fix")
 
     replayed = _wait(
         lambda: (lambda lt: lt if lt and lt.replay_count == 1 and lt.status == "dlq" else None)(
