@@ -423,6 +423,21 @@ def test_preview_returns_the_exact_selection_count_pace_and_refusals(ui: Ui):
     assert [ui.store.get(i).status for i in ids] == ["dlq", "dlq", "parked"]  # type: ignore[union-attr]
 
 
+def test_a_replay_names_its_canary_or_none_and_refuses_one_outside_the_selection(ui: Ui):
+    """``canary``: a letter id outside the selection is a 400 naming it; false makes a job without one; absent, the newest."""
+    ids = ui.file(2)
+    outside = ui.post("/api/replays", {"ids": ids, "reason": "r", "fix_version": "v2", "canary": ids[1] + 99})
+    assert outside.status_code == 400 and f"canary: letter {ids[1] + 99}" in outside.text
+    assert ui.store.replays(ids[0]) == [] and ui.store.replays(ids[1]) == []
+    none = ui.post("/api/replays", {"ids": ids, "reason": "r", "fix_version": "v2", "canary": False}).json()
+    assert none["canary"] is None
+    ui.post(f"/api/jobs/{none['id']}/cancel", {})
+    newest = ui.post("/api/replays", {"ids": ids, "reason": "r", "fix_version": "v2"}).json()
+    assert newest["canary"]["letter_id"] == max(ids)
+    missing = ui.post("/api/replays", {"ids": ids, "reason": "r"})
+    assert missing.status_code == 400 and "fix_version" in missing.text
+
+
 def test_replay_records_the_user_reason_and_fix_and_reports_progress(ui: Ui):
     """A replay runs as the signed-in user: its replay row, status change and progress are recorded."""
     (letter_id,) = ui.file()
