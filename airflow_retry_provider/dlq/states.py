@@ -185,14 +185,14 @@ LETTER = Entity(
             "parked",
             "a person (UI, API, CLI)",
             "dlq:set_status",
-            "a replaying letter only when no clear is in flight (live lease) or confirmed",
+            "a replaying letter only when no clear is in flight (live lease), confirmed or of lost answer",
         ),
         Transition(
             ("dlq", "parked", "replaying"),
             "dismissed",
             "a person (UI, API, CLI)",
             "dlq:set_status",
-            "a reason; a replaying letter only when no clear is in flight or confirmed",
+            "a reason; a replaying letter only when no clear is in flight, confirmed or of lost answer",
         ),
         Transition(
             ("dlq", "parked"),
@@ -291,11 +291,11 @@ REPLAY = Entity(
             "the task instance is gone (404)",
         ),
         Transition(
-            ("pending", "unknown"),
+            ("pending",),
             "abandoned",
             "a person (UI, API, CLI)",
             "dlq:set_status",
-            "the letter was parked or dismissed: only a claim never cleared and not in flight",
+            "the letter was parked or dismissed: only a claim whose lease expired before any clear",
         ),
     ),
 )

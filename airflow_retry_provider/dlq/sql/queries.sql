@@ -368,21 +368,22 @@ SELECT id FROM changed;
 
 -- name: set_status
 -- A person parks or dismisses a letter. A replaying letter changes only when its claim never reached
--- a confirmed clear and none is in flight (the lease expired, or the answer was lost): never while a
--- clear is in flight or its task instance runs after a confirmed clear (that replay is not abandoned).
+-- Airflow (its lease expired before any clear): never while a clear is in flight, its answer was lost
+-- (the clear may have happened: the sync decides first), or its task instance runs after a confirmed
+-- clear (that replay is not abandoned).
 WITH changed AS (
     UPDATE retry_dead_letters l SET status = %(status)s, status_reason = %(status_reason)s, updated_at = now()
     WHERE l.id = %(id)s AND l.status = ANY(%(from_statuses)s)
       AND NOT EXISTS (
           SELECT 1 FROM retry_replays r
           WHERE r.letter_id = l.id AND r.outcome IN ('pending', 'unknown')
-            AND (r.cleared_at IS NOT NULL OR (r.outcome = 'pending' AND r.lease_until > clock_timestamp()))
+            AND (r.cleared_at IS NOT NULL OR r.outcome = 'unknown' OR r.lease_until > clock_timestamp())
       )
     RETURNING l.id, l.try_number
 ), closed AS (
     UPDATE retry_replays SET outcome = 'abandoned', outcome_at = now(), detail = %(status_reason)s,
         lease_until = NULL
-    WHERE letter_id IN (SELECT id FROM changed) AND outcome IN ('pending', 'unknown') AND cleared_at IS NULL
+    WHERE letter_id IN (SELECT id FROM changed) AND outcome = 'pending' AND cleared_at IS NULL
 )
 SELECT id, try_number FROM changed;
 
