@@ -137,9 +137,12 @@ def test_an_outage_is_held_with_the_breaker_and_burns_every_retry_without_it(e2e
         ).items():
             key = f"{dag_id}/{runs[dag_id]['dag_run_id']}/read_partner/{part}"
             assert state == "success"
-            # tries fail only before the breaker opens (failures reach the threshold one by one) or
-            # as a probe: never the whole budget, as every task without the breaker spends
-            assert try_number < 4, (key, try_number, probes[key])
+            # tries fail only before the breaker opens (failures reach the threshold one by one, so
+            # at most two of them) or as a probe; the last try succeeded. On a loaded machine a task
+            # may probe twice and still succeed at its 4th try: the probes are what it spent beyond
+            # that, never a held wait (failed once at try 4 with 2 probes on a fresh clone)
+            failed_tries = try_number - 1
+            assert failed_tries - probes[key] <= 2, (key, try_number, probes[key])
     statuses = [(e.from_status, e.to_status) for e in events]
     assert statuses[0] == (CLOSED, OPEN) and statuses[-1] == (HALF_OPEN, CLOSED)
     assert all(to != CLOSED for _, to in statuses[:-1])  # one outage, one recovery
