@@ -19,6 +19,7 @@ from psycopg import sql
 from verdict import check, exit_code, judge
 
 from airflow_retry_provider import migrations
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.callback import file_letter
 from airflow_retry_provider.dlq.schema import apply_schema
 from airflow_retry_provider.dlq.sql import query as store_query
@@ -105,7 +106,8 @@ def _file_many(args: tuple[str, int]) -> int:
     """One worker process: file its share and its neighbour's share (every letter is filed twice, concurrently)."""
     dsn, worker = args
     calls = 0
-    with DeadLetterStore.from_dsn(dsn).pinned() as store:  # one connection kept across its transactions
+    with ProviderDatabase.from_dsn(dsn).pinned() as db:  # one connection kept across its transactions
+        store = DeadLetterStore(db)
         for i in range(CONCURRENT_LETTERS):
             if i % PROCESSES in (worker, (worker + 1) % PROCESSES):
                 file_letter(replace(LETTER, dag_id=f"dag{i % 50}", run_id=f"run{i}"), store, replay_cap=3)
@@ -158,10 +160,10 @@ def bench_pages(dsn: str) -> None:
         seeded = time.perf_counter() - start
     print(f"\n== paging over {SEEDED_LETTERS:,} letters (seeded with generate_series in {seeded:.1f} s)")
     # never server-side prepared, like the store's own one-connection-per-call use: custom plans every time
-    never_prepared = DeadLetterStore(lambda: psycopg.connect(dsn, prepare_threshold=None))
+    never_prepared = ProviderDatabase(lambda: psycopg.connect(dsn, prepare_threshold=None))
     with never_prepared.pinned() as kept:
         stores = {
-            "one kept connection (the target)": kept,
+            "one kept connection (the target)": DeadLetterStore(kept),
             "new connection per call (reference)": DeadLetterStore.from_dsn(dsn),
         }
         first_page = stores["one kept connection (the target)"].list(limit=PAGE_SIZE)

@@ -125,7 +125,7 @@ def canary_figures(dsn: str, url: str, rate: int) -> bool:
     def job_of(run_id: str, count: int, reason: str) -> int:
         filed = [store.file(replace(LETTER, task_id=f"t{n}", run_id=run_id), 3) for n in range(count)]
         letters = [store.get(f.letter_id) for f in filed]
-        return JobStore(store).create(
+        return JobStore(store.db).create(
             ReplayRequest("bench", reason, "v2", source="api"), letters, canary=True
         )
 
@@ -201,7 +201,7 @@ def main() -> int:
             return 0 if canary_figures(dsn, url, args.rate) else 1
         store = DeadLetterStore.from_dsn(dsn)
         per_job = int(args.rate * args.seconds / 60 / JOBS) + args.rate
-        jobs = JobStore(store)
+        jobs = JobStore(store.db)
         batches: list[list] = []
         for j in range(JOBS):
             filed = [

@@ -25,8 +25,8 @@ from pathlib import Path
 import psycopg
 from reconcile import AS_OF, SEED, WINDOW  # the reconciliation benchmark's data (bench/ is on sys.path)
 
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.schema import apply_schema
-from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.maintenance.retention import Retention, RetentionPolicy
 from airflow_retry_provider.reconciliation.trails import connector_health_sql, list_workspaces
 
@@ -90,7 +90,7 @@ def main() -> int:
             alone = [health_once(conn, rng.choice(workspaces)) for _ in range(SAMPLES_ALONE)]
 
             retention = Retention(
-                DeadLetterStore.from_dsn(dsn), RetentionPolicy(events_days=30, batch_size=5000)
+                ProviderDatabase.from_dsn(dsn), RetentionPolicy(events_days=30, batch_size=5000)
             )
             outcome: dict = {}
 

@@ -1,7 +1,7 @@
 """Dead-letter UI benchmark: the list page and the grouped view over 1,000,000 letters.
 
 Starts its own PostgreSQL (or uses AIRFLOW_RETRY_PG_DSN), seeds the letters with generate_series,
-and times 20 requests per page through FastAPI's TestClient against ``create_app(store=...)``,
+and times 20 requests per page through FastAPI's TestClient against ``create_app(db=...)``,
 with Airflow's SimpleAuthManager doing the per-DAG authorization (the user is an admin; only the
 JWT check, which needs Airflow's metadata database, is replaced by that user). Prints p50 and p95
 next to the targets (list <= 300 ms, grouped <= 1 s) and stops what it started.
@@ -89,8 +89,8 @@ def main() -> int:
     from fastapi.testclient import TestClient
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))  # devstack: not in the wheel
+    from airflow_retry_provider.database import ProviderDatabase
     from airflow_retry_provider.dlq.schema import apply_schema
-    from airflow_retry_provider.dlq.store import DeadLetterStore
     from airflow_retry_provider.plugin.app import create_app
     from devstack.postgres import server_from_env_or_start
 
@@ -107,7 +107,7 @@ def main() -> int:
 
         create_auth_manager().init()
         # the pages only: no replay driver polling beside the timings
-        app = create_app(store=DeadLetterStore.from_dsn(dsn), driver=False)
+        app = create_app(db=ProviderDatabase.from_dsn(dsn), driver=False)
         app.dependency_overrides[get_user] = lambda: SimpleAuthManagerUser(username="bench", role="admin")
         client = TestClient(app)
         pages = {

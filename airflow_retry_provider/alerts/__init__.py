@@ -5,7 +5,8 @@ what deserves a message in the PostgreSQL outbox and sends it at once; it never 
 alerting cannot fail the task. The dead-letter queue does not call it by name: it announces
 "filed", "parked" and "job failed" (``dlq/announce.py``) and this module listens (registered at
 the bottom, when it is imported). ``run_alerts`` (the sweeper DAG) sends the summaries of ended
-windows and retries every message a notifier failed to send.
+windows and retries every message a notifier failed to send. Every function takes the provider's
+database (:class:`~airflow_retry_provider.database.ProviderDatabase`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from airflow_retry_provider.alerts.messages import Alert, Impact
 from airflow_retry_provider.alerts.notifiers import AlertSettings, load_settings
 from airflow_retry_provider.alerts.outbox import AlertOutbox, Delivery, safe_error
 from airflow_retry_provider.breaker import announce as breaker_announce
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq import announce
 
 __all__ = [
@@ -57,27 +59,29 @@ def impact_of(context: Mapping[str, Any] | None) -> Impact:
     return Impact(downstream, deadline)
 
 
-def after_filing(store: Any, letter: Any, result: Any, context: Mapping[str, Any] | None = None) -> Delivery:
+def after_filing(
+    db: ProviderDatabase, letter: Any, result: Any, context: Mapping[str, Any] | None = None
+) -> Delivery:
     """Queue and send what filing ``letter`` deserves. Never raises: errors are logged and counted."""
-    return _never_raising(store, lambda outbox: outbox.letter_filed(letter, result, impact_of(context)))
+    return _never_raising(db, lambda outbox: outbox.letter_filed(letter, result, impact_of(context)))
 
 
-def send_alert(store: Any, build: Callable[[str], Alert]) -> Delivery:
+def send_alert(db: ProviderDatabase, build: Callable[[str], Alert]) -> Delivery:
     """Queue and send the alert ``build(base_url)`` makes. Never raises: errors are logged and counted."""
 
     def queue(outbox: AlertOutbox) -> list[int]:
-        with store.transaction() as cur:
+        with db.transaction() as cur:
             return outbox.queue(cur, build(outbox.settings.base_url))
 
-    return _never_raising(store, queue)
+    return _never_raising(db, queue)
 
 
-def _never_raising(store: Any, queue: Callable[[AlertOutbox], list[int]]) -> Delivery:
+def _never_raising(db: ProviderDatabase, queue: Callable[[AlertOutbox], list[int]]) -> Delivery:
     try:
         settings = load_settings()
         if not settings.enabled:
             return Delivery()
-        outbox = AlertOutbox(store, settings)
+        outbox = AlertOutbox(db, settings)
         return outbox.deliver(queue(outbox))
     except Exception as exc:  # alerting must never fail the caller; the sweeper sends what is queued
         metrics.incr("alert", "error")
@@ -88,7 +92,7 @@ def _never_raising(store: Any, queue: Callable[[AlertOutbox], list[int]]) -> Del
 ALERTED_STATUSES = ("stopped", "failing")
 
 
-def reconciliation_alerts(store: Any, summary: Mapping[str, Any]) -> Delivery:
+def reconciliation_alerts(db: ProviderDatabase, summary: Mapping[str, Any]) -> Delivery:
     """Tell about a reconciliation run: its new findings, and each connector that turned stopped or
     failing or recovered since the last message (remembered in PostgreSQL). Never raises."""
     from airflow_retry_provider.alerts import messages
@@ -97,7 +101,7 @@ def reconciliation_alerts(store: Any, summary: Mapping[str, Any]) -> Delivery:
     def queue(outbox: AlertOutbox) -> list[int]:
         base = outbox.settings.base_url
         ids: list[int] = []
-        with store.transaction() as cur:
+        with db.transaction() as cur:
             if summary.get("new_findings"):
                 ids += outbox.queue(
                     cur, messages.new_findings(summary["new_findings"], summary["as_of"], base)
@@ -128,15 +132,13 @@ def reconciliation_alerts(store: Any, summary: Mapping[str, Any]) -> Delivery:
                         )
         return ids
 
-    return _never_raising(store, queue)
+    return _never_raising(db, queue)
 
 
-def run_alerts(store: Any = None) -> dict[str, Any]:
+def run_alerts(db: ProviderDatabase | None = None) -> dict[str, Any]:
     """The sweeper's alert step: queue the summaries of ended windows, then send everything due."""
-    from airflow_retry_provider.dlq.store import DeadLetterStore
-
     settings = load_settings()
-    outbox = AlertOutbox(store or DeadLetterStore.from_conn_id(), settings)
+    outbox = AlertOutbox(db or ProviderDatabase.from_conn_id(), settings)
     summaries = outbox.flush_windows()
     delivery = outbox.deliver()
     report = {"enabled": settings.enabled, "summaries": summaries, **delivery.to_json()}
@@ -144,36 +146,35 @@ def run_alerts(store: Any = None) -> dict[str, Any]:
     return report
 
 
-def _letter_parked(store: Any, letter: Any, reason: str) -> Delivery:
+def _letter_parked(db: ProviderDatabase, letter: Any, reason: str) -> Delivery:
     from airflow_retry_provider.alerts.messages import letter_parked
 
     return send_alert(
-        store, lambda base: letter_parked(letter, letter.id, letter.replay_count, base, reason=reason)
+        db, lambda base: letter_parked(letter, letter.id, letter.replay_count, base, reason=reason)
     )
 
 
-def _replay_job_failed(store: Any, job: Any, counts: dict[str, int]) -> Delivery:
+def _replay_job_failed(db: ProviderDatabase, job: Any, counts: dict[str, int]) -> Delivery:
     from airflow_retry_provider.alerts.messages import replay_job_failed
 
     return send_alert(
-        store,
+        db,
         lambda base: replay_job_failed(
             job.id, job.actor, job.reason, job.dag_ids, counts, base, job.stop_reason
         ),
     )
 
 
-def _dependency_hook(build: Callable[[Any, str], Alert]) -> Callable[..., Callable[[], Any] | None]:
-    """A breaker listener: queue ``build(outage, base_url)`` in the breaker's transaction, send after it."""
+def _in_transaction(build: Callable[[Any, str], Alert]) -> Callable[..., Callable[[], Any] | None]:
+    """A listener told in the announcer's transaction (a fix deployed, a dependency down or recovered):
+    queue ``build(subject, base_url)`` with its cursor, send after the commit."""
 
-    def hook(cur: Any, outage: Any, connect: Callable[[], Any]) -> Callable[[], Any] | None:
-        from airflow_retry_provider.dlq.store import DeadLetterStore
-
+    def hook(cur: Any, subject: Any, db: ProviderDatabase) -> Callable[[], Any] | None:
         settings = load_settings()
         if not settings.enabled:
             return None
-        outbox = AlertOutbox(DeadLetterStore(connect), settings)
-        ids = outbox.queue(cur, build(outage, settings.base_url))
+        outbox = AlertOutbox(db, settings)
+        ids = outbox.queue(cur, build(subject, settings.base_url))
         return lambda: outbox.deliver(ids)
 
     return hook
@@ -184,12 +185,12 @@ announce.register(
         filed=after_filing,
         parked=_letter_parked,
         job_failed=_replay_job_failed,
-        fix_deployed=_dependency_hook(messages.fix_deployed),  # queued with the notice, in its transaction
+        fix_deployed=_in_transaction(messages.fix_deployed),  # queued with the notice, in its transaction
     )
 )
 breaker_announce.register(
     breaker_announce.Listener(
-        down=_dependency_hook(messages.dependency_down),
-        recovered=_dependency_hook(messages.dependency_recovered),
+        down=_in_transaction(messages.dependency_down),  # queued with the breaker's transition
+        recovered=_in_transaction(messages.dependency_recovered),
     )
 )

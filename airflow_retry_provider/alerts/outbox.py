@@ -22,6 +22,7 @@ from airflow_retry_provider.alerts import messages
 from airflow_retry_provider.alerts.messages import Alert, Impact
 from airflow_retry_provider.alerts.notifiers import AlertSettings, send
 from airflow_retry_provider.alerts.sql import query
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.models import NewLetter
 from airflow_retry_provider.dlq.store import DeadLetterStore, FileResult
 from airflow_retry_provider.policy import Backoff, redact
@@ -53,12 +54,12 @@ class Delivery:
 class AlertOutbox:
     """Queues and sends alerts for one deployment.
 
-    :param store: the provider's store (its connection and transactions are reused).
+    :param db: the provider's database (the outbox's rows are written in its transactions).
     :param settings: the notifiers, the repeat window and the UI's address.
     """
 
-    def __init__(self, store: DeadLetterStore, settings: AlertSettings) -> None:
-        self.store = store
+    def __init__(self, db: ProviderDatabase, settings: AlertSettings) -> None:
+        self.db = db
         self.settings = settings
 
     # -- queuing ---------------------------------------------------------------------------
@@ -86,7 +87,7 @@ class AlertOutbox:
         if not self.settings.enabled or not result.changed:
             return []
         base = self.settings.base_url
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             if result.status == "parked":
                 alert = messages.letter_parked(letter, result.letter_id, result.replay_count, base, impact)
                 return self.queue(cur, alert)
@@ -120,7 +121,7 @@ class AlertOutbox:
         if not self.settings.enabled:
             return []
         ids: list[int] = []
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(
                 query("claim_due_windows"), {"repeat_minutes": self.settings.repeat_minutes, "limit": BATCH}
             )
@@ -143,7 +144,7 @@ class AlertOutbox:
         dropped: list[int] = []
         if ids is not None and not ids:
             return Delivery()
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(
                 query("claim_due_alerts"), {"ids": list(ids) if ids is not None else None, "limit": BATCH}
             )

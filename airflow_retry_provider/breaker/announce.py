@@ -16,9 +16,12 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_retry_provider.breaker.sql import query
+
+if TYPE_CHECKING:
+    from airflow_retry_provider.database import ProviderDatabase
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +74,7 @@ class Outage:
 
 @dataclass(frozen=True)
 class Listener:
-    """What one listener wants to hear; each hook gets ``(cursor, outage, connect)``.
+    """What one listener wants to hear; each hook gets ``(cursor, outage, db)``.
 
     :param down: the outage is told as begun: at its first probe (one cool-down after opening, when
         the tasks that tried meanwhile are held), when a person forces it open, or when it ends
@@ -79,8 +82,8 @@ class Listener:
     :param recovered: the outage ended: the probe succeeded, or a person forced the breaker closed.
     """
 
-    down: Callable[[Any, Outage, Callable[[], Any]], AfterCommit | None] | None = None
-    recovered: Callable[[Any, Outage, Callable[[], Any]], AfterCommit | None] | None = None
+    down: Callable[[Any, Outage, ProviderDatabase], AfterCommit | None] | None = None
+    recovered: Callable[[Any, Outage, ProviderDatabase], AfterCommit | None] | None = None
 
 
 _listeners: list[Listener] = []
@@ -106,7 +109,7 @@ def listeners() -> tuple[Listener, ...]:
     return tuple(_listeners)
 
 
-def tell(event: str, cur: Any, outage: Outage, connect: Callable[[], Any]) -> list[AfterCommit]:
+def tell(event: str, cur: Any, outage: Outage, db: ProviderDatabase) -> list[AfterCommit]:
     """Call each listener's ``event`` hook in the caller's transaction; the actions to run after it."""
     later: list[AfterCommit] = []
     for listener in listeners():
@@ -115,7 +118,7 @@ def tell(event: str, cur: Any, outage: Outage, connect: Callable[[], Any]) -> li
             continue
         cur.execute(query("listener_savepoint"))
         try:
-            action = hook(cur, outage, connect)
+            action = hook(cur, outage, db)
         except Exception:  # the transition happened whatever a listener makes of it
             cur.execute(query("listener_rollback"))
             log.exception("airflow-retry-provider: a listener of %r failed", event)

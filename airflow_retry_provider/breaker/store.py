@@ -9,8 +9,7 @@ lock: the first becomes the probe, the second sees the probe and is held.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -19,12 +18,10 @@ from airflow_retry_provider import metrics
 from airflow_retry_provider.breaker import announce
 from airflow_retry_provider.breaker.announce import AfterCommit, Outage
 from airflow_retry_provider.breaker.sql import query
+from airflow_retry_provider.database import ProviderDatabase, Store
 from airflow_retry_provider.policy import breaker as machine
 from airflow_retry_provider.policy.breaker import Admission, Breaker, BreakerSettings, Forced, Window
 from airflow_retry_provider.policy.text import storable
-from airflow_retry_provider.sql import transaction
-
-Connect = Callable[[], Any]
 
 KEEP_CALLS_SECONDS = 86400
 """Buckets of the window older than this are deleted when a failure is recorded."""
@@ -99,32 +96,11 @@ def _breaker(row: Mapping[str, Any]) -> Breaker:
     )
 
 
-class BreakerStore:
+class BreakerStore(Store):
     """The breakers of every dependency, shared by every DAG and worker.
 
-    :param connect: returns a new DB-API connection to the provider's database, e.g.
-        ``RetryProviderHook().get_conn``.
+    :param db: the provider's database.
     """
-
-    def __init__(self, connect: Connect) -> None:
-        self._connect = connect
-
-    @classmethod
-    def from_dsn(cls, dsn: str) -> BreakerStore:
-        import psycopg
-
-        return cls(lambda: psycopg.connect(dsn))
-
-    @classmethod
-    def from_conn_id(cls, conn_id: str = "retry_provider_default") -> BreakerStore:
-        from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
-
-        return cls(RetryProviderHook(postgres_conn_id=conn_id).get_conn)
-
-    @contextmanager
-    def _cursor(self) -> Iterator[Any]:
-        with transaction(self._connect()) as conn:
-            yield conn.cursor()
 
     def _locked(self, cur: Any, dependency: str) -> tuple[Breaker, datetime]:
         cur.execute(query("ensure"), {"dependency": dependency})
@@ -184,7 +160,7 @@ class BreakerStore:
             cur.execute(query("outage_end"), {"dependency": dependency, "opened_at": before.opened_at})
             outage = self._outage_row(cur, dependency, before.opened_at)
             if outage is not None:
-                later += announce.tell("recovered", cur, outage, self._connect)
+                later += announce.tell("recovered", cur, outage, self.db)
         return later
 
     def _tell_down(self, cur: Any, dependency: str, opened_at: datetime) -> list[AfterCommit]:
@@ -192,7 +168,7 @@ class BreakerStore:
         if not _one(cur):
             return []  # told already
         outage = self._outage_row(cur, dependency, opened_at)
-        return announce.tell("down", cur, outage, self._connect) if outage is not None else []
+        return announce.tell("down", cur, outage, self.db) if outage is not None else []
 
     def _outage_row(self, cur: Any, dependency: str, opened_at: datetime) -> Outage | None:
         cur.execute(query("outage"), {"dependency": dependency, "opened_at": opened_at})
@@ -201,14 +177,14 @@ class BreakerStore:
 
     def get(self, dependency: str) -> Breaker:
         """The breaker of ``dependency`` (closed when it has never been written)."""
-        with self._cursor() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("peek"), {"dependency": dependency})
             row = _one(cur)
         return _breaker(row) if row else Breaker()
 
     def admit(self, dependency: str, key: str, settings: BreakerSettings) -> Verdict:
         """May task instance ``key`` use ``dependency`` now? Records a hold, or releases one."""
-        with self._cursor() as cur:
+        with self.db.transaction() as cur:
             before, now = self._locked(cur, dependency)
             admission, after = machine.admit(before, key, now, settings)
             reason = f"{key} probes" if admission.kind == "probe" else admission.reason
@@ -274,7 +250,7 @@ class BreakerStore:
         An unwell failure counts in the window and may open the breaker (or reopen it, when it
         was the probe's); any other failure counts as a call and ends a probe's claim.
         """
-        with self._cursor() as cur:
+        with self.db.transaction() as cur:
             before, now = self._locked(cur, dependency)
             cur.execute(query("record_call"), {"dependency": dependency, "failures": 1 if unwell else 0})
             if unwell:
@@ -299,7 +275,7 @@ class BreakerStore:
 
     def record_success(self, dependency: str, key: str) -> Breaker:
         """Task ``key`` succeeded on ``dependency``: a call in the window; the probe's success closes it."""
-        with self._cursor() as cur:
+        with self.db.transaction() as cur:
             before, _ = self._locked(cur, dependency)
             cur.execute(query("record_call"), {"dependency": dependency, "failures": 0})
             after = machine.after_success(before, key)
@@ -311,7 +287,7 @@ class BreakerStore:
         """A person forces the breaker ``open`` or ``closed``, or hands it back (None); recorded."""
         if state not in ("open", "closed", None):
             raise ValueError(f"state must be 'open', 'closed' or None, got {state!r}")
-        with self._cursor() as cur:
+        with self.db.transaction() as cur:
             before, now = self._locked(cur, dependency)
             after = machine.force(before, state, now)
             later = self._save(cur, dependency, before, after, actor, reason or "(no reason given)")
@@ -320,9 +296,9 @@ class BreakerStore:
 
     def statuses(self) -> list[BreakerStatus]:
         """Every dependency that has a breaker row, by name."""
-        with self._cursor() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("statuses"))
-            rows = _all(cur)
+            rows = ProviderDatabase.rows(cur)
         return [
             BreakerStatus(
                 row["dependency"],
@@ -337,16 +313,16 @@ class BreakerStore:
 
     def events(self, dependency: str, limit: int = 50) -> list[BreakerEvent]:
         """The newest transitions of ``dependency``, newest first."""
-        with self._cursor() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("events"), {"dependency": dependency, "limit": limit})
-            rows = _all(cur)
+            rows = ProviderDatabase.rows(cur)
         return [BreakerEvent(**row) for row in rows]
 
     def outages(self, dependency: str, limit: int = 20) -> list[Outage]:
         """The newest outages of ``dependency``, newest first (``held_now`` and ``dags_now`` not read: 0)."""
-        with self._cursor() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("outages"), {"dependency": dependency, "limit": limit})
-            rows = _all(cur)
+            rows = ProviderDatabase.rows(cur)
         return [Outage(**row) for row in rows]
 
 
@@ -354,12 +330,6 @@ def _label(breaker: Breaker) -> str:
     return f"{breaker.status} (forced {breaker.forced})" if breaker.forced else breaker.status
 
 
-def _all(cur: Any) -> list[dict[str, Any]]:
-    names = [column[0] for column in cur.description]
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-
-
 def _one(cur: Any) -> dict[str, Any]:
     """The one row a statement returns ({} when none: psycopg 3 and psycopg 2 alike)."""
-    rows = _all(cur)
-    return rows[0] if rows else {}
+    return ProviderDatabase.one(cur) or {}

@@ -1,5 +1,5 @@
 """The ``airflow-retry`` subcommands, one module per group (registered in ``cli.py``), and what they share:
-the usage error, the provider database's flags and the store they name."""
+the usage error, the provider database's flags and the database they name."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from airflow_retry_provider.database import ProviderDatabase
     from airflow_retry_provider.hooks.airflow_api import AirflowApi
 
 
@@ -45,15 +46,15 @@ def add_database_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def store_from_args(args: argparse.Namespace) -> Any:
-    """The ``DeadLetterStore`` on ``--dsn`` or the ``--conn-id`` connection; a bad DSN is a usage error."""
-    from airflow_retry_provider.dlq.store import DeadLetterStore
+def database_from_args(args: argparse.Namespace) -> ProviderDatabase:
+    """The provider's database on ``--dsn`` or the ``--conn-id`` connection; a bad DSN is a usage error."""
+    from airflow_retry_provider.database import ProviderDatabase
 
     if args.dsn:
         if not args.dsn.startswith(("postgresql://", "postgres://")):
             raise UsageError(f"--dsn: {args.dsn.split('@')[-1]!r} is not a postgresql:// URI")
-        return DeadLetterStore.from_dsn(args.dsn)
-    return DeadLetterStore.from_conn_id(args.conn_id)
+        return ProviderDatabase.from_dsn(args.dsn)
+    return ProviderDatabase.from_conn_id(args.conn_id)
 
 
 def add_api_flags(parser: argparse.ArgumentParser) -> None:

@@ -32,13 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _store(args: argparse.Namespace):
     from airflow_retry_provider.breaker.store import BreakerStore
-    from airflow_retry_provider.commands import UsageError
+    from airflow_retry_provider.commands import database_from_args
 
-    if args.dsn:
-        if not args.dsn.startswith(("postgresql://", "postgres://")):
-            raise UsageError(f"--dsn: {args.dsn.split('@')[-1]!r} is not a postgresql:// URI")
-        return BreakerStore.from_dsn(args.dsn)
-    return BreakerStore.from_conn_id(args.conn_id)
+    return BreakerStore(database_from_args(args))
 
 
 def _force(args: argparse.Namespace) -> int:

@@ -21,13 +21,13 @@ from airflow_retry_provider.commands import (
     add_api_flags,
     add_database_flags,
     api_client,
-    store_from_args,
+    database_from_args,
 )
 
 if TYPE_CHECKING:
     from airflow_retry_provider.dlq.models import Actor, Letter
     from airflow_retry_provider.dlq.replay import ReplayEngine
-    from airflow_retry_provider.dlq.store import LetterFilter
+    from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
     from airflow_retry_provider.hooks.airflow_api import AirflowApi
 
 __all__ = ["register"]
@@ -250,9 +250,16 @@ def _engine(args: argparse.Namespace, api: AirflowApi | None = None, rate: int |
         pace = settings.replay_rate_per_minute()
         if rate is not None and rate > pace:
             raise UsageError(f"--rate: {rate} is above the deployment's pace of {pace} clears per minute")
-        return ReplayEngine(store_from_args(args), api, rate_per_minute=rate)
+        return ReplayEngine(_store(args), api, rate_per_minute=rate)
     except ValueError as exc:  # a bad [retry_provider] setting
         raise UsageError(str(exc)) from None
+
+
+def _store(args: argparse.Namespace) -> DeadLetterStore:
+    """The letters on the database of ``--dsn`` or ``--conn-id``."""
+    from airflow_retry_provider.dlq.store import DeadLetterStore
+
+    return DeadLetterStore(database_from_args(args))
 
 
 def _cli_actor(name: str | None) -> Actor:
@@ -290,7 +297,7 @@ def _row(letter: Letter) -> str:
 
 def run_list(args: argparse.Namespace) -> int:
     where, limit = _filter(args), _positive("--limit", args.limit)
-    store = store_from_args(args)
+    store = _store(args)
     before = None
     if args.after:
         after = store.get(_positive("--after", args.after))
@@ -308,7 +315,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_show(args: argparse.Namespace) -> int:
     ids = _ids(args.id) or []
-    store = store_from_args(args)
+    store = _store(args)
     found = []
     for letter_id in ids:
         letter = store.get(letter_id)
@@ -442,7 +449,7 @@ def run_job(args: argparse.Namespace) -> int:
 
     job_id = _job_id(args)
     try:
-        view = JobStore(store_from_args(args)).require(job_id)
+        view = JobStore(database_from_args(args)).require(job_id)
     except JobError as exc:
         raise UsageError(str(exc)) from None
     if args.json:
@@ -487,7 +494,7 @@ def run_cancel(args: argparse.Namespace) -> int:
     _required(args, "actor")
     job_id = _job_id(args)
     try:
-        left = JobStore(store_from_args(args)).cancel(job_id, _cli_actor(args.actor).label())
+        left = JobStore(database_from_args(args)).cancel(job_id, _cli_actor(args.actor).label())
     except JobError as exc:
         raise UsageError(str(exc)) from None
     if args.json:
@@ -559,7 +566,7 @@ def _change_status(args: argparse.Namespace, change: Any) -> int:
 def run_purge(args: argparse.Namespace) -> int:
     _required(args, "closed_before")
     before = _timestamp("--closed-before", args.closed_before)
-    deleted = store_from_args(args).purge_closed_before(before, _cli_actor(None))
+    deleted = _store(args).purge_closed_before(before, _cli_actor(None))
     if args.json:
         _emit_json({"deleted": deleted, "count": len(deleted)})
     else:

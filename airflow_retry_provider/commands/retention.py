@@ -9,7 +9,7 @@ import argparse
 import json
 from typing import Any
 
-from airflow_retry_provider.commands import add_database_flags, store_from_args
+from airflow_retry_provider.commands import add_database_flags, database_from_args
 
 __all__ = ["register"]
 
@@ -36,7 +36,7 @@ def run_retention_command(args: argparse.Namespace) -> int:
         policy = RetentionPolicy.from_settings()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    retention = Retention(store_from_args(args), policy, default_output_dir())
+    retention = Retention(database_from_args(args), policy, default_output_dir())
     report = retention.dry_run() if args.dry_run else retention.run()
     if args.json:
         print(json.dumps(report.to_json(), sort_keys=True))

@@ -50,9 +50,9 @@ def _window(params: dict | None) -> timedelta:
 
 
 def _connection() -> Any:
-    from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
+    from airflow_retry_provider.database import ProviderDatabase
 
-    return RetryProviderHook().get_conn()
+    return ProviderDatabase.from_conn_id().connect()
 
 
 with DAG(
@@ -114,9 +114,9 @@ with DAG(
 
         summary = report.summarise(outcomes or [], _as_of(params, logical_date, dag_run))
         from airflow_retry_provider.alerts import reconciliation_alerts
-        from airflow_retry_provider.dlq.store import DeadLetterStore
+        from airflow_retry_provider.database import ProviderDatabase
 
-        reconciliation_alerts(DeadLetterStore.from_conn_id(), summary)  # never raises
+        reconciliation_alerts(ProviderDatabase.from_conn_id(), summary)  # never raises
         notifier = Variable.get(NOTIFIER_VARIABLE, default=None)
         if notifier and summary["new_findings"]:
             report.load_notifier(notifier, settings.get("notifier_modules"))(summary)

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from airflow_retry_provider.database import ProviderDatabase
     from airflow_retry_provider.dlq.models import FixNotice, Letter, NewLetter, ReplayJob
-    from airflow_retry_provider.dlq.store import DeadLetterStore, FileResult
+    from airflow_retry_provider.dlq.store import FileResult
 
 log = logging.getLogger(__name__)
 
@@ -27,20 +28,20 @@ DEFAULT_LISTENERS = ("airflow_retry_provider.alerts",)
 
 @dataclass(frozen=True)
 class Listener:
-    """What one listener wants to hear; each is called with the store the event happened in.
+    """What one listener wants to hear; each is called with the database the event happened in.
 
-    :param filed: ``(store, letter, result, context)``: a letter was filed (created or changed).
-    :param parked: ``(store, letter, reason)``: the sync parked a letter whose task instance vanished.
-    :param job_failed: ``(store, job, counts)``: a replay job ended with letters not cleared.
-    :param fix_deployed: ``(cursor, notice, connect)``: a newer DAG version may fix a root-cause
+    :param filed: ``(db, letter, result, context)``: a letter was filed (created or changed).
+    :param parked: ``(db, letter, reason)``: the sync parked a letter whose task instance vanished.
+    :param job_failed: ``(db, job, counts)``: a replay job ended with letters not cleared.
+    :param fix_deployed: ``(cursor, notice, db)``: a newer DAG version may fix a root-cause
         group; called in the transaction that records the notice (once per version and group),
         it may return an action to run after the commit.
     """
 
-    filed: Callable[[DeadLetterStore, NewLetter, FileResult, Mapping[str, Any] | None], Any] | None = None
-    parked: Callable[[DeadLetterStore, Letter, str], Any] | None = None
-    job_failed: Callable[[DeadLetterStore, ReplayJob, dict[str, int]], Any] | None = None
-    fix_deployed: Callable[[Any, FixNotice, Callable[[], Any]], Callable[[], Any] | None] | None = None
+    filed: Callable[[ProviderDatabase, NewLetter, FileResult, Mapping[str, Any] | None], Any] | None = None
+    parked: Callable[[ProviderDatabase, Letter, str], Any] | None = None
+    job_failed: Callable[[ProviderDatabase, ReplayJob, dict[str, int]], Any] | None = None
+    fix_deployed: Callable[[Any, FixNotice, ProviderDatabase], Callable[[], Any] | None] | None = None
 
 
 _listeners: list[Listener] = []
@@ -67,30 +68,30 @@ def listeners() -> tuple[Listener, ...]:
 
 
 def filed(
-    store: DeadLetterStore, letter: NewLetter, result: FileResult, context: Mapping[str, Any] | None = None
+    db: ProviderDatabase, letter: NewLetter, result: FileResult, context: Mapping[str, Any] | None = None
 ) -> None:
     """A letter was filed: created, or changed (failed again, parked at the cap, reopened)."""
-    _tell("filed", store, letter, result, context)
+    _tell("filed", db, letter, result, context)
 
 
-def parked(store: DeadLetterStore, letter: Letter, reason: str) -> None:
+def parked(db: ProviderDatabase, letter: Letter, reason: str) -> None:
     """The sync parked ``letter``: its task instance or run no longer exists in Airflow."""
-    _tell("parked", store, letter, reason)
+    _tell("parked", db, letter, reason)
 
 
-def job_failed(store: DeadLetterStore, job: ReplayJob, counts: dict[str, int]) -> None:
+def job_failed(db: ProviderDatabase, job: ReplayJob, counts: dict[str, int]) -> None:
     """Replay ``job`` ended with letters not cleared (``counts``: outcome -> letters)."""
-    _tell("job_failed", store, job, counts)
+    _tell("job_failed", db, job, counts)
 
 
-def fix_deployed(cur: Any, notice: FixNotice, connect: Callable[[], Any]) -> list[Callable[[], Any]]:
+def fix_deployed(cur: Any, notice: FixNotice, db: ProviderDatabase) -> list[Callable[[], Any]]:
     """A newer DAG version may fix a root-cause group: listeners write in ``cur``; the actions to run after the commit."""
     after: list[Callable[[], Any]] = []
     for listener in listeners():
         if listener.fix_deployed is None:
             continue
         try:
-            action = listener.fix_deployed(cur, notice, connect)
+            action = listener.fix_deployed(cur, notice, db)
         except Exception:  # the notice is recorded whatever a listener makes of it
             log.exception("airflow-retry-provider: a listener of 'fix_deployed' failed")
             continue

@@ -231,7 +231,7 @@ def file_dead_letter(context: Mapping[str, Any]) -> None:
     if result is not None:
         if result.changed:
             metrics.letter("created" if result.created else result.status, letter.category)
-            announce.filed(store, letter, result, context)
+            announce.filed(store.db, letter, result, context)
         if result.reopened:
             metrics.letter("reopened", letter.category)
             log.warning(

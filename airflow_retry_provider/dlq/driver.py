@@ -102,7 +102,7 @@ class ReplayDriver:
         self.canary_timeout = canary_timeout if canary_timeout is not None else canary_timeout_seconds()
         self.pace_steps = tuple(pace_steps)
         self.canary_poll = canary_poll
-        self.jobs = JobStore(engine.store)
+        self.jobs = JobStore(engine.store.db)
         self._api_factory = api_factory
         self._close_api = close_api
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -188,7 +188,7 @@ class ReplayDriver:
         view = self.jobs.require(job_id)
         counts = view.counts
         if any(outcome not in ("cleared", "included") for outcome in counts):
-            announce.job_failed(self.jobs.store, view.job, counts)
+            announce.job_failed(self.jobs.db, view.job, counts)
 
     # -- one job ---------------------------------------------------------------------------
 

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_retry_provider.database import ProviderDatabase, Store
 from airflow_retry_provider.dlq.models import JobItem, Letter, ReplayJob, ReplayRequest, ReplayResult
 from airflow_retry_provider.dlq.sql import query
-from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.policy import redact
 
 
@@ -193,11 +193,11 @@ class CanaryState:
     overdue: bool
 
 
-class JobStore:
-    """The ``retry_replay_jobs`` and ``retry_replay_job_items`` tables; each method is one transaction."""
+class JobStore(Store):
+    """The ``retry_replay_jobs`` and ``retry_replay_job_items`` tables; each method is one transaction.
 
-    def __init__(self, store: DeadLetterStore) -> None:
-        self.store = store
+    :param db: the provider's database.
+    """
 
     def create(
         self,
@@ -226,7 +226,7 @@ class JobStore:
             position = list(letters).index(newest)
         if len(letters) < 2:
             position = None
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(
                 query("insert_job"),
                 {
@@ -250,13 +250,13 @@ class JobStore:
         return job_id
 
     def get(self, job_id: int) -> JobView | None:
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("get_job"), {"id": job_id})
-            rows = self.store.rows(cur)
+            rows = ProviderDatabase.rows(cur)
             if not rows:
                 return None
             cur.execute(query("job_items"), {"job_id": job_id})
-            items = tuple(JobItem.from_row(row) for row in self.store.rows(cur))
+            items = tuple(JobItem.from_row(row) for row in ProviderDatabase.rows(cur))
             cur.execute(query("job_verdict"), {"id": job_id})
             verdict = Verdict(*(int(n) for n in cur.fetchone()))
         return JobView(ReplayJob.from_row(rows[0]), items, verdict)
@@ -274,14 +274,14 @@ class JobStore:
         ]
 
     def open_ids(self) -> list[int]:
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("open_job_ids"))
             return [int(row[0]) for row in cur.fetchall()]
 
     def cancel(self, job_id: int, actor: str) -> int:
         """Cancel a queued or running job: letters it has not claimed stay in ``dlq``. How many were left."""
         detail = redact(f"cancelled by {actor}")[:500]
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("cancel_job"), {"id": job_id, "actor": actor, "detail": detail})
             cancelled_id, left = cur.fetchone()
         if cancelled_id is None:
@@ -295,29 +295,29 @@ class JobStore:
 
     def claim(self, owner: str, lease_seconds: int, job_id: int | None = None) -> ReplayJob | None:
         """Take the oldest open job nobody holds (or ``job_id``) for ``owner``; None when there is none."""
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(
                 query("claim_job"), {"owner": owner, "lease_seconds": lease_seconds, "job_id": job_id}
             )
-            rows = self.store.rows(cur)
+            rows = ProviderDatabase.rows(cur)
         return ReplayJob.from_row(rows[0]) if rows else None
 
     def renew(self, job_id: int, owner: str, lease_seconds: int) -> bool:
         """Extend the lease; False when the job was cancelled or taken over (the driver stops)."""
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(
                 query("renew_job_lease"), {"id": job_id, "owner": owner, "lease_seconds": lease_seconds}
             )
             return cur.fetchone() is not None
 
     def next_item(self, job_id: int) -> JobItem | None:
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("next_job_item"), {"job_id": job_id})
-            rows = self.store.rows(cur)
+            rows = ProviderDatabase.rows(cur)
         return JobItem.from_row(rows[0]) if rows else None
 
     def finish_item(self, item: JobItem, result: ReplayResult) -> None:
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(
                 query("finish_job_item"),
                 {
@@ -330,20 +330,20 @@ class JobStore:
             )
 
     def finish(self, job_id: int, owner: str) -> None:
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("finish_job"), {"id": job_id, "owner": owner})
 
     def release(self, job_id: int, owner: str) -> None:
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("release_job"), {"id": job_id, "owner": owner})
 
     # -- the canary and the rising pace (dlq/driver.py) -------------------------------------
 
     def canary(self, job_id: int) -> CanaryState | None:
         """The job's canary item, its replay's outcome and whether its wait is over; None without one."""
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("canary_of_job"), {"id": job_id})
-            rows = self.store.rows(cur)
+            rows = ProviderDatabase.rows(cur)
         if not rows:
             return None
         row = rows[0]
@@ -364,27 +364,27 @@ class JobStore:
 
     def wait_for_canary(self, job_id: int, owner: str, timeout_seconds: int) -> None:
         """Start the canary's wait (once: a driver that takes the job over keeps the deadline)."""
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(
                 query("wait_for_canary"), {"id": job_id, "owner": owner, "timeout_seconds": timeout_seconds}
             )
 
     def pass_canary(self, job_id: int, owner: str) -> bool:
         """The canary resolved: the rest follow at the rising pace from now."""
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("pass_canary"), {"id": job_id, "owner": owner})
             return cur.fetchone() is not None
 
     def pace(self, job_id: int) -> tuple[int, float]:
         """Clears the job sent in its current pace step, and seconds since its last clear."""
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("job_pace"), {"id": job_id})
             step_clears, since_clear = cur.fetchone()
         return int(step_clears), since_clear.total_seconds()
 
     def failures_in_a_row(self, job_id: int, limit: int = STOP_AFTER_FAILURES) -> int:
         """How many of the job's newest decided replays (at most ``limit``) failed, counted until a success."""
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("last_decided_replays"), {"id": job_id, "limit": limit})
             outcomes = [row[0] for row in cur.fetchall()]
         run = 0
@@ -398,7 +398,7 @@ class JobStore:
         """End the job ``stopped``: letters it has not claimed stay in ``dlq`` untouched. How many, or None."""
         reason = redact(reason)[:1000]
         detail = redact(f"not replayed: the job stopped ({reason})")[:1000]
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("stop_job"), {"id": job_id, "owner": owner, "reason": reason, "detail": detail})
             stopped_id, left = cur.fetchone()
         return None if stopped_id is None else int(left)

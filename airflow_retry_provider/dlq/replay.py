@@ -235,7 +235,7 @@ class ReplayEngine:
         seconds apart (no burst on a dependency that just recovered). The slot is the claim's
         ``clear_sent_at``: the clear goes to Airflow right after this commits.
         """
-        with self.store.transaction() as cur:
+        with self.store.db.transaction() as cur:
             if paced:
                 cur.execute(query("pace_lock"))
                 cur.execute(query("clears_in_window"))
@@ -332,12 +332,12 @@ class ReplayEngine:
         except AirflowApiError as exc:
             detail = redact(f"clear failed: {exc}", 1000)
             if exc.outcome_unknown:
-                with self.store.transaction() as cur:
+                with self.store.db.transaction() as cur:
                     cur.execute(query("mark_replay_unknown"), {"id": replay_id, "detail": detail})
                     self.store.record(cur, letter.id, "unknown", driver, detail, **refs)
                 metrics.incr("replay", "unknown")
                 return ReplayResult(letter.id, "unknown", replay_id, detail)
-            with self.store.transaction() as cur:
+            with self.store.db.transaction() as cur:
                 cur.execute(
                     query("release_failed_claim"),
                     {"replay_id": replay_id, "detail": detail, "status_reason": detail[:500]},
@@ -345,7 +345,7 @@ class ReplayEngine:
                 self.store.record(cur, letter.id, "clear-failed", driver, detail, **refs)
             metrics.incr("replay", "clear_failed")
             return ReplayResult(letter.id, "clear-failed", replay_id, detail)
-        with self.store.transaction() as cur:
+        with self.store.db.transaction() as cur:
             cur.execute(query("mark_replay_cleared"), {"id": replay_id, "detail": note})
             touched = ", ".join(_ti_label(ti) for ti in cleared)
             if (

@@ -1,14 +1,14 @@
-"""The dead-letter store: named SQL from ``sql/queries.sql`` on a DB-API connection, rows as models."""
+"""The dead-letter store: the letters' named SQL from ``sql/queries.sql`` on the provider's database, rows as models."""
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from airflow_retry_provider.database import ProviderDatabase, Store
 from airflow_retry_provider.dlq.models import (
     Actor,
     FixNotice,
@@ -19,9 +19,6 @@ from airflow_retry_provider.dlq.models import (
     status_after_failure,
 )
 from airflow_retry_provider.dlq.sql import query
-from airflow_retry_provider.sql import transaction
-
-Connect = Callable[[], Any]
 
 
 @dataclass(frozen=True)
@@ -61,64 +58,11 @@ class LetterFilter:
         return params
 
 
-class DeadLetterStore:
+class DeadLetterStore(Store):
     """Reads and writes letters; each public method is one transaction.
 
-    :param connect: returns a new DB-API connection (psycopg 3 or psycopg2), e.g.
-        ``RetryProviderHook().get_conn`` or ``lambda: psycopg.connect(dsn)``; or a pool's ``getconn``
-        whose connections go back to the pool on ``close()`` (see :meth:`pooled`).
-    :param close: what :meth:`close` releases (the pool), if anything.
+    :param db: the provider's database.
     """
-
-    def __init__(self, connect: Connect, close: Callable[[], None] | None = None) -> None:
-        self._connect = connect
-        self._close = close
-
-    def close(self) -> None:
-        """Release what the store holds (a pool's connections); a store on plain connections holds none."""
-        if self._close is not None:
-            self._close()
-
-    @classmethod
-    def from_dsn(cls, dsn: str) -> DeadLetterStore:
-        import psycopg
-
-        return cls(lambda: psycopg.connect(dsn))
-
-    @classmethod
-    def from_conn_id(cls, conn_id: str = "retry_provider_default") -> DeadLetterStore:
-        from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
-
-        return cls(RetryProviderHook(postgres_conn_id=conn_id).get_conn)
-
-    @classmethod
-    def pooled(cls, conn_id: str = "retry_provider_default") -> DeadLetterStore:
-        """A store for a long-lived, threaded process (the api-server): each transaction borrows its
-        own connection from a pool built on the Airflow connection ``conn_id``."""
-        from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
-
-        pool = RetryProviderHook(postgres_conn_id=conn_id).pool()
-        return cls(pool.getconn, close=pool.close)
-
-    @contextmanager
-    def pinned(self) -> Iterator[DeadLetterStore]:
-        """This store on ONE connection for the block (a sweep): each method still commits its own transaction."""
-        conn = self._connect()
-        try:
-            yield DeadLetterStore(lambda: _Pinned(conn))
-        finally:
-            conn.close()
-
-    def connect(self) -> Any:
-        """A new connection of the store, for a read that outlives one call (an export streaming its rows):
-        the caller ends its transaction and closes it (see :func:`~airflow_retry_provider.sql.transaction`)."""
-        return self._connect()
-
-    @contextmanager
-    def transaction(self) -> Iterator[Any]:
-        """A cursor on a new connection: committed when the block ends, rolled back on an error."""
-        with transaction(self._connect()) as conn:
-            yield conn.cursor()
 
     @staticmethod
     def record(
@@ -150,17 +94,11 @@ class DeadLetterStore:
         )
 
     @staticmethod
-    def rows(cursor: Any) -> list[dict[str, Any]]:
-        """The cursor's remaining rows as dicts by column name."""
-        names = [column[0] for column in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-
-    @classmethod
-    def letter_in(cls, cursor: Any, letter_id: int) -> Letter | None:
+    def letter_in(cursor: Any, letter_id: int) -> Letter | None:
         """The letter ``letter_id``, read in the caller's transaction (an alert describing it)."""
         cursor.execute(query("get_letter"), {"id": letter_id})
-        rows = cls.rows(cursor)
-        return Letter.from_row(rows[0]) if rows else None
+        row = ProviderDatabase.one(cursor)
+        return Letter.from_row(row) if row else None
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -176,7 +114,7 @@ class DeadLetterStore:
         letter = letter.redacted().storable()
         params = letter.as_params()
         by = Actor.system(letter.filed_by if letter.filed_by in ("callback", "sweeper") else "callback")
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("insert_letter"), params)
             inserted = cur.fetchone()
             if inserted is not None:
@@ -226,7 +164,7 @@ class DeadLetterStore:
     ) -> int | None:
         """A replayed task instance succeeded: its letter becomes ``resolved``. Returns the letter id."""
         ti = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index}
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("resolve_replaying_letter"), {**ti, "status_reason": "replay succeeded"})
             row = cur.fetchone()
             if row is None:
@@ -252,7 +190,7 @@ class DeadLetterStore:
 
         Recorded once: a parked letter is not looked at by the next sync. True if it was parked now.
         """
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("park_vanished_letter"), {"id": letter_id, "status_reason": reason})
             if cur.fetchone() is None:
                 return False
@@ -264,7 +202,7 @@ class DeadLetterStore:
     ) -> str | None:
         """A cleared replay whose task instance ended without succeeding failed: ``dlq`` with one more replay
         counted (``parked`` at ``replay_cap``). The letter's new status, or None when the claim was closed already."""
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(
                 query("end_replay_without_success"),
                 {
@@ -293,7 +231,7 @@ class DeadLetterStore:
     def release_unclaimed(self, letter_id: int) -> bool:
         """A ``replaying`` letter with no open claim goes back to ``dlq`` (nothing else would decide it)."""
         why = "replaying with no open claim: back to dlq"
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("release_unclaimed"), {"id": letter_id, "status_reason": why})
             row = cur.fetchone()
             if row is None:
@@ -304,7 +242,7 @@ class DeadLetterStore:
     def resolve_succeeded(self, letter_id: int, try_number: int) -> bool:
         """A ``dlq`` or ``parked`` letter whose task instance has since succeeded (cleared by hand) is resolved."""
         why = f"the task instance succeeded at try {try_number} outside a replay"
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("resolve_dlq_letter"), {"id": letter_id, "status_reason": why})
             if cur.fetchone() is None:
                 return False
@@ -320,7 +258,7 @@ class DeadLetterStore:
             "map_index": map_index,
             "try_number": try_number,
         }
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("letter_exists_for_ti"), params)
             return cur.fetchone() is not None
 
@@ -328,14 +266,14 @@ class DeadLetterStore:
 
     def mark_replay_unknown(self, replay_id: int, detail: str) -> None:
         """The clear's answer was lost: the letter stays ``replaying`` and the sync decides."""
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("mark_replay_unknown"), {"id": replay_id, "detail": detail})
 
     def open_replay(self, letter_id: int) -> Replay | None:
         """The letter's open replay (the newest still pending or unknown), if any."""
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("claim_of_letter"), {"letter_id": letter_id})
-            rows = self.rows(cur)
+            rows = ProviderDatabase.rows(cur)
         return Replay.from_row(rows[0]) if rows else None
 
     # -- park, dismiss, purge: a person's decisions ------------------------------------------
@@ -367,7 +305,7 @@ class DeadLetterStore:
 
         changed = []
         for letter_id in letter_ids:
-            with self.transaction() as cur:
+            with self.db.transaction() as cur:
                 cur.execute(
                     query("set_status"),
                     {
@@ -386,7 +324,7 @@ class DeadLetterStore:
     def purge_closed_before(self, before: datetime, actor: Actor | None = None) -> builtins.list[int]:
         """Delete resolved and dismissed letters (and their replays) last changed before ``before``; their history stays."""
         who = actor or Actor.system("cli")
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(
                 query("delete_closed_before"),
                 {
@@ -400,9 +338,9 @@ class DeadLetterStore:
     # -- reading ---------------------------------------------------------------------------
 
     def get(self, letter_id: int) -> Letter | None:
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("get_letter"), {"id": letter_id})
-            rows = self.rows(cur)
+            rows = ProviderDatabase.rows(cur)
         return Letter.from_row(rows[0]) if rows else None
 
     def list(
@@ -418,26 +356,26 @@ class DeadLetterStore:
             before_created=before[0] if before else None,
             before_id=before[1] if before else None,
         )
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("list_letters"), params)
-            return [Letter.from_row(row) for row in self.rows(cur)]
+            return [Letter.from_row(row) for row in ProviderDatabase.rows(cur)]
 
     def events(self, letter_id: int) -> builtins.list[LetterEvent]:
         """The letter's history, oldest first (kept after the letter is purged)."""
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("events_of_letter"), {"letter_id": letter_id})
-            return [LetterEvent.from_row(row) for row in self.rows(cur)]
+            return [LetterEvent.from_row(row) for row in ProviderDatabase.rows(cur)]
 
     def replays(self, letter_id: int) -> builtins.list[Replay]:
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("replays_of_letter"), {"letter_id": letter_id})
-            return [Replay.from_row(row) for row in self.rows(cur)]
+            return [Replay.from_row(row) for row in ProviderDatabase.rows(cur)]
 
     # -- DAG versions ------------------------------------------------------------------------
 
     def unnumbered_versions(self, limit: int = 500) -> builtins.list[tuple[str, str]]:
         """(dag_id, dag_version_id) of the versions letters name by UUID only, at most ``limit``."""
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("unnumbered_versions"), {"limit": limit})
             return [(str(dag_id), str(version_id)) for dag_id, version_id in cur.fetchall()]
 
@@ -451,7 +389,7 @@ class DeadLetterStore:
     ) -> int:
         """Write a version's number on the letters naming it by UUID (keeping a bundle version the
         worker recorded); how many letters changed."""
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(
                 query("number_version"),
                 {
@@ -466,7 +404,7 @@ class DeadLetterStore:
 
     def open_groups_by_version(self) -> builtins.list[tuple[str, str, int, int]]:
         """(dag_id, fingerprint, newest version failed on, letters) of the open letters that name a version."""
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("open_groups_by_version"))
             return [(str(d), str(f), int(v), int(n)) for d, f, v, n in cur.fetchall()]
 
@@ -488,7 +426,7 @@ class DeadLetterStore:
             "bundle_version": bundle_version,
             "deployed_at": deployed_at,
         }
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("record_dag_version"), params)
 
     def notice_fix(
@@ -499,9 +437,9 @@ class DeadLetterStore:
         failed_on: int,
         letters: int,
         deployed_at: datetime | None,
-        tell: Callable[[Any, FixNotice, Callable[[], Any]], builtins.list[Callable[[], Any]]],
+        tell: Callable[[Any, FixNotice, ProviderDatabase], builtins.list[Callable[[], Any]]],
     ) -> FixNotice | None:
-        """Record that ``version_number`` may fix the group, once: ``tell(cursor, notice, connect)``
+        """Record that ``version_number`` may fix the group, once: ``tell(cursor, notice, db)``
         runs in the same transaction (the alert's outbox rows commit with the notice or not at all)
         and what it returns runs after the commit. None when the group was told about it already."""
         params = {
@@ -512,41 +450,28 @@ class DeadLetterStore:
             "letters": letters,
             "deployed_at": deployed_at,
         }
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("insert_fix_notice"), params)
-            rows = self.rows(cur)
+            rows = ProviderDatabase.rows(cur)
             if not rows:
                 return None
             notice = FixNotice.from_row(rows[0])
-            after = tell(cur, notice, self.connect)
+            after = tell(cur, notice, self.db)
         for action in after:
             action()
         return notice
 
     def forget_closed_versions(self) -> tuple[int, int]:
         """Delete the DAG versions and notices no open letter is about; how many of each."""
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("forget_closed_versions"))
             versions, notices = cur.fetchone()
             return int(versions), int(notices)
 
     def fix_notices(self) -> builtins.list[FixNotice]:
-        with self.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("fix_notices"))
-            return [FixNotice.from_row(row) for row in self.rows(cur)]
-
-
-class _Pinned:
-    """A connection shared by a pinned store's transactions: closing it is left to ``pinned()``."""
-
-    def __init__(self, conn: Any) -> None:
-        self._conn = conn
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._conn, name)
-
-    def close(self) -> None:
-        """Kept open for the next transaction of the block."""
+            return [FixNotice.from_row(row) for row in ProviderDatabase.rows(cur)]
 
 
 def _actor(actor: str | Actor, missing: str) -> Actor:

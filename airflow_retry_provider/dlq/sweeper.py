@@ -176,7 +176,7 @@ def _sweep_one(
     result = store.file(letter, replay_cap)
     if not result.changed:
         return 0
-    announce.filed(store, letter, result)
+    announce.filed(store.db, letter, result)
     log.warning(
         "airflow-retry-provider: sweeper filed dead letter %s for %s/%s/%s[%s] try %s (%s)",
         result.letter_id,
@@ -302,7 +302,8 @@ def run_sweeper(
     cap = settings.replay_max_attempts()
     grace = grace if grace is not None else settings.sweep_grace_seconds()
     with api:
-        with store.pinned() as pinned:  # one database connection for the sweep and the sync
+        with store.db.pinned() as db:  # one database connection for the sweep and the sync
+            pinned = DeadLetterStore(db)
             outcomes = OutcomeSync(pinned, api, replay_cap=cap)
             report = sweep(pinned, api, managed_dag_ids(api), cap, lookback=lookback, grace=grace)
             sync = outcomes.sync_outcomes(grace=grace)

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from airflow_retry_provider import metrics, settings
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq import announce
 from airflow_retry_provider.dlq.models import Actor, Letter, NewLetter, SyncReport
 from airflow_retry_provider.dlq.sql import query
@@ -89,9 +90,9 @@ class OutcomeSync:
         since = self._db_now()
         statement = query("open_claims" if open_claims_only else "replaying_letters")
         while True:
-            with self.store.transaction() as cur:
+            with self.store.db.transaction() as cur:
                 cur.execute(statement, {"limit": limit, "since": since})
-                rows = self.store.rows(cur)
+                rows = ProviderDatabase.rows(cur)
             for row in rows:
                 self._sync_one(row, now, grace, source, report)
             if len(rows) < limit:
@@ -106,7 +107,7 @@ class OutcomeSync:
 
     def _db_now(self) -> datetime:
         """PostgreSQL's clock: letters stamped before it were not looked at by this pass."""
-        with self.store.transaction() as cur:
+        with self.store.db.transaction() as cur:
             cur.execute(query("database_now"))
             value: datetime = cur.fetchone()[0]
         return value
@@ -143,7 +144,7 @@ class OutcomeSync:
             result = self.store.file(again, self.replay_cap)
             if result.changed:
                 report["refiled"].append(letter.id)
-                announce.filed(self.store, again, result)
+                announce.filed(self.store.db, again, result)
             return
         replay_id = row.get("replay_id")
         if replay_id is None:  # replaying with no open claim: nothing will decide it, so it rests again
@@ -178,7 +179,7 @@ class OutcomeSync:
             if status is not None:
                 report["refiled"].append(letter.id)
                 if status == "parked":
-                    announce.parked(self.store, letter, detail)
+                    announce.parked(self.store.db, letter, detail)
             return
         if (
             row.get("cleared_at") is None
@@ -196,7 +197,7 @@ class OutcomeSync:
         reason = "the task instance or its DAG run no longer exists in Airflow (404); parked by the sweeper"
         if self.store.park_vanished(letter.id, reason):
             log.warning("airflow-retry-provider: letter %s parked: %s", letter.id, reason)
-            announce.parked(self.store, letter, reason)
+            announce.parked(self.store.db, letter, reason)
 
     def _abandon(self, letter: Letter, row: Mapping[str, Any], source: str) -> bool:
         lost = row["replay_outcome"] == "unknown"
@@ -206,7 +207,7 @@ class OutcomeSync:
             if lost
             else "the claim's lease expired before any clear: back to dlq"
         )
-        with self.store.transaction() as cur:
+        with self.store.db.transaction() as cur:
             cur.execute(query("abandon_claim"), {"replay_id": row["replay_id"], "detail": detail})
             if cur.fetchone() is None:
                 return False
@@ -231,7 +232,7 @@ class OutcomeSync:
         since = self._db_now()
         resolved = []
         while True:
-            with self.store.transaction() as cur:
+            with self.store.db.transaction() as cur:
                 cur.execute(
                     query("resting_letters_due"),
                     {
@@ -240,7 +241,7 @@ class OutcomeSync:
                         "dag_ids": list(dag_ids) if dag_ids is not None else None,
                     },
                 )
-                letters = [Letter.from_row(row) for row in self.store.rows(cur)]
+                letters = [Letter.from_row(row) for row in ProviderDatabase.rows(cur)]
             for letter in letters:
                 try:
                     ti = self.api.task_instance(

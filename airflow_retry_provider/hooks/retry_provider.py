@@ -85,7 +85,7 @@ class RetryProviderHook(PostgresHook):
         """A pool of psycopg 3 connections; each new one re-reads the Airflow connection.
 
         ``pool.getconn`` hands out a connection whose ``close()`` gives it back, so it fits anything
-        that takes a ``connect`` callable (:class:`~airflow_retry_provider.dlq.store.DeadLetterStore`).
+        that takes a ``connect`` callable (:meth:`~airflow_retry_provider.database.ProviderDatabase.pooled`).
 
         :param max_size: connections at most; a caller waits up to ``timeout`` seconds for one.
         """

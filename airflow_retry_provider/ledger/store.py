@@ -12,19 +12,19 @@ import json
 import os
 import socket
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from airflow_retry_provider import settings
+from airflow_retry_provider.database import ProviderDatabase, Store
 from airflow_retry_provider.ledger.sql import query
 from airflow_retry_provider.policy import redact
 from airflow_retry_provider.policy.text import storable, storable_value
 from airflow_retry_provider.sql import transaction
 
-Connect = Callable[[], Any]
 ClaimOutcome = Literal["claimed", "taken_over", "done", "busy"]
 
 DEFAULT_DEDUP_WINDOW = timedelta(seconds=3600)
@@ -152,12 +152,13 @@ def _seconds(value: timedelta) -> float:
     return value.total_seconds()
 
 
-class Ledger:
+class Ledger(Store):
     """Claims and outcomes of work units; each public method is one short transaction.
 
-    :param connect: returns a new DB-API connection, e.g. ``RetryProviderHook().get_conn``; or pass
-        ``conn=`` to reuse one open connection (tight loops; open it with ``autocommit=True`` to
-        save the COMMIT round trip, as the ledger does with the connections it opens).
+    :param db: the provider's database (the ledger runs the connections it opens in autocommit
+        mode); or pass ``conn=`` to reuse one open connection (tight loops; open it with
+        ``autocommit=True`` to save the COMMIT round trip, as the ledger does with the connections
+        it opens).
     :param dedup_window: how long a success is remembered (default ``[retry_provider] ledger_dedup_seconds``
         or 3600 s).
     :param lease: how long a ``running`` claim is protected before another worker may take it over.
@@ -165,15 +166,15 @@ class Ledger:
 
     def __init__(
         self,
-        connect: Connect | None = None,
+        db: ProviderDatabase | None = None,
         *,
         conn: Any = None,
         dedup_window: timedelta | None = None,
         lease: timedelta = DEFAULT_LEASE,
     ) -> None:
-        if (connect is None) == (conn is None):
-            raise ValueError("pass exactly one of connect= or conn=")
-        self._connect = connect
+        if (db is None) == (conn is None):
+            raise ValueError("pass exactly one of db or conn=")
+        self.db = db  # type: ignore[assignment]  # None with conn=, which every call then runs on
         self._conn = conn
         self.dedup_window = dedup_window if dedup_window is not None else settings.ledger_dedup_seconds()
         if self.dedup_window < timedelta(0):
@@ -181,18 +182,6 @@ class Ledger:
         if lease <= timedelta(0):
             raise ValueError(f"lease must be positive, got {lease}")
         self.lease = lease
-
-    @classmethod
-    def from_dsn(cls, dsn: str, **kwargs: Any) -> Ledger:
-        import psycopg
-
-        return cls(lambda: psycopg.connect(dsn), **kwargs)
-
-    @classmethod
-    def from_conn_id(cls, conn_id: str = "retry_provider_default", **kwargs: Any) -> Ledger:
-        from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
-
-        return cls(RetryProviderHook(postgres_conn_id=conn_id).get_conn, **kwargs)
 
     @contextmanager
     def _transaction(self) -> Iterator[Any]:
@@ -203,7 +192,7 @@ class Ledger:
         ``conn=`` is used as it is (committed here unless it is in autocommit mode).
         """
         owned = self._conn is None
-        conn = self._connect() if owned else self._conn  # type: ignore[misc]
+        conn = self.db.connect() if owned else self._conn
         if owned:
             conn.autocommit = True
         with transaction(conn, close=owned):
@@ -212,16 +201,6 @@ class Ledger:
                 yield cursor
             finally:
                 cursor.close()
-
-    @staticmethod
-    def _one(cursor: Any) -> dict[str, Any] | None:
-        row = cursor.fetchone()
-        if row is None:
-            return None
-        if isinstance(row, Mapping):
-            return dict(row)
-        names = [column[0] for column in cursor.description]
-        return dict(zip(names, row, strict=True))
 
     # -- claiming ---------------------------------------------------------------------------
 
@@ -248,12 +227,12 @@ class Ledger:
         }
         with self._transaction() as cur:
             cur.execute(query("claim"), params)
-            row = self._one(cur)
+            row = ProviderDatabase.one(cur)
             if row is not None:
                 taken = row["claimed_from"] == "running"
                 return Claim("taken_over" if taken else "claimed", WorkUnit.from_row(row), owner)
             cur.execute(query("get_unit"), {"key": key})
-            current = self._one(cur)
+            current = ProviderDatabase.one(cur)
         if current is None:  # deleted between the two statements: claim again
             return self.claim(
                 key,
@@ -286,7 +265,7 @@ class Ledger:
     def _finish(self, name: str, params: dict[str, Any], claim: Claim) -> WorkUnit:
         with self._transaction() as cur:
             cur.execute(query(name), params)
-            row = self._one(cur)
+            row = ProviderDatabase.one(cur)
         if row is None:
             raise LeaseLost(
                 f"work unit {claim.unit.key!r}: our claim ({claim.owner}) was taken over before it "
@@ -322,7 +301,7 @@ class Ledger:
         """The unit's row, or None."""
         with self._transaction() as cur:
             cur.execute(query("get_unit"), {"key": key})
-            row = self._one(cur)
+            row = ProviderDatabase.one(cur)
         return WorkUnit.from_row(row) if row is not None else None
 
     def forget(self, key: str) -> bool:

@@ -9,26 +9,24 @@ reconciliation report). docs/METRICS.md lists them.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from airflow_retry_provider import metrics
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.maintenance.sql import query
 
 log = logging.getLogger(__name__)
 
 
-def read_gauges(store: Any) -> dict[str, float]:
+def read_gauges(db: ProviderDatabase) -> dict[str, float]:
     """Every gauge's current value, by name without the prefix."""
-    with store.transaction() as cur:
+    with db.transaction() as cur:
         cur.execute(query("gauges"))
         return {str(name): float(value) for name, value in cur.fetchall()}
 
 
-def emit_gauges(store: Any = None) -> dict[str, float]:
+def emit_gauges(db: ProviderDatabase | None = None) -> dict[str, float]:
     """Read the gauges and hand them to Airflow's ``Stats``; returns what was emitted."""
-    from airflow_retry_provider.dlq.store import DeadLetterStore
-
-    values = read_gauges(store or DeadLetterStore.from_conn_id())
+    values = read_gauges(db or ProviderDatabase.from_conn_id())
     for name, value in values.items():
         metrics.gauge(*name.split("."), value=value)
     log.info("airflow-retry-provider: gauges %s", values)

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.models import Actor
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.maintenance.sql import query
@@ -115,20 +116,20 @@ class RetentionReport:
 class Retention:
     """Runs the retention policy on the provider's database.
 
-    :param store: the provider's store (for its connection and transactions).
+    :param db: the provider's database.
     :param artifacts: the reconciliation artifact directory (files of purged reports are removed).
     :param pause: seconds to sleep between batches, to leave room for other queries.
     """
 
     def __init__(
         self,
-        store: Any,
+        db: ProviderDatabase,
         policy: RetentionPolicy,
         artifacts: Path | None = None,
         pause: float = 0.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.store = store
+        self.db = db
         self.policy = policy
         self.artifacts = artifacts
         self.pause = pause
@@ -138,7 +139,7 @@ class Retention:
         """Count what a run would delete now; nothing changes."""
         cutoffs = self.policy.cutoffs(now or datetime.now(timezone.utc))
         deleted: dict[str, int] = {}
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             for table, (kind, count) in COUNTS.items():
                 cur.execute(query(count), {"cutoff": cutoffs[kind]})
                 deleted[table] = int(cur.fetchone()[0])
@@ -153,7 +154,7 @@ class Retention:
         self._purge_reports(report)
         for table, (kind, statement) in SIMPLE_DELETES.items():
             self._batches(self._simple(statement, cutoffs[kind]), report, table)
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(
                 query("record_retention_run"),
                 {
@@ -167,7 +168,7 @@ class Retention:
 
     def _batches(self, delete_one: Callable[[Any], int], report: RetentionReport, table: str) -> None:
         while True:
-            with self.store.transaction() as cur:
+            with self.db.transaction() as cur:
                 count = delete_one(cur)
             report.deleted[table] += count
             if count < self.policy.batch_size:
@@ -243,13 +244,12 @@ class Retention:
         return removed
 
 
-def run_retention(store: Any = None, dry_run: bool = False) -> dict[str, Any]:
+def run_retention(db: ProviderDatabase | None = None, dry_run: bool = False) -> dict[str, Any]:
     """The retention DAG's task: the policy from the settings, artifacts where the reconciliation writes them."""
-    from airflow_retry_provider.dlq.store import DeadLetterStore
     from airflow_retry_provider.reconciliation.report import default_output_dir
 
     retention = Retention(
-        store or DeadLetterStore.from_conn_id(), RetentionPolicy.from_settings(), default_output_dir()
+        db or ProviderDatabase.from_conn_id(), RetentionPolicy.from_settings(), default_output_dir()
     )
     report = retention.dry_run() if dry_run else retention.run()
     return report.to_json()

@@ -33,7 +33,9 @@ from datetime import timedelta
 from typing import Any
 
 from airflow_retry_provider import metrics, settings
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.models import NewLetter
+from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.ledger.store import WorkUnit
 from airflow_retry_provider.maintenance.sql import query
 from airflow_retry_provider.policy import Backoff, Classification, classify, fingerprint, redact
@@ -192,13 +194,14 @@ def unit_letter(unit: WorkUnit, action: Action) -> NewLetter | None:
 class WorkSweeper:
     """Sweeps stale work units on the provider's database (see the module docstring).
 
-    :param store: the provider's ``DeadLetterStore`` (its transactions; letters are filed through it).
+    :param db: the provider's database (letters are filed through a ``DeadLetterStore`` on it).
     :param chosen: the sweeper's settings.
     :param lookup: overrides the configured lookup (``lookup(remote_job_id, unit)``).
     """
 
-    def __init__(self, store: Any, chosen: SweeperSettings, lookup: Lookup | None = None) -> None:
-        self.store = store
+    def __init__(self, db: ProviderDatabase, chosen: SweeperSettings, lookup: Lookup | None = None) -> None:
+        self.db = db
+        self.letters = DeadLetterStore(db)
         self.settings = chosen
         self.lookup = lookup if lookup is not None else chosen.lookup()
         self.dedup_seconds = settings.ledger_dedup_seconds().total_seconds()
@@ -206,7 +209,7 @@ class WorkSweeper:
     def sweep_once(self) -> dict[str, list[str]]:
         """One pass over the due stale units; each in its own transaction. Keys by action."""
         done: dict[str, list[str]] = {}
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("stale_unit_keys"), {"limit": BATCH})
             keys = [row[0] for row in cur.fetchall()]
         for key in keys:
@@ -228,9 +231,9 @@ class WorkSweeper:
         from airflow_retry_provider.alerts import after_filing
 
         filed: tuple[NewLetter, Any] | None = None
-        with self.store.transaction() as cur:
+        with self.db.transaction() as cur:
             cur.execute(query("lock_stale_unit"), {"key": key})
-            rows = self.store.rows(cur)
+            rows = ProviderDatabase.rows(cur)
             if not rows:  # taken over by a worker, or swept by another sweeper meanwhile
                 return None
             row = rows[0]
@@ -249,12 +252,12 @@ class WorkSweeper:
         metrics.incr("work_sweeper", action.kind)
         log.info("airflow-retry-provider: work unit %s: %s (%s)", key, action.kind, action.detail)
         if letter is not None:
-            result = self.store.file(letter, replay_cap=1)
+            result = self.letters.file(letter, replay_cap=1)
             filed = (letter, result)
         if filed is not None and action.kind == "park":
             self._alert_parked(unit, action, filed[1].letter_id)
         elif filed is not None:
-            after_filing(self.store, *filed)
+            after_filing(self.db, *filed)
         return action.kind
 
     def _look_up(self, unit: WorkUnit) -> tuple[Any, str | None]:
@@ -316,7 +319,7 @@ class WorkSweeper:
         from airflow_retry_provider.alerts.messages import work_unit_parked
 
         send_alert(
-            self.store, lambda base: work_unit_parked(unit.key, unit.owner_ti, action.detail, letter_id, base)
+            self.db, lambda base: work_unit_parked(unit.key, unit.owner_ti, action.detail, letter_id, base)
         )
 
     def run(self, duration: timedelta, sleep: Callable[[float], None] = time.sleep) -> dict[str, int]:
@@ -337,11 +340,9 @@ def run_work_sweeper(duration: timedelta) -> dict[str, int]:
     """The sweeper DAG's looping task; skipped (AirflowSkipException) while the sweeper is disabled."""
     from airflow.sdk.exceptions import AirflowSkipException
 
-    from airflow_retry_provider.dlq.store import DeadLetterStore
-
     chosen = SweeperSettings.from_settings()
     if not chosen.enabled:
         raise AirflowSkipException(
             "the work-unit sweeper is off ([retry_provider] work_sweeper_enabled = false)"
         )
-    return WorkSweeper(DeadLetterStore.from_conn_id(), chosen).run(duration)
+    return WorkSweeper(ProviderDatabase.from_conn_id(), chosen).run(duration)

@@ -11,7 +11,7 @@ its page (``/openapi.json``, ``/docs``) need a signed-in user too, and every ans
 that allows the deployment's own origin only (inline scripts by a per-response nonce).
 
 The routes live in :mod:`~airflow_retry_provider.plugin.routers`, one ``APIRouter`` per area; what
-they share (who is asking, the store, Airflow's API, the time zone) in
+they share (who is asking, the database, Airflow's API, the time zone) in
 :mod:`~airflow_retry_provider.plugin.deps`, on ``app.state``.
 """
 
@@ -26,10 +26,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 
 from airflow_retry_provider import settings
-from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.hooks.airflow_api import AirflowApi
 from airflow_retry_provider.plugin.access import URL_PREFIX, acting_user_api, airflow_root, default_api
-from airflow_retry_provider.plugin.deps import ApiFactory, get_store, storable_query
+from airflow_retry_provider.plugin.deps import ApiFactory, get_database, storable_query
 from airflow_retry_provider.plugin.driver_thread import WORKER_HEADER, DriverThread, service_api
 from airflow_retry_provider.plugin.rendering import page, templates
 from airflow_retry_provider.plugin.routers import (
@@ -47,7 +47,7 @@ __all__ = ["URL_PREFIX", "acting_user_api", "create_app"]
 
 
 def create_app(
-    store: DeadLetterStore | None = None,
+    db: ProviderDatabase | None = None,
     api_factory: ApiFactory | None = None,
     url_prefix: str = URL_PREFIX,
     driver_api: Callable[[], AirflowApi] | None = None,
@@ -55,7 +55,7 @@ def create_app(
 ) -> FastAPI:
     """The dead-letter pages and JSON API.
 
-    :param store: the dead-letter store; by default built on first use from the Airflow connection
+    :param db: the provider's database; by default built on first use from the Airflow connection
         ``retry_provider_default``, on a connection pool (one connection per request).
     :param api_factory: builds Airflow's REST API client for a request and the user's token; by
         default :func:`~airflow_retry_provider.plugin.access.acting_user_api` on ``[api] base_url``
@@ -80,7 +80,7 @@ def create_app(
     settings.check_all()  # start-up: a bad [retry_provider] value stops here, naming the setting and value
     tz = ui_timezone()
     app.state.url_prefix = url_prefix
-    app.state.store = store
+    app.state.db = db
     app.state.api_factory = api_factory or default_api
     app.state.tz = tz
     app.state.templates = templates(tz)
@@ -130,7 +130,7 @@ async def security_headers(request: Request, call_next: Callable[[Request], Awai
 async def run_driver(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
     """Start this worker's replay driver on its first request; say which worker answered."""
     driver: DriverThread = request.app.state.driver_thread
-    driver.ensure_started(get_store(request))
+    driver.ensure_started(get_database(request))
     response = await call_next(request)
     response.headers[WORKER_HEADER] = driver.worker
     return response

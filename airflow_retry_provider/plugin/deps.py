@@ -1,9 +1,9 @@
-"""The plugin's request dependencies, injected with ``Depends``: the store, the replay jobs, this
-worker's driver thread, Airflow's API as the signed-in user, the replay engine, the UI's time zone,
-and the checks every request's parameters pass.
+"""The plugin's request dependencies, injected with ``Depends``: the provider's database, the letters'
+store, the replay jobs, this worker's driver thread, Airflow's API as the signed-in user, the replay
+engine, the UI's time zone, and the checks every request's parameters pass.
 
 Everything shared lives on ``app.state`` (set by :func:`~airflow_retry_provider.plugin.app.create_app`):
-``store`` (built once on first use), ``api_factory``, ``tz``, ``templates``, ``driver_thread`` (this worker's replay
+``db`` (built once on first use), ``api_factory``, ``tz``, ``templates``, ``driver_thread`` (this worker's replay
 driver) and ``url_prefix``. Who is asking is ``plugin/access.py``; the letters a request may see or
 touch, ``plugin/letters.py``.
 
@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.exceptions import RequestValidationError
 
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.jobs import JobStore, JobView
 from airflow_retry_provider.dlq.replay import ReplayEngine
 from airflow_retry_provider.dlq.store import DeadLetterStore
@@ -29,7 +30,7 @@ from airflow_retry_provider.policy.text import storable
 
 ApiFactory = Callable[[Request, str], AirflowApi]
 
-_STORE_LOCK = threading.Lock()
+_DB_LOCK = threading.Lock()
 
 
 # -- every request: its parameters ---------------------------------------------------------------
@@ -73,16 +74,24 @@ def tab_map_index(value: str) -> int:
 # -- the app's shared state ----------------------------------------------------------------------
 
 
-def get_store(request: Request) -> DeadLetterStore:
-    """The dead-letter store on ``app.state``, built once from ``retry_provider_default`` on first use,
+def get_database(request: Request) -> ProviderDatabase:
+    """The provider's database on ``app.state``, built once from ``retry_provider_default`` on first use,
     on a connection pool: each request's transaction has a connection of its own."""
     state = request.app.state
-    if state.store is None:
-        with _STORE_LOCK:
-            if state.store is None:
-                state.store = DeadLetterStore.pooled()
-    found: DeadLetterStore = state.store
+    if state.db is None:
+        with _DB_LOCK:
+            if state.db is None:
+                state.db = ProviderDatabase.pooled()
+    found: ProviderDatabase = state.db
     return found
+
+
+DatabaseDep = Annotated[ProviderDatabase, Depends(get_database)]
+
+
+def get_store(db: DatabaseDep) -> DeadLetterStore:
+    """The letters, on the app's database."""
+    return DeadLetterStore(db)
 
 
 StoreDep = Annotated[DeadLetterStore, Depends(get_store)]
@@ -106,8 +115,8 @@ def get_driver(request: Request) -> DriverThread:
 DriverDep = Annotated[DriverThread, Depends(get_driver)]
 
 
-def get_job_store(store: StoreDep) -> JobStore:
-    return JobStore(store)
+def get_job_store(db: DatabaseDep) -> JobStore:
+    return JobStore(db)
 
 
 JobStoreDep = Annotated[JobStore, Depends(get_job_store)]

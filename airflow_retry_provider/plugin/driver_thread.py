@@ -15,6 +15,7 @@ import os
 import threading
 from collections.abc import Callable
 
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.driver import ReplayDriver
 from airflow_retry_provider.dlq.replay import ReplayEngine
 from airflow_retry_provider.dlq.store import DeadLetterStore
@@ -55,14 +56,15 @@ class DriverThread:
         """This worker's name (its process id): the two workers of a deployment answer with different ones."""
         return str(os.getpid())
 
-    def ensure_started(self, store: DeadLetterStore) -> None:
+    def ensure_started(self, db: ProviderDatabase) -> None:
+        """Start the driver on ``db`` unless it runs (or is disabled)."""
         if not self.enabled or (self._thread is not None and self._thread.is_alive()):
             return
         with self._lock:
             if self._thread is not None and self._thread.is_alive():
                 return
             try:
-                driver = ReplayDriver(ReplayEngine(store), self._api_factory)
+                driver = ReplayDriver(ReplayEngine(DeadLetterStore(db)), self._api_factory)
             except ValueError as exc:  # a bad [retry_provider] setting: the sweeper still drains
                 log.error("airflow-retry-provider: replay driver not started: %s", exc)
                 return

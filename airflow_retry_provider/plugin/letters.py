@@ -29,7 +29,7 @@ class Letters:
         self.tz = tz
 
     def views(self) -> LetterViews:
-        return LetterViews(self.store)
+        return LetterViews(self.store.db)
 
     def readable(self, access: Access, q: LetterViews | None = None) -> set[str]:
         """The DAGs with letters whose task instances the user may read."""

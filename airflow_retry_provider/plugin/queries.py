@@ -1,4 +1,4 @@
-"""The reads the dead-letter pages need beyond the store: scoped to the DAGs the user may read.
+"""The reads the dead-letter pages need beyond the letters' store: scoped to the DAGs the user may read.
 
 Every query takes ``dag_ids``, the DAGs the signed-in user may read; letters of any other DAG are
 never returned nor counted. Retry history comes from Airflow's public REST API (the task
@@ -14,8 +14,9 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.models import Letter
-from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
+from airflow_retry_provider.dlq.store import LetterFilter
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, parse_time
 from airflow_retry_provider.identity import make_work_unit_key
 from airflow_retry_provider.plugin.sql import query
@@ -121,31 +122,31 @@ def _params(where: LetterFilter, dag_ids: Collection[str]) -> dict[str, Any]:
 
 
 class LetterViews:
-    """The pages' reads, on the store's connections.
+    """The pages' reads (``plugin/sql/queries.sql``), on the provider's database.
 
     Each call is a transaction of its own, except inside :meth:`reading`, where the calls share one
     connection (a page makes three or four reads; a connection costs more than any of them).
 
-    :param store: the dead-letter store (its connection factory is reused).
+    :param db: the provider's database.
     """
 
-    def __init__(self, store: DeadLetterStore, cursor: Any = None) -> None:
-        self.store = store
+    def __init__(self, db: ProviderDatabase, cursor: Any = None) -> None:
+        self.db = db
         self._cursor = cursor
 
     @contextmanager
     def reading(self) -> Iterator[LetterViews]:
         """These views on one connection and one transaction."""
-        with self.store.transaction() as cur:
-            yield LetterViews(self.store, cur)
+        with self.db.transaction() as cur:
+            yield LetterViews(self.db, cur)
 
     def _fetch(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         if self._cursor is not None:
             self._cursor.execute(query(name), params)
-            return self.store.rows(self._cursor)
-        with self.store.transaction() as cur:
+            return ProviderDatabase.rows(self._cursor)
+        with self.db.transaction() as cur:
             cur.execute(query(name), params)
-            return self.store.rows(cur)
+            return ProviderDatabase.rows(cur)
 
     def dag_ids(self) -> list[str]:
         """Every DAG that has letters (before any permission check)."""
@@ -211,7 +212,7 @@ class LetterExport:
 
     def __init__(
         self,
-        store: DeadLetterStore,
+        db: ProviderDatabase,
         where: LetterFilter,
         dag_ids: Collection[str],
         user: str,
@@ -219,14 +220,14 @@ class LetterExport:
         concurrency: int,
         batch: int = 1000,
     ) -> None:
-        self.store, self.params, self.user = store, _params(where, dag_ids), user
+        self.db, self.params, self.user = db, _params(where, dag_ids), user
         self.limit, self.concurrency, self.batch = limit, concurrency, batch
         self.cut = False
         self._conn: Any = None
 
     def open(self) -> LetterExport:
         """Take a slot and count; ``ExportsBusy`` (nothing held) when every slot of the user is taken."""
-        conn = self.store.connect()
+        conn = self.db.connect()
         try:
             cur = conn.cursor()
             cur.execute(query("export_snapshot"))

@@ -6,6 +6,7 @@ import psycopg
 import pytest
 
 from airflow_retry_provider.breaker.store import BreakerStore
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.policy.breaker import CLOSED, HALF_OPEN, OPEN
 from tests.conftest import metadata_dsn
 from tests.dag_files import breaker_dags
@@ -66,7 +67,6 @@ def test_a_task_held_past_max_hold_fails_at_once_without_a_retry(airflow_db, pro
 
 def test_letters_filed_during_an_outage_name_the_dependency_and_group_under_it(airflow_db, provider_conn):
     """Two tasks held past max_hold in one outage: two letters, one fingerprint (the outage's), the dependency named."""
-    from airflow_retry_provider.dlq.store import DeadLetterStore
     from airflow_retry_provider.policy.breaker import outage_fingerprint
 
     store = BreakerStore.from_dsn(provider_conn)
@@ -77,7 +77,7 @@ def test_letters_filed_during_an_outage_name_the_dependency_and_group_under_it(a
         "load_positions": "failed",
         "price_positions": "failed",
     }
-    with DeadLetterStore.from_dsn(provider_conn).transaction() as cur:
+    with ProviderDatabase.from_dsn(provider_conn).transaction() as cur:
         cur.execute(
             "SELECT task_id, fingerprint, reason FROM retry_dead_letters WHERE dag_id = %s ORDER BY task_id",
             ("breaker_outage_letters",),

@@ -59,6 +59,7 @@ def preview(request: Request, access: AccessDep, body: PreviewBody, letters: Let
 def replay(
     request: Request,
     access: AccessDep,
+    store: StoreDep,
     jobs: JobStoreDep,
     driver: DriverDep,
     selection: Annotated[tuple[list[Letter], ReplayBody], Depends(replay_selection)],
@@ -71,7 +72,7 @@ def replay(
     letters, body = selection
     fix_version = body.fix_version or ""
     if not fix_version and body.run_on_latest_version:
-        engine = replay_engine(request, jobs.store)
+        engine = replay_engine(request, store)
         try:
             assert engine.api is not None
             fix_version = engine.latest_fix_version(engine.api, sorted({lt.dag_id for lt in letters})) or ""

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from airflow_retry_provider.breaker.announce import Outage
 from airflow_retry_provider.breaker.store import BreakerEvent, BreakerStatus, BreakerStore
 from airflow_retry_provider.plugin.access import AccessDep, audit_action
-from airflow_retry_provider.plugin.deps import StoreDep
+from airflow_retry_provider.plugin.deps import DatabaseDep
 from airflow_retry_provider.plugin.models import MAX_IDENTIFIER, MAX_REASON, FilterText, Storable
 from airflow_retry_provider.plugin.rendering import page
 from airflow_retry_provider.policy.breaker import BreakerSettings
@@ -45,9 +45,9 @@ DependencyName = Annotated[
 ]
 
 
-def breakers(store: StoreDep) -> BreakerStore:
-    """The breakers, on the dead-letter store's connections (its pool in the api-server)."""
-    return BreakerStore(store.connect)
+def breakers(db: DatabaseDep) -> BreakerStore:
+    """The breakers, on the app's database (its pool in the api-server)."""
+    return BreakerStore(db)
 
 
 BreakersDep = Annotated[BreakerStore, Depends(breakers)]

@@ -102,7 +102,7 @@ def start_export(access: Access, filters: Filters, letters: Letters) -> LetterEx
     """The signed-in user's export of the filter, its slot taken (429 naming the limit when none is free)."""
     limit, concurrency = settings.export_max_letters(), settings.export_concurrency_per_user()
     export = LetterExport(
-        letters.store,
+        letters.store.db,
         filters.to_letter_filter(letters.tz),
         letters.readable(access),
         access.actor,

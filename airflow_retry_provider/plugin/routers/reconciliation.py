@@ -1,7 +1,7 @@
 """The reconciliation pages, "Medallion gaps" and "Connector health", and their JSON API.
 
 ``create_app`` includes this router in the dead-letter app, so they share its mount, its error
-pages, its store and Airflow's authentication (``GetUserDep``: bearer token or the UI's
+pages, its database and Airflow's authentication (``GetUserDep``: bearer token or the UI's
 ``_token`` cookie). They read the reports the ``medallion_reconciliation`` DAG stores
 (``reconciliation_reports`` / ``reconciliation_findings``) on the provider's database.
 
@@ -30,9 +30,9 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
-from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.plugin.access import Access
-from airflow_retry_provider.plugin.deps import StoreDep, TimeZoneDep
+from airflow_retry_provider.plugin.deps import DatabaseDep, TimeZoneDep
 from airflow_retry_provider.plugin.rendering import page
 from airflow_retry_provider.plugin.rendering import query as query_string
 from airflow_retry_provider.plugin.svg import Point, Series, line_chart
@@ -137,14 +137,14 @@ class ReportViews:
 
     @classmethod
     @contextmanager
-    def reading(cls, store: DeadLetterStore) -> Iterator["ReportViews"]:
-        """Views on one connection and one transaction of the store (as ``LetterViews.reading``)."""
-        with store.transaction() as cursor:
+    def reading(cls, db: ProviderDatabase) -> Iterator["ReportViews"]:
+        """Views on one connection and one transaction of the database (as ``LetterViews.reading``)."""
+        with db.transaction() as cursor:
             yield cls(cursor)
 
     def _fetch(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         self._cursor.execute(query(name), params)
-        return DeadLetterStore.rows(self._cursor)
+        return ProviderDatabase.rows(self._cursor)
 
     def workspaces(self) -> list[str]:
         """Every workspace with a stored report, in code point order."""
@@ -351,14 +351,14 @@ router = APIRouter()
 def medallion_gaps_page(
     request: Request,
     access: ReaderDep,
-    store: StoreDep,
+    db: DatabaseDep,
     charts: ChartsDep,
     history: HistoryLimit = HISTORY,
     workspace_id: str | None = None,
     report_id: int | None = None,
 ):
     """A workspace's report (latest by default): its findings, and its history with a chart per layer."""
-    with ReportViews.reading(store) as views:
+    with ReportViews.reading(db) as views:
         latest, shown = selection(views, workspace_id, report_id)
         findings = views.findings(shown) if shown else []
         past = views.history(shown.workspace_id, history) if shown else []
@@ -383,14 +383,14 @@ def medallion_gaps_page(
 def connector_health_page(
     request: Request,
     access: ReaderDep,
-    store: StoreDep,
+    db: DatabaseDep,
     charts: ChartsDep,
     history: HistoryLimit = HISTORY,
     workspace_id: str | None = None,
     report_id: int | None = None,
 ):
     """A workspace's connectors as of its latest report, each with p95 and error-rate sparklines."""
-    with ReportViews.reading(store) as views:
+    with ReportViews.reading(db) as views:
         latest, shown = selection(views, workspace_id, report_id)
         past = views.history(shown.workspace_id, history) if shown else []
     return page(
@@ -413,19 +413,19 @@ def connector_health_page(
 
 
 @router.get("/api/reconciliation/workspaces", tags=["reconciliation"])
-def reconciliation_workspaces(access: ReaderDep, store: StoreDep) -> dict[str, Any]:
+def reconciliation_workspaces(access: ReaderDep, db: DatabaseDep) -> dict[str, Any]:
     """The latest report of every workspace: counts of findings and of connectors not healthy."""
-    with ReportViews.reading(store) as views:
+    with ReportViews.reading(db) as views:
         latest = views.latest_reports(views.workspaces())
     return {"workspaces": [report.to_json() for report in latest]}
 
 
 @router.get("/api/reconciliation/report", tags=["reconciliation"])
 def reconciliation_report(
-    access: ReaderDep, store: StoreDep, workspace_id: str, report_id: int | None = None
+    access: ReaderDep, db: DatabaseDep, workspace_id: str, report_id: int | None = None
 ) -> dict[str, Any]:
     """A workspace's latest report (or report ``report_id``): its findings and its connector health."""
-    with ReportViews.reading(store) as views:
+    with ReportViews.reading(db) as views:
         shown = one_report(views, workspace_id, report_id)
         findings = views.findings(shown)
     return {
@@ -437,10 +437,10 @@ def reconciliation_report(
 
 @router.get("/api/reconciliation/history", tags=["reconciliation"])
 def reconciliation_history(
-    access: ReaderDep, store: StoreDep, workspace_id: str, limit: HistoryLimit = HISTORY
+    access: ReaderDep, db: DatabaseDep, workspace_id: str, limit: HistoryLimit = HISTORY
 ) -> dict[str, Any]:
     """A workspace's reports, newest first: open findings per layer and each connector's health."""
-    with ReportViews.reading(store) as views:
+    with ReportViews.reading(db) as views:
         past = views.history(workspace_id, limit)
     if not past:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no report for workspace {workspace_id!r}")

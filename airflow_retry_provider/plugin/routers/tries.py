@@ -11,10 +11,10 @@ from airflow.api_fastapi.core_api.security import requires_access_dag
 from fastapi import APIRouter, Depends, HTTPException, Request, status
 from fastapi.responses import HTMLResponse
 
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.models import Letter
-from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.plugin.access import AccessDep
-from airflow_retry_provider.plugin.deps import StoreDep, tab_map_index
+from airflow_retry_provider.plugin.deps import DatabaseDep, tab_map_index
 from airflow_retry_provider.plugin.models import Identifier, MapIndex
 from airflow_retry_provider.plugin.queries import LetterViews, explain_with_letter, retry_history
 from airflow_retry_provider.plugin.rendering import page
@@ -28,7 +28,7 @@ router = APIRouter(
 
 
 def history_of(
-    store: DeadLetterStore, dag_id: str, run_id: str, task_id: str, map_index: int
+    db: ProviderDatabase, dag_id: str, run_id: str, task_id: str, map_index: int
 ) -> dict[str, Any]:
     """The task instance's retry history (404 if Airflow has no such task instance), the try that
     dead-lettered explained by its letter where Airflow kept no reason (``explain_with_letter``)."""
@@ -41,7 +41,7 @@ def history_of(
     letter: Letter | None = None
     found["letter_error"] = None
     try:
-        letter = LetterViews(store).letter_of_ti(dag_id, run_id, task_id, map_index)
+        letter = LetterViews(db).letter_of_ti(dag_id, run_id, task_id, map_index)
     except Exception as exc:  # the provider's database is down: Airflow's tries are still worth showing
         found["letter_error"] = redact(f"{type(exc).__name__}: {exc}")[:300]
         log.warning(
@@ -55,7 +55,7 @@ def history_of(
 @router.get("/api/tries", tags=["tries"])
 def tries_api(
     access: AccessDep,
-    store: StoreDep,
+    db: DatabaseDep,
     dag_id: Identifier,
     run_id: Identifier,
     task_id: Identifier,
@@ -65,14 +65,14 @@ def tries_api(
     and where the reason came from: ``source`` ``airflow`` or, for the try that dead-lettered when
     Airflow kept no reason, ``letter``), when the next try starts, and the attempts still ahead
     under its profile."""
-    return history_of(store, dag_id, run_id, task_id, map_index)
+    return history_of(db, dag_id, run_id, task_id, map_index)
 
 
 @router.get("/tries", response_class=HTMLResponse, include_in_schema=False)
 def tries_page(
     request: Request,
     access: AccessDep,
-    store: StoreDep,
+    db: DatabaseDep,
     dag_id: Identifier,
     run_id: Identifier,
     task_id: Identifier,
@@ -80,5 +80,5 @@ def tries_page(
 ):
     """The Retries tab."""
     return page(
-        request, "tries.html", access, ti=history_of(store, dag_id, run_id, task_id, tab_map_index(map_index))
+        request, "tries.html", access, ti=history_of(db, dag_id, run_id, task_id, tab_map_index(map_index))
     )

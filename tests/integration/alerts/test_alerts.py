@@ -75,7 +75,7 @@ def test_one_poison_letter_sends_one_email_saying_what_where_why_and_next(pg_dsn
         task_id="load_invoices",
         message='relation "invoices_v3" does not exist <b>{{ 7 * 7 }}</b>',
     )
-    delivery = after_filing(store, letter, result)
+    delivery = after_filing(store.db, letter, result)
     assert len(delivery.sent) == 1
     assert smtp.wait_for(1) == ["New root cause: poison/not-found in billing.load_invoices"]
     body = smtp.body(0)
@@ -98,17 +98,17 @@ def test_thirty_letters_of_one_root_cause_send_one_message_then_one_summary(pg_d
     _configure(monkeypatch, {"class": RECORDING})
     store = DeadLetterStore.from_dsn(pg_dsn)
     for index in range(30):
-        after_filing(store, *_file(store, task_id=f"load_{index}"))
+        after_filing(store.db, *_file(store, task_id=f"load_{index}"))
     assert [m["title"] for m in RecordingNotifier.sent] == ["New root cause: poison/not-found in etl.load_0"]
-    assert run_alerts(store)["summaries"] == []  # the window is still open
+    assert run_alerts(store.db)["summaries"] == []  # the window is still open
     _age(pg_dsn, "UPDATE retry_alert_windows SET last_alert_at = last_alert_at - interval '61 minutes'")
-    report = run_alerts(store)
+    report = run_alerts(store.db)
     assert len(report["summaries"]) == 1 and len(report["sent"]) == 1
     assert (
         RecordingNotifier.sent[1]["title"] == "29 letters, 1 root cause: poison/not-found (0123456789abcdef)"
     )
     assert "latest: letter" in RecordingNotifier.sent[1]["text"]
-    assert run_alerts(store)["summaries"] == []  # told once
+    assert run_alerts(store.db)["summaries"] == []  # told once
 
 
 def test_a_letter_after_the_window_ended_sends_the_summary_with_itself(pg_dsn, monkeypatch):
@@ -116,9 +116,9 @@ def test_a_letter_after_the_window_ended_sends_the_summary_with_itself(pg_dsn, m
     _configure(monkeypatch, {"class": RECORDING})
     store = DeadLetterStore.from_dsn(pg_dsn)
     for index in range(3):
-        after_filing(store, *_file(store, task_id=f"t{index}"))
+        after_filing(store.db, *_file(store, task_id=f"t{index}"))
     _age(pg_dsn, "UPDATE retry_alert_windows SET last_alert_at = last_alert_at - interval '2 hours'")
-    after_filing(store, *_file(store, task_id="t3"))
+    after_filing(store.db, *_file(store, task_id="t3"))
     assert [m["title"].split(":")[0] for m in RecordingNotifier.sent] == [
         "New root cause",
         "3 letters, 1 root cause",
@@ -129,8 +129,8 @@ def test_different_root_causes_each_get_their_first_message(pg_dsn, monkeypatch)
     """Windows are per fingerprint: a second root cause is told at once."""
     _configure(monkeypatch, {"class": RECORDING})
     store = DeadLetterStore.from_dsn(pg_dsn)
-    after_filing(store, *_file(store, task_id="a", fingerprint="a" * 16))
-    after_filing(store, *_file(store, task_id="b", fingerprint="b" * 16))
+    after_filing(store.db, *_file(store, task_id="a", fingerprint="a" * 16))
+    after_filing(store.db, *_file(store, task_id="b", fingerprint="b" * 16))
     assert len(RecordingNotifier.sent) == 2
 
 
@@ -139,16 +139,16 @@ def test_a_raising_notifier_is_logged_counted_and_retried_by_the_sweeper(pg_dsn,
     _configure(monkeypatch, {"name": "oncall", "class": FAILING})
     store = DeadLetterStore.from_dsn(pg_dsn)
     with caplog.at_level(logging.WARNING):
-        delivery = after_filing(store, *_file(store))
+        delivery = after_filing(store.db, *_file(store))
     assert delivery.failed and not delivery.sent
     [row] = _alerts(pg_dsn)
     assert (row["status"], row["attempts"]) == ("pending", 1)
     assert "ConnectionError" in row["last_error"] and SECRET not in row["last_error"]
     assert "through oncall failed" in caplog.text and SECRET not in caplog.text
-    assert run_alerts(store)["failed"] == []  # not due yet: nothing is tried again before its delay
+    assert run_alerts(store.db)["failed"] == []  # not due yet: nothing is tried again before its delay
     _configure(monkeypatch, {"name": "oncall", "class": RECORDING})  # the mail server is back
     _age(pg_dsn, "UPDATE retry_alerts SET next_attempt_at = now() - interval '1 second'")
-    assert run_alerts(store)["sent"] == [row["id"]]
+    assert run_alerts(store.db)["sent"] == [row["id"]]
     assert [r["status"] for r in _alerts(pg_dsn)] == ["sent"]
 
 
@@ -168,7 +168,7 @@ def test_a_letter_parked_at_the_replay_cap_is_told(pg_dsn, monkeypatch):
         conn.execute("UPDATE retry_dead_letters SET status = 'replaying', replay_count = 2")
     refiled = store.file(new_letter(try_number=2), replay_cap=3)
     assert refiled.status == "parked"
-    after_filing(store, new_letter(try_number=2), refiled)
+    after_filing(store.db, new_letter(try_number=2), refiled)
     assert RecordingNotifier.sent[-1]["title"].startswith(
         f"Dead letter {result.letter_id} parked after 3 failed replays"
     )
@@ -178,7 +178,7 @@ def test_no_notifier_configured_queues_nothing(pg_dsn, monkeypatch):
     """Alerts are off until a notifier is configured: no rows, no windows."""
     monkeypatch.delenv("AIRFLOW__RETRY_PROVIDER__ALERT_NOTIFIERS", raising=False)
     store = DeadLetterStore.from_dsn(pg_dsn)
-    after_filing(store, *_file(store))
+    after_filing(store.db, *_file(store))
     assert _alerts(pg_dsn) == []
 
 
@@ -189,7 +189,7 @@ def test_a_broken_configuration_does_not_fail_the_caller(pg_dsn, monkeypatch, ca
     )
     store = DeadLetterStore.from_dsn(pg_dsn)
     with caplog.at_level(logging.ERROR):
-        after_filing(store, *_file(store))
+        after_filing(store.db, *_file(store))
     assert "[retry_provider] alert_notifiers[0].class: cannot import 'nowhere.Notifier'" in caplog.text
 
 
@@ -222,7 +222,7 @@ def test_connector_changes_and_new_findings_are_told_once(pg_dsn, monkeypatch):
     ]
     told, told_links = [], []
     for summary in runs:
-        reconciliation_alerts(store, summary)
+        reconciliation_alerts(store.db, summary)
         told.append([m["title"] for m in RecordingNotifier.sent])
         told_links.extend(m["text"] for m in RecordingNotifier.sent)
         RecordingNotifier.sent.clear()
@@ -269,7 +269,7 @@ def test_a_replay_job_that_ended_with_failures_is_told(pg_dsn, monkeypatch):
     def closed_api() -> AirflowApi:  # nothing listens: every clear fails
         return AirflowApi(ApiCredentials(f"http://127.0.0.1:{free_port()}", "admin", "admin"), timeout=2)
 
-    job_id = JobStore(store).create(ReplayRequest("ana", "fixed the table", "v2"), letters)  # type: ignore[arg-type]
+    job_id = JobStore(store.db).create(ReplayRequest("ana", "fixed the table", "v2"), letters)  # type: ignore[arg-type]
     RecordingNotifier.sent.clear()
     ReplayDriver(ReplayEngine(store, replay_cap=3, rate_per_minute=600), closed_api).drain()
     (sent,) = [m for m in RecordingNotifier.sent if m["title"].startswith("Replay job")]

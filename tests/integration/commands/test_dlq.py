@@ -327,7 +327,7 @@ def test_job_and_cancel_read_the_table_and_refuse_bad_input(pg_dsn, letters, cap
     from airflow_retry_provider.dlq.replay import ReplayRequest
 
     store = DeadLetterStore.from_dsn(pg_dsn)
-    job_id = JobStore(store).create(ReplayRequest("ana", "go", "v1"), [store.get(i) for i in letters])  # type: ignore[misc]
+    job_id = JobStore(store.db).create(ReplayRequest("ana", "go", "v1"), [store.get(i) for i in letters])  # type: ignore[misc]
     code, out, err = _run(capsys, "dlq", "cancel", "--job", str(job_id), "--actor", "bia", "--dsn", pg_dsn)
     assert code == 0 and "2 letter(s) not yet cleared stay in dlq" in out
     code, out, _ = _run(capsys, "dlq", "job", "--job", str(job_id), "--dsn", pg_dsn, "--json")

@@ -39,7 +39,7 @@ def fake() -> Iterator[AnsweringAirflow]:
 def told() -> Iterator[list[Any]]:
     """The jobs announced failed or stopped (what the job_failed alert is built from)."""
     seen: list[Any] = []
-    listener = announce.Listener(job_failed=lambda store, job, counts: seen.append((job, dict(counts))))
+    listener = announce.Listener(job_failed=lambda db, job, counts: seen.append((job, dict(counts))))
     announce.register(listener)
     try:
         yield seen
@@ -110,7 +110,7 @@ def test_a_canary_that_succeeds_lets_the_rest_follow_at_the_rising_pace(pg_dsn, 
     """The newest letter is cleared alone first; once it resolved the rest are cleared, spaced by the steps."""
     store = DeadLetterStore.from_dsn(pg_dsn)
     ids = _file(store, fake, 5)
-    job_id = JobStore(store).create(_request(), _letters(store, ids), canary=True)
+    job_id = JobStore(store.db).create(_request(), _letters(store, ids), canary=True)
     driver = _driver(store, fake, on_nap=lambda: _queued_become(fake, "success"))
     told_progress: list[tuple[int, int]] = []
     driver.run_job(job_id, lambda result, done, total: told_progress.append((done, total)))
@@ -146,7 +146,7 @@ def test_a_canary_that_fails_stops_the_job_and_leaves_the_others_untouched(pg_ds
                 if ti["state"] == "queued":
                     ti["state"] = "failed"
 
-    job_id = JobStore(store).create(_request(), _letters(store, ids), canary_letter_id=canary)
+    job_id = JobStore(store.db).create(_request(), _letters(store, ids), canary_letter_id=canary)
     driver = _driver(store, fake, on_nap=fail_again)
     driver.run_job(job_id)
     view = driver.jobs.require(job_id)
@@ -170,7 +170,7 @@ def test_a_canary_whose_outcome_is_never_known_stops_the_job_as_undecided(pg_dsn
     """The canary's task stays queued past the canary timeout: the job stops, the others stay in dlq unclaimed."""
     store = DeadLetterStore.from_dsn(pg_dsn)
     ids = _file(store, fake, 3)
-    job_id = JobStore(store).create(_request(), _letters(store, ids), canary=True)
+    job_id = JobStore(store.db).create(_request(), _letters(store, ids), canary=True)
     driver = _driver(store, fake, canary_timeout=2)
     started = time.monotonic()
     driver.run_job(job_id)
@@ -193,7 +193,7 @@ def test_three_failed_replays_in_a_row_stop_a_job_part_way(pg_dsn, fake, told):
                     ti["state"] = "failed"
         OutcomeSync(store, fake.api(), replay_cap=3).sync_outcomes()
 
-    job_id = JobStore(store).create(_request(), _letters(store, ids), canary=False)
+    job_id = JobStore(store.db).create(_request(), _letters(store, ids), canary=False)
     driver = _driver(store, fake, on_nap=fail_and_tell, rate=60)
     driver.run_job(job_id)
     view = driver.jobs.require(job_id)
@@ -207,7 +207,7 @@ def test_a_driver_dying_while_the_canary_runs_is_continued_by_another(pg_dsn, fa
     """Driver A clears the canary and hangs; after its lease B waits for the same canary (not cleared again) and finishes."""
     store = DeadLetterStore.from_dsn(pg_dsn)
     ids = _file(store, fake, 3)
-    job_id = JobStore(store).create(_request(), _letters(store, ids), canary=True)
+    job_id = JobStore(store.db).create(_request(), _letters(store, ids), canary=True)
     hung, release = threading.Event(), threading.Event()
 
     def hang() -> None:
@@ -218,7 +218,7 @@ def test_a_driver_dying_while_the_canary_runs_is_continued_by_another(pg_dsn, fa
     thread = threading.Thread(target=a.drive_one, daemon=True)
     thread.start()
     assert hung.wait(30)
-    first = JobStore(store).require(job_id)
+    first = JobStore(store.db).require(job_id)
     assert first.job.canary_until is not None and first.job.lease_owner == "a"
     time.sleep(1.5)  # A's lease expires
     _queued_become(fake, "success")
@@ -236,7 +236,7 @@ def test_a_canary_must_be_one_of_the_jobs_letters_and_one_letter_needs_none(pg_d
     """Naming a letter outside the job is refused naming it; a job of one letter has no canary."""
     store = DeadLetterStore.from_dsn(pg_dsn)
     ids = _file(store, fake, 2)
-    jobs = JobStore(store)
+    jobs = JobStore(store.db)
     with pytest.raises(JobError, match=f"canary: letter {ids[1] + 100} is not one"):
         jobs.create(_request(), _letters(store, ids), canary_letter_id=ids[1] + 100)
     alone = jobs.create(_request(), _letters(store, ids[:1]), canary=True)
@@ -247,7 +247,7 @@ def test_the_verdict_counts_resolved_same_cause_and_new_cause(pg_dsn, fake, caps
     """Was it the fix: one letter resolved, one filed again with its root cause, one with another; JSON and CLI say so."""
     store = DeadLetterStore.from_dsn(pg_dsn)
     ids = _file(store, fake, 3)
-    job_id = JobStore(store).create(_request(), _letters(store, ids), canary=False)
+    job_id = JobStore(store.db).create(_request(), _letters(store, ids), canary=False)
     driver = _driver(store, fake)
     driver.run_job(job_id)
     assert driver.jobs.require(job_id).verdict.undecided == 3
@@ -271,9 +271,9 @@ def test_the_json_api_and_the_cli_show_the_canary_the_steps_and_the_stop(pg_dsn,
     """A stopped job's JSON names its canary (failed), the pace steps and the stop; the CLI prints the same."""
     store = DeadLetterStore.from_dsn(pg_dsn)
     ids = _file(store, fake, 2)
-    job_id = JobStore(store).create(_request(), _letters(store, ids), canary=True)
+    job_id = JobStore(store.db).create(_request(), _letters(store, ids), canary=True)
     _driver(store, fake, on_nap=lambda: _queued_become(fake, "failed")).run_job(job_id)
-    shown = JobStore(store).require(job_id).to_json()
+    shown = JobStore(store.db).require(job_id).to_json()
     assert shown["phase"] == "stopped" and shown["canary"]["letter_id"] == ids[1]
     assert shown["pace_steps"][:2] == [{"clears": 1, "per_minute": 1}, {"clears": 5, "per_minute": 5}]
     assert shown["stop_reason"].startswith(f"canary letter {ids[1]} failed")

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 
 from airflow_retry_provider import settings
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.jobs import JobStore
 from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
 from airflow_retry_provider.dlq.store import DeadLetterStore
@@ -137,7 +138,7 @@ def test_a_cancel_between_renew_and_claim_leaves_the_letter_in_dlq(pg_dsn, fake)
     """A cancel that lands after the driver renewed its lease: the claim is refused, the letter stays in dlq as the cancel said."""
     store = DeadLetterStore.from_dsn(pg_dsn)
     letter_id = store.file(support.letter(), replay_cap=3).letter_id
-    jobs = JobStore(store)
+    jobs = JobStore(store.db)
     letter = store.get(letter_id)
     assert letter is not None
     job_id = jobs.create(REQUEST, [letter])
@@ -155,7 +156,7 @@ def test_a_cancel_during_a_clear_closes_its_item_and_the_counts_add_up(pg_dsn, f
     """A job cancelled while one item's clear is in flight: that item is unknown (its replay tells), none stays pending."""
     store = DeadLetterStore.from_dsn(pg_dsn)
     ids = [store.file(support.letter(task_id=t), replay_cap=3).letter_id for t in ("a", "b")]
-    jobs = JobStore(store)
+    jobs = JobStore(store.db)
     job_id = jobs.create(REQUEST, [store.get(i) for i in ids])  # type: ignore[misc]
     assert jobs.claim("driver-1", 60, job_id) is not None
     first = store.get(ids[0])
@@ -227,4 +228,4 @@ def test_a_lease_shorter_than_three_api_timeouts_is_refused_naming_both(monkeypa
     with pytest.raises(ValueError, match=r"replay_lease_seconds=60 and api_timeout_seconds=30"):
         settings.check_all()
     with pytest.raises(ValueError, match=r"replay_lease_seconds must be at least 3 x"):
-        ReplayEngine(DeadLetterStore(lambda: None))
+        ReplayEngine(DeadLetterStore(ProviderDatabase(lambda: None)))

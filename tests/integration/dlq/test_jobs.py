@@ -112,7 +112,7 @@ def test_concurrent_claims_take_one_pace_slot_at_a_time(pg_dsn):
 def test_a_job_is_claimed_by_one_driver_at_a_time_and_resumed_after_its_lease(pg_dsn):
     """SKIP LOCKED: a second driver gets nothing while the lease holds, and the job once it expired."""
     store = DeadLetterStore.from_dsn(pg_dsn)
-    jobs = JobStore(store)
+    jobs = JobStore(store.db)
     letters = [store.get(i) for i in _letters(store, 2)]
     job_id = jobs.create(ReplayRequest("ana", "go", "v1", source="api"), letters)  # type: ignore[arg-type]
     first = jobs.claim("driver-a", lease_seconds=1)
@@ -132,7 +132,7 @@ def test_a_job_is_claimed_by_one_driver_at_a_time_and_resumed_after_its_lease(pg
 def test_a_resumed_job_never_clears_a_letter_claimed_by_the_driver_that_died(pg_dsn):
     """The dead driver's claimed letter is recorded unknown (the sync decides); the rest of the job goes on."""
     store = DeadLetterStore.from_dsn(pg_dsn)
-    jobs = JobStore(store)
+    jobs = JobStore(store.db)
     ids = _letters(store, 2)
     request = ReplayRequest("ana", "go", "v1", source="api")
     job_id = jobs.create(request, [store.get(i) for i in ids])  # type: ignore[misc]
@@ -153,7 +153,7 @@ def test_a_resumed_job_never_clears_a_letter_claimed_by_the_driver_that_died(pg_
 def test_cancel_leaves_unclaimed_letters_in_dlq_and_bad_requests_change_nothing(pg_dsn):
     """Cancelling a queued job marks its letters cancelled (still dlq); an unknown id or a finished job is a clear error."""
     store = DeadLetterStore.from_dsn(pg_dsn)
-    jobs = JobStore(store)
+    jobs = JobStore(store.db)
     ids = _letters(store, 3)
     job_id = jobs.create(ReplayRequest("ana", "go", "v1"), [store.get(i) for i in ids])  # type: ignore[misc]
     assert jobs.cancel(job_id, "bia") == 3
@@ -175,7 +175,7 @@ def test_a_replay_of_a_replaying_letter_is_refused_and_makes_no_job(pg_dsn):
     assert engine.claim(store.get(letter_id), ReplayRequest("ana", "first", "v1")) is not None  # type: ignore[arg-type]
     report = replay_and_wait(engine, ReplayRequest("bia", "second", "v1"), ids=[letter_id])
     assert [(r.outcome, r.detail) for r in report.results] == [("refused", "status is replaying, not dlq")]
-    assert report.job_id is None and JobStore(store).open_ids() == []
+    assert report.job_id is None and JobStore(store.db).open_ids() == []
     assert len(store.replays(letter_id)) == 1
 
 
@@ -226,7 +226,7 @@ def test_three_jobs_in_two_processes_share_one_pace(pg_dsn):
     past its sign-in and drives jobs; the thread here uses a closed port. Either way every clear fails.
     """
     store = DeadLetterStore.from_dsn(pg_dsn)
-    jobs = JobStore(store)
+    jobs = JobStore(store.db)
     for j in range(3):
         ids = _letters(store, 2, prefix=f"j{j}-")
         jobs.create(ReplayRequest(f"op{j}", "pace", "v1", source="api"), [store.get(i) for i in ids])  # type: ignore[misc]

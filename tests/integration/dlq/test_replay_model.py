@@ -34,6 +34,7 @@ from hypothesis.stateful import (
 )
 from psycopg import sql
 
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.driver import ReplayDriver
 from airflow_retry_provider.dlq.jobs import JobError, JobStore
 from airflow_retry_provider.dlq.models import ReplayRequest, split_replayable
@@ -136,7 +137,7 @@ class Process:
         """A new process in its place (a new lease owner); the dead one's leases stay until they expire."""
         self.generation += 1
         self.dead = False
-        self.store = DeadLetterStore(self._connect)
+        self.store = DeadLetterStore(ProviderDatabase(self._connect))
         self.api = self.new_api()
 
     @property
@@ -250,7 +251,7 @@ class ReplayModel(RuleBasedStateMachine):
 
             def cancel() -> None:
                 try:
-                    JobStore(self.person.store).cancel(job_id, "ana")
+                    JobStore(self.person.store.db).cancel(job_id, "ana")
                 except JobError:  # finished meanwhile: the UI says so
                     pass
 
@@ -328,7 +329,7 @@ class ReplayModel(RuleBasedStateMachine):
         ready, _ = split_replayable(engine.select(ids), CAP)
         if ready:
             request = ReplayRequest("ana", "vendor fixed the feed", "v2", downstream=downstream, source="ui")
-            self.person.run(lambda: JobStore(self.person.store).create(request, ready))
+            self.person.run(lambda: JobStore(self.person.store.db).create(request, ready))
 
     @rule(which=st.integers(0, 1), interrupt=interrupts)
     def a_driver_drains(self, which: int, interrupt: Interrupt | None) -> None:

@@ -70,16 +70,3 @@ def test_a_dismissed_letter_failing_again_at_a_newer_try_is_open_work_again(pg_d
     reopened = store.get(letter_id)
     assert reopened is not None and reopened.status == "dlq" and reopened.try_number == 2
     assert reopened.status_reason == "reopened: failed again after dismissal (try 2)"
-
-
-def test_a_pinned_store_runs_every_transaction_on_one_connection(pg_dsn):
-    """A sweep's store opens one connection: every transaction of the block has the same backend."""
-    with DeadLetterStore.from_dsn(pg_dsn).pinned() as store:
-        pids = set()
-        for _ in range(3):
-            with store.transaction() as cur:
-                cur.execute("SELECT pg_backend_pid()")
-                pids.add(cur.fetchone()[0])
-        store.file(support.letter(), replay_cap=3)
-        assert store.get(1) is not None
-    assert len(pids) == 1

@@ -31,7 +31,7 @@ def test_gauges_count_letters_leases_alerts_and_connectors(pg_dsn):
             "VALUES ('w1', now() - interval '1 day', 60, 0, %s), ('w1', now(), 60, 0, %s)",
             (json.dumps([{"connector_id": "c1", "status": "stopped"}]), json.dumps(health)),
         )
-    gauges = read_gauges(store)
+    gauges = read_gauges(store.db)
     assert (gauges["letters.dlq"], gauges["letters.parked"], gauges["letters.replaying"]) == (2, 1, 0)
     assert 7190 < gauges["letters.oldest_dlq_age_seconds"] < 7300
     assert gauges["work_units.lease_expired"] == 1

@@ -10,6 +10,7 @@ import psycopg
 import pytest
 
 from airflow_retry_provider.cli import main
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.maintenance.retention import Retention, RetentionPolicy
 from airflow_retry_provider.reconciliation.report import artifact_paths
@@ -92,7 +93,7 @@ EXPECTED = {
 def test_dry_run_counts_what_a_run_deletes_and_deletes_nothing(seeded):
     """The dry run's counts equal the run's; after the dry run every row is still there."""
     dsn, artifacts = seeded
-    retention = Retention(DeadLetterStore.from_dsn(dsn), RetentionPolicy(batch_size=2), artifacts)
+    retention = Retention(ProviderDatabase.from_dsn(dsn), RetentionPolicy(batch_size=2), artifacts)
     dry = retention.dry_run()
     assert dry.deleted == EXPECTED
     assert _count(dsn, "SELECT count(*) FROM retry_dead_letters") == 6
@@ -104,7 +105,7 @@ def test_dry_run_counts_what_a_run_deletes_and_deletes_nothing(seeded):
 def test_a_run_never_deletes_open_letters_or_latest_reports_and_records_itself(seeded):
     """dlq, parked and replaying letters, recent rows and each workspace's latest report survive; the run and each purge are recorded."""
     dsn, artifacts = seeded
-    Retention(DeadLetterStore.from_dsn(dsn), RetentionPolicy(batch_size=2), artifacts).run()
+    Retention(ProviderDatabase.from_dsn(dsn), RetentionPolicy(batch_size=2), artifacts).run()
     with psycopg.connect(dsn) as conn:
         left = dict(conn.execute("SELECT task_id, status FROM retry_dead_letters").fetchall())
         reports = conn.execute(

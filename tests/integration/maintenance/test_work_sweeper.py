@@ -12,7 +12,7 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.maintenance.work_sweeper import SweeperSettings, WorkSweeper, decide
 from tests.alert_notifiers import RecordingNotifier
 from tests.work_remote import CREATE, DSN_ENV
@@ -65,7 +65,7 @@ def _sweeper(dsn: str, max_attempts: int = 10) -> WorkSweeper:
     settings = SweeperSettings(
         enabled=True, max_attempts=max_attempts, lookup_path="tests.work_remote.lookup"
     )
-    return WorkSweeper(DeadLetterStore.from_dsn(dsn), settings)
+    return WorkSweeper(ProviderDatabase.from_dsn(dsn), settings)
 
 
 def _unit(dsn: str, key: str) -> dict:

@@ -26,6 +26,7 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 from airflow_retry_provider.plugin.app import acting_user_api, create_app
@@ -102,7 +103,7 @@ def airflow_auth(airflow_db, tmp_path_factory) -> Iterator[dict[str, str]]:
                         )
                     )
         create_auth_manager().init()
-        app = create_app(store=DeadLetterStore(lambda: None), driver=False)
+        app = create_app(db=ProviderDatabase(lambda: None), driver=False)
         _mount_auth(app)
         with TestClient(app) as client:
             tokens = {}
@@ -129,7 +130,7 @@ class Ui:
         self.store = DeadLetterStore.from_dsn(dsn)
         closed = f"http://127.0.0.1:{free_port()}"  # Airflow's REST API: nothing listens here
         self.app = create_app(
-            store=self.store,
+            db=self.store.db,
             api_factory=lambda request, token: acting_user_api(closed, token, timeout=5),
             driver_api=lambda: AirflowApi(ApiCredentials(closed, "driver", "pw"), timeout=5),
         )
@@ -485,7 +486,7 @@ def test_jobs_are_read_from_the_table_and_bad_job_requests_change_nothing(ui: Ui
     from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
 
     first, second = ui.file(2)
-    jobs = JobStore(ui.store)
+    jobs = JobStore(ui.store.db)
     job_id = jobs.create(ReplayRequest("cli-user", "from a shell", "v3"), [ui.store.get(first)])  # type: ignore[list-item]
     cancelled = ui.post(f"/api/jobs/{job_id}/cancel", {}, user="ops_a")
     assert cancelled.status_code == 200, cancelled.text
@@ -645,13 +646,13 @@ def test_the_ui_timezone_is_configurable(ui: Ui, monkeypatch: pytest.MonkeyPatch
         "UPDATE retry_dead_letters SET created_at = '2026-11-30T12:00:00Z' WHERE id = %(id)s",
         {"id": letter_id},
     )
-    app = create_app(store=ui.store, driver=False)
+    app = create_app(db=ui.store.db, driver=False)
     _mount_auth(app)
     page = TestClient(app).get("/", headers=ui.headers("admin")).text
     assert ">2026-11-30 21:00:00</time>" in page and "Asia/Tokyo" in page
     monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__UI_TIMEZONE", "Mars/Olympus")
     with pytest.raises(ValueError, match="AIRFLOW__RETRY_PROVIDER__UI_TIMEZONE"):
-        create_app(store=ui.store, driver=False)
+        create_app(db=ui.store.db, driver=False)
 
 
 def test_the_grouped_view_counts_letters_per_root_cause(ui: Ui):
@@ -958,12 +959,12 @@ def test_the_grouped_views_sample_obeys_the_groups_filters(ui: Ui):
 def test_sixteen_threads_claiming_the_same_letters_each_win_once(
     ui: Ui, pg_dsn, monkeypatch: pytest.MonkeyPatch
 ):
-    """16 threads park the same 100 letters through an app on the pooled store: each letter changes once, no error."""
+    """16 threads park the same 100 letters through an app on the pooled database: each letter changes once, no error."""
     from concurrent.futures import ThreadPoolExecutor
 
     ids = ui.file(100, run_id="claim")
     monkeypatch.setenv("AIRFLOW_CONN_RETRY_PROVIDER_DEFAULT", pg_dsn)
-    app = create_app()  # the store of production: built from the connection, on a pool
+    app = create_app()  # the database of production: built from the connection, on a pool
     _mount_auth(app)
     headers = ui.headers("admin")
     with TestClient(app) as client:
@@ -976,6 +977,6 @@ def test_sixteen_threads_claiming_the_same_letters_each_win_once(
         with ThreadPoolExecutor(16) as pool:
             won = [letter_id for changed in pool.map(claim, range(16)) for letter_id in changed]
         app.state.driver_thread.stop()  # its replay driver thread must not outlive the test (it would poll in later dag.test() runs)
-        app.state.store.close()
+        app.state.db.close()
     assert sorted(won) == sorted(ids)
     assert {ui.store.get(i).status for i in ids} == {"parked"}  # type: ignore[union-attr]

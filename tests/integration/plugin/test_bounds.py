@@ -193,7 +193,7 @@ def test_a_third_concurrent_export_of_one_user_is_429_naming_the_limit(ui: Ui):
 
     ui.file(2)
     held = [
-        queries.LetterExport(ui.store, LetterFilter(), ["ui_dag_team_a"], "admin", 10, 2).open()
+        queries.LetterExport(ui.store.db, LetterFilter(), ["ui_dag_team_a"], "admin", 10, 2).open()
         for _ in range(2)
     ]
     try:
@@ -215,7 +215,7 @@ def test_concurrent_exports_share_slots_across_connections(ui: Ui):
 
     def open_one() -> Any:
         try:
-            return queries.LetterExport(ui.store, LetterFilter(), [], "ana", 10, 2).open()
+            return queries.LetterExport(ui.store.db, LetterFilter(), [], "ana", 10, 2).open()
         except queries.ExportsBusy:
             return None
 

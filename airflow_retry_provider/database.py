@@ -1,0 +1,133 @@
+"""The provider's database: where its connections come from, one transaction on one of them, rows as dicts.
+
+Every store (letters, replay jobs, breakers, the ledger) and everything else that reads or writes the
+provider's tables (alerts, maintenance, the plugin's pages, the commands) takes a
+:class:`ProviderDatabase` and runs the named statements of its own ``.sql`` file on it. Connections
+come from the Airflow connection ``retry_provider_default`` (:class:`RetryProviderHook`, with its
+bounded waits), from a ``postgresql://`` DSN, or from a pool (the api-server); :meth:`pinned`
+keeps one connection for a block of transactions (a sweep).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Self
+
+from airflow_retry_provider.sql import transaction
+
+Connect = Callable[[], Any]
+
+DEFAULT_CONN_ID = "retry_provider_default"
+
+
+class ProviderDatabase:
+    """The provider's PostgreSQL: a new connection per transaction, each committed or rolled back.
+
+    :param connect: returns a new DB-API connection (psycopg 3 or psycopg2), e.g.
+        ``RetryProviderHook().get_conn`` or ``lambda: psycopg.connect(dsn)``; or a pool's ``getconn``
+        whose connections go back to the pool on ``close()`` (see :meth:`pooled`).
+    :param close: what :meth:`close` releases (the pool), if anything.
+    """
+
+    def __init__(self, connect: Connect, close: Callable[[], None] | None = None) -> None:
+        self._connect = connect
+        self._close = close
+
+    @classmethod
+    def from_dsn(cls, dsn: str) -> ProviderDatabase:
+        """The database at ``dsn`` (a ``postgresql://`` URI), through psycopg 3."""
+        import psycopg
+
+        return cls(lambda: psycopg.connect(dsn))
+
+    @classmethod
+    def from_conn_id(cls, conn_id: str = DEFAULT_CONN_ID) -> ProviderDatabase:
+        """The database of the Airflow connection ``conn_id``, through :class:`RetryProviderHook`."""
+        from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
+
+        return cls(RetryProviderHook(postgres_conn_id=conn_id).get_conn)
+
+    @classmethod
+    def pooled(cls, conn_id: str = DEFAULT_CONN_ID) -> ProviderDatabase:
+        """For a long-lived, threaded process (the api-server): each transaction borrows its own
+        connection from a pool built on the Airflow connection ``conn_id``."""
+        from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
+
+        pool = RetryProviderHook(postgres_conn_id=conn_id).pool()
+        return cls(pool.getconn, close=pool.close)
+
+    def close(self) -> None:
+        """Release what the database holds (a pool's connections); plain connections hold nothing."""
+        if self._close is not None:
+            self._close()
+
+    @contextmanager
+    def pinned(self) -> Iterator[ProviderDatabase]:
+        """This database on ONE connection for the block (a sweep): each transaction still commits on its own."""
+        conn = self._connect()
+        try:
+            yield ProviderDatabase(lambda: _Pinned(conn))
+        finally:
+            conn.close()
+
+    def connect(self) -> Any:
+        """A new connection, for work that outlives one transaction (an export streaming its rows):
+        the caller ends its transaction and closes it (see :func:`~airflow_retry_provider.sql.transaction`)."""
+        return self._connect()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """A cursor on a new connection: committed when the block ends, rolled back on an error."""
+        with transaction(self._connect()) as conn:
+            yield conn.cursor()
+
+    @staticmethod
+    def rows(cursor: Any) -> list[dict[str, Any]]:
+        """The cursor's remaining rows as dicts by column name."""
+        names = [column[0] for column in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    @staticmethod
+    def one(cursor: Any) -> dict[str, Any] | None:
+        """The cursor's next row as a dict by column name (as it is from a cursor that returns dicts);
+        None when there is none."""
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        if isinstance(row, Mapping):
+            return dict(row)
+        return dict(zip([column[0] for column in cursor.description], row, strict=True))
+
+
+class _Pinned:
+    """A connection shared by a pinned database's transactions: closing it is left to ``pinned()``."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    def close(self) -> None:
+        """Kept open for the next transaction of the block."""
+
+
+class Store:
+    """A store of some of the provider's tables: it runs the statements of its own ``.sql`` file on :attr:`db`.
+
+    :param db: the provider's database.
+    """
+
+    def __init__(self, db: ProviderDatabase) -> None:
+        self.db = db
+
+    @classmethod
+    def from_dsn(cls, dsn: str, **kwargs: Any) -> Self:
+        """The store on :meth:`ProviderDatabase.from_dsn`; ``kwargs`` go to the store's constructor."""
+        return cls(ProviderDatabase.from_dsn(dsn), **kwargs)
+
+    @classmethod
+    def from_conn_id(cls, conn_id: str = DEFAULT_CONN_ID, **kwargs: Any) -> Self:
+        """The store on :meth:`ProviderDatabase.from_conn_id`; ``kwargs`` go to the store's constructor."""
+        return cls(ProviderDatabase.from_conn_id(conn_id), **kwargs)
