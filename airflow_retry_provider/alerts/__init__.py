@@ -2,11 +2,12 @@
 
 ``after_filing`` runs where a letter is filed (the failure callback, the sweeper): it queues
 what deserves a message in the PostgreSQL outbox and sends it at once; it never raises, so
-alerting cannot fail the task. The dead-letter queue does not call it by name: it announces
-"filed", "parked" and "job failed" (``dlq/announce.py``) and this module listens (registered at
-the bottom, when it is imported). ``run_alerts`` (the sweeper DAG) sends the summaries of ended
-windows and retries every message a notifier failed to send. Every function takes the provider's
-database (:class:`~airflow_retry_provider.database.ProviderDatabase`).
+alerting cannot fail the task. Neither the dead-letter queue nor the breakers call this module by
+name: they announce (a letter filed or parked, a replay job failed, a fix deployed, a dependency
+down or recovered) through the provider's one registry, ``announce.py``, and this module listens
+(registered once, at the bottom, when it is imported). ``run_alerts`` (the sweeper DAG) sends the
+summaries of ended windows and retries every message a notifier failed to send. Every function
+takes the provider's database (:class:`~airflow_retry_provider.database.ProviderDatabase`).
 """
 
 from __future__ import annotations
@@ -15,14 +16,12 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from airflow_retry_provider import metrics
+from airflow_retry_provider import announce, metrics
 from airflow_retry_provider.alerts import messages
 from airflow_retry_provider.alerts.messages import Alert, Impact
 from airflow_retry_provider.alerts.notifiers import AlertSettings, load_settings
 from airflow_retry_provider.alerts.outbox import AlertOutbox, Delivery, safe_error
-from airflow_retry_provider.breaker import announce as breaker_announce
 from airflow_retry_provider.database import ProviderDatabase
-from airflow_retry_provider.dlq import announce
 
 __all__ = [
     "Alert",
@@ -186,10 +185,6 @@ announce.register(
         parked=_letter_parked,
         job_failed=_replay_job_failed,
         fix_deployed=_in_transaction(messages.fix_deployed),  # queued with the notice, in its transaction
-    )
-)
-breaker_announce.register(
-    breaker_announce.Listener(
         down=_in_transaction(messages.dependency_down),  # queued with the breaker's transition
         recovered=_in_transaction(messages.dependency_recovered),
     )

@@ -1,34 +1,28 @@
-"""Who is told when a dependency goes down and when it recovers: the breaker announces, listeners act.
+"""What the breakers announce: a dependency down, and recovered.
 
-The breaker does not import who listens (the alerts do, ``alerts/__init__.py``), the way
-``dlq/announce.py`` lets the dead-letter queue announce a letter. A listener is called inside the
-transaction that made the transition, with its cursor, under the dependency's row lock: what it
-writes there (the alert outbox's rows) commits with the transition or not at all, so an outage is
-told once however many workers race on it. It may return an action to run after the commit (the
-alerts send what they queued). The default listeners are the modules in ``DEFAULT_LISTENERS``,
-imported on the first announcement. Announcing never raises: a listener's error is logged.
+The breaker does not import who listens: it tells the listeners of the provider's one registry
+(:mod:`airflow_retry_provider.announce`, where the alerts register), as the dead-letter queue does.
+A listener is called inside the transaction that made the transition, with its cursor, under the
+dependency's row lock, each inside a savepoint: what it writes there (the alert outbox's rows)
+commits with the transition or not at all, so an outage is told once however many workers race on
+it, and a listener that fails leaves nothing behind. It may return an action to run after the
+commit (the alerts send what they queued). Announcing never raises: a listener's error is logged.
 """
 
 from __future__ import annotations
 
-import importlib
-import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from airflow_retry_provider import announce
+from airflow_retry_provider.announce import AfterCommit
 from airflow_retry_provider.breaker.sql import query
 
 if TYPE_CHECKING:
     from airflow_retry_provider.database import ProviderDatabase
-
-log = logging.getLogger(__name__)
-
-DEFAULT_LISTENERS = ("airflow_retry_provider.alerts",)
-"""Modules that register their listeners when imported."""
-
-AfterCommit = Callable[[], Any]
 
 
 @dataclass(frozen=True)
@@ -72,67 +66,19 @@ class Outage:
     id: int = 0
 
 
-@dataclass(frozen=True)
-class Listener:
-    """What one listener wants to hear; each hook gets ``(cursor, outage, db)``.
+def tell(
+    event: Literal["down", "recovered"], cur: Any, outage: Outage, db: ProviderDatabase
+) -> list[AfterCommit]:
+    """Call each listener's ``event`` hook in the caller's transaction, each in a savepoint; the actions to run after it."""
 
-    :param down: the outage is told as begun: at its first probe (one cool-down after opening, when
-        the tasks that tried meanwhile are held), when a person forces it open, or when it ends
-        before either.
-    :param recovered: the outage ended: the probe succeeded, or a person forced the breaker closed.
-    """
-
-    down: Callable[[Any, Outage, ProviderDatabase], AfterCommit | None] | None = None
-    recovered: Callable[[Any, Outage, ProviderDatabase], AfterCommit | None] | None = None
-
-
-_listeners: list[Listener] = []
-_defaults_loaded = False
-
-
-def register(listener: Listener) -> None:
-    """Add ``listener`` (once: registering the same one again changes nothing)."""
-    if listener not in _listeners:
-        _listeners.append(listener)
-
-
-def listeners() -> tuple[Listener, ...]:
-    """The registered listeners, the default ones imported first."""
-    global _defaults_loaded
-    if not _defaults_loaded:
-        _defaults_loaded = True
-        for module in DEFAULT_LISTENERS:
-            try:
-                importlib.import_module(module)
-            except Exception:  # a listener that cannot load must not stop the breaker
-                log.exception("airflow-retry-provider: could not load the listeners of %s", module)
-    return tuple(_listeners)
-
-
-def tell(event: str, cur: Any, outage: Outage, db: ProviderDatabase) -> list[AfterCommit]:
-    """Call each listener's ``event`` hook in the caller's transaction; the actions to run after it."""
-    later: list[AfterCommit] = []
-    for listener in listeners():
-        hook = getattr(listener, event)
-        if hook is None:
-            continue
+    @contextmanager
+    def savepoint() -> Iterator[None]:
         cur.execute(query("listener_savepoint"))
         try:
-            action = hook(cur, outage, db)
-        except Exception:  # the transition happened whatever a listener makes of it
-            cur.execute(query("listener_rollback"))
-            log.exception("airflow-retry-provider: a listener of %r failed", event)
-            continue
-        cur.execute(query("listener_release"))
-        if action is not None:
-            later.append(action)
-    return later
-
-
-def run_after_commit(actions: Sequence[AfterCommit]) -> None:
-    """Run what the listeners asked for once the transition committed; never raises."""
-    for action in actions:
-        try:
-            action()
+            yield
         except Exception:
-            log.exception("airflow-retry-provider: an action after a breaker transition failed")
+            cur.execute(query("listener_rollback"))
+            raise
+        cur.execute(query("listener_release"))
+
+    return announce.tell(event, cur, outage, db, each=savepoint)

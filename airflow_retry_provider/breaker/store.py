@@ -15,8 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from airflow_retry_provider import metrics
+from airflow_retry_provider.announce import AfterCommit, run_after_commit
 from airflow_retry_provider.breaker import announce
-from airflow_retry_provider.breaker.announce import AfterCommit, Outage
+from airflow_retry_provider.breaker.announce import Outage
 from airflow_retry_provider.breaker.sql import query
 from airflow_retry_provider.database import ProviderDatabase, Store
 from airflow_retry_provider.policy import breaker as machine
@@ -202,7 +203,7 @@ class BreakerStore(Store):
                 {"dependency": dependency, "window_seconds": settings.window_seconds},
             )
             hot = bool(_one(cur)["hot"]) or after.status != machine.CLOSED
-        announce.run_after_commit(later)
+        run_after_commit(later)
         return Verdict(admission, hot, held_since, expired)
 
     def _hold(
@@ -270,7 +271,7 @@ class BreakerStore(Store):
                 why = f"the probe failed for another reason: {reason}"
                 calls = 0
             later = self._save(cur, dependency, before, after, key, why, calls)
-        announce.run_after_commit(later)
+        run_after_commit(later)
         return after
 
     def record_success(self, dependency: str, key: str) -> Breaker:
@@ -280,7 +281,7 @@ class BreakerStore(Store):
             cur.execute(query("record_call"), {"dependency": dependency, "failures": 0})
             after = machine.after_success(before, key)
             later = self._save(cur, dependency, before, after, key, "the probe succeeded")
-        announce.run_after_commit(later)
+        run_after_commit(later)
         return after
 
     def force(self, dependency: str, state: Forced | None, actor: str, reason: str) -> Breaker:
@@ -291,7 +292,7 @@ class BreakerStore(Store):
             before, now = self._locked(cur, dependency)
             after = machine.force(before, state, now)
             later = self._save(cur, dependency, before, after, actor, reason or "(no reason given)")
-        announce.run_after_commit(later)
+        run_after_commit(later)
         return after
 
     def statuses(self) -> list[BreakerStatus]:

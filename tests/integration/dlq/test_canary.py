@@ -15,8 +15,8 @@ from typing import Any
 import psycopg
 import pytest
 
+from airflow_retry_provider import announce
 from airflow_retry_provider.cli import main
-from airflow_retry_provider.dlq import announce
 from airflow_retry_provider.dlq.driver import ReplayDriver
 from airflow_retry_provider.dlq.jobs import JobError, JobStore, step_rate
 from airflow_retry_provider.dlq.models import ReplayRequest
