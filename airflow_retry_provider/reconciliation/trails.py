@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.reconciliation.health import (
     DEFAULT_WINDOW,
     DEGRADED_ERROR_RATE,
@@ -52,8 +53,7 @@ def fetch_all(conn: Any, name: str, params: Mapping[str, Any]) -> list[dict[str,
     cursor = conn.cursor()
     try:
         cursor.execute(query(name), params)
-        names = [column[0] for column in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        return ProviderDatabase.rows(cursor)
     finally:
         cursor.close()
 

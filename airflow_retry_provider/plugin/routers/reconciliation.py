@@ -36,8 +36,9 @@ from airflow_retry_provider.plugin.deps import DatabaseDep, TimeZoneDep
 from airflow_retry_provider.plugin.rendering import page
 from airflow_retry_provider.plugin.rendering import query as query_string
 from airflow_retry_provider.plugin.svg import Point, Series, line_chart
+from airflow_retry_provider.reconciliation import trails
 from airflow_retry_provider.reconciliation.models import LAYERS, ConnectorHealth, Finding, format_timestamp
-from airflow_retry_provider.reconciliation.sql import query
+from airflow_retry_provider.sql import transaction
 
 __all__ = ["RECONCILIATION_DAG_ID", "HistoryEntry", "Report", "ReportViews", "router"]
 
@@ -130,21 +131,24 @@ class ShownFinding:
 
 
 class ReportViews:
-    """The pages' reads, on one cursor of the provider's database; each filters by workspace id."""
+    """The pages' reads, on one connection of the provider's database; each filters by workspace id.
 
-    def __init__(self, cursor: Any) -> None:
-        self._cursor = cursor
+    The statements are the reconciliation's (``reconciliation/sql/queries.sql``), run by
+    :func:`~airflow_retry_provider.reconciliation.trails.fetch_all`.
+    """
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
 
     @classmethod
     @contextmanager
     def reading(cls, db: ProviderDatabase) -> Iterator["ReportViews"]:
         """Views on one connection and one transaction of the database (as ``LetterViews.reading``)."""
-        with db.transaction() as cursor:
-            yield cls(cursor)
+        with transaction(db.connect()) as conn:
+            yield cls(conn)
 
     def _fetch(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        self._cursor.execute(query(name), params)
-        return ProviderDatabase.rows(self._cursor)
+        return trails.fetch_all(self._conn, name, params)
 
     def workspaces(self) -> list[str]:
         """Every workspace with a stored report, in code point order."""
