@@ -34,6 +34,7 @@ VENV_BIN = Path(sys.executable).parent
 TEMPLATE_DB = f"arp_template_{os.getpid()}"
 METADATA_DB = f"arp_airflow_{os.getpid()}"
 PROVIDER_DB = f"arp_provider_{os.getpid()}"
+METADATA_TEMPLATE_DB = f"arp_meta_template_{os.getpid()}"
 
 TEST_DAGS = REPO / "tests" / "dag_files"
 
@@ -96,7 +97,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
         assert isinstance(server, PostgresServer)
         if server.process is None:  # an external server: drop what we created
-            for name in (METADATA_DB, PROVIDER_DB, TEMPLATE_DB):
+            for name in (METADATA_DB, PROVIDER_DB, TEMPLATE_DB, METADATA_TEMPLATE_DB):
                 try:
                     server.drop_database(name)
                 except Exception as exc:  # report, but never hide the test result
@@ -117,6 +118,33 @@ class RunningAirflow:
     metadata_dsn: str
 
 
+def migrated_metadata_template(pg_server: Any) -> str:
+    """A database holding Airflow's migrated schema, made once per test process.
+
+    ``airflow db migrate`` on an empty database costs tens of seconds on these machines; every stack
+    of the process copies this one instead (``CREATE DATABASE ... TEMPLATE``), which takes a second.
+    What the migration writes besides the schema (the default pool, the log template) follows the
+    settings no test stack changes.
+    """
+    if not _state.get("metadata_template"):
+        pg_server.create_database(METADATA_TEMPLATE_DB)
+        env = {
+            **os.environ,
+            "AIRFLOW_HOME": tempfile.mkdtemp(prefix="arp-migrate-home-"),
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": pg_server.sqlalchemy_url(METADATA_TEMPLATE_DB),
+        }
+        result = subprocess.run(
+            [str(VENV_BIN / "airflow"), "db", "migrate"], env=env, capture_output=True, text=True, timeout=600
+        )
+        shutil.rmtree(env["AIRFLOW_HOME"], ignore_errors=True)
+        if result.returncode != 0:
+            raise RuntimeError(
+                f"airflow db migrate failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+            )
+        _state["metadata_template"] = METADATA_TEMPLATE_DB
+    return METADATA_TEMPLATE_DB
+
+
 @contextmanager
 def running_airflow(
     pg_server: Any,
@@ -130,8 +158,8 @@ def running_airflow(
 ) -> Iterator[RunningAirflow]:
     """A real Airflow (scheduler, dag-processor, api-server with two workers, triggerer; LocalExecutor) for a test module.
 
-    Its metadata and provider databases are fresh databases of the session's PostgreSQL (the
-    provider one from the template, so it has the schema); it sees dags/ and tests/dag_files.
+    Its metadata and provider databases are fresh databases of the session's PostgreSQL, copied from
+    templates that hold Airflow's migrated schema and the provider's; it sees dags/ and tests/dag_files.
     ``prepare(provider_dsn)`` seeds data before the stack starts; ``stack_options`` go to
     :class:`AirflowStack` (e.g. a Celery ``broker_url``); ``before_start(stack)`` runs on the migrated
     metadata database before any component starts. On exit every process is
@@ -141,7 +169,7 @@ def running_airflow(
 
     suffix = uuid.uuid4().hex[:8]
     metadata_db, provider_db = f"arp_{name}_meta_{suffix}", f"arp_{name}_prov_{suffix}"
-    pg_server.create_database(metadata_db)
+    pg_server.create_database(metadata_db, template=migrated_metadata_template(pg_server))
     provider_dsn = pg_server.create_database(provider_db, template=TEMPLATE_DB)
     stack = AirflowStack(
         home=home,
@@ -159,7 +187,6 @@ def running_airflow(
     try:
         if prepare is not None:
             prepare(provider_dsn)
-        stack.migrate()
         if before_start is not None:
             before_start(stack)
         stack.start()
@@ -196,9 +223,9 @@ def provider_conn(pg_dsn, monkeypatch) -> str:
 
 
 @pytest.fixture(scope="session")
-def airflow_db() -> None:
-    """Airflow's metadata database, migrated once per session (``airflow db migrate``)."""
-    subprocess.run([str(VENV_BIN / "airflow"), "db", "migrate"], check=True, capture_output=True)
+def airflow_db(pg_server) -> None:
+    """Airflow's metadata database, migrated once per session: a copy of the migrated template."""
+    pg_server.create_database(METADATA_DB, template=migrated_metadata_template(pg_server))
 
 
 def run_airflow_cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -166,7 +166,14 @@ ARTIFACTS = REPO / "tests" / "artifacts"  # screenshots of the browser tests
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Headless Debian Chromium through Playwright, with a fresh profile; closed at the end."""
+    """Headless Debian Chromium through Playwright, with a fresh profile; closed at the end.
+
+    An assertion on a page waits up to 30 s (Playwright's default is 5 s), the time a page of a
+    stack on a loaded 2-core machine may take, as the pages' own actions do (``signed_in_page``).
+    """
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=30_000)
     with chromium() as context:
         yield context
 
