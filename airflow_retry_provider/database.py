@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Self
+from typing import Any, TypeVar
 
 from airflow_retry_provider.sql import transaction
 
 Connect = Callable[[], Any]
+AnyStore = TypeVar("AnyStore", bound="Store")  # typing.Self is Python 3.11+; the package supports 3.10
 
 DEFAULT_CONN_ID = "retry_provider_default"
 
@@ -123,11 +124,11 @@ class Store:
         self.db = db
 
     @classmethod
-    def from_dsn(cls, dsn: str, **kwargs: Any) -> Self:
+    def from_dsn(cls: type[AnyStore], dsn: str, **kwargs: Any) -> AnyStore:
         """The store on :meth:`ProviderDatabase.from_dsn`; ``kwargs`` go to the store's constructor."""
         return cls(ProviderDatabase.from_dsn(dsn), **kwargs)
 
     @classmethod
-    def from_conn_id(cls, conn_id: str = DEFAULT_CONN_ID, **kwargs: Any) -> Self:
+    def from_conn_id(cls: type[AnyStore], conn_id: str = DEFAULT_CONN_ID, **kwargs: Any) -> AnyStore:
         """The store on :meth:`ProviderDatabase.from_conn_id`; ``kwargs`` go to the store's constructor."""
         return cls(ProviderDatabase.from_conn_id(conn_id), **kwargs)
