@@ -6,8 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airflow_retry_provider.policy import DEFAULT_RULES, MessagePattern, fnv1a_32
-from airflow_retry_provider.policy.backoff import _attempt_hash
+from airflow_retry_provider.policy import DEFAULT_RULES, MessagePattern
 from airflow_retry_provider.policy.engine import Pattern, PatternError, pattern
 from airflow_retry_provider.policy.evidence import (
     Evidence,
@@ -133,13 +132,3 @@ def test_only_plain_exceptions_are_bare() -> None:
     assert not _bare(_Property("x"))
     assert not _bare(_Dynamic("y"))
     assert not _bare(_with(KeyError("k"), note="anything in __dict__"))
-
-
-@given(st.text(max_size=80), st.integers(min_value=1, max_value=10**6))
-def test_the_seed_hashed_once_gives_each_attempt_the_hash_of_the_whole(seed: str, attempt: int) -> None:
-    try:
-        data = f"{seed}#{attempt}".encode()
-    except UnicodeEncodeError:  # a lone surrogate: neither way can hash it
-        return
-    assert _attempt_hash(seed, attempt) == fnv1a_32(data)
-    assert _attempt_hash(seed, attempt) == fnv1a_32(data)  # remembered
