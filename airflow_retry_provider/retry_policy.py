@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
-from airflow.sdk import RetryDecision, RetryPolicy
+from airflow.sdk import RetryAction, RetryDecision, RetryPolicy
 
 from airflow_retry_provider import metrics
 from airflow_retry_provider.callbacks import with_callback
@@ -197,11 +197,12 @@ class ClassifiedRetryPolicy(RetryPolicy):
             return RetryDecision.fail(reason[:MAX_REASON_CHARS])
         decision = evaluation.decision
         cls = evaluation.classification
+        # the constructor, positional: the classmethods add a call and three keywords
         if isinstance(decision, Retry):
             metrics.decision(cls.failure_class, cls.category, "retry")
-            return RetryDecision.retry(decision.delay, reason)
+            return RetryDecision(RetryAction.RETRY, decision.delay, reason)
         metrics.decision(cls.failure_class, decision.category, "dead_letter")
-        return RetryDecision.fail(reason)
+        return RetryDecision(RetryAction.FAIL, None, reason)
 
     def serialize(self) -> dict[str, Any]:
         return {
@@ -229,8 +230,10 @@ class ClassifiedRetryPolicy(RetryPolicy):
             retries = max_tries  # no context: assume the first generation
         attempt = max(1, try_number - max(0, max_tries - retries))
         max_attempts = self.max_attempts or retries + 1
+        # whether the work is safe to repeat decides only an unknown outcome (rule 2)
+        unknown = classification.failure_class == "unknown"
         decision: Retry | DeadLetter | None = dead_letter_at_once(
-            classification, attempt, max_attempts, self.is_safe_to_repeat(context)
+            classification, attempt, max_attempts, unknown and self.is_safe_to_repeat(context)
         )
         deadline = None
         if decision is None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from airflow_retry_provider.policy import DEFAULT_RULES, MessagePattern
+from airflow_retry_provider.policy.decide import MAX_REASON_CHARS, format_timestamp
 from airflow_retry_provider.policy.engine import Pattern, PatternError, pattern
 from airflow_retry_provider.policy.evidence import (
     Evidence,
@@ -16,6 +19,7 @@ from airflow_retry_provider.policy.evidence import (
     _http_status,
     _sqlstate,
 )
+from airflow_retry_provider.policy.tries import _leading_tags_end, tag_reason
 
 COST_LIMIT = next(rule for rule in DEFAULT_RULES if rule.category == "cost-limit-exceeded")
 assert isinstance(COST_LIMIT, MessagePattern)
@@ -132,3 +136,44 @@ def test_only_plain_exceptions_are_bare() -> None:
     assert not _bare(_Property("x"))
     assert not _bare(_Dynamic("y"))
     assert not _bare(_with(KeyError("k"), note="anything in __dict__"))
+
+
+def _tagged_the_long_way(reason: str, rule: str, profile: str | None, deadline: datetime | None) -> str:
+    """tag_reason as it was written first: a list of parts joined by one space."""
+    tags = [f"[rule {rule}]"]
+    if profile:
+        tags.append(f"[profile {profile}]")
+    if deadline is not None:
+        tags.append(f"[deadline {format_timestamp(deadline)}]")
+    cut = _leading_tags_end(reason)
+    parts = (reason[:cut].rstrip(), *tags, reason[cut:].lstrip())
+    tagged = " ".join([part for part in parts if part])
+    return tagged if len(tagged) <= MAX_REASON_CHARS else tagged[: MAX_REASON_CHARS - 1] + "…"
+
+
+REASON_PIECES = [
+    "[attempt 2/3]",
+    "[after 2026-11-30T10:05:00Z]",
+    "[attempt 1",
+    " ",
+    "  ",
+    "\t",
+    "x",
+    "]",
+    "m" * 300,
+]
+
+
+@given(
+    st.lists(st.sampled_from(REASON_PIECES), max_size=6).map("".join),
+    st.sampled_from(["r", "http-429"]),
+    st.sampled_from([None, "", "report"]),
+    st.sampled_from([None, datetime(2026, 12, 1, 12, tzinfo=timezone.utc)]),
+)
+def test_tag_reason_gives_what_the_list_and_join_gave(
+    reason: str, rule: str, profile: str | None, deadline: datetime | None
+) -> None:
+    """Tags built in place give the text the list-and-join version gave, cap included."""
+    assert tag_reason(reason, rule, profile, deadline) == _tagged_the_long_way(
+        reason, rule, profile, deadline
+    )
