@@ -17,6 +17,7 @@ or SQLAlchemy: it reads what their exceptions carry, by attribute and by type na
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -26,7 +27,7 @@ from typing import NamedTuple
 
 _HTTP_STATUS_ATTRIBUTES = ("status_code", "status", "code")
 _SQLSTATE_ATTRIBUTES = ("sqlstate", "pgcode")
-_ERROR_CODE_PATTERN = r"[A-Za-z][A-Za-z0-9_.-]{0,127}"  # anchored, bounded: `re` compiles it on first use
+_ERROR_CODE_PATTERN = r"[A-Za-z][A-Za-z0-9_.-]{0,127}"  # matched whole, bounded; compiled on first use
 RETRY_AFTER_STATUSES = frozenset({429, 503})
 """The statuses whose ``Retry-After`` header is honoured."""
 MAX_RETRY_AFTER_SECONDS = 7 * 86_400
@@ -118,8 +119,9 @@ def _plain_type(cls: type) -> bool:
 
 def _bare(exc: BaseException) -> bool:
     """Whether ``getattr(exc, name, None)`` is None for every attribute Evidence reads: its class is
-    plain and its ``__dict__`` is empty (a ``ConnectionResetError``, a ``KeyError``)."""
-    return _plain_type(type(exc)) and not exc.__dict__
+    plain and its ``__dict__`` holds none of them (a ``ConnectionResetError``, a ``KeyError``, an
+    exception with notes)."""
+    return _plain_type(type(exc)) and _READ.isdisjoint(exc.__dict__)
 
 
 def retry_after(exc: BaseException, now: datetime) -> timedelta | None:
@@ -134,8 +136,7 @@ def retry_after(exc: BaseException, now: datetime) -> timedelta | None:
         return None
     value = value.strip()
     if value.isdigit():
-        seconds = min(int(value), MAX_RETRY_AFTER_SECONDS)
-        return timedelta(seconds=seconds)
+        return timedelta(0, min(int(value), MAX_RETRY_AFTER_SECONDS))  # positional: keywords cost more
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
@@ -153,7 +154,9 @@ def _header(headers: object, name: str) -> object:
     try:
         value = headers.get(name)  # type: ignore[attr-defined]
         if value is None and isinstance(headers, Mapping):
-            value = next((v for k, v in headers.items() if str(k).lower() == name), None)
+            for key, found in headers.items():  # a plain dict keeps the sender's case
+                if str(key).lower() == name:
+                    return found
     except Exception:  # exotic headers objects: treat as absent
         return None
     return value
@@ -203,11 +206,17 @@ def _http_status(exc: BaseException, response: object) -> int | None:
     return _as_status(_attribute(response, "status_code"))
 
 
+@functools.cache
+def _error_code_pattern() -> re.Pattern[str]:
+    """_ERROR_CODE_PATTERN compiled on first use (``re.fullmatch`` would look it up in re's cache each time)."""
+    return re.compile(_ERROR_CODE_PATTERN)
+
+
 def _error_code(response: object) -> str | None:
     if response is None:  # most exceptions: no isinstance(None, Mapping), which is slow
         return None
     code = _item(response, "Error", "Code")
-    return code if isinstance(code, str) and re.fullmatch(_ERROR_CODE_PATTERN, code) else None
+    return code if isinstance(code, str) and _error_code_pattern().fullmatch(code) else None
 
 
 def _as_sqlstate(value: object) -> str | None:

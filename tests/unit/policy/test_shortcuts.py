@@ -108,6 +108,7 @@ EXCEPTIONS = [
     _Slotted(),
     _Raising("z"),
     _with(RuntimeError("429"), status=429),
+    _with(RuntimeError("noted"), note="an attribute Evidence does not read"),
     _with(RuntimeError("db"), orig=_with(Exception("deadlock"), sqlstate="40p01")),
     _with(
         RuntimeError("s3"),
@@ -131,11 +132,13 @@ def test_evidence_without_reading_attributes_is_the_evidence_read(exc: BaseExcep
 
 
 def test_only_plain_exceptions_are_bare() -> None:
+    """Bare: a plain class, and no attribute Evidence reads in the instance's __dict__."""
     assert _bare(ConnectionResetError(104, "reset"))
     assert not _bare(SystemExit(3))
     assert not _bare(_Property("x"))
     assert not _bare(_Dynamic("y"))
-    assert not _bare(_with(KeyError("k"), note="anything in __dict__"))
+    assert _bare(_with(KeyError("k"), note="nothing Evidence reads"))
+    assert not _bare(_with(KeyError("k"), status=429))
 
 
 def _tagged_the_long_way(reason: str, rule: str, profile: str | None, deadline: datetime | None) -> str:
