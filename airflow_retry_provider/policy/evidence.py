@@ -121,7 +121,8 @@ def _bare(exc: BaseException) -> bool:
     """Whether ``getattr(exc, name, None)`` is None for every attribute Evidence reads: its class is
     plain and its ``__dict__`` holds none of them (a ``ConnectionResetError``, a ``KeyError``, an
     exception with notes)."""
-    return _plain_type(type(exc)) and _READ.isdisjoint(exc.__dict__)
+    attributes = exc.__dict__
+    return _plain_type(type(exc)) and (not attributes or _READ.isdisjoint(attributes))
 
 
 def retry_after(exc: BaseException, now: datetime) -> timedelta | None:
