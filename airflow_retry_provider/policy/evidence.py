@@ -236,4 +236,5 @@ def _sqlstate(exc: object) -> str | None:
             continue
         if value is not None and (state := _as_sqlstate(value)) is not None:
             return state
-    return _as_sqlstate(_attribute(_attribute(exc, "diag"), "sqlstate"))
+    diag = _attribute(exc, "diag")
+    return None if diag is None else _as_sqlstate(_attribute(diag, "sqlstate"))  # most: no diag
