@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping  # isinstance against it is a Python call: a dict is checked by type first
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 from typing import NamedTuple
@@ -60,13 +60,15 @@ class Evidence(NamedTuple):
         if _bare(exc):  # most failures: no attribute to read, so none is looked up
             return cls(exc, type_names(type(exc)), message, None, None, None)
         response = _attribute(exc, "response")
+        # one Mapping check for both readers (against the ABC it is a Python call)
+        parsed = response is not None and (type(response) is dict or isinstance(response, Mapping))
         return cls(
             exc,
             type_names(type(exc)),
             message,
-            _http_status(exc, response),
+            _http_status(exc, response, parsed),
             _sqlstate(exc) or _sqlstate(_attribute(exc, "orig")),
-            _error_code(response),
+            _error_code(response) if parsed else None,  # only a mapping has Error.Code
         )
 
 
@@ -154,7 +156,7 @@ def _header(headers: object, name: str) -> object:
         return None
     try:
         value = headers.get(name)  # type: ignore[attr-defined]
-        if value is None and isinstance(headers, Mapping):
+        if value is None and (type(headers) is dict or isinstance(headers, Mapping)):
             for key, found in headers.items():  # a plain dict keeps the sender's case
                 if str(key).lower() == name:
                     return found
@@ -176,7 +178,7 @@ def _attribute(obj: object, name: str) -> object:
 def _item(obj: object, *keys: str) -> object:
     """``obj[k1][k2]...`` through plain mappings, else None."""
     for key in keys:
-        if not isinstance(obj, Mapping):
+        if type(obj) is not dict and not isinstance(obj, Mapping):  # a dict without the ABC's call
             return None
         obj = obj.get(key)
     return obj
@@ -192,7 +194,9 @@ def _as_status(value: object) -> int | None:
     return None
 
 
-def _http_status(exc: BaseException, response: object) -> int | None:
+def _http_status(exc: BaseException, response: object, parsed: bool | None = None) -> int | None:
+    """The HTTP status ``exc`` or its ``response`` carries; ``parsed``: whether ``response`` is a
+    mapping (botocore's parsed response), when the caller knows it already."""
     for name in _HTTP_STATUS_ATTRIBUTES:
         try:  # _attribute, inline: it runs for every exception of a chain
             value = getattr(exc, name, None)
@@ -202,7 +206,9 @@ def _http_status(exc: BaseException, response: object) -> int | None:
             return status
     if response is None:
         return None
-    if isinstance(response, Mapping):  # botocore: the parsed response
+    if parsed is None:
+        parsed = type(response) is dict or isinstance(response, Mapping)
+    if parsed:  # botocore: the parsed response
         return _as_status(_item(response, "ResponseMetadata", "HTTPStatusCode"))
     return _as_status(_attribute(response, "status_code"))
 
