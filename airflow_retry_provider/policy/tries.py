@@ -48,12 +48,13 @@ def tag_reason(reason: str, rule: str, profile: str | None = None, deadline: dat
 def _leading_tags_end(reason: str) -> int:
     """Where the leading ``[attempt ...]`` and ``[after ...]`` tags of ``reason`` end (0: none)."""
     end = 0
-    while reason.startswith(("[attempt ", "[after "), end):
+    # a slice before startswith: str.startswith with a start parses its arguments the slow way
+    while reason[end : end + 1] == "[" and reason.startswith(("[attempt ", "[after "), end):
         close = reason.find("]", end)
         if close < 0:
             break
         end = close + 1
-        if reason.startswith(" ", end):
+        if reason[end : end + 1] == " ":
             end += 1
     return end
 
