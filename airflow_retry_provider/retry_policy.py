@@ -173,21 +173,13 @@ class ClassifiedRetryPolicy(RetryPolicy):
         context: Any = None,
     ) -> RetryDecision:
         try:
-            evaluation = self.assess(exception, try_number, max_tries, context)
-            deadline = evaluation.deadline
+            cls, decision, _, _, deadline = self.assess(exception, try_number, max_tries, context)
             if deadline is None and self.deadline is not None:  # not read by the decision
                 deadline = self.deadline_for(context)
             # redacted by the core; masked like a letter (Airflow keeps it on the task instance and
             # shows it in the Retries tab); NUL or a lone surrogate would make Airflow's row fail
             reason = storable(
-                mask(
-                    tag_reason(
-                        evaluation.decision.reason,
-                        evaluation.classification.rule,
-                        self._profile_as_configured(),
-                        deadline,
-                    )
-                )
+                mask(tag_reason(decision.reason, cls.rule, self._profile_as_configured(), deadline))
             )
         except Exception as exc:  # never let Airflow fall back to blind retries
             log.exception("airflow-retry-provider: retry policy failed; failing the task for review")
@@ -195,8 +187,6 @@ class ClassifiedRetryPolicy(RetryPolicy):
                 f"[policy error] {type(exc).__name__}: the retry policy could not decide; sent for review"
             )
             return RetryDecision.fail(reason[:MAX_REASON_CHARS])
-        decision = evaluation.decision
-        cls = evaluation.classification
         # the constructor, positional: the classmethods add a call and three keywords
         if isinstance(decision, Retry):
             metrics.decision(cls.failure_class, cls.category, "retry")
