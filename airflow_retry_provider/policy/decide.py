@@ -129,7 +129,18 @@ def _cap(reason: str) -> str:
     redacted when it is made (:func:`classify` redacts it before it cuts it): redacting again
     here would double the cost of every decision for nothing.
     """
-    return cut(" ".join(reason.split()), MAX_REASON_CHARS)
+    return cut(one_line(reason), MAX_REASON_CHARS)
+
+
+def one_line(text: str) -> str:
+    """``" ".join(text.split())``: whitespace runs become one space, none at either end.
+
+    Most reasons are that already, which costs no split: a printable text holds no whitespace
+    but the ASCII space (every other whitespace character is a control or a separator).
+    """
+    if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
+        return text
+    return " ".join(text.split())
 
 
 def describe(classification: Classification) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime, timezone
 
 import pytest
@@ -9,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from airflow_retry_provider.policy import DEFAULT_RULES, MessagePattern
-from airflow_retry_provider.policy.decide import MAX_REASON_CHARS, format_timestamp
+from airflow_retry_provider.policy.decide import MAX_REASON_CHARS, format_timestamp, one_line
 from airflow_retry_provider.policy.engine import Pattern, PatternError, pattern
 from airflow_retry_provider.policy.evidence import (
     Evidence,
@@ -180,3 +181,18 @@ def test_tag_reason_gives_what_the_list_and_join_gave(
     assert tag_reason(reason, rule, profile, deadline) == _tagged_the_long_way(
         reason, rule, profile, deadline
     )
+
+
+def test_only_the_ascii_space_is_printable_whitespace() -> None:
+    """Every character str.split() splits on but the ASCII space is unprintable: one_line's shortcut holds."""
+    printable = [c for c in range(sys.maxunicode + 1) if chr(c).isspace() and chr(c).isprintable()]
+    assert printable == [ord(" ")]
+
+
+LINE_PIECES = ["a", "é", " ", "  ", "\t", "\n", "\x1f", "\x85", "\xa0", "\u2028", "\u3000", "\x00", "retry"]
+
+
+@given(st.lists(st.sampled_from(LINE_PIECES), max_size=12).map("".join))
+def test_one_line_gives_what_split_and_join_give(text: str) -> None:
+    """one_line(text) is " ".join(text.split()), whether or not its shortcut applies."""
+    assert one_line(text) == " ".join(text.split())
