@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
-from airflow.sdk import RetryDecision, RetryPolicy
+from airflow.sdk import RetryAction, RetryDecision, RetryPolicy
 
 from airflow_retry_provider import metrics
 from airflow_retry_provider.callbacks import with_callback
@@ -173,21 +173,13 @@ class ClassifiedRetryPolicy(RetryPolicy):
         context: Any = None,
     ) -> RetryDecision:
         try:
-            evaluation = self.assess(exception, try_number, max_tries, context)
-            deadline = evaluation.deadline
+            cls, decision, _, _, deadline = self.assess(exception, try_number, max_tries, context)
             if deadline is None and self.deadline is not None:  # not read by the decision
                 deadline = self.deadline_for(context)
             # redacted by the core; masked like a letter (Airflow keeps it on the task instance and
             # shows it in the Retries tab); NUL or a lone surrogate would make Airflow's row fail
             reason = storable(
-                mask(
-                    tag_reason(
-                        evaluation.decision.reason,
-                        evaluation.classification.rule,
-                        self._profile_as_configured(),
-                        deadline,
-                    )
-                )
+                mask(tag_reason(decision.reason, cls.rule, self._profile_as_configured(), deadline))
             )
         except Exception as exc:  # never let Airflow fall back to blind retries
             log.exception("airflow-retry-provider: retry policy failed; failing the task for review")
@@ -195,13 +187,12 @@ class ClassifiedRetryPolicy(RetryPolicy):
                 f"[policy error] {type(exc).__name__}: the retry policy could not decide; sent for review"
             )
             return RetryDecision.fail(reason[:MAX_REASON_CHARS])
-        decision = evaluation.decision
-        cls = evaluation.classification
+        # the constructor, positional: the classmethods add a call and three keywords
         if isinstance(decision, Retry):
             metrics.decision(cls.failure_class, cls.category, "retry")
-            return RetryDecision.retry(decision.delay, reason)
+            return RetryDecision(RetryAction.RETRY, decision.delay, reason)
         metrics.decision(cls.failure_class, decision.category, "dead_letter")
-        return RetryDecision.fail(reason)
+        return RetryDecision(RetryAction.FAIL, None, reason)
 
     def serialize(self) -> dict[str, Any]:
         return {
@@ -229,8 +220,10 @@ class ClassifiedRetryPolicy(RetryPolicy):
             retries = max_tries  # no context: assume the first generation
         attempt = max(1, try_number - max(0, max_tries - retries))
         max_attempts = self.max_attempts or retries + 1
+        # whether the work is safe to repeat decides only an unknown outcome (rule 2)
+        unknown = classification.failure_class == "unknown"
         decision: Retry | DeadLetter | None = dead_letter_at_once(
-            classification, attempt, max_attempts, self.is_safe_to_repeat(context)
+            classification, attempt, max_attempts, unknown and self.is_safe_to_repeat(context)
         )
         deadline = None
         if decision is None:

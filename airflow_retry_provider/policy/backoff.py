@@ -3,12 +3,14 @@
 For ``attempt`` = the number of the attempt that just failed (1 for the first execution)::
 
     nominal = min(cap, base * multiplier ** (attempt - 1))
-    u       = fnv1a_32(f"{seed}#{attempt}".encode("utf-8")) / 2**32      # 0 <= u < 1
+    u       = blake2b(f"{seed}#{attempt}".encode("utf-8"), digest_size=8) / 2**64   # 0 <= u < 1
     delay   = nominal * (1 - jitter * u), rounded down to whole milliseconds
 
-The arithmetic is done on integers (microseconds, and the multiplier and jitter as exact
-fractions of their decimal value: 1.5 is 3/2, 0.1 is 1/10), so the result is exact and the
-same on every machine; a huge ``attempt`` simply gives the cap. No clock, no ``random``.
+The digest is read as a big-endian unsigned integer (:func:`jitter_hash`). The arithmetic is done
+on integers (microseconds, and the multiplier and jitter as exact fractions of their decimal
+value: 1.5 is 3/2, 0.1 is 1/10), so the result is exact and the same on every machine, in every
+process and on every Python version; a huge ``attempt`` simply gives the cap. No clock, no
+``random``, no ``hash()`` (salted per process).
 """
 
 from __future__ import annotations
@@ -17,47 +19,26 @@ import math
 from dataclasses import dataclass, field
 from datetime import timedelta
 from fractions import Fraction
+from hashlib import blake2b
 
-FNV32_OFFSET_BASIS = 2166136261
-FNV32_PRIME = 16777619
-_TWO_TO_32 = 2**32
+_TWO_TO_64 = 2**64
 _MICROSECONDS_PER_MILLISECOND = 1000
 
 
-def fnv1a_32(data: bytes, value: int = FNV32_OFFSET_BASIS) -> int:
-    """The 32-bit FNV-1a hash of ``data`` (offset basis 2166136261, prime 16777619).
+def jitter_hash(seed: str, attempt: int) -> int:
+    """The jitter's draw for ``attempt`` of the work unit ``seed``: the 8-byte BLAKE2b digest of
+    ``f"{seed}#{attempt}"`` (UTF-8) as a big-endian integer, in [0, 2**64).
 
-    :param value: the hash of what came before ``data``: ``fnv1a_32(a + b) == fnv1a_32(b, fnv1a_32(a))``.
+    BLAKE2b runs in C (``hashlib``, always built in), so a seed is hashed whole on every call.
+    A lone surrogate in ``seed`` is encoded as its code point (``surrogatepass``) rather than refused.
     """
-    prime = FNV32_PRIME
-    for byte in data:
-        value = ((value ^ byte) * prime) & 0xFFFFFFFF
-    return value
-
-
-_SEED_HASHES: dict[str, int] = {}
-_SEED_HASHES_CACHE_SIZE = 1024
-
-
-def _seed_hash(seed: str) -> int:
-    """``fnv1a_32(f"{seed}#")``: the part of every attempt's hash that is the same; remembered for
-    the first 1024 seeds seen (a work-unit key is hashed once, not once per attempt)."""
-    found = _SEED_HASHES.get(seed)
-    if found is None:
-        found = fnv1a_32(f"{seed}#".encode())
-        if len(_SEED_HASHES) < _SEED_HASHES_CACHE_SIZE:
-            _SEED_HASHES[seed] = found
-    return found
-
-
-def _attempt_hash(seed: str, attempt: int) -> int:
-    """``fnv1a_32(f"{seed}#{attempt}".encode())``."""
-    return fnv1a_32(f"{attempt}".encode(), _seed_hash(seed))
+    data = f"{seed}#{attempt}".encode("utf-8", "surrogatepass")
+    return int.from_bytes(blake2b(data, digest_size=8).digest(), "big")
 
 
 def jitter_fraction(seed: str, attempt: int) -> Fraction:
-    """``u`` of the formula: ``fnv1a_32(f"{seed}#{attempt}") / 2**32``, in [0, 1)."""
-    return Fraction(_attempt_hash(seed, attempt), _TWO_TO_32)
+    """``u`` of the formula: ``jitter_hash(seed, attempt) / 2**64``, in [0, 1)."""
+    return Fraction(jitter_hash(seed, attempt), _TWO_TO_64)
 
 
 def _microseconds(value: timedelta) -> int:
@@ -154,11 +135,11 @@ class Backoff:
     def delay(self, attempt: int, seed: str) -> timedelta:
         """The delay after failed ``attempt`` (1-based), jittered by ``seed``, whole milliseconds."""
         numerator, denominator = self._nominal_microseconds(attempt)
-        # nominal * (1 - jitter * h / 2**32) with jitter = jp / jq, all in integers
+        # nominal * (1 - jitter * h / 2**64) with jitter = jp / jq, all in integers
         jp, jq = self._integers[4:]
-        h = _attempt_hash(seed, attempt) if jp else 0  # no jitter: the hash does not count
-        factor_numerator = jq * _TWO_TO_32 - jp * h
-        factor_denominator = jq * _TWO_TO_32
+        h = jitter_hash(seed, attempt) if jp else 0  # no jitter: the hash does not count
+        factor_numerator = jq * _TWO_TO_64 - jp * h
+        factor_denominator = jq * _TWO_TO_64
         milliseconds = (numerator * factor_numerator) // (
             denominator * factor_denominator * _MICROSECONDS_PER_MILLISECOND
         )

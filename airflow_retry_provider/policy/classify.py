@@ -184,8 +184,11 @@ def classify(
     retryable HTTP 429 or 503 carries the server's ``Retry-After`` (an HTTP date is read from ``now``).
     """
     book = rule_book(rules)
+    outer_text = None
     for link in exception_chain(exc):
         text = storable(bounded(safe_str(link)))  # untrusted: rules and redaction see at most 16 KiB
+        if outer_text is None:
+            outer_text = text
         evidence = Evidence.of(link, text)
         rule = book.first_match(evidence)
         if rule is not None:
@@ -194,7 +197,8 @@ def classify(
                 if evidence.http_status in RETRY_AFTER_STATUSES:
                     wait = retry_after(link, now)
             return _result(link, text, rule.failure_class, rule.category, rule.name, wait)
-    return _result(exc, storable(bounded(safe_str(exc))), "retryable", "unclassified", "default", None)
+    # nothing matched: the outer exception, whose text was the chain's first (str() is not run twice)
+    return _result(exc, outer_text or "", "retryable", "unclassified", "default", None)
 
 
 def exception_chain(exc: BaseException) -> list[BaseException]:

@@ -74,7 +74,8 @@ def _check_attempts(attempt: object, max_attempts: object) -> None:
 
 def check_aware(name: str, value: object) -> datetime:
     """``value`` if it is a timezone-aware datetime, else a ValueError naming ``name`` and the value."""
-    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
+    # timezone.utc, the usual clock's, is aware without asking it (utcoffset() costs a method call in C)
+    if not isinstance(value, datetime) or (value.tzinfo is not timezone.utc and value.utcoffset() is None):
         raise ValueError(f"{name} must be a timezone-aware datetime, got {value!r}")
     return value
 
@@ -88,9 +89,10 @@ def check_duration(name: str, value: object) -> timedelta:
 
 def format_timestamp(value: datetime) -> str:
     """``2026-11-30T10:05:00Z``: UTC, whole seconds (truncated); a naive value is local time."""
-    offset = value.utcoffset()
-    if offset is None or offset:  # naive, or not already UTC (Airflow's own values are UTC)
-        value = value.astimezone(timezone.utc)
+    if value.tzinfo is not timezone.utc:  # already UTC without asking (see check_aware)
+        offset = value.utcoffset()
+        if offset is None or offset:  # naive, or not already UTC (Airflow's own values are UTC)
+            value = value.astimezone(timezone.utc)
     # isoformat(timespec="seconds")[:19] at half its cost (isoformat formats the offset too)
     return "%04d-%02d-%02dT%02d:%02d:%02dZ" % (  # noqa: UP031 (faster than f-string specs)
         value.year,
@@ -127,7 +129,18 @@ def _cap(reason: str) -> str:
     redacted when it is made (:func:`classify` redacts it before it cuts it): redacting again
     here would double the cost of every decision for nothing.
     """
-    return cut(" ".join(reason.split()), MAX_REASON_CHARS)
+    return cut(one_line(reason), MAX_REASON_CHARS)
+
+
+def one_line(text: str) -> str:
+    """``" ".join(text.split())``: whitespace runs become one space, none at either end.
+
+    Most reasons are that already, which costs no split: a printable text holds no whitespace
+    but the ASCII space (every other whitespace character is a control or a separator).
+    """
+    if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
+        return text
+    return " ".join(text.split())
 
 
 def describe(classification: Classification) -> str:

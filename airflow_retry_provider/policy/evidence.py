@@ -17,16 +17,17 @@ or SQLAlchemy: it reads what their exceptions carry, by attribute and by type na
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping  # isinstance against it is a Python call: a dict is checked by type first
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 from typing import NamedTuple
 
 _HTTP_STATUS_ATTRIBUTES = ("status_code", "status", "code")
 _SQLSTATE_ATTRIBUTES = ("sqlstate", "pgcode")
-_ERROR_CODE_PATTERN = r"[A-Za-z][A-Za-z0-9_.-]{0,127}"  # anchored, bounded: `re` compiles it on first use
+_ERROR_CODE_PATTERN = r"[A-Za-z][A-Za-z0-9_.-]{0,127}"  # matched whole, bounded; compiled on first use
 RETRY_AFTER_STATUSES = frozenset({429, 503})
 """The statuses whose ``Retry-After`` header is honoured."""
 MAX_RETRY_AFTER_SECONDS = 7 * 86_400
@@ -59,13 +60,15 @@ class Evidence(NamedTuple):
         if _bare(exc):  # most failures: no attribute to read, so none is looked up
             return cls(exc, type_names(type(exc)), message, None, None, None)
         response = _attribute(exc, "response")
+        # one Mapping check for both readers (against the ABC it is a Python call)
+        parsed = response is not None and (type(response) is dict or isinstance(response, Mapping))
         return cls(
             exc,
             type_names(type(exc)),
             message,
-            _http_status(exc, response),
+            _http_status(exc, response, parsed),
             _sqlstate(exc) or _sqlstate(_attribute(exc, "orig")),
-            _error_code(response),
+            _error_code(response) if parsed else None,  # only a mapping has Error.Code
         )
 
 
@@ -118,8 +121,10 @@ def _plain_type(cls: type) -> bool:
 
 def _bare(exc: BaseException) -> bool:
     """Whether ``getattr(exc, name, None)`` is None for every attribute Evidence reads: its class is
-    plain and its ``__dict__`` is empty (a ``ConnectionResetError``, a ``KeyError``)."""
-    return _plain_type(type(exc)) and not exc.__dict__
+    plain and its ``__dict__`` holds none of them (a ``ConnectionResetError``, a ``KeyError``, an
+    exception with notes)."""
+    attributes = exc.__dict__
+    return _plain_type(type(exc)) and (not attributes or _READ.isdisjoint(attributes))
 
 
 def retry_after(exc: BaseException, now: datetime) -> timedelta | None:
@@ -134,8 +139,7 @@ def retry_after(exc: BaseException, now: datetime) -> timedelta | None:
         return None
     value = value.strip()
     if value.isdigit():
-        seconds = min(int(value), MAX_RETRY_AFTER_SECONDS)
-        return timedelta(seconds=seconds)
+        return timedelta(0, min(int(value), MAX_RETRY_AFTER_SECONDS))  # positional: keywords cost more
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
@@ -152,8 +156,10 @@ def _header(headers: object, name: str) -> object:
         return None
     try:
         value = headers.get(name)  # type: ignore[attr-defined]
-        if value is None and isinstance(headers, Mapping):
-            value = next((v for k, v in headers.items() if str(k).lower() == name), None)
+        if value is None and (type(headers) is dict or isinstance(headers, Mapping)):
+            for key, found in headers.items():  # a plain dict keeps the sender's case
+                if str(key).lower() == name:
+                    return found
     except Exception:  # exotic headers objects: treat as absent
         return None
     return value
@@ -172,7 +178,7 @@ def _attribute(obj: object, name: str) -> object:
 def _item(obj: object, *keys: str) -> object:
     """``obj[k1][k2]...`` through plain mappings, else None."""
     for key in keys:
-        if not isinstance(obj, Mapping):
+        if type(obj) is not dict and not isinstance(obj, Mapping):  # a dict without the ABC's call
             return None
         obj = obj.get(key)
     return obj
@@ -188,7 +194,9 @@ def _as_status(value: object) -> int | None:
     return None
 
 
-def _http_status(exc: BaseException, response: object) -> int | None:
+def _http_status(exc: BaseException, response: object, parsed: bool | None = None) -> int | None:
+    """The HTTP status ``exc`` or its ``response`` carries; ``parsed``: whether ``response`` is a
+    mapping (botocore's parsed response), when the caller knows it already."""
     for name in _HTTP_STATUS_ATTRIBUTES:
         try:  # _attribute, inline: it runs for every exception of a chain
             value = getattr(exc, name, None)
@@ -198,16 +206,24 @@ def _http_status(exc: BaseException, response: object) -> int | None:
             return status
     if response is None:
         return None
-    if isinstance(response, Mapping):  # botocore: the parsed response
+    if parsed is None:
+        parsed = type(response) is dict or isinstance(response, Mapping)
+    if parsed:  # botocore: the parsed response
         return _as_status(_item(response, "ResponseMetadata", "HTTPStatusCode"))
     return _as_status(_attribute(response, "status_code"))
+
+
+@functools.cache
+def _error_code_pattern() -> re.Pattern[str]:
+    """_ERROR_CODE_PATTERN compiled on first use (``re.fullmatch`` would look it up in re's cache each time)."""
+    return re.compile(_ERROR_CODE_PATTERN)
 
 
 def _error_code(response: object) -> str | None:
     if response is None:  # most exceptions: no isinstance(None, Mapping), which is slow
         return None
     code = _item(response, "Error", "Code")
-    return code if isinstance(code, str) and re.fullmatch(_ERROR_CODE_PATTERN, code) else None
+    return code if isinstance(code, str) and _error_code_pattern().fullmatch(code) else None
 
 
 def _as_sqlstate(value: object) -> str | None:
@@ -226,4 +242,5 @@ def _sqlstate(exc: object) -> str | None:
             continue
         if value is not None and (state := _as_sqlstate(value)) is not None:
             return state
-    return _as_sqlstate(_attribute(_attribute(exc, "diag"), "sqlstate"))
+    diag = _attribute(exc, "diag")
+    return None if diag is None else _as_sqlstate(_attribute(diag, "sqlstate"))  # most: no diag

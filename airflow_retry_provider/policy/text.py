@@ -47,7 +47,7 @@ def storable(text: str | None) -> str | None:
     """
     if text is None:
         return None
-    if "\x00" in text or not _encodes(text):
+    if "\x00" in text or not (text.isascii() or _encodes(text)):  # ASCII, inline: most text
         return text.translate(_unstorable())
     return text
 

@@ -26,15 +26,20 @@ _DEAD_LETTER = pattern(r"\bdead letter ([a-z][a-z0-9-]*)")
 
 
 def tag_reason(reason: str, rule: str, profile: str | None = None, deadline: datetime | None = None) -> str:
-    """``reason`` with ``[rule r] [profile p] [deadline t]`` after its leading tags, capped as before."""
-    tags = [f"[rule {rule}]"]
-    if profile:
-        tags.append(f"[profile {profile}]")
+    """``reason`` with ``[rule r] [profile p] [deadline t]`` after its leading tags, capped as before.
+
+    One space joins the parts (the space around the leading tags is dropped); runs on every
+    decision, so it builds the text in place (no list, no join).
+    """
+    tagged = f"[rule {rule}] [profile {profile}]" if profile else f"[rule {rule}]"
     if deadline is not None:
-        tags.append(f"[deadline {format_timestamp(deadline)}]")
-    cut = _leading_tags_end(reason)
-    leading = reason[:cut].rstrip()
-    tagged = " ".join([part for part in (leading, *tags, reason[cut:].lstrip()) if part])
+        tagged = f"{tagged} [deadline {format_timestamp(deadline)}]"
+    end = _leading_tags_end(reason)
+    if end:
+        tagged = f"{reason[:end].rstrip()} {tagged}"
+    rest = reason[end:].lstrip()
+    if rest:
+        tagged = f"{tagged} {rest}"
     if len(tagged) > MAX_REASON_CHARS:
         tagged = tagged[: MAX_REASON_CHARS - 1] + "…"
     return tagged
@@ -43,12 +48,13 @@ def tag_reason(reason: str, rule: str, profile: str | None = None, deadline: dat
 def _leading_tags_end(reason: str) -> int:
     """Where the leading ``[attempt ...]`` and ``[after ...]`` tags of ``reason`` end (0: none)."""
     end = 0
-    while reason.startswith(("[attempt ", "[after "), end):
+    # a slice before startswith: str.startswith with a start parses its arguments the slow way
+    while reason[end : end + 1] == "[" and reason.startswith(("[attempt ", "[after "), end):
         close = reason.find("]", end)
         if close < 0:
             break
         end = close + 1
-        if reason.startswith(" ", end):
+        if reason[end : end + 1] == " ":
             end += 1
     return end
 

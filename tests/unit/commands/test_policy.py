@@ -136,8 +136,8 @@ def test_schedule_json_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "schedule", "--seed", "job", "--json")
     assert code == 0
     assert json.loads(out) == [
-        {"attempt": 1, "nominal_seconds": 300.0, "delay_seconds": 280.108, "cumulative_seconds": 280.108},
-        {"attempt": 2, "nominal_seconds": 600.0, "delay_seconds": 558.459, "cumulative_seconds": 838.567},
+        {"attempt": 1, "nominal_seconds": 300.0, "delay_seconds": 248.927, "cumulative_seconds": 248.927},
+        {"attempt": 2, "nominal_seconds": 600.0, "delay_seconds": 555.251, "cumulative_seconds": 804.178},
     ]
 
 
@@ -177,7 +177,7 @@ def test_schedule_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     assert lines[0].startswith("backoff: base 5m, multiplier 2, cap 1h, jitter 0.25; max_attempts 3")
     assert "after attempt" in lines[1]
-    assert lines[2].split() == ["1", "300.000s", "280.108s", "280.108s"]
+    assert lines[2].split() == ["1", "300.000s", "248.927s", "248.927s"]
 
 
 def test_schedule_single_attempt(capsys: pytest.CaptureFixture[str]) -> None:

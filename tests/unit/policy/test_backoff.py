@@ -1,8 +1,13 @@
-"""Exact, deterministic backoff: FNV-1a jitter, cap, overflow safety, validation and properties."""
+"""Exact, deterministic backoff: BLAKE2b jitter, cap, overflow safety, validation and properties."""
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import subprocess
+import sys
+from collections import Counter
 from datetime import timedelta
 from fractions import Fraction
 
@@ -10,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airflow_retry_provider.policy import Backoff, ScheduledDelay, fnv1a_32, jitter_fraction
+from airflow_retry_provider.policy import Backoff, ScheduledDelay, jitter_fraction, jitter_hash
 
 MS = timedelta(milliseconds=1)
 
@@ -20,42 +25,67 @@ def microseconds(value: timedelta) -> int:
 
 
 @pytest.mark.parametrize(
-    ("data", "expected"),
+    ("seed", "attempt", "expected"),
     [
-        (b"", 0x811C9DC5),  # empty input: the offset basis itself
-        (b"a", 0xE40C292C),  # published FNV-1a 32 test vector
-        (b"foobar", 0xBF9CF968),  # published FNV-1a 32 test vector
+        ("job", 1, 0xAE539D5E6E5F433B),  # BLAKE2b with digest_size=8 of b"job#1"
+        ("job", 2, 0x4C5F1E855FE180A9),  # the next attempt: another draw
+        ("", 1, 0x20B00CC8DAEC853D),  # an empty seed still hashes "#1"
     ],
 )
-def test_fnv1a_32_vectors(data: bytes, expected: int) -> None:
-    """fnv1a_32 gives the published FNV-1a 32-bit values."""
-    assert fnv1a_32(data) == expected
+def test_jitter_hash_vectors(seed: str, attempt: int, expected: int) -> None:
+    """jitter_hash is the 8-byte BLAKE2b digest of "seed#attempt", big-endian (not a prefix of a longer digest)."""
+    assert jitter_hash(seed, attempt) == expected
+    assert (
+        expected.to_bytes(8, "big") == hashlib.blake2b(f"{seed}#{attempt}".encode(), digest_size=8).digest()
+    )
+    assert expected.to_bytes(8, "big") != hashlib.blake2b(f"{seed}#{attempt}".encode()).digest()[:8]
 
 
-def test_fnv1a_32_by_hand() -> None:
-    """One byte worked by hand: (basis XOR byte) * prime mod 2**32."""
-    expected = ((2166136261 ^ ord("a")) * 16777619) % 2**32
-    assert fnv1a_32(b"a") == expected == 3826002220
+def test_jitter_hash_takes_a_lone_surrogate() -> None:
+    """A seed holding a lone surrogate hashes (as its code point), unlike the replacement character."""
+    assert jitter_hash("run-\ud800", 1) != jitter_hash("run-\ufffd", 1)
+
+
+def test_jitter_is_the_same_in_another_process() -> None:
+    """Another interpreter, with another str hash salt, draws the same delays for the same work units."""
+    seeds = ["job", "daily_sales/load/-1/2026-11-29T00:00:00Z--2026-11-30T00:00:00Z", "é/ü/3/run=manual"]
+    program = (
+        "import sys; from airflow_retry_provider.policy import Backoff; "
+        "print([Backoff().delay(a, s).total_seconds() for s in sys.argv[1:] for a in (1, 2, 7)])"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run(
+        [sys.executable, "-c", program, *seeds], capture_output=True, text=True, check=True, env=env
+    )
+    here = [Backoff().delay(a, s).total_seconds() for s in seeds for a in (1, 2, 7)]
+    assert out.stdout.strip() == str(here)
+
+
+def test_jitter_spreads_evenly() -> None:
+    """The draws of 2,000 work units fill each tenth of [0, 1) about equally (no clustering)."""
+    tenths = Counter(int(jitter_fraction(f"sales/load/{n}/2026-11-30", 1) * 10) for n in range(2000))
+    assert sorted(tenths) == list(range(10))
+    assert all(140 <= count <= 260 for count in tenths.values()), tenths
 
 
 def test_delay_by_hand() -> None:
     """The default backoff after attempt 1 with seed 'job', computed step by step."""
-    h = fnv1a_32(b"job#1")
-    assert h == 1139088084
-    # nominal = 300 s = 300_000 ms; delay = 300_000 * (1 - (1/4) * h / 2**32), rounded down
-    expected_ms = (300_000 * (4 * 2**32 - h)) // (4 * 2**32)
-    assert expected_ms == 280_108
-    assert Backoff().delay(1, "job") == timedelta(milliseconds=280_108)
+    h = jitter_hash("job", 1)
+    assert h == 12561556814570668859
+    # nominal = 300 s = 300_000 ms; delay = 300_000 * (1 - (1/4) * h / 2**64), rounded down
+    expected_ms = (300_000 * (4 * 2**64 - h)) // (4 * 2**64)
+    assert expected_ms == 248_927
+    assert Backoff().delay(1, "job") == timedelta(milliseconds=248_927)
 
 
 @pytest.mark.parametrize(
     ("attempt", "seed", "expected_ms"),
     [
-        (1, "job", 280_108),  # nominal 5 min
-        (2, "job", 558_459),  # nominal 10 min
-        (3, "job", 1_118_091),  # nominal 20 min
-        (10, "job", 2_905_096),  # far past the cap: nominal 1 h
-        (1, "daily_sales|load|-1|2026-11-29T00:00:00+00:00/2026-11-30T00:00:00+00:00", 292_804),  # real seed
+        (1, "job", 248_927),  # nominal 5 min
+        (2, "job", 555_251),  # nominal 10 min
+        (3, "job", 1_103_761),  # nominal 20 min
+        (10, "job", 3_478_521),  # far past the cap: nominal 1 h
+        (1, "daily_sales|load|-1|2026-11-29T00:00:00+00:00/2026-11-30T00:00:00+00:00", 297_023),  # real seed
     ],
 )
 def test_default_backoff_exact_values(attempt: int, seed: str, expected_ms: int) -> None:
@@ -116,8 +146,8 @@ def test_jitter_spreads_at_cap() -> None:
 
 
 def test_jitter_fraction() -> None:
-    """u is fnv1a_32(seed#attempt) / 2**32."""
-    assert jitter_fraction("job", 1) == Fraction(1139088084, 2**32)
+    """u is jitter_hash(seed, attempt) / 2**64."""
+    assert jitter_fraction("job", 1) == Fraction(12561556814570668859, 2**64)
 
 
 def test_schedule() -> None:
@@ -125,13 +155,13 @@ def test_schedule() -> None:
     rows = Backoff().schedule(3, "job")
     assert rows == (
         ScheduledDelay(
-            1, timedelta(minutes=5), timedelta(milliseconds=280_108), timedelta(milliseconds=280_108)
+            1, timedelta(minutes=5), timedelta(milliseconds=248_927), timedelta(milliseconds=248_927)
         ),
         ScheduledDelay(
             2,
             timedelta(minutes=10),
-            timedelta(milliseconds=558_459),
-            timedelta(milliseconds=280_108 + 558_459),
+            timedelta(milliseconds=555_251),
+            timedelta(milliseconds=248_927 + 555_251),
         ),
     )
     assert Backoff().schedule(1, "job") == ()

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+from datetime import datetime, timezone
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airflow_retry_provider.policy import DEFAULT_RULES, MessagePattern, fnv1a_32
-from airflow_retry_provider.policy.backoff import _attempt_hash
+from airflow_retry_provider.policy import DEFAULT_RULES, MessagePattern
+from airflow_retry_provider.policy.decide import MAX_REASON_CHARS, format_timestamp, one_line
 from airflow_retry_provider.policy.engine import Pattern, PatternError, pattern
 from airflow_retry_provider.policy.evidence import (
     Evidence,
@@ -17,6 +20,7 @@ from airflow_retry_provider.policy.evidence import (
     _http_status,
     _sqlstate,
 )
+from airflow_retry_provider.policy.tries import _leading_tags_end, tag_reason
 
 COST_LIMIT = next(rule for rule in DEFAULT_RULES if rule.category == "cost-limit-exceeded")
 assert isinstance(COST_LIMIT, MessagePattern)
@@ -105,6 +109,7 @@ EXCEPTIONS = [
     _Slotted(),
     _Raising("z"),
     _with(RuntimeError("429"), status=429),
+    _with(RuntimeError("noted"), note="an attribute Evidence does not read"),
     _with(RuntimeError("db"), orig=_with(Exception("deadlock"), sqlstate="40p01")),
     _with(
         RuntimeError("s3"),
@@ -128,18 +133,66 @@ def test_evidence_without_reading_attributes_is_the_evidence_read(exc: BaseExcep
 
 
 def test_only_plain_exceptions_are_bare() -> None:
+    """Bare: a plain class, and no attribute Evidence reads in the instance's __dict__."""
     assert _bare(ConnectionResetError(104, "reset"))
     assert not _bare(SystemExit(3))
     assert not _bare(_Property("x"))
     assert not _bare(_Dynamic("y"))
-    assert not _bare(_with(KeyError("k"), note="anything in __dict__"))
+    assert _bare(_with(KeyError("k"), note="nothing Evidence reads"))
+    assert not _bare(_with(KeyError("k"), status=429))
 
 
-@given(st.text(max_size=80), st.integers(min_value=1, max_value=10**6))
-def test_the_seed_hashed_once_gives_each_attempt_the_hash_of_the_whole(seed: str, attempt: int) -> None:
-    try:
-        data = f"{seed}#{attempt}".encode()
-    except UnicodeEncodeError:  # a lone surrogate: neither way can hash it
-        return
-    assert _attempt_hash(seed, attempt) == fnv1a_32(data)
-    assert _attempt_hash(seed, attempt) == fnv1a_32(data)  # remembered
+def _tagged_the_long_way(reason: str, rule: str, profile: str | None, deadline: datetime | None) -> str:
+    """tag_reason as it was written first: a list of parts joined by one space."""
+    tags = [f"[rule {rule}]"]
+    if profile:
+        tags.append(f"[profile {profile}]")
+    if deadline is not None:
+        tags.append(f"[deadline {format_timestamp(deadline)}]")
+    cut = _leading_tags_end(reason)
+    parts = (reason[:cut].rstrip(), *tags, reason[cut:].lstrip())
+    tagged = " ".join([part for part in parts if part])
+    return tagged if len(tagged) <= MAX_REASON_CHARS else tagged[: MAX_REASON_CHARS - 1] + "…"
+
+
+REASON_PIECES = [
+    "[attempt 2/3]",
+    "[after 2026-11-30T10:05:00Z]",
+    "[attempt 1",
+    " ",
+    "  ",
+    "\t",
+    "x",
+    "]",
+    "m" * 300,
+]
+
+
+@given(
+    st.lists(st.sampled_from(REASON_PIECES), max_size=6).map("".join),
+    st.sampled_from(["r", "http-429"]),
+    st.sampled_from([None, "", "report"]),
+    st.sampled_from([None, datetime(2026, 12, 1, 12, tzinfo=timezone.utc)]),
+)
+def test_tag_reason_gives_what_the_list_and_join_gave(
+    reason: str, rule: str, profile: str | None, deadline: datetime | None
+) -> None:
+    """Tags built in place give the text the list-and-join version gave, cap included."""
+    assert tag_reason(reason, rule, profile, deadline) == _tagged_the_long_way(
+        reason, rule, profile, deadline
+    )
+
+
+def test_only_the_ascii_space_is_printable_whitespace() -> None:
+    """Every character str.split() splits on but the ASCII space is unprintable: one_line's shortcut holds."""
+    printable = [c for c in range(sys.maxunicode + 1) if chr(c).isspace() and chr(c).isprintable()]
+    assert printable == [ord(" ")]
+
+
+LINE_PIECES = ["a", "é", " ", "  ", "\t", "\n", "\x1f", "\x85", "\xa0", "\u2028", "\u3000", "\x00", "retry"]
+
+
+@given(st.lists(st.sampled_from(LINE_PIECES), max_size=12).map("".join))
+def test_one_line_gives_what_split_and_join_give(text: str) -> None:
+    """one_line(text) is " ".join(text.split()), whether or not its shortcut applies."""
+    assert one_line(text) == " ".join(text.split())
