@@ -11,7 +11,8 @@ driver had claimed is never cleared again by the job: its item is recorded ``unk
 sync decides from Airflow's state (resolved, filed again, or back to ``dlq``).
 
 A job with a canary (``canary_position``) clears that letter first and waits for its replay's
-outcome, asking Airflow through the sync every few seconds, until ``replay_canary_timeout_seconds``:
+outcome, asking Airflow about that letter only (``OutcomeSync.sync_letter``: one REST call a look)
+every few seconds, until ``replay_canary_timeout_seconds``:
 success lets the rest follow at the rising pace (``jobs.PACE_STEPS``), failure or no answer in time
 stops the job with the other letters untouched in ``dlq``. ``jobs.STOP_AFTER_FAILURES`` failed
 replays in a row stop it part-way. All of it is read from the job's row, so any driver continues it.
@@ -286,13 +287,13 @@ class ReplayDriver:
             self._sleep(self.canary_poll)
             if not self.jobs.renew(job.id, self.owner, self.lease_seconds):
                 return False
-            self._ask_airflow(api)
+            self._ask_airflow(api, canary.letter_id)
 
-    def _ask_airflow(self, api: AirflowApi) -> None:
-        """Decide replaying letters from Airflow's state now (the canary's among them); never raises."""
+    def _ask_airflow(self, api: AirflowApi, letter_id: int) -> None:
+        """Decide the canary's letter from Airflow's state now (one REST call, whatever else is replaying); never raises."""
         try:
-            OutcomeSync(self.engine.store, api, replay_cap=self.engine.replay_cap).sync_outcomes(
-                source="driver"
+            OutcomeSync(self.engine.store, api, replay_cap=self.engine.replay_cap).sync_letter(
+                letter_id, source="driver"
             )
         except Exception as exc:  # the next look asks again; the canary's deadline bounds the wait
             log.warning("airflow-retry-provider: driver could not ask Airflow: %s", redact(str(exc))[:500])

@@ -84,26 +84,41 @@ class OutcomeSync:
         letters Airflow leaves undecided rotate behind the others instead of starving them.
         """
         now = now or datetime.now(timezone.utc)
-        report: dict[str, list[Any]] = {
-            name: [] for name in ("resolved", "refiled", "released", "waiting", "errors")
-        }
+        report = _new_report()
         since = self._db_now()
         statement = query("open_claims" if open_claims_only else "replaying_letters")
         while True:
             with self.store.db.transaction() as cur:
-                cur.execute(statement, {"limit": limit, "since": since})
+                cur.execute(statement, {"limit": limit, "since": since, "letter_id": None})
                 rows = ProviderDatabase.rows(cur)
             for row in rows:
                 self._sync_one(row, now, grace, source, report)
             if len(rows) < limit:
                 break
-        return SyncReport(
-            tuple(report["resolved"]),
-            tuple(report["refiled"]),
-            tuple(report["waiting"]),
-            tuple(report["errors"]),
-            tuple(report["released"]),
-        )
+        return _sync_report(report)
+
+    def sync_letter(
+        self,
+        letter_id: int,
+        grace: timedelta = SYNC_GRACE,
+        now: datetime | None = None,
+        source: str = "driver",
+    ) -> SyncReport:
+        """Decide one letter in ``replaying`` (the canary a driver waits for) as ``sync_outcomes`` does.
+
+        One REST call, about that letter's task instance; none when the letter is not replaying (its
+        callback decided it already) or another process is deciding it right now.
+        """
+        now = now or datetime.now(timezone.utc)
+        report = _new_report()
+        with self.store.db.transaction() as cur:
+            cur.execute(
+                query("replaying_letters"), {"limit": 1, "since": self._db_now(), "letter_id": letter_id}
+            )
+            rows = ProviderDatabase.rows(cur)
+        for row in rows:
+            self._sync_one(row, now, grace, source, report)
+        return _sync_report(report)
 
     def _db_now(self) -> datetime:
         """PostgreSQL's clock: letters stamped before it were not looked at by this pass."""
@@ -258,6 +273,20 @@ class OutcomeSync:
             if len(letters) < limit:
                 break
         return sorted(resolved)
+
+
+def _new_report() -> dict[str, list[Any]]:
+    return {name: [] for name in ("resolved", "refiled", "released", "waiting", "errors")}
+
+
+def _sync_report(report: dict[str, list[Any]]) -> SyncReport:
+    return SyncReport(
+        tuple(report["resolved"]),
+        tuple(report["refiled"]),
+        tuple(report["waiting"]),
+        tuple(report["errors"]),
+        tuple(report["released"]),
+    )
 
 
 def cleared_by(note: str | None, replay_id: int) -> bool:

@@ -393,10 +393,11 @@ SELECT * FROM retry_replays WHERE letter_id = %(letter_id)s ORDER BY requested_a
 -- name: replaying_letters
 -- Letters in replaying not looked at since %(since)s, longest unlooked-at first, stamped as looked at
 -- (undecided rows rotate: none can starve the others), each with its open claim (if any): the sync
--- decides from Airflow's state.
+-- decides from Airflow's state. With %(letter_id)s, that one letter only (the canary a driver awaits).
 WITH due AS (
     SELECT id FROM retry_dead_letters
     WHERE status = 'replaying' AND (checked_at IS NULL OR checked_at < %(since)s)
+      AND (%(letter_id)s::bigint IS NULL OR id = %(letter_id)s::bigint)
     ORDER BY checked_at NULLS FIRST, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED

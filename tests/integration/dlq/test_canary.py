@@ -166,6 +166,34 @@ def test_a_canary_that_fails_stops_the_job_and_leaves_the_others_untouched(pg_ds
     assert view.to_json()["canary"]["state"] == "failed"
 
 
+def test_the_canarys_wait_asks_airflow_about_the_canary_only(pg_dsn, fake):
+    """Five other letters replaying: each look at the waiting canary is one REST call, about the canary's task instance."""
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    others = []
+    for n in range(5):  # cleared by another job, their tasks still queued
+        fake.set("etl", "r1", f"other{n}", "failed", 1)
+        others.append(store.file(new_letter(task_id=f"other{n}"), replay_cap=3).letter_id)
+    busy = JobStore(store.db).create(_request(), _letters(store, others), canary=False)
+    _driver(store, fake).run_job(busy)
+    assert {store.get(i).status for i in others} == {"replaying"}  # type: ignore[union-attr]
+    ids = _file(store, fake, 3)
+    canary_task = f"t{len(ids) - 1}"  # the newest letter's
+    asked: list[int] = []
+
+    def look() -> None:  # the driver naps between looks; the fourth look finds the canary resolved
+        asked.append(fake.calls["task_instance"])
+        if len(asked) == 4:
+            _queued_become(fake, "success", only=canary_task)
+
+    job_id = JobStore(store.db).create(_request(), _letters(store, ids), canary=True)
+    _driver(store, fake, on_nap=look).run_job(job_id)
+    view = JobStore(store.db).require(job_id)
+    assert view.job.status == "done" and view.canary is not None and view.canary.letter_id == max(ids)
+    assert asked[:4] == [0, 1, 2, 3]  # one call per look while the canary waits
+    assert fake.calls["task_instance"] == 4  # 24 if each look asked about every replaying letter
+    assert {store.get(i).status for i in others} == {"replaying"}  # type: ignore[union-attr]
+
+
 def test_a_canary_whose_outcome_is_never_known_stops_the_job_as_undecided(pg_dsn, fake, told):
     """The canary's task stays queued past the canary timeout: the job stops, the others stay in dlq unclaimed."""
     store = DeadLetterStore.from_dsn(pg_dsn)
