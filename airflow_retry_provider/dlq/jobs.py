@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_retry_provider.database import ProviderDatabase, Store
-from airflow_retry_provider.dlq.models import JobItem, Letter, ReplayJob, ReplayRequest, ReplayResult
+from airflow_retry_provider.dlq.models import (
+    JobItem,
+    Letter,
+    ReplayJob,
+    ReplayRequest,
+    ReplayResult,
+    newest_letter,
+)
 from airflow_retry_provider.dlq.sql import query
 from airflow_retry_provider.policy import redact
 
@@ -222,8 +229,7 @@ class JobStore(Store):
                 )
             position = ids.index(canary_letter_id)
         elif canary:
-            newest = max(letters, key=lambda letter: (letter.created_at, letter.id))
-            position = list(letters).index(newest)
+            position = list(letters).index(newest_letter(letters))
         if len(letters) < 2:
             position = None
         with self.db.transaction() as cur:

@@ -576,6 +576,11 @@ Progress = Callable[[ReplayResult, int, int], None]
 """Told after each letter of a job: its result, how many are done, how many there are."""
 
 
+def newest_letter(letters: Sequence[Letter]) -> Letter:
+    """The canary a replay job starts with unless one is named: the newest letter (filed last; the higher id on a tie)."""
+    return max(letters, key=lambda letter: (letter.created_at, letter.id))
+
+
 def split_replayable(letters: Sequence[Letter], replay_cap: int) -> tuple[list[Letter], list[Refusal]]:
     """Replayable letters (``dlq`` under ``replay_cap``) and refusals for the rest."""
     ready, refused = [], []

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
-from airflow_retry_provider.dlq.models import STATUSES
+from airflow_retry_provider.dlq.models import STATUSES, newest_letter
 from airflow_retry_provider.plugin.access import AccessDep, airflow_root
 from airflow_retry_provider.plugin.deps import JobDep, replay_engine, tab_map_index
 from airflow_retry_provider.plugin.letters import LettersDep
@@ -129,6 +129,8 @@ def preview_page(
     """What a replay of the selection would do (Airflow's clear dry-run, same flags): nothing changes here.
 
     ``latest``: the replay runs on the DAG's latest version (Airflow's ``run_on_latest_version``).
+    The form to confirm offers the letters Airflow's dry-run answered for, and for more than one, a
+    choice of the canary: any of them (the newest by default, as a job picks it), or none.
     """
     try:
         body = SelectionBody(ids=ids, all_matching=all_matching, filter=filters)
@@ -145,13 +147,16 @@ def preview_page(
     finally:
         if engine.api is not None:
             engine.api.close()
+    ready = [item.letter for item in preview.items if item.error is None]
     return page(
         request,
         "preview.html",
         access,
         preview=preview,
         minutes=preview.seconds / 60,
-        ready_ids=[item.letter.id for item in preview.items if item.error is None],
+        ready=ready,
+        ready_ids=[letter.id for letter in ready],
+        canary_id=newest_letter(ready).id if len(ready) > 1 else None,
         back_query=query(filters.cleaned()),
         task_only_query=query(
             {

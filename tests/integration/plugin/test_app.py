@@ -17,6 +17,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,6 +34,7 @@ from airflow_retry_provider.plugin.app import acting_user_api, create_app
 from devstack.postgres import free_port
 from tests.conftest import metadata_dsn
 from tests.factories import new_letter
+from tests.integration.dlq.answering_airflow import AnsweringAirflow, answering_airflow
 
 DAG_A, DAG_B, DAG_FREE = "ui_dag_team_a", "ui_dag_team_b", "ui_dag_no_team"
 PASSWORDS = {"admin": "admin-pw", "viewer": "viewer-pw", "ops_a": "ops-a-pw", "viewer_a": "viewer-a-pw"}
@@ -124,14 +126,15 @@ def _mount_auth(app) -> None:
 class Ui:
     """The app under test on a fresh provider database, and helpers to call it as a user."""
 
-    def __init__(self, dsn: str, tokens: dict[str, str]) -> None:
+    def __init__(self, dsn: str, tokens: dict[str, str], airflow_url: str | None = None) -> None:
         self.dsn = dsn
         self.tokens = tokens
         self.store = DeadLetterStore.from_dsn(dsn)
         closed = f"http://127.0.0.1:{free_port()}"  # Airflow's REST API: nothing listens here
+        previews = airflow_url or closed  # where the preview's dry-run (as the user) goes
         self.app = create_app(
             db=self.store.db,
-            api_factory=lambda request, token: acting_user_api(closed, token, timeout=5),
+            api_factory=lambda request, token: acting_user_api(previews, token, timeout=5),
             driver_api=lambda: AirflowApi(ApiCredentials(closed, "driver", "pw"), timeout=5),
         )
         _mount_auth(self.app)
@@ -165,9 +168,8 @@ class Ui:
             conn.execute(statement, params or {})
 
 
-@pytest.fixture
-def ui(pg_dsn, airflow_auth) -> Iterator[Ui]:
-    """The app on a fresh provider database, with the module's users."""
+@contextmanager
+def _app(dsn: str, tokens: dict[str, str], airflow_url: str | None = None) -> Iterator[Ui]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AIRFLOW__CORE__MULTI_TEAM", "True")
         mp.setenv("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS", USERS)
@@ -176,11 +178,25 @@ def ui(pg_dsn, airflow_auth) -> Iterator[Ui]:
             "test-secret-for-the-plugin-tests-0123456789-0123456789-0123456789-abcdef",
         )
         mp.setenv("AIRFLOW__RETRY_PROVIDER__REPLAY_RATE_PER_MINUTE", "600")
-        found = Ui(pg_dsn, airflow_auth)
+        found = Ui(dsn, tokens, airflow_url)
         try:
             yield found
         finally:
             found.app.state.driver_thread.stop()
+
+
+@pytest.fixture
+def ui(pg_dsn, airflow_auth) -> Iterator[Ui]:
+    """The app on a fresh provider database, with the module's users."""
+    with _app(pg_dsn, airflow_auth) as found:
+        yield found
+
+
+@pytest.fixture
+def answered(pg_dsn, airflow_auth) -> Iterator[tuple[Ui, AnsweringAirflow]]:
+    """The app whose preview dry-runs go to a local Airflow stand-in that answers for the task instances a test sets."""
+    with answering_airflow() as fake, _app(pg_dsn, airflow_auth, fake.url) as found:
+        yield found, fake
 
 
 def text_of(html: str) -> str:
@@ -437,6 +453,35 @@ def test_a_replay_names_its_canary_or_none_and_refuses_one_outside_the_selection
     assert newest["canary"]["letter_id"] == max(ids)
     missing = ui.post("/api/replays", {"ids": ids, "reason": "r"})
     assert missing.status_code == 400 and "fix_version" in missing.text
+
+
+def test_the_preview_form_offers_each_answered_letter_as_the_canary_the_newest_chosen_or_none(answered):
+    """Of three letters the dry-run answers for two: the form offers those two as the canary (the newest chosen) and "no canary"."""
+    ui, fake = answered
+    ids = ui.file(3)
+    for i in range(3):
+        fake.set(DAG_A, f"{BASE.run_id}-{i}", "load", "failed", BASE.try_number)
+    answer, gone = fake.answer, f"{BASE.run_id}-2"
+
+    def run_gone(method: str, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if body.get("dag_run_id") == gone:  # the newest letter's run was deleted: its dry-run fails
+            return 404, {"detail": f"DagRun {gone} not found"}
+        return answer(method, path, body)
+
+    fake.answer = run_gone  # type: ignore[method-assign]
+    page = ui.get("/preview", user="ops_a", html=True, ids=ids).text
+    choice = page[page.index('<select id="canary">') : page.index("</select>")]
+    assert re.findall(r'<option value="(\w+)"( selected)?>', choice) == [
+        (str(ids[0]), ""),
+        (str(ids[1]), " selected"),  # the newest the dry-run answered for, as a job picks it
+        ("none", ""),
+    ]
+    assert f"letter {ids[1]} · load · {BASE.run_id}-1 (the newest)" in text_of(choice)
+    assert f"the newest letter ({ids[1]}; pick another, or none, below)" in text_of(page)
+    assert "canary: canaryChoice()" in page  # the form sends the choice as the job's canary
+    assert ui.store.replays(ids[0]) == []  # the preview changed nothing
+    alone = ui.get("/preview", user="ops_a", html=True, ids=ids[1:]).text
+    assert 'id="confirm"' in alone and 'id="canary"' not in alone  # one letter ready: no canary to choose
 
 
 def test_replay_records_the_user_reason_and_fix_and_reports_progress(ui: Ui):
