@@ -168,3 +168,35 @@ def test_an_operator_filters_previews_and_replays_a_letter_from_airflows_ui(env:
     audit = env.stack.api("GET", "/api/v2/eventLogs", params={"event": "retry_provider_replay"})
     assert [entry["owner"] for entry in audit["event_logs"]] == [ADMIN_USER]
     page.close()
+
+
+def test_the_preview_form_picks_the_canary_a_job_starts_with(env: Env, browser: Any):
+    """Two letters: the newest is the canary by default; picking the other makes it the job's canary, cleared alone."""
+    from playwright.sync_api import expect
+
+    real = env.store.get(env.letter.id)
+    assert real is not None and real.status == "dlq"
+    # an older letter of the same run, whose task instance succeeded: Airflow clears nothing for it
+    older = env.store.file(
+        replace(SEED, dag_id=POISON_DAG, run_id=real.run_id, task_id="valid_before", try_number=1),
+        replay_cap=3,
+    ).letter_id
+    with env.store.db.transaction() as cur:
+        cur.execute(
+            "UPDATE retry_dead_letters SET created_at = created_at - interval '1 day' WHERE id = %s", (older,)
+        )
+    browser.clear_cookies()  # signed out: the module's first test signed this browser in
+    page = signed_in_page(browser, env.stack.base_url)
+    page.goto(f"{env.stack.base_url}/retry-provider/preview?ids={real.id}&ids={older}")
+    expect(page.locator("#canary")).to_have_value(str(real.id))  # the newest
+    page.locator("#canary").select_option(str(older))
+    page.locator("#reason").fill("checking the canary pick")
+    page.locator("#fix-version").fill("ui-e2e-2")
+    page.locator("#confirm-replay").click()
+    page.wait_for_url(re.compile(r"/jobs/\d+"))
+    expect(page.locator("#job-canary")).to_contain_text(f"Canary: letter {older}")
+    expect(page.locator("#job-stop")).to_contain_text(f"canary letter {older} failed", timeout=60_000)
+    after = env.store.get(real.id)  # the letter not picked stays in dlq, untouched
+    assert after is not None and (after.status, after.replay_count) == ("dlq", real.replay_count)
+    assert all(replay.reason != "checking the canary pick" for replay in env.store.replays(real.id))
+    page.close()
