@@ -299,10 +299,16 @@ class ReplayDriver:
             log.warning("airflow-retry-provider: driver could not ask Airflow: %s", redact(str(exc))[:500])
 
     def _wait_for_step(self, job: ReplayJob, deadline: float | None) -> bool:
-        """Wait for the job's rising pace (its step's clears per minute); False when the job must stop here."""
+        """Wait for the job's rising pace (its step's clears per minute); False when the job must stop here.
+
+        Past the steps the deployment's pace is the only wait, taken with the claim (``claim_paced``),
+        so a job that had a canary clears as soon after its last clear as one that had none.
+        """
         while True:
             step_clears, since_clear = self.jobs.pace(job.id)
             rate = step_rate(step_clears, self.engine.rate_per_minute, self.pace_steps)
+            if rate >= self.engine.rate_per_minute:
+                return True
             wait = 60.0 / rate - since_clear
             if wait <= 0:
                 return True
