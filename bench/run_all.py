@@ -54,7 +54,12 @@ ARGUMENTS = {
     "drain.py": [[], ["--executor", "celery"]],
 }
 # past this a benchmark is stopped, with the processes it started, and the run fails: never a hang
-TIMEOUT_SECONDS = {"distributed.py": 3 * 3600.0, "drain.py": 2 * 3600.0, "breaker.py": 3600.0}
+TIMEOUT_SECONDS = {
+    "distributed.py": 3 * 3600.0,
+    "drain.py": 2 * 3600.0,
+    "breaker.py": 3600.0,
+    "replay.py": 3600.0,  # the canary half replays two groups of 500 at 30/min: about 19 minutes
+}
 DEFAULT_TIMEOUT_SECONDS = 30 * 60.0
 
 
