@@ -18,6 +18,7 @@ import pytest
 from devstack.airflow import AirflowStack
 from devstack.browser import chromium
 from devstack.browser import signed_in_page as sign_in
+from devstack.smtp import SmtpSink
 from tests.conftest import REPO, running_airflow
 
 
@@ -149,6 +150,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     ordered = sorted((items[i] for i in places), key=lambda item: "e2e" in item.fixturenames)
     for place, item in zip(places, ordered, strict=True):
         items[place] = item
+
+
+@pytest.fixture(scope="module")
+def smtp() -> Iterator[SmtpSink]:
+    """An SMTP server on loopback that keeps every message (a module's stack sends its alerts there)."""
+    sink = SmtpSink().start()
+    yield sink
+    sink.stop()
 
 
 def sample_until(predicate, timeout: float = 120, every: float = 0.5) -> None:

@@ -25,13 +25,6 @@ NOTIFIERS = [
 
 
 @pytest.fixture(scope="module")
-def smtp() -> Iterator[SmtpSink]:
-    sink = SmtpSink().start()
-    yield sink
-    sink.stop()
-
-
-@pytest.fixture(scope="module")
 def statsd() -> Iterator[StatsdListener]:
     listener = StatsdListener()
     yield listener

@@ -164,13 +164,6 @@ class Stack:
 
 
 @pytest.fixture(scope="module")
-def smtp() -> Iterator[SmtpSink]:
-    sink = SmtpSink().start()
-    yield sink
-    sink.stop()
-
-
-@pytest.fixture(scope="module")
 def versioned(pg_server, tmp_path_factory, smtp) -> Iterator[Stack]:
     """An Airflow whose only bundle is a folder of this module, holding version 1 of the DAG."""
     folder = tmp_path_factory.mktemp("versioned-bundle")
