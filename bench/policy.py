@@ -1,6 +1,8 @@
 """Benchmark: what one ClassifiedRetryPolicy.evaluate costs, against an absolute budget, and import cost.
 
 Run: .venv/bin/python bench/policy.py   (prints each figure, its budget and OK or MISSED)
+The p95 judged is the median of five rounds' p95, each round printed: on a shared 2-core machine
+one round's p95 moves by several microseconds with what else runs, its p50 hardly at all.
 Budgets (issue 31, "The happy path costs nothing"): p95 <= 25 us per ``evaluate`` with the full
 default rules on this machine class (the decision runs once per failed try: classify, decide,
 redact, Airflow's masker, metrics); what a DAG file imports of the provider adds <= 20 ms to
@@ -25,6 +27,7 @@ from airflow_retry_provider import ClassifiedRetryPolicy
 from airflow_retry_provider.policy import DEFAULT_RULES, classify
 
 CALLS = 20_000
+ROUNDS = 5
 # the anchor: Airflow's own declarative policy, with rules of the families the bench raises
 AIRFLOW_POLICY = ExceptionRetryPolicy(
     rules=[
@@ -96,23 +99,35 @@ def verdict(ok: bool) -> str:
     return "OK" if ok else "MISSED"
 
 
-def evaluate_figures() -> None:
-    """Every evaluate timed alone: p50, p95 and max against the budget; classify() alone beside it."""
+def evaluate_figures(rounds: int = ROUNDS) -> None:
+    """``rounds`` rounds of every evaluate timed alone, each beside the anchor: the p95 of each round,
+    and the median of those against the budget (one round's p95 on a shared 2-core machine moves by
+    several microseconds with what else runs); classify() alone beside it."""
     context = _context()
     policy = ClassifiedRetryPolicy("report", clock=lambda: NOW)
-    evaluate = per_call_us(lambda exc: policy.evaluate(exc, 1, 2, context))
+    evaluate: list[list[float]] = []
+    anchor: list[list[float]] = []
+    for _ in range(rounds):  # alternating, so that both see the same machine
+        evaluate.append(per_call_us(lambda exc: policy.evaluate(exc, 1, 2, context)))
+        anchor.append(per_call_us(lambda exc: AIRFLOW_POLICY.evaluate(exc, 1, 2, context)))
     classified = per_call_us(lambda exc: classify(exc, now=NOW))
-    figure = p95(evaluate)
-    anchor = per_call_us(lambda exc: AIRFLOW_POLICY.evaluate(exc, 1, 2, context))
+    every = [sample for samples in evaluate for sample in samples]
+    by_round = [p95(samples) for samples in evaluate]
+    figure = statistics.median(by_round)
     print(
         f"anchor: Airflow's ExceptionRetryPolicy ({len(AIRFLOW_POLICY.rules)} rules) per call: "
-        f"p50 {statistics.median(anchor):.1f} us, p95 {p95(anchor):.1f} us"
+        f"p50 {statistics.median(a for samples in anchor for a in samples):.1f} us, "
+        f"p95 by round {', '.join(f'{p95(samples):.1f}' for samples in anchor)} us"
     )
     print(
         f"evaluate per call ({len(DEFAULT_RULES)} default rules, {len(_exceptions())} failure shapes, "
-        f"{CALLS} calls): p50 {statistics.median(evaluate):.1f} us, p95 {figure:.1f} us, max {max(evaluate):.1f} us"
+        f"{rounds} rounds of {CALLS} calls): p50 {statistics.median(every):.1f} us, max {max(every):.1f} us"
     )
-    print(f"  p95 budget <= {EVALUATE_P95_BUDGET_US:.0f} us: {verdict(figure <= EVALUATE_P95_BUDGET_US)}")
+    print(f"  p95 by round: {', '.join(f'{value:.1f}' for value in by_round)} us")
+    print(
+        f"  p95 (median of the {rounds} rounds) {figure:.1f} us; budget <= {EVALUATE_P95_BUDGET_US:.0f} us: "
+        f"{verdict(figure <= EVALUATE_P95_BUDGET_US)}"
+    )
     print(f"  of which classify(): p50 {statistics.median(classified):.1f} us, p95 {p95(classified):.1f} us")
 
 

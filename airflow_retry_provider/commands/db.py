@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
-from typing import Any
+from contextlib import closing
+
+from airflow_retry_provider.commands import add_database_flags, database_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,33 +22,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     current.set_defaults(func=_current)
     for parser in (upgrade, current):
-        parser.add_argument(
-            "--conn-id",
-            default="retry_provider_default",
-            help="Airflow connection of the provider's database (default: %(default)s)",
-        )
-        parser.add_argument("--dsn", help="a postgresql:// URI to use instead of the Airflow connection")
-
-
-@contextmanager
-def _connect(args: argparse.Namespace) -> Iterator[Any]:
-    """A connection to the provider's database, from ``--dsn`` or the Airflow connection."""
-    if args.dsn:
-        import psycopg
-
-        with psycopg.connect(args.dsn) as conn:
-            yield conn
-    else:
-        from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
-
-        with closing(RetryProviderHook(postgres_conn_id=args.conn_id).get_conn()) as conn:
-            yield conn
+        add_database_flags(parser)
 
 
 def _upgrade(args: argparse.Namespace) -> int:
     from airflow_retry_provider.dlq.schema import apply_schema
 
-    with _connect(args) as conn:
+    with closing(database_from_args(args).connect()) as conn:
         before, after = apply_schema(conn)
     if before == after:
         print(f"airflow-retry: provider schema is up to date (version {after})")
@@ -60,7 +40,7 @@ def _upgrade(args: argparse.Namespace) -> int:
 def _current(args: argparse.Namespace) -> int:
     from airflow_retry_provider import migrations
 
-    with _connect(args) as conn:
+    with closing(database_from_args(args).connect()) as conn:
         version = migrations.current_version(conn)
     print(f"airflow-retry: provider schema version {version} (newest {migrations.latest_version()})")
     return 0
