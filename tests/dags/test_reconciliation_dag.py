@@ -37,6 +37,26 @@ def _dag():
     return bag.dags["medallion_reconciliation"]
 
 
+@pytest.fixture(autouse=True)
+def _params_restored():
+    """The packaged DAG's params as they were, after each test.
+
+    The DAG is built once, in the provider's module, so every DagBag of this process hands out that
+    one object; ``dag.test(run_conf=...)`` runs its tasks in this process, and Airflow's merge of the
+    run's conf into the params (``process_params``) resolves the DAG's own ``Param`` objects, keeping
+    the value: a bad ``as_of`` here would stay on the DAG for every later test that runs it. (A
+    task process in a deployment parses the DAG afresh, so there is nothing to keep.)
+    """
+    from airflow_retry_provider.dags.medallion_reconciliation import dag
+
+    owners = [dag.params, *(task.params for task in dag.tasks)]
+    saved = [[(param, param.value) for _, param in owner.items()] for owner in owners]
+    yield
+    for pairs in saved:
+        for param, value in pairs:
+            param.value = value
+
+
 @pytest.fixture
 def artifacts(tmp_path, monkeypatch) -> Path:
     """Artifacts go to a temporary directory."""
