@@ -87,14 +87,9 @@ class OutcomeSync:
         report = _new_report()
         since = self._db_now()
         statement = query("open_claims" if open_claims_only else "replaying_letters")
-        while True:
-            with self.store.db.transaction() as cur:
-                cur.execute(statement, {"limit": limit, "since": since, "letter_id": None})
-                rows = ProviderDatabase.rows(cur)
-            for row in rows:
-                self._sync_one(row, now, grace, source, report)
-            if len(rows) < limit:
-                break
+        parameters = {"limit": limit, "since": since, "letter_id": None}
+        while self._decide(statement, parameters, now, grace, source, report) == limit:
+            continue  # a full page: there may be more
         return _sync_report(report)
 
     def sync_letter(
@@ -111,14 +106,26 @@ class OutcomeSync:
         """
         now = now or datetime.now(timezone.utc)
         report = _new_report()
+        parameters = {"limit": 1, "since": self._db_now(), "letter_id": letter_id}
+        self._decide(query("replaying_letters"), parameters, now, grace, source, report)
+        return _sync_report(report)
+
+    def _decide(
+        self,
+        statement: str,
+        parameters: dict[str, Any],
+        now: datetime,
+        grace: timedelta,
+        source: str,
+        report: dict[str, list[Any]],
+    ) -> int:
+        """One page: the letters ``statement`` picks (and stamps), each decided into ``report``; how many."""
         with self.store.db.transaction() as cur:
-            cur.execute(
-                query("replaying_letters"), {"limit": 1, "since": self._db_now(), "letter_id": letter_id}
-            )
+            cur.execute(statement, parameters)
             rows = ProviderDatabase.rows(cur)
         for row in rows:
             self._sync_one(row, now, grace, source, report)
-        return _sync_report(report)
+        return len(rows)
 
     def _db_now(self) -> datetime:
         """PostgreSQL's clock: letters stamped before it were not looked at by this pass."""
