@@ -87,9 +87,12 @@ class OutcomeSync:
         report = _new_report()
         since = self._db_now()
         statement = query("open_claims" if open_claims_only else "replaying_letters")
-        parameters = {"limit": limit, "since": since, "letter_id": None}
-        while self._decide(statement, parameters, now, grace, source, report) == limit:
-            continue  # a full page: there may be more
+        while True:
+            rows = self._page(statement, {"limit": limit, "since": since, "letter_id": None})
+            for row in rows:
+                self._sync_one(row, now, grace, source, report)
+            if len(rows) < limit:
+                break
         return _sync_report(report)
 
     def sync_letter(
@@ -107,25 +110,15 @@ class OutcomeSync:
         now = now or datetime.now(timezone.utc)
         report = _new_report()
         parameters = {"limit": 1, "since": self._db_now(), "letter_id": letter_id}
-        self._decide(query("replaying_letters"), parameters, now, grace, source, report)
+        for row in self._page(query("replaying_letters"), parameters):
+            self._sync_one(row, now, grace, source, report)
         return _sync_report(report)
 
-    def _decide(
-        self,
-        statement: str,
-        parameters: dict[str, Any],
-        now: datetime,
-        grace: timedelta,
-        source: str,
-        report: dict[str, list[Any]],
-    ) -> int:
-        """One page: the letters ``statement`` picks (and stamps), each decided into ``report``; how many."""
+    def _page(self, statement: str, parameters: dict[str, Any]) -> list[dict[str, Any]]:
+        """The letters ``statement`` picks (and stamps as looked at), committed before any is decided."""
         with self.store.db.transaction() as cur:
             cur.execute(statement, parameters)
-            rows = ProviderDatabase.rows(cur)
-        for row in rows:
-            self._sync_one(row, now, grace, source, report)
-        return len(rows)
+            return ProviderDatabase.rows(cur)
 
     def _db_now(self) -> datetime:
         """PostgreSQL's clock: letters stamped before it were not looked at by this pass."""
