@@ -58,20 +58,19 @@ _last_replacer: list[tuple[object, tuple[str, ...] | None]] = [(None, None)]
 
 
 def _literals_of(replacer: re.Pattern[str]) -> tuple[str, ...] | None:
-    """:func:`literals` of ``replacer`` when it has no flag but the default, else None; remembered
-    for the last replacer (Airflow compiles a new one only when a value is registered)."""
-    seen, found = _last_replacer[0]
-    if seen is not replacer:
-        plain = isinstance(replacer.pattern, str) and replacer.flags == re.UNICODE
-        found = literals(replacer.pattern) if plain else None
-        _last_replacer[0] = (replacer, found)
-    return found
+    """:func:`literals` of ``replacer`` when it has no flag but the default, else None."""
+    plain = isinstance(replacer.pattern, str) and replacer.flags == re.UNICODE
+    return literals(replacer.pattern) if plain else None
 
 
 def _may_change(replacer: re.Pattern[str], text: str) -> bool:
     """Whether ``replacer`` matches anywhere in ``text``: for literals (what ``add_mask`` registers),
-    whether one is in it, with ``in`` (a fifth of a regex search)."""
-    found = _literals_of(replacer)
+    whether one is in it, with ``in`` (a fifth of a regex search). The literals are remembered for
+    the last replacer (Airflow compiles a new one only when a value is registered)."""
+    seen, found = _last_replacer[0]
+    if seen is not replacer:
+        found = _literals_of(replacer)
+        _last_replacer[0] = (replacer, found)
     if found is None:
         return replacer.search(text) is not None
     for literal in found:

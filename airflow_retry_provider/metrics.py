@@ -60,7 +60,10 @@ def _dropped() -> bool:
     """
     try:
         module = _module()
-        return _stats().incr is module.incr and isinstance(module._get_backend(), module.NoStatsLogger)
+        backend = module._backend  # the global, when set: one call less
+        if backend is None:
+            backend = module._get_backend()
+        return _stats().incr is module.incr and isinstance(backend, module.NoStatsLogger)
     except Exception:  # another Airflow's internals: emit as usual
         return False
 

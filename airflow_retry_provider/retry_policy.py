@@ -44,13 +44,16 @@ from airflow_retry_provider.policy.decide import (
     retry_delay,
     retry_unless_late,
 )
+from airflow_retry_provider.policy.evidence import new_record
 from airflow_retry_provider.policy.text import storable
-from airflow_retry_provider.policy.tries import tag_reason
+from airflow_retry_provider.policy.tries import reason_tags, tag_reason
 from airflow_retry_provider.rules_file import load_rules_file
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BACKOFF = Backoff()
+# an enum member read from its class is a Python call on this Python; read once
+_RETRY, _FAIL = RetryAction.RETRY, RetryAction.FAIL
 
 
 @dataclass(frozen=True)
@@ -174,13 +177,14 @@ class ClassifiedRetryPolicy(RetryPolicy):
     ) -> RetryDecision:
         try:
             cls, decision, _, _, deadline = self.assess(exception, try_number, max_tries, context)
-            if deadline is None and self.deadline is not None:  # not read by the decision
-                deadline = self.deadline_for(context)
+            reason = decision.reason
+            if not isinstance(decision, Retry):  # a retry's reason is tagged as it is written
+                if deadline is None and self.deadline is not None:  # not read by the decision
+                    deadline = self.deadline_for(context)
+                reason = tag_reason(reason, cls.rule, self._profile_as_configured(), deadline)
             # redacted by the core; masked like a letter (Airflow keeps it on the task instance and
             # shows it in the Retries tab); NUL or a lone surrogate would make Airflow's row fail
-            reason = storable(
-                mask(tag_reason(decision.reason, cls.rule, self._profile_as_configured(), deadline))
-            )
+            reason = storable(mask(reason))
         except Exception as exc:  # never let Airflow fall back to blind retries
             log.exception("airflow-retry-provider: retry policy failed; failing the task for review")
             reason = (
@@ -190,9 +194,9 @@ class ClassifiedRetryPolicy(RetryPolicy):
         # the constructor, positional: the classmethods add a call and three keywords
         if isinstance(decision, Retry):
             metrics.decision(cls.failure_class, cls.category, "retry")
-            return RetryDecision(RetryAction.RETRY, decision.delay, reason)
+            return RetryDecision(_RETRY, decision.delay, reason)
         metrics.decision(cls.failure_class, decision.category, "dead_letter")
-        return RetryDecision(RetryAction.FAIL, None, reason)
+        return RetryDecision(_FAIL, None, reason)
 
     def serialize(self) -> dict[str, Any]:
         return {
@@ -211,9 +215,13 @@ class ClassifiedRetryPolicy(RetryPolicy):
 
         The decision rules are those of :func:`airflow_retry_provider.policy.decide`, in two
         steps so that the work-unit key and the deadline are read only for a retry. The clock is
-        read first: an HTTP-date ``Retry-After`` is read from it.
+        read first: an HTTP-date ``Retry-After`` is read from it. A retry's reason carries the
+        policy's tags (:func:`~airflow_retry_provider.policy.tries.reason_tags`), as sent to
+        Airflow; a dead letter's is the core's, as the letter keeps it.
         """
-        now = check_aware("clock()", self.clock())
+        now = self.clock()
+        if now.tzinfo is not timezone.utc:  # the usual clock's is; anything else is checked
+            check_aware("clock()", now)
         classification = classify(exception, self._rule_book, now=now)
         retries = _task_retries(context)
         if retries is None:
@@ -238,8 +246,9 @@ class ClassifiedRetryPolicy(RetryPolicy):
                 deadline,
                 self.expected_duration + self.validation,
                 note,
+                reason_tags(classification.rule, self._profile_as_configured(), deadline),
             )
-        evaluation = Evaluation(classification, decision, attempt, max_attempts, deadline)
+        evaluation = new_record(Evaluation, (classification, decision, attempt, max_attempts, deadline))
         self._remember(context, try_number, evaluation)
         return evaluation
 
@@ -301,8 +310,9 @@ class ClassifiedRetryPolicy(RetryPolicy):
     def _remember(self, context: Any, try_number: int, evaluation: Evaluation) -> None:
         if not context or "ti" not in context:
             return
+        ti = context["ti"]  # _ti_key, inline: runs on every decision
         evaluations = self._evaluations
-        evaluations[_ti_key(context, try_number)] = evaluation
+        evaluations[(ti.dag_id, ti.run_id, ti.task_id, getattr(ti, "map_index", -1), try_number)] = evaluation
         if len(evaluations) > 256:
             del evaluations[next(iter(evaluations))]
 

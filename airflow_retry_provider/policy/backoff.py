@@ -90,6 +90,8 @@ class Backoff:
     # derived once in __post_init__: base and cap in microseconds, and the multiplier and jitter as
     # exact fractions of their decimal value (numerator, denominator), all plain integers
     _integers: tuple[int, int, int, int, int, int] = field(init=False, repr=False, compare=False)
+    # jitter's (numerator, denominator) scaled by 2**64, what delay() multiplies by on every call
+    _jitter_scaled: tuple[int, int] = field(init=False, repr=False, compare=False)
     _cap_exponent: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -106,6 +108,7 @@ class Backoff:
             "_integers",
             (base, cap, multiplier.numerator, multiplier.denominator, jitter.numerator, jitter.denominator),
         )
+        object.__setattr__(self, "_jitter_scaled", (jitter.numerator, jitter.denominator * _TWO_TO_64))
         # an exponent past which the nominal delay is the cap by a factor e or more (no huge powers)
         growth = math.log(multiplier) if multiplier > 1 else 0.0
         limit = (math.log(cap / base) + 1) / growth if base and growth else math.inf
@@ -136,13 +139,14 @@ class Backoff:
         """The delay after failed ``attempt`` (1-based), jittered by ``seed``, whole milliseconds."""
         numerator, denominator = self._nominal_microseconds(attempt)
         # nominal * (1 - jitter * h / 2**64) with jitter = jp / jq, all in integers
-        jp, jq = self._integers[4:]
-        h = jitter_hash(seed, attempt) if jp else 0  # no jitter: the hash does not count
-        factor_numerator = jq * _TWO_TO_64 - jp * h
-        factor_denominator = jq * _TWO_TO_64
-        milliseconds = (numerator * factor_numerator) // (
-            denominator * factor_denominator * _MICROSECONDS_PER_MILLISECOND
-        )
+        jp, scaled_jq = self._jitter_scaled  # scaled_jq = jq * 2**64
+        if not jp:  # no jitter: the hash does not count
+            milliseconds = numerator // (denominator * _MICROSECONDS_PER_MILLISECOND)
+        else:
+            factor_numerator = scaled_jq - jp * jitter_hash(seed, attempt)
+            milliseconds = (numerator * factor_numerator) // (
+                denominator * scaled_jq * _MICROSECONDS_PER_MILLISECOND
+            )
         # positional: timedelta(milliseconds=...) costs three times as much
         return timedelta(0, 0, milliseconds * _MICROSECONDS_PER_MILLISECOND)
 

@@ -14,8 +14,14 @@ from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from airflow_retry_provider.policy.default_rules import DEFAULT_RULES
-from airflow_retry_provider.policy.engine import bounded
-from airflow_retry_provider.policy.evidence import RETRY_AFTER_STATUSES, Evidence, retry_after, safe_str
+from airflow_retry_provider.policy.engine import MAX_MATCH_CHARS, bounded
+from airflow_retry_provider.policy.evidence import (
+    RETRY_AFTER_STATUSES,
+    Evidence,
+    new_record,
+    retry_after,
+    safe_str,
+)
 from airflow_retry_provider.policy.redact import redact
 from airflow_retry_provider.policy.rules import (
     ErrorCode,
@@ -92,7 +98,12 @@ class RuleBook:
     def first_match(self, evidence: Evidence) -> Rule | None:
         """The first rule, in order, that matches ``evidence``; None when none does."""
         message = evidence.message
-        for rule, substrings in self._candidates(evidence):
+        candidates = self._orders.get(
+            (evidence.type_names, evidence.http_status, evidence.sqlstate, evidence.error_code)
+        )  # _candidates' memory, read inline: most failures are of a kind seen before
+        if candidates is None:
+            candidates = self._candidates(evidence)
+        for rule, substrings in candidates:
             if substrings is None:
                 if rule.matches(evidence):
                     return rule
@@ -183,10 +194,14 @@ def classify(
     a RuleBook is used as it is, without DEFAULT_RULES added again. With ``now`` (aware), a
     retryable HTTP 429 or 503 carries the server's ``Retry-After`` (an HTTP date is read from ``now``).
     """
-    book = rule_book(rules)
+    book = rules if isinstance(rules, RuleBook) else rule_book(rules)  # a policy's: no call
     outer_text = None
     for link in exception_chain(exc):
-        text = storable(bounded(safe_str(link)))  # untrusted: rules and redaction see at most 16 KiB
+        text = safe_str(link)
+        if len(text) > MAX_MATCH_CHARS:  # untrusted: rules and redaction see at most 16 KiB
+            text = bounded(text)
+        if "\x00" in text or not text.isascii():  # storable's own test, inline: most text is plain
+            text = storable(text)
         if outer_text is None:
             outer_text = text
         evidence = Evidence.of(link, text)
@@ -229,4 +244,4 @@ def _result(
     wait: timedelta | None,
 ) -> Classification:
     message = redact(text, MAX_MESSAGE_CHARS)
-    return Classification(failure_class, category, rule, type(exc).__qualname__, message, wait)
+    return new_record(Classification, (failure_class, category, rule, type(exc).__qualname__, message, wait))

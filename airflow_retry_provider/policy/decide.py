@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from airflow_retry_provider.policy.backoff import Backoff
 from airflow_retry_provider.policy.classify import MAX_MESSAGE_CHARS, Classification
+from airflow_retry_provider.policy.evidence import new_record
 from airflow_retry_provider.policy.redact import cut, redact
 from airflow_retry_provider.policy.rules import FailureClass
 
@@ -129,7 +130,9 @@ def _cap(reason: str) -> str:
     redacted when it is made (:func:`classify` redacts it before it cuts it): redacting again
     here would double the cost of every decision for nothing.
     """
-    return cut(one_line(reason), MAX_REASON_CHARS)
+    if not reason.isprintable() or "  " in reason or reason[:1] == " " or reason[-1:] == " ":
+        reason = " ".join(reason.split())  # one_line, whose test is inlined: runs on every decision
+    return reason if len(reason) <= MAX_REASON_CHARS else cut(reason, MAX_REASON_CHARS)
 
 
 def one_line(text: str) -> str:
@@ -231,10 +234,15 @@ def retry_unless_late(
     deadline: datetime | None,
     needed: timedelta,
     note: str = "",
+    tags: str = "",
 ) -> Retry | DeadLetter:
     """Rules 4-5: retry after ``delay``, unless that retry plus ``needed`` would finish after ``deadline``.
 
-    ``note`` (from :func:`retry_delay`) goes into the reason, before the classification.
+    ``note`` (from :func:`retry_delay`) goes into the reason, before the classification. ``tags``
+    (a policy's ``[rule r] [profile p]``, see :func:`~airflow_retry_provider.policy.tries.reason_tags`)
+    follow the leading tags of a retry's reason, which is so written once, as
+    :func:`~airflow_retry_provider.policy.tries.tag_reason` would tag it; a dead letter's reason
+    comes without them (the letter keeps the core's reason; the policy tags what it sends Airflow).
     """
     not_before = now + delay
     what = describe(classification)
@@ -247,5 +255,6 @@ def retry_unless_late(
         )
         return DeadLetter(DEAD_LETTER_DEADLINE_INFEASIBLE, _cap(reason), classification.failure_class)
     why = f"{note}: {what}" if note else what
-    reason = f"[attempt {attempt + 1}/{max_attempts}] [after {format_timestamp(not_before)}] {why}"
-    return Retry(attempt + 1, delay, not_before, _cap(reason))
+    head = f"[attempt {attempt + 1}/{max_attempts}] [after {format_timestamp(not_before)}]"
+    reason = f"{head} {tags} {why}" if tags else f"{head} {why}"
+    return new_record(Retry, (attempt + 1, delay, not_before, _cap(reason)))

@@ -34,6 +34,11 @@ MAX_RETRY_AFTER_SECONDS = 7 * 86_400
 """A longer ``Retry-After`` is read as this (the profile's cap applies anyway)."""
 
 
+new_record = tuple.__new__
+"""``new_record(Record, (field, ...))``: a NamedTuple built from all its fields, in order, without
+its generated ``__new__`` (a Python call): the records made on every decision cost half as much."""
+
+
 class Evidence(NamedTuple):
     """Everything a rule may look at, read once from one exception (an immutable record).
 
@@ -57,8 +62,13 @@ class Evidence(NamedTuple):
     def of(cls, exc: BaseException, text: str | None = None) -> Evidence:
         """Gather the evidence from ``exc`` (``text``: its ``str()``, when already known); never raises."""
         message = (safe_str(exc) if text is None else text).lower()
-        if _bare(exc):  # most failures: no attribute to read, so none is looked up
-            return cls(exc, type_names(type(exc)), message, None, None, None)
+        kind = type(exc)
+        if _plain_type(kind):  # what Evidence reads can only be in the instance's __dict__
+            attributes = exc.__dict__
+            if not attributes or _READ.isdisjoint(attributes):  # most failures: nothing to read
+                return new_record(cls, (exc, type_names(kind), message, None, None, None))
+            if _READ.intersection(attributes) == _RESPONSE_ONLY:  # an HTTP client's or botocore's error
+                return cls._of_response(exc, kind, message, attributes["response"])
         response = _attribute(exc, "response")
         # one Mapping check for both readers (against the ABC it is a Python call)
         parsed = response is not None and (type(response) is dict or isinstance(response, Mapping))
@@ -70,6 +80,19 @@ class Evidence(NamedTuple):
             _sqlstate(exc) or _sqlstate(_attribute(exc, "orig")),
             _error_code(response) if parsed else None,  # only a mapping has Error.Code
         )
+
+    @classmethod
+    def _of_response(cls, exc: BaseException, kind: type, message: str, response: object) -> Evidence:
+        """The evidence of an exception of a plain class whose only attribute Evidence reads is
+        ``response``: the status and the error code are the response's, and there is no SQLSTATE."""
+        names = type_names(kind)
+        if response is None:
+            return new_record(cls, (exc, names, message, None, None, None))
+        if type(response) is dict or isinstance(response, Mapping):  # botocore: the parsed response
+            status = _as_status(_item(response, "ResponseMetadata", "HTTPStatusCode"))
+            return new_record(cls, (exc, names, message, status, None, _error_code(response)))
+        status = _as_status(_attribute(response, "status_code"))  # requests, httpx
+        return new_record(cls, (exc, names, message, status, None, None))
 
 
 def safe_str(exc: BaseException) -> str:
@@ -98,6 +121,7 @@ def type_names(cls: type) -> frozenset[str]:
 
 
 _READ = frozenset(("response", *_HTTP_STATUS_ATTRIBUTES, *_SQLSTATE_ATTRIBUTES, "diag", "orig"))
+_RESPONSE_ONLY = frozenset({"response"})
 _PLAIN_TYPES: dict[type, bool] = {}
 
 
@@ -119,14 +143,6 @@ def _plain_type(cls: type) -> bool:
     return plain
 
 
-def _bare(exc: BaseException) -> bool:
-    """Whether ``getattr(exc, name, None)`` is None for every attribute Evidence reads: its class is
-    plain and its ``__dict__`` holds none of them (a ``ConnectionResetError``, a ``KeyError``, an
-    exception with notes)."""
-    attributes = exc.__dict__
-    return _plain_type(type(exc)) and (not attributes or _READ.isdisjoint(attributes))
-
-
 def retry_after(exc: BaseException, now: datetime) -> timedelta | None:
     """The ``Retry-After`` of ``exc.response.headers`` (seconds or an HTTP date, from ``now``), else None.
 
@@ -134,7 +150,7 @@ def retry_after(exc: BaseException, now: datetime) -> timedelta | None:
     huge one is MAX_RETRY_AFTER_SECONDS.
     """
     headers = _attribute(_attribute(exc, "response"), "headers")
-    value = _header(headers, "retry-after")
+    value = _header(headers, "retry-after", "Retry-After")
     if not isinstance(value, str) or not value.strip():
         return None
     value = value.strip()
@@ -150,12 +166,15 @@ def retry_after(exc: BaseException, now: datetime) -> timedelta | None:
     return timedelta(seconds=min(max(0, seconds), MAX_RETRY_AFTER_SECONDS))
 
 
-def _header(headers: object, name: str) -> object:
-    """Header ``name`` from any mapping-like headers (case-insensitive ones, or a plain dict)."""
+def _header(headers: object, name: str, canonical: str) -> object:
+    """Header ``name`` (lower-case; ``canonical``: as servers spell it) from any mapping-like
+    headers (case-insensitive ones, or a plain dict)."""
     if headers is None:
         return None
     try:
         value = headers.get(name)  # type: ignore[attr-defined]
+        if value is None:  # a plain dict keeps the sender's case: most often the canonical one
+            value = headers.get(canonical)  # type: ignore[attr-defined]
         if value is None and (type(headers) is dict or isinstance(headers, Mapping)):
             for key, found in headers.items():  # a plain dict keeps the sender's case
                 if str(key).lower() == name:

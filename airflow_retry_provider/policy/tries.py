@@ -25,15 +25,22 @@ _CLASS = pattern(r"\b(poison|retryable|unknown)/([a-z0-9][a-z0-9-]*)")
 _DEAD_LETTER = pattern(r"\bdead letter ([a-z][a-z0-9-]*)")
 
 
-def tag_reason(reason: str, rule: str, profile: str | None = None, deadline: datetime | None = None) -> str:
-    """``reason`` with ``[rule r] [profile p] [deadline t]`` after its leading tags, capped as before.
-
-    One space joins the parts (the space around the leading tags is dropped); runs on every
-    decision, so it builds the text in place (no list, no join).
-    """
-    tagged = f"[rule {rule}] [profile {profile}]" if profile else f"[rule {rule}]"
+def reason_tags(rule: str, profile: str | None = None, deadline: datetime | None = None) -> str:
+    """``[rule r] [profile p] [deadline t]``: what a policy adds to a reason (no profile, no deadline: left out)."""
+    tags = f"[rule {rule}] [profile {profile}]" if profile else f"[rule {rule}]"
     if deadline is not None:
-        tagged = f"{tagged} [deadline {format_timestamp(deadline)}]"
+        tags = f"{tags} [deadline {format_timestamp(deadline)}]"
+    return tags
+
+
+def tag_reason(reason: str, rule: str, profile: str | None = None, deadline: datetime | None = None) -> str:
+    """``reason`` with :func:`reason_tags` after its leading tags, capped as before.
+
+    One space joins the parts (the space around the leading tags is dropped); builds the text in
+    place (no list, no join). A retry's reason is tagged as it is written (``retry_unless_late``'s
+    ``tags``); this tags a dead letter's.
+    """
+    tagged = reason_tags(rule, profile, deadline)
     end = _leading_tags_end(reason)
     if end:
         tagged = f"{reason[:end].rstrip()} {tagged}"

@@ -79,7 +79,7 @@ class Env:
 
     def wait_ti(self, dag_id: str, run_id: str, task_id: str, state: str, try_number: int) -> dict[str, Any]:
         """Wait until Airflow itself reports the task instance finished (its callback may write first)."""
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300  # as wait_letter: a replayed try under the suite's load
         ti = self.ti(dag_id, run_id, task_id)
         while (ti["state"], ti["try_number"]) != (state, try_number) and time.monotonic() < deadline:
             time.sleep(1)
@@ -123,7 +123,9 @@ class Env:
         assert letter is not None and check(letter), f"no matching letter of {dag_id}.{task_id}: {letter}"
         return letter
 
-    def wait_letter(self, letter_id: int, check: Callable[[Letter], bool], timeout: float = 150) -> Letter:
+    def wait_letter(self, letter_id: int, check: Callable[[Letter], bool], timeout: float = 300) -> Letter:
+        # 300 s: a replayed try is scheduled, runs and fails, then its callback files the letter again;
+        # under the suite's load (both e2e lanes starting stacks) that once took longer than 150 s
         deadline = time.monotonic() + timeout
         letter = self.store.get(letter_id)
         while time.monotonic() < deadline:

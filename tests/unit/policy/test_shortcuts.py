@@ -3,24 +3,33 @@
 from __future__ import annotations
 
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from airflow_retry_provider.policy import DEFAULT_RULES, MessagePattern
-from airflow_retry_provider.policy.decide import MAX_REASON_CHARS, format_timestamp, one_line
+from airflow_retry_provider.policy.classify import Classification
+from airflow_retry_provider.policy.decide import (
+    MAX_REASON_CHARS,
+    Retry,
+    format_timestamp,
+    one_line,
+    retry_unless_late,
+)
 from airflow_retry_provider.policy.engine import Pattern, PatternError, pattern
 from airflow_retry_provider.policy.evidence import (
+    _READ,
     Evidence,
     _attribute,
-    _bare,
     _error_code,
     _http_status,
+    _plain_type,
     _sqlstate,
 )
-from airflow_retry_provider.policy.tries import _leading_tags_end, tag_reason
+from airflow_retry_provider.policy.tries import _leading_tags_end, reason_tags, tag_reason
 
 COST_LIMIT = next(rule for rule in DEFAULT_RULES if rule.category == "cost-limit-exceeded")
 assert isinstance(COST_LIMIT, MessagePattern)
@@ -115,12 +124,24 @@ EXCEPTIONS = [
         RuntimeError("s3"),
         response={"Error": {"Code": "SlowDown"}, "ResponseMetadata": {"HTTPStatusCode": 503}},
     ),
+    _with(RuntimeError("http"), response=SimpleNamespace(status_code=429, headers={"Retry-After": "5"})),
+    _with(RuntimeError("no response"), response=None),
+    _with(RuntimeError("odd response"), response=SimpleNamespace(status_code="503 ")),
+    _with(RuntimeError("both"), response=SimpleNamespace(status_code=503), status=429),
+    _with(RuntimeError("response and orig"), response={"Error": {}}, orig=_with(Exception(), pgcode="40001")),
+    _with(_Property("property beats response"), response=SimpleNamespace(status_code=429)),
 ]
+
+
+def _bare(exc: BaseException) -> bool:
+    """Evidence's shortcut: a plain class, and no attribute it reads in the instance's __dict__."""
+    return _plain_type(type(exc)) and _READ.isdisjoint(exc.__dict__)
 
 
 @pytest.mark.parametrize("exc", EXCEPTIONS, ids=lambda exc: type(exc).__name__)
 def test_evidence_without_reading_attributes_is_the_evidence_read(exc: BaseException) -> None:
-    """The shortcut for a bare exception gives what reading every attribute gives."""
+    """The shortcuts (a bare exception; one whose only attribute read is ``response``) give what
+    reading every attribute gives."""
     response = _attribute(exc, "response")
     read = (
         _http_status(exc, response),
@@ -181,6 +202,37 @@ def test_tag_reason_gives_what_the_list_and_join_gave(
     assert tag_reason(reason, rule, profile, deadline) == _tagged_the_long_way(
         reason, rule, profile, deadline
     )
+
+
+MESSAGE_PIECES = ["reset", " ", "  ", "\n", "\t", "[after x]", "[attempt 1/2]", "é", "w" * 120, "…"]
+
+
+@given(
+    st.lists(st.sampled_from(MESSAGE_PIECES), max_size=8).map("".join),
+    st.sampled_from(["", "unknown outcome, safe to repeat", "Retry-After 120 s"]),
+    st.sampled_from(["r", "http-429"]),
+    st.sampled_from([None, "report"]),
+    st.sampled_from([None, datetime(2026, 12, 1, 12, tzinfo=timezone.utc)]),
+    st.sampled_from(["retryable", "unknown"]),
+)
+def test_a_retry_tagged_as_it_is_written_reads_as_tag_reason_made_it(
+    message: str, note: str, rule: str, profile: str | None, deadline: datetime | None, failure_class: str
+) -> None:
+    """A retry's reason is written with the policy's tags (one text, not one text then another):
+    it is the text tag_reason made of the untagged reason, and is capped the same way."""
+    classification = Classification(failure_class, "connection-failed", rule, "OSError", message)  # type: ignore[arg-type]
+    now = datetime(2026, 11, 30, 10, tzinfo=timezone.utc)
+    arguments = (classification, 1, 3, now, timedelta(seconds=90), None, timedelta(0), note)
+    untagged = retry_unless_late(*arguments)
+    tagged = retry_unless_late(*arguments, reason_tags(rule, profile, deadline))
+    assert isinstance(tagged, Retry) and isinstance(untagged, Retry)
+    assert tagged._replace(reason="") == untagged._replace(reason="")
+    by_tag_reason = tag_reason(untagged.reason, rule, profile, deadline)
+    if len(by_tag_reason) < MAX_REASON_CHARS:  # nothing was cut
+        assert tagged.reason == by_tag_reason
+    else:  # both at most Airflow's 500 characters; tag_reason cuts a word in two, the writer does not
+        assert len(tagged.reason) <= MAX_REASON_CHARS
+        assert tagged.reason.startswith(by_tag_reason[: by_tag_reason.index(" [rule ")] + " [rule ")
 
 
 def test_only_the_ascii_space_is_printable_whitespace() -> None:
