@@ -223,9 +223,9 @@ class ClassifiedRetryPolicy(RetryPolicy):
         if now.tzinfo is not timezone.utc:  # the usual clock's is; anything else is checked
             check_aware("clock()", now)
         classification = classify(exception, self._rule_book, now=now)
-        retries = _task_retries(context)
-        if retries is None:
-            retries = max_tries  # no context: assume the first generation
+        retries = getattr(context.get("task") if context else None, "retries", None)
+        if not isinstance(retries, int) or isinstance(retries, bool):
+            retries = max_tries  # no task to read: assume the first generation
         attempt = max(1, try_number - max(0, max_tries - retries))
         max_attempts = self.max_attempts or retries + 1
         # whether the work is safe to repeat decides only an unknown outcome (rule 2)
@@ -236,7 +236,7 @@ class ClassifiedRetryPolicy(RetryPolicy):
         deadline = None
         if decision is None:
             delay, note = retry_delay(classification, self.backoff, attempt, self._work_unit_key(context))
-            deadline = self.deadline_for(context)
+            deadline = None if self.deadline is None else self.deadline_for(context)
             decision = retry_unless_late(
                 classification,
                 attempt,
@@ -315,12 +315,6 @@ class ClassifiedRetryPolicy(RetryPolicy):
         evaluations[(ti.dag_id, ti.run_id, ti.task_id, getattr(ti, "map_index", -1), try_number)] = evaluation
         if len(evaluations) > 256:
             del evaluations[next(iter(evaluations))]
-
-
-def _task_retries(context: Any) -> int | None:
-    task = context.get("task") if context else None
-    retries = getattr(task, "retries", None)
-    return int(retries) if isinstance(retries, int) and not isinstance(retries, bool) else None
 
 
 def _ti_key(context: Mapping[str, Any], try_number: int) -> tuple[Any, ...]:

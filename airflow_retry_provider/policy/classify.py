@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from airflow_retry_provider.policy.default_rules import DEFAULT_RULES
 from airflow_retry_provider.policy.engine import MAX_MATCH_CHARS, bounded
@@ -42,8 +42,10 @@ MAX_CHAIN_DEPTH = 8
 
 _MAX_ORDERS = 512  # candidate orders a RuleBook remembers (one per distinct kind of failure)
 
-# a rule alone (None), or the first of a run of plain MessagePatterns and the run's (substring, rule) pairs
-Candidate = tuple[Rule, tuple[tuple[str, Rule], ...] | None]
+# a rule to ask (None), an indexed rule that matches (True), or the first of a run of plain
+# MessagePatterns and the run's (substring, rule) pairs
+Run = tuple[tuple[str, Rule], ...]
+Candidate = tuple[Rule, Run | Literal[True] | None]
 
 
 class Classification(NamedTuple):
@@ -77,7 +79,8 @@ class RuleBook:
     other rule (message patterns, ``AllOf``, rules of your own, subclasses, rules matching
     classes) is a candidate for every exception. The candidates are tried in order, each with
     its own ``matches()`` (a plain ``MessagePattern``'s substrings are looked for in place); the
-    first that matches wins.
+    first that matches wins. An indexed rule found under one of the exception's own values
+    matches it without being asked, so the candidates end there.
     """
 
     def __init__(self, rules: Iterable[Rule]) -> None:
@@ -107,6 +110,8 @@ class RuleBook:
             if substrings is None:
                 if rule.matches(evidence):
                     return rule
+            elif substrings is True:  # indexed under this evidence's own values: it matches
+                return rule
             else:  # a run of plain MessagePatterns, without a call per rule: most candidates are
                 for substring, owner in substrings:
                     if substring in message:
@@ -118,16 +123,20 @@ class RuleBook:
 
         Consecutive plain ``MessagePattern`` rules (no regex, not a subclass), each matching
         exactly when one of its substrings is in the message, become one run of (substring, rule)
-        pairs in order; any other rule comes alone, with None. The exact values are an exception's type names and structured codes, so a process sees
-        few distinct sets (one per kind of failure); the memory is capped all the same.
+        pairs in order; any other rule comes alone, with None. The first indexed rule found (an
+        exact ``HttpStatus``, ``SqlState``, ``ErrorCode`` or names-only ``ExceptionType`` naming one
+        of the evidence's values, which its ``matches()`` checks and nothing else) comes with True
+        and ends the candidates: the rules after it are never reached. The exact values are an
+        exception's type names and structured codes, so a process sees few distinct sets (one per
+        kind of failure); the memory is capped all the same.
         """
         values = (evidence.type_names, evidence.http_status, evidence.sqlstate, evidence.error_code)
         found = self._orders.get(values)
         if found is None:
-            positions = set(self._always)
-            for key in _evidence_keys(evidence):
-                positions.update(self._by_value.get(key, ()))
-            found = _runs(self.rules[index] for index in sorted(positions))
+            indexed = [index for key in _evidence_keys(evidence) for index in self._by_value.get(key, ())]
+            end = min(indexed, default=len(self.rules))
+            asked = _runs(self.rules[index] for index in self._always if index < end)
+            found = (*asked, (self.rules[end], True)) if indexed else asked
             if len(self._orders) < _MAX_ORDERS:
                 self._orders[values] = found
         return found
@@ -135,7 +144,7 @@ class RuleBook:
 
 def _runs(rules: Iterable[Rule]) -> tuple[Candidate, ...]:
     """``rules`` in order, each plain ``MessagePattern`` in a run with the ones next to it."""
-    candidates: list[Candidate] = []
+    candidates: list[tuple[Rule, Run | None]] = []
     for rule in rules:
         if type(rule) is not MessagePattern or rule.regexes:
             candidates.append((rule, None))
