@@ -121,3 +121,17 @@ def test_a_book_is_used_as_it_is_and_none_means_the_defaults():
     assert rule_book(None).rules == DEFAULT_RULES
     assert classify(RuntimeError("quota"), book).category == "quota"
     assert classify(RuntimeError("quota"), RuleBook([])).rule == "default"  # no defaults added to a book
+
+
+def test_an_indexed_rule_under_the_failures_own_value_ends_the_candidates():
+    """The first indexed rule naming one of the failure's values matches it: it is not asked, and
+    no rule after it is a candidate (#31: a decision does only what it needs)."""
+    book = RuleBook(DEFAULT_RULES)
+    evidence = Evidence.of(ConnectionResetError(104, "Connection reset by peer"))
+    candidates = book._candidates(evidence)
+    last, check = candidates[-1]
+    assert check is True and isinstance(last, ExceptionType) and last.name == "type-connection-failed"
+    assert all(check is not True for _, check in candidates[:-1])
+    assert book.first_match(evidence) is last is first_in_order(DEFAULT_RULES, evidence)
+    nothing_indexed = book._candidates(Evidence.of(RuntimeError("something nobody has seen")))
+    assert all(check is not True for _, check in nothing_indexed)
