@@ -42,9 +42,10 @@ MAX_CHAIN_DEPTH = 8
 
 _MAX_ORDERS = 512  # candidate orders a RuleBook remembers (one per distinct kind of failure)
 
-# a rule to ask (None), an indexed rule that matches (True), or the first of a run of plain
-# MessagePatterns and the run's (substring, rule) pairs
-Run = tuple[tuple[str, Rule], ...]
+# a rule to ask (None), an indexed rule that matches (True), or the first of a run of message
+# rules and the run's (substring, rule, exact) entries: a message holding an exact entry's substring
+# matches its rule; one holding a guard (a regex's literal) matches it if the rule says so
+Run = tuple[tuple[str, Rule, bool], ...]
 Candidate = tuple[Rule, Run | Literal[True] | None]
 
 
@@ -112,18 +113,17 @@ class RuleBook:
                     return rule
             elif substrings is True:  # indexed under this evidence's own values: it matches
                 return rule
-            else:  # a run of plain MessagePatterns, without a call per rule: most candidates are
-                for substring, owner in substrings:
-                    if substring in message:
+            else:  # a run of message rules, without a call per rule: most candidates are
+                for substring, owner, exact in substrings:
+                    if substring in message and (exact or owner.matches(evidence)):
                         return owner
         return None
 
     def _candidates(self, evidence: Evidence) -> tuple[Candidate, ...]:
         """The rules that may match ``evidence``, in order; remembered per set of exact values.
 
-        Consecutive plain ``MessagePattern`` rules (no regex, not a subclass), each matching
-        exactly when one of its substrings is in the message, become one run of (substring, rule)
-        pairs in order; any other rule comes alone, with None. The first indexed rule found (an
+        Consecutive ``MessagePattern`` rules (not a subclass) become one run (see :func:`_runs`);
+        any other rule comes alone, with None. The first indexed rule found (an
         exact ``HttpStatus``, ``SqlState``, ``ErrorCode`` or names-only ``ExceptionType`` naming one
         of the evidence's values, which its ``matches()`` checks and nothing else) comes with True
         and ends the candidates: the rules after it are never reached. The exact values are an
@@ -143,13 +143,22 @@ class RuleBook:
 
 
 def _runs(rules: Iterable[Rule]) -> tuple[Candidate, ...]:
-    """``rules`` in order, each plain ``MessagePattern`` in a run with the ones next to it."""
+    """``rules`` in order, each ``MessagePattern`` in a run with the ones next to it.
+
+    A ``MessagePattern`` matches exactly when one of its substrings is in the message, or one of
+    its regexes matches it; a regex declared with literals (``pattern(..., literals=...)``) can
+    match only a message holding one of them. So such a rule's entries are its substrings (exact)
+    and its regexes' literals (guards: the rule is asked only when one is there); a rule with a
+    regex without literals, or a subclass, comes alone.
+    """
     candidates: list[tuple[Rule, Run | None]] = []
     for rule in rules:
-        if type(rule) is not MessagePattern or rule.regexes:
+        if type(rule) is not MessagePattern or not all(regex.literals for regex in rule.regexes):
             candidates.append((rule, None))
             continue
-        pairs = tuple((substring, rule) for substring in rule.substrings)
+        pairs = tuple((substring, rule, True) for substring in rule.substrings) + tuple(
+            (literal, rule, False) for regex in rule.regexes for literal in regex.literals
+        )
         previous = candidates[-1][1] if candidates else None
         if previous is None:
             candidates.append((rule, pairs))

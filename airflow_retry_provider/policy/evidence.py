@@ -63,10 +63,14 @@ class Evidence(NamedTuple):
         """Gather the evidence from ``exc`` (``text``: its ``str()``, when already known); never raises."""
         message = (safe_str(exc) if text is None else text).lower()
         kind = type(exc)
-        if _plain_type(kind):  # what Evidence reads can only be in the instance's __dict__
+        plain = _PLAIN_TYPES.get(kind)  # the memories of _plain_type and type_names, read inline
+        if plain is None:
+            plain = _plain_type(kind)
+        if plain:  # what Evidence reads can only be in the instance's __dict__
             attributes = exc.__dict__
             if not attributes or _READ.isdisjoint(attributes):  # most failures: nothing to read
-                return new_record(cls, (exc, type_names(kind), message, None, None, None))
+                names = _TYPE_NAMES_CACHE.get(kind) or type_names(kind)
+                return new_record(cls, (exc, names, message, None, None, None))
             if _READ.intersection(attributes) == _RESPONSE_ONLY:  # an HTTP client's or botocore's error
                 return cls._of_response(exc, kind, message, attributes["response"])
         response = _attribute(exc, "response")

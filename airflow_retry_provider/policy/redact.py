@@ -30,6 +30,8 @@ from airflow_retry_provider.policy.text import storable
 
 MASK = "***"
 ELLIPSIS = "…"
+LONG_WORD = 15
+"""A whitespace-separated word this long may hold a vendor token or a random run: only then are they looked for."""
 
 Span = tuple[int, int]
 
@@ -678,16 +680,6 @@ def _random_runs(text: str, lowered: str, spans: list[Span]) -> None:
                 spans.append((start + first, start + last))
 
 
-def _long_word(text: str) -> bool:
-    """Whether any whitespace-separated word is long enough to hold a vendor token (15+ characters)."""
-    if len(text) < 15:
-        return False
-    for word in text.split():  # a loop: max(map(len, ...), default=0) costs more for a few words
-        if len(word) >= 15:
-            return True
-    return False
-
-
 def _percent(text: str, depth: int, spans: list[Span]) -> None:
     """Decode %XX, find the spans in the decoded text, and map them back onto ``text``.
 
@@ -756,9 +748,12 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         _spans_of(_LIBPQ, text, spans, groups=2)
     if "%" in text and depth < 3:
         _percent(text, depth, spans)
-    if _long_word(text):
-        _spans_of(_VENDOR, text, spans)
-        _random_runs(text, lowered, spans)
+    if len(text) >= LONG_WORD:  # a word long enough to hold a vendor token, found with a loop (not a
+        for word in text.split():  # max(map(len, ...)), which costs more for a few words)
+            if len(word) >= LONG_WORD:
+                _spans_of(_VENDOR, text, spans)
+                _random_runs(text, lowered, spans)
+                break
     return spans
 
 

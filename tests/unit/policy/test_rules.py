@@ -22,6 +22,7 @@ from airflow_retry_provider.policy import (
     exception_chain,
     rule_book,
 )
+from airflow_retry_provider.policy.engine import pattern
 
 
 class QuotaExceeded(RuntimeError):
@@ -47,7 +48,18 @@ class StatusAbove(HttpStatus):
         return evidence.http_status is not None and evidence.http_status >= 500
 
 
-WORDS = ["quota", "not found", "timed out", "reset", "denied", "billing", "ok", "x"]
+WORDS = [
+    "quota",
+    "not found",
+    "timed out",
+    "reset",
+    "denied",
+    "billing",
+    "ok",
+    "x",
+    "quota 12",
+    "exceeded cost limit",
+]
 CLASSES = [RuntimeError, ValueError, QuotaExceeded, WarehouseTimeout, ConnectionResetError, PermissionError]
 STATUSES = [None, 200, 404, 429, 500, 503]
 STATES = [None, "40001", "42P01", "08006", "22012", "XX000"]
@@ -63,6 +75,12 @@ rules = st.one_of(
     st.builds(lambda w: MessagePattern(w, "poison", "by-message"), st.sampled_from(WORDS)),
     st.builds(
         lambda w: MessagePattern(re.compile(w), "poison", "by-regex"), st.sampled_from(["quo+ta", "de.ied"])
+    ),
+    st.builds(  # a regex with literals: asked only when one is in the message
+        lambda w: MessagePattern(
+            [w, pattern(r"quo+ta \d+", literals=("quo",))], "poison", "by-guarded-regex"
+        ),
+        st.sampled_from(WORDS),
     ),
     st.builds(lambda w: LongMessage("retryable", "long", "long-message"), st.just(0)),
     st.builds(
