@@ -219,9 +219,7 @@ class ClassifiedRetryPolicy(RetryPolicy):
         policy's tags (:func:`~airflow_retry_provider.policy.tries.reason_tags`), as sent to
         Airflow; a dead letter's is the core's, as the letter keeps it.
         """
-        now = self.clock()
-        if now.tzinfo is not timezone.utc:  # the usual clock's is; anything else is checked
-            check_aware("clock()", now)
+        now = check_aware("clock()", self.clock())
         classification = classify(exception, self._rule_book, now=now)
         retries = getattr(context.get("task") if context else None, "retries", None)
         if not isinstance(retries, int) or isinstance(retries, bool):
@@ -236,7 +234,7 @@ class ClassifiedRetryPolicy(RetryPolicy):
         deadline = None
         if decision is None:
             delay, note = retry_delay(classification, self.backoff, attempt, self._work_unit_key(context))
-            deadline = None if self.deadline is None else self.deadline_for(context)
+            deadline = self.deadline_for(context)
             decision = retry_unless_late(
                 classification,
                 attempt,
@@ -310,9 +308,8 @@ class ClassifiedRetryPolicy(RetryPolicy):
     def _remember(self, context: Any, try_number: int, evaluation: Evaluation) -> None:
         if not context or "ti" not in context:
             return
-        ti = context["ti"]  # _ti_key, inline: runs on every decision
         evaluations = self._evaluations
-        evaluations[(ti.dag_id, ti.run_id, ti.task_id, getattr(ti, "map_index", -1), try_number)] = evaluation
+        evaluations[_ti_key(context, try_number)] = evaluation
         if len(evaluations) > 256:
             del evaluations[next(iter(evaluations))]
 

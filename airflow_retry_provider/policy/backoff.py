@@ -87,10 +87,11 @@ class Backoff:
     multiplier: float = 2
     cap: timedelta = timedelta(hours=1)
     jitter: float = 0.25
-    # derived once in __post_init__: base and cap in microseconds, and the multiplier and jitter as
-    # exact fractions of their decimal value (numerator, denominator), all plain integers
-    _integers: tuple[int, int, int, int, int, int] = field(init=False, repr=False, compare=False)
-    # jitter's (numerator, denominator) scaled by 2**64, what delay() multiplies by on every call
+    # derived once in __post_init__: base and cap in microseconds, and the multiplier as an exact
+    # fraction of its decimal value (numerator, denominator), all plain integers
+    _integers: tuple[int, int, int, int] = field(init=False, repr=False, compare=False)
+    # the jitter as an exact fraction of its decimal value, its denominator times 2**64 (what
+    # delay() divides by on every call)
     _jitter_scaled: tuple[int, int] = field(init=False, repr=False, compare=False)
     _cap_exponent: float = field(init=False, repr=False, compare=False)
 
@@ -106,7 +107,7 @@ class Backoff:
         object.__setattr__(
             self,
             "_integers",
-            (base, cap, multiplier.numerator, multiplier.denominator, jitter.numerator, jitter.denominator),
+            (base, cap, multiplier.numerator, multiplier.denominator),
         )
         object.__setattr__(self, "_jitter_scaled", (jitter.numerator, jitter.denominator * _TWO_TO_64))
         # an exponent past which the nominal delay is the cap by a factor e or more (no huge powers)
@@ -118,7 +119,7 @@ class Backoff:
         """Exact ``min(cap, base * multiplier ** (attempt - 1))`` in microseconds, as (numerator, denominator)."""
         if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
             raise ValueError(f"attempt must be an integer >= 1, got {attempt!r}")
-        base, cap, multiplier_p, multiplier_q, _, _ = self._integers
+        base, cap, multiplier_p, multiplier_q = self._integers
         exponent = attempt - 1
         if base == 0 or exponent == 0 or multiplier_p == multiplier_q:
             return base, 1

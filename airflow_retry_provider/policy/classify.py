@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Literal, NamedTuple
 
 from airflow_retry_provider.policy.default_rules import DEFAULT_RULES
-from airflow_retry_provider.policy.engine import MAX_MATCH_CHARS, bounded
+from airflow_retry_provider.policy.engine import bounded
 from airflow_retry_provider.policy.evidence import (
     RETRY_AFTER_STATUSES,
     Evidence,
@@ -102,12 +102,7 @@ class RuleBook:
     def first_match(self, evidence: Evidence) -> Rule | None:
         """The first rule, in order, that matches ``evidence``; None when none does."""
         message = evidence.message
-        candidates = self._orders.get(
-            (evidence.type_names, evidence.http_status, evidence.sqlstate, evidence.error_code)
-        )  # _candidates' memory, read inline: most failures are of a kind seen before
-        if candidates is None:
-            candidates = self._candidates(evidence)
-        for rule, substrings in candidates:
+        for rule, substrings in self._candidates(evidence):
             if substrings is None:
                 if rule.matches(evidence):
                     return rule
@@ -212,14 +207,10 @@ def classify(
     a RuleBook is used as it is, without DEFAULT_RULES added again. With ``now`` (aware), a
     retryable HTTP 429 or 503 carries the server's ``Retry-After`` (an HTTP date is read from ``now``).
     """
-    book = rules if isinstance(rules, RuleBook) else rule_book(rules)  # a policy's: no call
+    book = rule_book(rules)
     outer_text = None
     for link in exception_chain(exc):
-        text = safe_str(link)
-        if len(text) > MAX_MATCH_CHARS:  # untrusted: rules and redaction see at most 16 KiB
-            text = bounded(text)
-        if "\x00" in text or not text.isascii():  # storable's own test, inline: most text is plain
-            text = storable(text)
+        text = storable(bounded(safe_str(link)))  # untrusted: rules and redaction see at most 16 KiB
         if outer_text is None:
             outer_text = text
         evidence = Evidence.of(link, text)

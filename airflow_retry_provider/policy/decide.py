@@ -130,9 +130,7 @@ def _cap(reason: str) -> str:
     redacted when it is made (:func:`classify` redacts it before it cuts it): redacting again
     here would double the cost of every decision for nothing.
     """
-    if not reason.isprintable() or "  " in reason or reason[:1] == " " or reason[-1:] == " ":
-        reason = " ".join(reason.split())  # one_line, whose test is inlined: runs on every decision
-    return reason if len(reason) <= MAX_REASON_CHARS else cut(reason, MAX_REASON_CHARS)
+    return cut(one_line(reason), MAX_REASON_CHARS)
 
 
 def one_line(text: str) -> str:

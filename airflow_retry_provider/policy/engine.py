@@ -131,13 +131,8 @@ class Pattern:
         return True
 
     def search(self, text: str, pos: int = 0) -> Any:
-        literals = self.literals  # _cannot_match, inline: a rule's search runs on every decision
-        if literals:
-            for literal in literals:
-                if literal in text:
-                    break
-            else:
-                return None
+        if self._cannot_match(text):
+            return None
         try:
             return self.compiled.search(text, pos)
         except UnicodeEncodeError:

@@ -63,14 +63,10 @@ class Evidence(NamedTuple):
         """Gather the evidence from ``exc`` (``text``: its ``str()``, when already known); never raises."""
         message = (safe_str(exc) if text is None else text).lower()
         kind = type(exc)
-        plain = _PLAIN_TYPES.get(kind)  # the memories of _plain_type and type_names, read inline
-        if plain is None:
-            plain = _plain_type(kind)
-        if plain:  # what Evidence reads can only be in the instance's __dict__
+        if _plain_type(kind):  # what Evidence reads can only be in the instance's __dict__
             attributes = exc.__dict__
             if not attributes or _READ.isdisjoint(attributes):  # most failures: nothing to read
-                names = _TYPE_NAMES_CACHE.get(kind) or type_names(kind)
-                return new_record(cls, (exc, names, message, None, None, None))
+                return new_record(cls, (exc, type_names(kind), message, None, None, None))
             if _READ.intersection(attributes) == _RESPONSE_ONLY:  # an HTTP client's or botocore's error
                 return cls._of_response(exc, kind, message, attributes["response"])
         response = _attribute(exc, "response")
@@ -89,14 +85,12 @@ class Evidence(NamedTuple):
     def _of_response(cls, exc: BaseException, kind: type, message: str, response: object) -> Evidence:
         """The evidence of an exception of a plain class whose only attribute Evidence reads is
         ``response``: the status and the error code are the response's, and there is no SQLSTATE."""
-        names = type_names(kind)
         if response is None:
-            return new_record(cls, (exc, names, message, None, None, None))
-        if type(response) is dict or isinstance(response, Mapping):  # botocore: the parsed response
-            status = _as_status(_item(response, "ResponseMetadata", "HTTPStatusCode"))
-            return new_record(cls, (exc, names, message, status, None, _error_code(response)))
-        status = _as_status(_attribute(response, "status_code"))  # requests, httpx
-        return new_record(cls, (exc, names, message, status, None, None))
+            return new_record(cls, (exc, type_names(kind), message, None, None, None))
+        parsed = type(response) is dict or isinstance(response, Mapping)
+        status = _response_status(response, parsed)
+        code = _error_code(response) if parsed else None  # only a mapping has Error.Code
+        return new_record(cls, (exc, type_names(kind), message, status, None, code))
 
 
 def safe_str(exc: BaseException) -> str:
@@ -231,9 +225,14 @@ def _http_status(exc: BaseException, response: object, parsed: bool | None = Non
         return None
     if parsed is None:
         parsed = type(response) is dict or isinstance(response, Mapping)
+    return _response_status(response, parsed)
+
+
+def _response_status(response: object, parsed: bool) -> int | None:
+    """The HTTP status of a ``response`` (not None); ``parsed``: whether it is a mapping."""
     if parsed:  # botocore: the parsed response
         return _as_status(_item(response, "ResponseMetadata", "HTTPStatusCode"))
-    return _as_status(_attribute(response, "status_code"))
+    return _as_status(_attribute(response, "status_code"))  # requests, httpx
 
 
 @functools.cache

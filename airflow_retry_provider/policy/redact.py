@@ -816,10 +816,6 @@ def redact(text: str, limit: int | None = None) -> str:
     :param limit: when set, the redacted text is then cut (see :func:`cut`) to at most ``limit``
         characters: cutting comes after redaction, so no prefix of a secret is kept.
     """
-    if "\x00" in text or not text.isascii():  # storable's own test, inline: most text is plain
-        text = storable(text)  # RE2 matches UTF-8: a lone surrogate becomes U+FFFD, one for one
-    if len(text) > MAX_MATCH_CHARS:
-        text = _bounded(text)
-    spans = _collect(text)
-    redacted = _masked(text, spans) if spans else text  # most text: nothing to mask
-    return redacted if limit is None or len(redacted) <= limit else cut(redacted, limit)
+    text = _bounded(storable(text))  # RE2 matches UTF-8: a lone surrogate becomes U+FFFD, one for one
+    redacted = _masked(text, _collect(text))
+    return redacted if limit is None else cut(redacted, limit)
