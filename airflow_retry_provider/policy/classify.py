@@ -41,11 +41,15 @@ MAX_CHAIN_DEPTH = 8
 """How many exceptions of a ``__cause__`` / ``__context__`` chain are looked at."""
 
 _MAX_ORDERS = 512  # candidate orders a RuleBook remembers (one per distinct kind of failure)
+_GATED_LENGTHS = 64  # a run keeps its entries by message length up to this many characters
 
 # a rule to ask (None), an indexed rule that matches (True), or the first of a run of message
 # rules and the run's (substring, rule, exact) entries: a message holding an exact entry's substring
-# matches its rule; one holding a guard (a regex's literal) matches it if the rule says so
-Run = tuple[tuple[str, Rule, bool], ...]
+# matches its rule; one holding a guard (a regex's literal) matches it if the rule says so. A run
+# is kept by message length: entries[n] are the entries whose substring fits in n characters
+# (see _by_length)
+Entries = tuple[tuple[str, Rule, bool], ...]
+Run = tuple[Entries, ...]
 Candidate = tuple[Rule, Run | Literal[True] | None]
 
 
@@ -79,9 +83,9 @@ class RuleBook:
     ``HttpStatus``, ``SqlState``, ``ErrorCode`` and ``ExceptionType`` rules naming them. Every
     other rule (message patterns, ``AllOf``, rules of your own, subclasses, rules matching
     classes) is a candidate for every exception. The candidates are tried in order, each with
-    its own ``matches()`` (a plain ``MessagePattern``'s substrings are looked for in place); the
-    first that matches wins. An indexed rule found under one of the exception's own values
-    matches it without being asked, so the candidates end there.
+    its own ``matches()`` (a plain ``MessagePattern``'s substrings are looked for in place, only
+    those that fit in the message); the first that matches wins. An indexed rule found under one
+    of the exception's own values matches it without being asked, so the candidates end there.
     """
 
     def __init__(self, rules: Iterable[Rule]) -> None:
@@ -98,18 +102,20 @@ class RuleBook:
                 self._by_value.setdefault(key, []).append(index)
         self._always = tuple(always)
         self._orders: dict[tuple[object, ...], tuple[Candidate, ...]] = {}
+        self._asked: dict[int, tuple[Candidate, ...]] = {}  # the rules asked before position n
 
     def first_match(self, evidence: Evidence) -> Rule | None:
         """The first rule, in order, that matches ``evidence``; None when none does."""
         message = evidence.message
-        for rule, substrings in self._candidates(evidence):
-            if substrings is None:
+        size = len(message)  # a substring longer than the message cannot be in it
+        for rule, run in self._candidates(evidence):
+            if run is None:
                 if rule.matches(evidence):
                     return rule
-            elif substrings is True:  # indexed under this evidence's own values: it matches
+            elif run is True:  # indexed under this evidence's own values: it matches
                 return rule
             else:  # a run of message rules, without a call per rule: most candidates are
-                for substring, owner, exact in substrings:
+                for substring, owner, exact in run[size] if size < len(run) else run[-1]:
                     if substring in message and (exact or owner.matches(evidence)):
                         return owner
         return None
@@ -130,7 +136,9 @@ class RuleBook:
         if found is None:
             indexed = [index for key in _evidence_keys(evidence) for index in self._by_value.get(key, ())]
             end = min(indexed, default=len(self.rules))
-            asked = _runs(self.rules[index] for index in self._always if index < end)
+            asked = self._asked.get(end)
+            if asked is None:  # one per first indexed rule: orders that end alike share their runs
+                asked = self._asked[end] = _runs(self.rules[index] for index in self._always if index < end)
             found = (*asked, (self.rules[end], True)) if indexed else asked
             if len(self._orders) < _MAX_ORDERS:
                 self._orders[values] = found
@@ -146,7 +154,7 @@ def _runs(rules: Iterable[Rule]) -> tuple[Candidate, ...]:
     and its regexes' literals (guards: the rule is asked only when one is there); a rule with a
     regex without literals, or a subclass, comes alone.
     """
-    candidates: list[tuple[Rule, Run | None]] = []
+    candidates: list[tuple[Rule, Entries | None]] = []
     for rule in rules:
         if type(rule) is not MessagePattern or not all(regex.literals for regex in rule.regexes):
             candidates.append((rule, None))
@@ -159,7 +167,17 @@ def _runs(rules: Iterable[Rule]) -> tuple[Candidate, ...]:
             candidates.append((rule, pairs))
         else:  # the run goes on
             candidates[-1] = (candidates[-1][0], previous + pairs)
-    return tuple(candidates)
+    return tuple((rule, None if run is None else _by_length(run)) for rule, run in candidates)
+
+
+def _by_length(entries: Entries) -> Run:
+    """``entries`` for each message length up to the longest substring (at most _GATED_LENGTHS):
+    those whose substring fits, in order; the last holds every entry. A short message is not
+    searched for what cannot be in it: "load failed" for 6 of the default rules' 51 substrings."""
+    longest = max(len(substring) for substring, _, _ in entries)
+    sizes = range(min(longest, _GATED_LENGTHS) + 1)
+    run = tuple(tuple(entry for entry in entries if len(entry[0]) <= size) for size in sizes)
+    return run if longest <= _GATED_LENGTHS else (*run, entries)
 
 
 def _index_keys(rule: Rule) -> list[tuple[str, object]] | None:

@@ -88,20 +88,20 @@ def check_duration(name: str, value: object) -> timedelta:
     return value
 
 
+_TWO_DIGITS = tuple(f"{number:02d}" for number in range(100))  # "00" .. "99"
+
+
 def format_timestamp(value: datetime) -> str:
     """``2026-11-30T10:05:00Z``: UTC, whole seconds (truncated); a naive value is local time."""
     if value.tzinfo is not timezone.utc:  # already UTC without asking (see check_aware)
         offset = value.utcoffset()
         if offset is None or offset:  # naive, or not already UTC (Airflow's own values are UTC)
             value = value.astimezone(timezone.utc)
-    # isoformat(timespec="seconds")[:19] at half its cost (isoformat formats the offset too)
-    return "%04d-%02d-%02dT%02d:%02d:%02dZ" % (  # noqa: UP031 (faster than f-string specs)
-        value.year,
-        value.month,
-        value.day,
-        value.hour,
-        value.minute,
-        value.second,
+    # isoformat(timespec="seconds")[:19] at a third of its cost: two digits are looked up, not formatted
+    two = _TWO_DIGITS
+    return (
+        f"{value.year:04d}-{two[value.month]}-{two[value.day]}"
+        f"T{two[value.hour]}:{two[value.minute]}:{two[value.second]}Z"
     )
 
 
@@ -136,11 +136,27 @@ def _cap(reason: str) -> str:
 def one_line(text: str) -> str:
     """``" ".join(text.split())``: whitespace runs become one space, none at either end.
 
-    Most reasons are that already, which costs no split: a printable text holds no whitespace
-    but the ASCII space (every other whitespace character is a control or a separator).
+    Most reasons are that already, which costs no split: an ASCII text without the nine other
+    ASCII whitespace characters (``\\t \\n \\v \\f \\r`` and ``\\x1c``-``\\x1f``, each looked for
+    with one ``in``: a third of ``isprintable()``), or a printable text, holds no whitespace but
+    the space (every other whitespace character is a control or a separator).
     """
-    if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
-        return text
+    if "  " not in text and text[:1] != " " and text[-1:] != " ":
+        if text.isascii():
+            if not (
+                "\n" in text
+                or "\t" in text
+                or "\r" in text
+                or "\x0b" in text
+                or "\x0c" in text
+                or "\x1c" in text
+                or "\x1d" in text
+                or "\x1e" in text
+                or "\x1f" in text
+            ):
+                return text
+        elif text.isprintable():
+            return text
     return " ".join(text.split())
 
 

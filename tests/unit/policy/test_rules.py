@@ -153,3 +153,29 @@ def test_an_indexed_rule_under_the_failures_own_value_ends_the_candidates():
     assert book.first_match(evidence) is last is first_in_order(DEFAULT_RULES, evidence)
     nothing_indexed = book._candidates(Evidence.of(RuntimeError("something nobody has seen")))
     assert all(check is not True for _, check in nothing_indexed)
+
+
+def test_a_short_message_is_searched_only_for_the_substrings_that_fit_in_it():
+    """A run keeps its entries by message length: a substring longer than the message cannot be
+    in it, so it is not looked for (#31); the order of what is looked for is the rules' order."""
+    book = RuleBook(DEFAULT_RULES)
+    evidence = Evidence.of(RuntimeError("load failed"))
+    runs = [run for _, run in book._candidates(evidence) if run not in (None, True)]
+    every = [entry for run in runs for entry in run[-1]]
+    fitting = [entry for run in runs for entry in run[min(len("load failed"), len(run) - 1)]]
+    assert len(every) > 40 and 0 < len(fitting) < 10
+    assert fitting == [entry for entry in every if len(entry[0]) <= len("load failed")]
+    assert all(max(len(entry[0]) for entry in run[-1]) == len(run) - 1 for run in runs)  # up to the longest
+    assert book.first_match(Evidence.of(RuntimeError("Broken pipe"))).name == "message-connection-failed"
+    assert book.first_match(Evidence.of(RuntimeError("a broken pipe"))).name == "message-connection-failed"
+
+
+def test_a_run_of_long_substrings_is_kept_by_length_only_up_to_64_characters():
+    long_one, short_one = "x" * 5000, "quota"
+    book = RuleBook([MessagePattern([long_one, short_one], "poison", "quota")])
+    ((_, run),) = book._candidates(Evidence.of(RuntimeError("")))
+    assert len(run) == 66 and [entry[0] for entry in run[-1]] == [long_one, short_one]
+    assert [entry[0] for entry in run[64]] == [short_one]
+    assert book.first_match(Evidence.of(RuntimeError("y" + long_one))).name == "message-quota"
+    assert book.first_match(Evidence.of(RuntimeError("x" * 70))) is None
+    assert book.first_match(Evidence.of(RuntimeError("a quota"))).name == "message-quota"

@@ -242,9 +242,29 @@ def test_only_the_ascii_space_is_printable_whitespace() -> None:
 
 
 LINE_PIECES = ["a", "é", " ", "  ", "\t", "\n", "\x1f", "\x85", "\xa0", "\u2028", "\u3000", "\x00", "retry"]
+LINE_PIECES += [
+    "\r",
+    "\x0b",
+    "\x0c",
+    "\x1c",
+    "\x1d",
+    "\x1e",
+    "\x07",
+    "\x7f",
+]  # every ASCII whitespace, two controls
 
 
 @given(st.lists(st.sampled_from(LINE_PIECES), max_size=12).map("".join))
 def test_one_line_gives_what_split_and_join_give(text: str) -> None:
     """one_line(text) is " ".join(text.split()), whether or not its shortcut applies."""
     assert one_line(text) == " ".join(text.split())
+
+
+@given(st.datetimes(timezones=st.just(timezone.utc)) | st.datetimes(timezones=st.timezones()))
+def test_a_timestamp_reads_as_isoformat_gives_it(moment: datetime) -> None:
+    """format_timestamp is isoformat's whole seconds in UTC, with Z (two digits looked up, any year)."""
+    try:
+        utc = moment.astimezone(timezone.utc)
+    except OverflowError:  # a zone's offset moves it out of datetime's years
+        return
+    assert format_timestamp(moment) == utc.isoformat(timespec="seconds")[:19] + "Z"
