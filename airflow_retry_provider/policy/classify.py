@@ -41,16 +41,39 @@ MAX_CHAIN_DEPTH = 8
 """How many exceptions of a ``__cause__`` / ``__context__`` chain are looked at."""
 
 _MAX_ORDERS = 512  # candidate orders a RuleBook remembers (one per distinct kind of failure)
-_GATED_LENGTHS = 64  # a run keeps its entries by message length up to this many characters
+_GATED_LENGTHS = 64  # a run keeps its entries by message length below this many characters
 
 # a rule to ask (None), an indexed rule that matches (True), or the first of a run of message
 # rules and the run's (substring, rule, exact) entries: a message holding an exact entry's substring
 # matches its rule; one holding a guard (a regex's literal) matches it if the rule says so. A run
-# is kept by message length: entries[n] are the entries whose substring fits in n characters
-# (see _by_length)
+# is kept by message length (see ByLength)
 Entries = tuple[tuple[str, Rule, bool], ...]
-Run = tuple[Entries, ...]
-Candidate = tuple[Rule, Run | Literal[True] | None]
+
+
+class ByLength(dict[int, Entries]):
+    """A run's entries by message length: ``run[n]`` holds those whose substring fits in ``n``
+    characters, in order, for ``n`` below _GATED_LENGTHS; ``run[_GATED_LENGTHS]`` holds every entry.
+
+    A short message is not searched for what cannot be in it: "load failed" for 6 of the default
+    rules' 51 substrings. Each length's entries are picked the first time a message of that length
+    is classified (a worker's process classifies one failure: it does not pick them all).
+    """
+
+    __slots__ = ("entries",)
+
+    def __init__(self, entries: Entries) -> None:
+        super().__init__()
+        self.entries = entries
+
+    def __missing__(self, size: int) -> Entries:
+        entries = self.entries
+        if size < _GATED_LENGTHS:
+            entries = tuple(entry for entry in entries if len(entry[0]) <= size)
+        self[size] = entries
+        return entries
+
+
+Candidate = tuple[Rule, ByLength | Literal[True] | None]
 
 
 class Classification(NamedTuple):
@@ -115,7 +138,7 @@ class RuleBook:
             elif run is True:  # indexed under this evidence's own values: it matches
                 return rule
             else:  # a run of message rules, without a call per rule: most candidates are
-                for substring, owner, exact in run[size] if size < len(run) else run[-1]:
+                for substring, owner, exact in run[size if size < _GATED_LENGTHS else _GATED_LENGTHS]:
                     if substring in message and (exact or owner.matches(evidence)):
                         return owner
         return None
@@ -167,17 +190,7 @@ def _runs(rules: Iterable[Rule]) -> tuple[Candidate, ...]:
             candidates.append((rule, pairs))
         else:  # the run goes on
             candidates[-1] = (candidates[-1][0], previous + pairs)
-    return tuple((rule, None if run is None else _by_length(run)) for rule, run in candidates)
-
-
-def _by_length(entries: Entries) -> Run:
-    """``entries`` for each message length up to the longest substring (at most _GATED_LENGTHS):
-    those whose substring fits, in order; the last holds every entry. A short message is not
-    searched for what cannot be in it: "load failed" for 6 of the default rules' 51 substrings."""
-    longest = max(len(substring) for substring, _, _ in entries)
-    sizes = range(min(longest, _GATED_LENGTHS) + 1)
-    run = tuple(tuple(entry for entry in entries if len(entry[0]) <= size) for size in sizes)
-    return run if longest <= _GATED_LENGTHS else (*run, entries)
+    return tuple((rule, None if run is None else ByLength(run)) for rule, run in candidates)
 
 
 def _index_keys(rule: Rule) -> list[tuple[str, object]] | None:

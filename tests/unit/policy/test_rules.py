@@ -22,6 +22,7 @@ from airflow_retry_provider.policy import (
     exception_chain,
     rule_book,
 )
+from airflow_retry_provider.policy.classify import ByLength
 from airflow_retry_provider.policy.engine import pattern
 
 
@@ -160,22 +161,23 @@ def test_a_short_message_is_searched_only_for_the_substrings_that_fit_in_it():
     in it, so it is not looked for (#31); the order of what is looked for is the rules' order."""
     book = RuleBook(DEFAULT_RULES)
     evidence = Evidence.of(RuntimeError("load failed"))
-    runs = [run for _, run in book._candidates(evidence) if run not in (None, True)]
-    every = [entry for run in runs for entry in run[-1]]
-    fitting = [entry for run in runs for entry in run[min(len("load failed"), len(run) - 1)]]
+    assert book.first_match(evidence) is None
+    runs = [run for _, run in book._candidates(evidence) if isinstance(run, ByLength)]
+    every = [entry for run in runs for entry in run.entries]
+    assert all(set(run) == {len("load failed")} for run in runs)  # picked for the lengths seen only
+    fitting = [entry for run in runs for entry in run[len("load failed")]]
     assert len(every) > 40 and 0 < len(fitting) < 10
     assert fitting == [entry for entry in every if len(entry[0]) <= len("load failed")]
-    assert all(max(len(entry[0]) for entry in run[-1]) == len(run) - 1 for run in runs)  # up to the longest
     assert book.first_match(Evidence.of(RuntimeError("Broken pipe"))).name == "message-connection-failed"
     assert book.first_match(Evidence.of(RuntimeError("a broken pipe"))).name == "message-connection-failed"
 
 
-def test_a_run_of_long_substrings_is_kept_by_length_only_up_to_64_characters():
+def test_a_message_of_64_characters_or_more_is_searched_for_every_substring():
     long_one, short_one = "x" * 5000, "quota"
     book = RuleBook([MessagePattern([long_one, short_one], "poison", "quota")])
     ((_, run),) = book._candidates(Evidence.of(RuntimeError("")))
-    assert len(run) == 66 and [entry[0] for entry in run[-1]] == [long_one, short_one]
-    assert [entry[0] for entry in run[64]] == [short_one]
+    assert [entry[0] for entry in run[64]] == [long_one, short_one] == [entry[0] for entry in run.entries]
+    assert [entry[0] for entry in run[63]] == [short_one] and run[4] == ()
     assert book.first_match(Evidence.of(RuntimeError("y" + long_one))).name == "message-quota"
     assert book.first_match(Evidence.of(RuntimeError("x" * 70))) is None
     assert book.first_match(Evidence.of(RuntimeError("a quota"))).name == "message-quota"
