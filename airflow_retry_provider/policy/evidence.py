@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping  # isinstance against it is a Python call: a dict is checked by type first
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 _HTTP_STATUS_ATTRIBUTES = ("status_code", "status", "code")
 _SQLSTATE_ATTRIBUTES = ("sqlstate", "pgcode")
@@ -71,7 +71,7 @@ class Evidence(NamedTuple):
                 return cls._of_response(exc, kind, message, attributes["response"])
         response = _attribute(exc, "response")
         # one Mapping check for both readers (against the ABC it is a Python call)
-        parsed = response is not None and (type(response) is dict or isinstance(response, Mapping))
+        parsed = response is not None and _is_mapping(response)
         return cls(
             exc,
             type_names(type(exc)),
@@ -87,7 +87,7 @@ class Evidence(NamedTuple):
         ``response``: the status and the error code are the response's, and there is no SQLSTATE."""
         if response is None:
             return new_record(cls, (exc, type_names(kind), message, None, None, None))
-        parsed = type(response) is dict or isinstance(response, Mapping)
+        parsed = _is_mapping(response)
         status = _response_status(response, parsed)
         code = _error_code(response) if parsed else None  # only a mapping has Error.Code
         return new_record(cls, (exc, type_names(kind), message, status, None, code))
@@ -173,13 +173,19 @@ def _header(headers: object, name: str, canonical: str) -> object:
         value = headers.get(name)  # type: ignore[attr-defined]
         if value is None:  # a plain dict keeps the sender's case: most often the canonical one
             value = headers.get(canonical)  # type: ignore[attr-defined]
-        if value is None and (type(headers) is dict or isinstance(headers, Mapping)):
+        if value is None and _is_mapping(headers):
             for key, found in headers.items():  # a plain dict keeps the sender's case
                 if str(key).lower() == name:
                     return found
     except Exception:  # exotic headers objects: treat as absent
         return None
     return value
+
+
+def _is_mapping(value: object) -> TypeGuard[Mapping[Any, Any]]:
+    """``isinstance(value, Mapping)``, a plain dict answered by its type (against the ABC the check
+    is a Python call)."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _attribute(obj: object, name: str) -> object:
@@ -195,7 +201,7 @@ def _attribute(obj: object, name: str) -> object:
 def _item(obj: object, *keys: str) -> object:
     """``obj[k1][k2]...`` through plain mappings, else None."""
     for key in keys:
-        if type(obj) is not dict and not isinstance(obj, Mapping):  # a dict without the ABC's call
+        if not _is_mapping(obj):
             return None
         obj = obj.get(key)
     return obj
@@ -224,7 +230,7 @@ def _http_status(exc: BaseException, response: object, parsed: bool | None = Non
     if response is None:
         return None
     if parsed is None:
-        parsed = type(response) is dict or isinstance(response, Mapping)
+        parsed = _is_mapping(response)
     return _response_status(response, parsed)
 
 
