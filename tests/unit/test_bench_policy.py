@@ -1,0 +1,42 @@
+"""bench/policy.py's same-run comparison: the package at an earlier revision, imported beside this one."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import policy
+    finally:
+        sys.path.remove(str(BENCH))
+    return policy
+
+
+def test_the_package_at_a_revision_decides_as_that_revision(bench):
+    """At HEAD, the copy under another name is a separate package that decides every bench shape as this one."""
+    earlier = bench.package_at("HEAD")
+    assert earlier is not None and earlier.__name__ == "arp_HEAD"
+    from airflow_retry_provider import ClassifiedRetryPolicy
+
+    copy = earlier.ClassifiedRetryPolicy("report", clock=lambda: bench.NOW)
+    assert type(copy).__module__.startswith("arp_HEAD.")  # not this package's class
+    ours = ClassifiedRetryPolicy("report", clock=lambda: bench.NOW)
+    context = bench._context()
+    for exc in bench._exceptions():
+        mine, theirs = ours.evaluate(exc, 1, 2, context), copy.evaluate(exc, 1, 2, context)
+        assert (theirs.action, theirs.retry_delay) == (mine.action, mine.retry_delay)
+        assert theirs.reason == mine.reason
+
+
+def test_a_revision_git_does_not_know_is_not_timed(bench, capsys):
+    """An unknown revision: None, and one line saying so (the run goes on without it)."""
+    assert bench.package_at("no-such-revision") is None
+    assert "'no-such-revision' is not in this repository's git" in capsys.readouterr().out
