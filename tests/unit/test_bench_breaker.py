@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.unit.bench_modules import import_bench
 
 
 @pytest.fixture(scope="module")
 def modules():
     """breaker and run_all, imported from bench/ (not a package)."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        import breaker
-        import run_all
-    finally:
-        sys.path.remove(str(BENCH))
-    return breaker, run_all
+    return import_bench("breaker", "run_all")
 
 
 def _result(name: str, **figures) -> dict:

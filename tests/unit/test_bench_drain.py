@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.unit.bench_modules import import_bench
 
 
 @pytest.fixture(scope="module")
 def bench_modules():
     """drain and run_all, imported from bench/ (not a package)."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        import drain
-        import run_all
-    finally:
-        sys.path.remove(str(BENCH))
-    return drain, run_all
+    return import_bench("drain", "run_all")
 
 
 def test_variants_alternate_one_of_each_per_round(bench_modules):

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.unit.bench_modules import BENCH, import_bench
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
@@ -15,11 +15,7 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
 
 
 def _run_all():
-    sys.path.insert(0, str(BENCH))
-    try:
-        import run_all
-    finally:
-        sys.path.remove(str(BENCH))
+    (run_all,) = import_bench("run_all")
     return run_all
 
 
