@@ -3,8 +3,8 @@
 Run: .venv/bin/python bench/policy.py   (prints each figure, its budget and OK or MISSED)
 The p95 judged is the median of five rounds' p95, each round printed: on a shared 2-core machine
 one round's p95 moves by several microseconds with what else runs, its p50 hardly at all. The
-machine itself runs everything up to 1.8x slower for minutes at a time (Airflow's own policy with
-it): the anchor's p50 of each round is printed beside, as the machine's speed.
+machine itself runs everything slower for minutes or hours at a time (Airflow's own policy up to
+1.8x, a decision up to 2x): the anchor's p50 of each round is printed beside, as the machine's speed.
 Budgets (issue 31, "The happy path costs nothing"): p95 <= 25 us per ``evaluate`` with the full
 default rules on this machine class (the decision runs once per failed try: classify, decide,
 redact, Airflow's masker, metrics); what a DAG file imports of the provider adds <= 20 ms to
@@ -151,8 +151,8 @@ def evaluate_figures(rounds: int = ROUNDS, against: str = ISSUE_REVISION) -> Non
         f"{rounds} rounds of {CALLS} calls): p50 {statistics.median(every):.1f} us, max {max(every):.1f} us"
     )
     print(f"  p95 by round: {', '.join(f'{value:.1f}' for value in by_round)} us")
-    # the machine's speed in each round, read from the anchor: this VM runs everything up to 1.8x
-    # slower for minutes at a time, the anchor with it (its p50 1.0 us when quick, 1.8 us when slow)
+    # the machine's speed in each round, read from the anchor: this VM runs everything slower for
+    # minutes at a time (the anchor's p50 1.0 us when quick, 1.8 us when slow; a decision up to 2x)
     speeds = [statistics.median(samples) for samples in anchor]
     print(f"  the anchor's p50 by round (the machine's speed): {', '.join(f'{s:.1f}' for s in speeds)} us")
     print(
