@@ -163,14 +163,15 @@ def evaluate_figures(rounds: int = ROUNDS, against: str = ISSUE_REVISION) -> Non
     if measured:
         then_figure = statistics.median(p95(samples) for samples in measured)
         share = figure / then_figure
-        said = f" (issue 31 measured its p95 at {ISSUE_P95_US:.0f} us)" if against == ISSUE_REVISION else ""
+        issue = against == ISSUE_REVISION  # then the budget is also read as a share of it
+        said = f" (issue 31 measured its p95 at {ISSUE_P95_US:.0f} us)" if issue else ""
         print(
             f"the code at {against}{said}, in this run: "
             f"p50 {statistics.median(s for samples in measured for s in samples):.1f} us, "
             f"p95 by round {', '.join(f'{p95(samples):.1f}' for samples in measured)} us"
         )
         line = f"  this code's p95 is {share:.2f} of its {then_figure:.1f} us"
-        if against == ISSUE_REVISION:  # the budget as a share of what the issue measured
+        if issue:
             budget = EVALUATE_P95_BUDGET_US / ISSUE_P95_US
             line += (
                 f"; the budget read against it, {EVALUATE_P95_BUDGET_US:.0f} of {ISSUE_P95_US:.0f} us, "
