@@ -17,24 +17,17 @@ log = logging.getLogger(__name__)
 PREFIX = "retry_provider"
 
 
-_NOT_NAME = r"[^0-9a-z]"  # `re` compiles it on first use
-_NAMES: dict[tuple[str, ...], str] = {}
-_NAMES_CACHE_SIZE = 1024
+_NOT_NAME = re.compile(r"[^0-9a-z]")
 
 
 def _part(value: str) -> str:
     """A safe name segment: lower-case ASCII letters and digits, anything else ``_``."""
-    return re.sub(_NOT_NAME, "_", value.lower()) or "none"
+    return _NOT_NAME.sub("_", value.lower()) or "none"
 
 
 def name(*parts: str) -> str:
-    """``retry_provider.<part>.<part>...``; remembered for the first 1024 combinations seen."""
-    found = _NAMES.get(parts)
-    if found is None:
-        found = ".".join((PREFIX, *map(_part, parts)))
-        if len(_NAMES) < _NAMES_CACHE_SIZE:
-            _NAMES[parts] = found
-    return found
+    """``retry_provider.<part>.<part>...``."""
+    return ".".join((PREFIX, *map(_part, parts)))
 
 
 @functools.cache
@@ -45,47 +38,17 @@ def _stats() -> Any:
     return Stats
 
 
-@functools.cache
-def _module() -> Any:
-    from airflow.sdk._shared.observability.metrics import stats
-
-    return stats
-
-
-def _dropped() -> bool:
-    """Whether Airflow drops every metric here: its own ``Stats`` with no backend configured.
-
-    Then a counter costs this check, not Airflow's name registry lookup and keyword handling. The
-    backend is asked each time (a fork or ``Stats.initialize`` replaces it).
-    """
-    try:
-        module = _module()
-        backend = module._backend  # the global, when set: one call less
-        if backend is None:
-            backend = module._get_backend()
-        return _stats().incr is module.incr and isinstance(backend, module.NoStatsLogger)
-    except Exception:  # another Airflow's internals: emit as usual
-        return False
-
-
 def incr(*parts: str, count: int = 1) -> None:
     """Increment ``retry_provider.<part>.<part>...`` by ``count``."""
-    if _dropped():
-        return
     metric = name(*parts)
     try:
-        if count == 1:
-            _stats().incr(metric)  # Stats' own default; its wrapper then passes no keyword at all
-        else:
-            _stats().incr(metric, count)
+        _stats().incr(metric, count)
     except Exception:  # metrics are best effort
         log.debug("could not emit %s", metric, exc_info=True)
 
 
 def decision(failure_class: str, category: str, action: str) -> None:
     """One policy decision: ``retry_provider.decision.<class>.<category>`` and ``.action.<retry|dead_letter>``."""
-    if _dropped():
-        return
     incr("decision", failure_class, category)
     incr("action", action)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
-from airflow.sdk import RetryAction, RetryDecision, RetryPolicy
+from airflow.sdk import RetryDecision, RetryPolicy
 
 from airflow_retry_provider import metrics
 from airflow_retry_provider.callbacks import with_callback
@@ -33,27 +33,18 @@ from airflow_retry_provider.policy import (
     Retry,
     Rule,
     classify,
+    decide,
     get_profile,
     rule_book,
 )
-from airflow_retry_provider.policy.decide import (
-    MAX_REASON_CHARS,
-    check_aware,
-    check_duration,
-    dead_letter_at_once,
-    retry_delay,
-    retry_unless_late,
-)
-from airflow_retry_provider.policy.evidence import new_record
+from airflow_retry_provider.policy.decide import MAX_REASON_CHARS, check_aware, check_duration
 from airflow_retry_provider.policy.text import storable
-from airflow_retry_provider.policy.tries import reason_tags, tag_reason
+from airflow_retry_provider.policy.tries import tag_reason
 from airflow_retry_provider.rules_file import load_rules_file
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BACKOFF = Backoff()
-# an enum member read from its class is a Python call on this Python; read once
-_RETRY, _FAIL = RetryAction.RETRY, RetryAction.FAIL
 
 
 @dataclass(frozen=True)
@@ -104,7 +95,7 @@ DeadlineSpec = DeliveryDeadline | datetime | Callable[[Mapping[str, Any] | None]
 class Evaluation(NamedTuple):
     """What the policy decided for one failed try; the dead-letter callback reads it back.
 
-    ``deadline`` is the run's delivery deadline when the decision read it (a retry), else None.
+    ``deadline`` is the run's delivery deadline, when the policy has one.
     """
 
     classification: Classification
@@ -164,7 +155,6 @@ class ClassifiedRetryPolicy(RetryPolicy):
         self.safe_to_repeat = safe_to_repeat
         self.clock = clock or (lambda: datetime.now(timezone.utc))
         self._evaluations: dict[tuple[Any, ...], Evaluation] = {}  # oldest first
-        self._keys: dict[tuple[Any, ...], str] = {}  # work-unit keys seen
 
     # -- RetryPolicy ------------------------------------------------------------------------
 
@@ -176,12 +166,11 @@ class ClassifiedRetryPolicy(RetryPolicy):
         context: Any = None,
     ) -> RetryDecision:
         try:
-            cls, decision, _, _, deadline = self.assess(exception, try_number, max_tries, context)
-            reason = decision.reason
-            if not isinstance(decision, Retry):  # a retry's reason is tagged as it is written
-                if deadline is None and self.deadline is not None:  # not read by the decision
-                    deadline = self.deadline_for(context)
-                reason = tag_reason(reason, cls.rule, self._profile_as_configured(), deadline)
+            evaluation = self.assess(exception, try_number, max_tries, context)
+            classification, decision = evaluation.classification, evaluation.decision
+            reason = tag_reason(
+                decision.reason, classification.rule, self._profile_as_configured(), evaluation.deadline
+            )
             # redacted by the core; masked like a letter (Airflow keeps it on the task instance and
             # shows it in the Retries tab); NUL or a lone surrogate would make Airflow's row fail
             reason = storable(mask(reason))
@@ -190,13 +179,12 @@ class ClassifiedRetryPolicy(RetryPolicy):
             reason = (
                 f"[policy error] {type(exc).__name__}: the retry policy could not decide; sent for review"
             )
-            return RetryDecision.fail(reason[:MAX_REASON_CHARS])
-        # the constructor, positional: the classmethods add a call and three keywords
+            return RetryDecision.fail(reason=reason[:MAX_REASON_CHARS])
         if isinstance(decision, Retry):
-            metrics.decision(cls.failure_class, cls.category, "retry")
-            return RetryDecision(_RETRY, decision.delay, reason)
-        metrics.decision(cls.failure_class, decision.category, "dead_letter")
-        return RetryDecision(_FAIL, None, reason)
+            metrics.decision(classification.failure_class, classification.category, "retry")
+            return RetryDecision.retry(delay=decision.delay, reason=reason)
+        metrics.decision(classification.failure_class, decision.category, "dead_letter")
+        return RetryDecision.fail(reason=reason)
 
     def serialize(self) -> dict[str, Any]:
         return {
@@ -211,13 +199,11 @@ class ClassifiedRetryPolicy(RetryPolicy):
     def assess(
         self, exception: BaseException, try_number: int, max_tries: int, context: Any = None
     ) -> Evaluation:
-        """Classify and decide; remember the result for this task instance and try.
+        """Classify and decide (:func:`airflow_retry_provider.policy.decide`); remember the result
+        for this task instance and try.
 
-        The decision rules are those of :func:`airflow_retry_provider.policy.decide`, in two
-        steps so that the work-unit key and the deadline are read only for a retry. The clock is
-        read first: an HTTP-date ``Retry-After`` is read from it. A retry's reason carries the
-        policy's tags (:func:`~airflow_retry_provider.policy.tries.reason_tags`), as sent to
-        Airflow; a dead letter's is the core's, as the letter keeps it.
+        The attempt counts within the current replay generation: after a clear, Airflow's
+        ``max_tries`` grows by the task's ``retries``, and the backoff starts afresh.
         """
         now = check_aware("clock()", self.clock())
         classification = classify(exception, self._rule_book, now=now)
@@ -226,27 +212,26 @@ class ClassifiedRetryPolicy(RetryPolicy):
             retries = max_tries  # no task to read: assume the first generation
         attempt = max(1, try_number - max(0, max_tries - retries))
         max_attempts = self.max_attempts or retries + 1
-        # whether the work is safe to repeat decides only an unknown outcome (rule 2)
-        unknown = classification.failure_class == "unknown"
-        decision: Retry | DeadLetter | None = dead_letter_at_once(
-            classification, attempt, max_attempts, unknown and self.is_safe_to_repeat(context)
+        deadline = self.deadline_for(context)
+        decision = decide(
+            classification,
+            attempt=attempt,
+            max_attempts=max_attempts,
+            now=now,
+            backoff=self.backoff,
+            seed=self._work_unit_key(context),
+            deadline=deadline,
+            expected_duration=self.expected_duration,
+            validation=self.validation,
+            safe_to_repeat=self.is_safe_to_repeat(context),
         )
-        deadline = None
-        if decision is None:
-            delay, note = retry_delay(classification, self.backoff, attempt, self._work_unit_key(context))
-            deadline = self.deadline_for(context)
-            decision = retry_unless_late(
-                classification,
-                attempt,
-                max_attempts,
-                now,
-                delay,
-                deadline,
-                self.expected_duration + self.validation,
-                note,
-                reason_tags(classification.rule, self._profile_as_configured(), deadline),
-            )
-        evaluation = new_record(Evaluation, (classification, decision, attempt, max_attempts, deadline))
+        evaluation = Evaluation(
+            classification=classification,
+            decision=decision,
+            attempt=attempt,
+            max_attempts=max_attempts,
+            deadline=deadline,
+        )
         self._remember(context, try_number, evaluation)
         return evaluation
 
@@ -274,23 +259,10 @@ class ClassifiedRetryPolicy(RetryPolicy):
         return self.profile is not None and self.profile.safe_to_repeat
 
     def _work_unit_key(self, context: Any) -> str:
-        """The jitter's seed: the work-unit key, remembered per task instance and data interval."""
+        """The jitter's seed: the work unit's stable identity (its data interval, not the clock)."""
         if not context or "ti" not in context:
             return "no-context"
-        ti = context["ti"]
-        start, end = context.get("data_interval_start"), context.get("data_interval_end")
-        # two equal datetimes of one zone may differ in fold (the repeated hour of a DST change)
-        facts: tuple[Any, ...] = (ti.dag_id, ti.task_id, getattr(ti, "map_index", None), ti.run_id)
-        facts += (start, end, getattr(start, "fold", 0), getattr(end, "fold", 0))
-        try:
-            found = self._keys.get(facts)
-        except TypeError:  # an unhashable part: not remembered
-            return work_unit_key(context)
-        if found is None:
-            found = work_unit_key(context)
-            if len(self._keys) < 256:
-                self._keys[facts] = found
-        return found
+        return work_unit_key(context)
 
     def deadline_for(self, context: Any) -> datetime | None:
         """The delivery deadline of the run in ``context``, if this policy has one."""

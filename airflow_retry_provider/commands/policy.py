@@ -4,8 +4,9 @@ The top-level ``classify``, ``schedule`` and ``decide`` of 0.1.0 remain as alias
 
 - ``classify [--type EXC_TYPE] [--status N] [--sqlstate CODE] [--rules FILE] MESSAGE [--json]``: how
   a failure would be classified (with the rule file's rules, default ``[retry_provider] rules_file``);
-- ``schedule [--profile P] [--base S --multiplier M --cap S --jitter J --max-attempts N] --seed SEED
-  [--json]``: the exact delays of a backoff;
+- ``schedule [--profile P] [--base S --multiplier M --cap S --jitter J --max-attempts N] (--seed SEED |
+  --dag-id D --task-id T --run-id R [--map-index N] [--data-interval-start ISO --data-interval-end ISO])
+  [--json]``: the exact delays of a backoff, for a seed or for a task instance (its work-unit key);
 - ``decide < case.json``: the retry-window planner (see ``airflow_retry_provider.policy.window``).
 """
 
@@ -16,10 +17,11 @@ import builtins
 import json
 import math
 import sys
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from airflow_retry_provider.commands import UsageError, deprecated_alias
+from airflow_retry_provider.identity import make_work_unit_key
 from airflow_retry_provider.policy import (
     PROFILES,
     Backoff,
@@ -99,7 +101,20 @@ def _add_schedule(subparsers: Any, name: str, help_text: str | None) -> argparse
     parser.add_argument(
         "--max-attempts", type=int, metavar="N", help="executions at most, counting the first"
     )
-    parser.add_argument("--seed", required=True, help="the jitter seed (the work unit's stable identity)")
+    parser.add_argument(
+        "--seed",
+        help="the jitter seed as it is (a task's seed is its work-unit key: give the task instance instead)",
+    )
+    task = parser.add_argument_group(
+        "the task instance (instead of --seed): its work-unit key is built as a task builds it, "
+        "dag/task/map_index/<data interval, else run=RUN_ID>"
+    )
+    task.add_argument("--dag-id", metavar="D")
+    task.add_argument("--task-id", metavar="T")
+    task.add_argument("--run-id", metavar="R")
+    task.add_argument("--map-index", type=int, default=-1, metavar="N", help="default -1 (not mapped)")
+    task.add_argument("--data-interval-start", metavar="ISO", help="e.g. 2026-11-29T00:00:00+00:00")
+    task.add_argument("--data-interval-end", metavar="ISO", help="e.g. 2026-11-30T00:00:00+00:00")
     parser.add_argument("--json", action="store_true", help="print a JSON list")
     parser.set_defaults(func=run_schedule)
     return parser
@@ -189,8 +204,42 @@ def schedule_rows(backoff: Backoff, max_attempts: int, seed: str) -> list[dict[s
     ]
 
 
+def _aware(flag: str, value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        moment = None
+    if moment is None or moment.utcoffset() is None:
+        raise UsageError(
+            f"{flag} must be an ISO 8601 time with its offset (2026-11-30T00:00:00+00:00), got {value!r}"
+        )
+    return moment
+
+
+def schedule_seed(args: argparse.Namespace) -> str:
+    """The seed of ``--seed``, or the work-unit key of the task instance named by the other flags."""
+    task = (args.dag_id, args.task_id, args.run_id)
+    if args.seed is not None:
+        if any(part is not None for part in task):
+            raise UsageError("give either --seed or --dag-id/--task-id/--run-id, not both")
+        return str(args.seed)
+    missing = [
+        flag for flag, part in zip(("--dag-id", "--task-id", "--run-id"), task, strict=True) if not part
+    ]
+    if missing:
+        raise UsageError(f"give --seed, or the task instance: {', '.join(missing)} missing")
+    start = _aware("--data-interval-start", args.data_interval_start)
+    end = _aware("--data-interval-end", args.data_interval_end)
+    if (start is None) != (end is None):
+        raise UsageError("give both --data-interval-start and --data-interval-end, or neither")
+    return make_work_unit_key(args.dag_id, args.task_id, args.map_index, start, end, args.run_id)
+
+
 def run_schedule(args: argparse.Namespace) -> int:
     """Print the delays after each attempt that is followed by a retry."""
+    seed = schedule_seed(args)
     backoff = Backoff()
     max_attempts = DEFAULT_MAX_ATTEMPTS
     if args.profile is not None:
@@ -212,14 +261,14 @@ def run_schedule(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from None
 
-    rows = schedule_rows(backoff, max_attempts, args.seed)
+    rows = schedule_rows(backoff, max_attempts, seed)
     if args.json:
         print(json.dumps(rows))
         return 0
     print(
         f"backoff: base {format_duration(backoff.base)}, multiplier {backoff.multiplier:g}, "
         f"cap {format_duration(backoff.cap)}, jitter {backoff.jitter:g}; "
-        f"max_attempts {max_attempts} (Airflow retries={max_attempts - 1}); seed {args.seed!r}"
+        f"max_attempts {max_attempts} (Airflow retries={max_attempts - 1}); seed {seed!r}"
     )
     if not rows:
         print("no retries: the first attempt is the last")

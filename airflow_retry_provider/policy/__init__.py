@@ -6,7 +6,13 @@ edge (``airflow_retry_provider.retry_policy``) wraps it.
 
 from __future__ import annotations
 
-from airflow_retry_provider.policy.backoff import Backoff, ScheduledDelay, jitter_fraction, jitter_hash
+from airflow_retry_provider.policy.backoff import (
+    Backoff,
+    ScheduledDelay,
+    fnv1a_32,
+    jitter_fraction,
+    jitter_hash,
+)
 from airflow_retry_provider.policy.classify import (
     MAX_MESSAGE_CHARS,
     Classification,
@@ -88,6 +94,7 @@ __all__ = [
     "describe",
     "exception_chain",
     "fingerprint",
+    "fnv1a_32",
     "format_duration",
     "format_timestamp",
     "get_profile",

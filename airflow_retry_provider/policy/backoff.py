@@ -3,14 +3,14 @@
 For ``attempt`` = the number of the attempt that just failed (1 for the first execution)::
 
     nominal = min(cap, base * multiplier ** (attempt - 1))
-    u       = blake2b(f"{seed}#{attempt}".encode("utf-8"), digest_size=8) / 2**64   # 0 <= u < 1
+    u       = fnv1a_32(f"{seed}#{attempt}".encode("utf-8")) / 2**32      # FNV-1a 32-bit, 0 <= u < 1
     delay   = nominal * (1 - jitter * u), rounded down to whole milliseconds
 
-The digest is read as a big-endian unsigned integer (:func:`jitter_hash`). The arithmetic is done
-on integers (microseconds, and the multiplier and jitter as exact fractions of their decimal
-value: 1.5 is 3/2, 0.1 is 1/10), so the result is exact and the same on every machine, in every
-process and on every Python version; a huge ``attempt`` simply gives the cap. No clock, no
-``random``, no ``hash()`` (salted per process).
+This is the product spec's formula: deterministic on purpose, so a test (or an auditor) can
+prove the exact value. The arithmetic is done on integers (microseconds, and the multiplier and
+jitter as exact fractions of their decimal value: 1.5 is 3/2, 0.1 is 1/10), so the result is the
+same on every machine, in every process and on every Python version; a huge ``attempt`` simply
+gives the cap. No clock, no ``random``, no ``hash()`` (salted per process).
 """
 
 from __future__ import annotations
@@ -19,26 +19,32 @@ import math
 from dataclasses import dataclass, field
 from datetime import timedelta
 from fractions import Fraction
-from hashlib import blake2b
 
-_TWO_TO_64 = 2**64
-_MICROSECONDS_PER_MILLISECOND = 1000
+FNV32_OFFSET_BASIS = 2166136261
+FNV32_PRIME = 16777619
+_TWO_TO_32 = 2**32
+
+
+def fnv1a_32(data: bytes) -> int:
+    """The 32-bit FNV-1a hash of ``data`` (offset basis 2166136261, prime 16777619)."""
+    value = FNV32_OFFSET_BASIS
+    for byte in data:
+        value = ((value ^ byte) * FNV32_PRIME) % _TWO_TO_32
+    return value
 
 
 def jitter_hash(seed: str, attempt: int) -> int:
-    """The jitter's draw for ``attempt`` of the work unit ``seed``: the 8-byte BLAKE2b digest of
-    ``f"{seed}#{attempt}"`` (UTF-8) as a big-endian integer, in [0, 2**64).
+    """The jitter's draw for ``attempt`` of the work unit ``seed``: ``fnv1a_32`` of
+    ``f"{seed}#{attempt}"`` in UTF-8, in [0, 2**32).
 
-    BLAKE2b runs in C (``hashlib``, always built in), so a seed is hashed whole on every call.
     A lone surrogate in ``seed`` is encoded as its code point (``surrogatepass``) rather than refused.
     """
-    data = f"{seed}#{attempt}".encode("utf-8", "surrogatepass")
-    return int.from_bytes(blake2b(data, digest_size=8).digest(), "big")
+    return fnv1a_32(f"{seed}#{attempt}".encode("utf-8", "surrogatepass"))
 
 
 def jitter_fraction(seed: str, attempt: int) -> Fraction:
-    """``u`` of the formula: ``jitter_hash(seed, attempt) / 2**64``, in [0, 1)."""
-    return Fraction(jitter_hash(seed, attempt), _TWO_TO_64)
+    """``u`` of the formula: ``jitter_hash(seed, attempt) / 2**32``, in [0, 1)."""
+    return Fraction(jitter_hash(seed, attempt), _TWO_TO_32)
 
 
 def _microseconds(value: timedelta) -> int:
@@ -87,13 +93,9 @@ class Backoff:
     multiplier: float = 2
     cap: timedelta = timedelta(hours=1)
     jitter: float = 0.25
-    # derived once in __post_init__: base and cap in microseconds, and the multiplier as an exact
-    # fraction of its decimal value (numerator, denominator), all plain integers
-    _integers: tuple[int, int, int, int] = field(init=False, repr=False, compare=False)
-    # the jitter as an exact fraction of its decimal value, its denominator times 2**64 (what
-    # delay() divides by on every call)
-    _jitter_scaled: tuple[int, int] = field(init=False, repr=False, compare=False)
-    _cap_exponent: float = field(init=False, repr=False, compare=False)
+    # the multiplier and the jitter as exact fractions of their decimal value, set in __post_init__
+    _exact_multiplier: Fraction = field(init=False, repr=False, compare=False)
+    _exact_jitter: Fraction = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.base, timedelta) or self.base < timedelta(0):
@@ -102,54 +104,37 @@ class Backoff:
             raise ValueError(f"cap must be a timedelta >= base ({self.base}), got {self.cap!r}")
         _check_number("multiplier", self.multiplier, 1, 1000)
         _check_number("jitter", self.jitter, 0, 1)
-        multiplier, jitter = _exact(self.multiplier), _exact(self.jitter)
-        base, cap = _microseconds(self.base), _microseconds(self.cap)
-        object.__setattr__(
-            self,
-            "_integers",
-            (base, cap, multiplier.numerator, multiplier.denominator),
-        )
-        object.__setattr__(self, "_jitter_scaled", (jitter.numerator, jitter.denominator * _TWO_TO_64))
-        # an exponent past which the nominal delay is the cap by a factor e or more (no huge powers)
-        growth = math.log(multiplier) if multiplier > 1 else 0.0
-        limit = (math.log(cap / base) + 1) / growth if base and growth else math.inf
-        object.__setattr__(self, "_cap_exponent", limit)
+        object.__setattr__(self, "_exact_multiplier", _exact(self.multiplier))
+        object.__setattr__(self, "_exact_jitter", _exact(self.jitter))
 
-    def _nominal_microseconds(self, attempt: int) -> tuple[int, int]:
-        """Exact ``min(cap, base * multiplier ** (attempt - 1))`` in microseconds, as (numerator, denominator)."""
+    def _nominal_microseconds(self, attempt: int) -> Fraction:
+        """Exact ``min(cap, base * multiplier ** (attempt - 1))``, in microseconds."""
         if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
             raise ValueError(f"attempt must be an integer >= 1, got {attempt!r}")
-        base, cap, multiplier_p, multiplier_q = self._integers
+        base, cap = _microseconds(self.base), _microseconds(self.cap)
+        multiplier = self._exact_multiplier
+        if base == 0 or multiplier == 1:
+            return Fraction(base)
+        # past the exponent where base * multiplier ** n reaches the cap, the power is not built
+        # (a huge attempt would make a huge number): the nominal delay is the cap
         exponent = attempt - 1
-        if base == 0 or exponent == 0 or multiplier_p == multiplier_q:
-            return base, 1
-        if exponent > self._cap_exponent:  # far past the cap: do not build huge powers
-            return cap, 1
-        numerator = base * multiplier_p**exponent
-        denominator = multiplier_q**exponent
-        if numerator >= cap * denominator:
-            return cap, 1
-        return numerator, denominator
+        if exponent > math.log(cap / base) / math.log(multiplier) + 1:
+            return Fraction(cap)
+        return min(Fraction(cap), base * multiplier**exponent)
 
     def nominal(self, attempt: int) -> timedelta:
         """The delay before jitter after failed ``attempt``, rounded down to microseconds."""
-        numerator, denominator = self._nominal_microseconds(attempt)
-        return timedelta(microseconds=numerator // denominator)
+        return timedelta(microseconds=math.floor(self._nominal_microseconds(attempt)))
 
     def delay(self, attempt: int, seed: str) -> timedelta:
         """The delay after failed ``attempt`` (1-based), jittered by ``seed``, whole milliseconds."""
-        numerator, denominator = self._nominal_microseconds(attempt)
-        # nominal * (1 - jitter * h / 2**64) with jitter = jp / jq, all in integers
-        jp, scaled_jq = self._jitter_scaled  # scaled_jq = jq * 2**64
-        if not jp:  # no jitter: the hash does not count
-            milliseconds = numerator // (denominator * _MICROSECONDS_PER_MILLISECOND)
-        else:
-            factor_numerator = scaled_jq - jp * jitter_hash(seed, attempt)
-            milliseconds = (numerator * factor_numerator) // (
-                denominator * scaled_jq * _MICROSECONDS_PER_MILLISECOND
-            )
-        # positional: timedelta(milliseconds=...) costs three times as much
-        return timedelta(0, 0, milliseconds * _MICROSECONDS_PER_MILLISECOND)
+        nominal = self._nominal_microseconds(attempt)
+        jitter = self._exact_jitter
+        h = jitter_hash(seed, attempt) if jitter else 0  # no jitter: the draw does not count
+        # nominal * (1 - jitter * h / 2**32) microseconds, rounded down to milliseconds, in integers
+        numerator = nominal.numerator * (jitter.denominator * _TWO_TO_32 - jitter.numerator * h)
+        denominator = nominal.denominator * jitter.denominator * _TWO_TO_32 * 1000
+        return timedelta(milliseconds=numerator // denominator)
 
     def schedule(self, max_attempts: int, seed: str) -> tuple[ScheduledDelay, ...]:
         """The delays after attempts 1 .. max_attempts - 1 (the last attempt is not followed by a retry)."""
@@ -160,5 +145,9 @@ class Backoff:
         for attempt in range(1, max_attempts):
             delay = self.delay(attempt, seed)
             cumulative += delay
-            rows.append(ScheduledDelay(attempt, self.nominal(attempt), delay, cumulative))
+            rows.append(
+                ScheduledDelay(
+                    attempt=attempt, nominal=self.nominal(attempt), delay=delay, cumulative=cumulative
+                )
+            )
         return tuple(rows)

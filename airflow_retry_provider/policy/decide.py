@@ -23,7 +23,6 @@ from typing import NamedTuple
 
 from airflow_retry_provider.policy.backoff import Backoff
 from airflow_retry_provider.policy.classify import MAX_MESSAGE_CHARS, Classification
-from airflow_retry_provider.policy.evidence import new_record
 from airflow_retry_provider.policy.redact import cut, redact
 from airflow_retry_provider.policy.rules import FailureClass
 
@@ -75,8 +74,7 @@ def _check_attempts(attempt: object, max_attempts: object) -> None:
 
 def check_aware(name: str, value: object) -> datetime:
     """``value`` if it is a timezone-aware datetime, else a ValueError naming ``name`` and the value."""
-    # timezone.utc, the usual clock's, is aware without asking it (utcoffset() costs a method call in C)
-    if not isinstance(value, datetime) or (value.tzinfo is not timezone.utc and value.utcoffset() is None):
+    if not isinstance(value, datetime) or value.utcoffset() is None:
         raise ValueError(f"{name} must be a timezone-aware datetime, got {value!r}")
     return value
 
@@ -88,21 +86,10 @@ def check_duration(name: str, value: object) -> timedelta:
     return value
 
 
-_TWO_DIGITS = tuple(f"{number:02d}" for number in range(100))  # "00" .. "99"
-
-
 def format_timestamp(value: datetime) -> str:
     """``2026-11-30T10:05:00Z``: UTC, whole seconds (truncated); a naive value is local time."""
-    if value.tzinfo is not timezone.utc:  # already UTC without asking (see check_aware)
-        offset = value.utcoffset()
-        if offset is None or offset:  # naive, or not already UTC (Airflow's own values are UTC)
-            value = value.astimezone(timezone.utc)
-    # isoformat(timespec="seconds")[:19] at a third of its cost: two digits are looked up, not formatted
-    two = _TWO_DIGITS
-    return (
-        f"{value.year:04d}-{two[value.month]}-{two[value.day]}"
-        f"T{two[value.hour]}:{two[value.minute]}:{two[value.second]}Z"
-    )
+    utc = value.astimezone(timezone.utc).replace(tzinfo=None)
+    return f"{utc.isoformat(timespec='seconds')}Z"
 
 
 def format_duration(value: timedelta) -> str:
@@ -127,36 +114,13 @@ def _cap(reason: str) -> str:
     """One line, at most MAX_REASON_CHARS (cut as :func:`cut` does: never half a word's secret).
 
     The reason is made of the policy's own words and the classification, whose message is
-    redacted when it is made (:func:`classify` redacts it before it cuts it): redacting again
-    here would double the cost of every decision for nothing.
+    redacted already (:func:`decide` redacts it first).
     """
     return cut(one_line(reason), MAX_REASON_CHARS)
 
 
 def one_line(text: str) -> str:
-    """``" ".join(text.split())``: whitespace runs become one space, none at either end.
-
-    Most reasons are that already, which costs no split: an ASCII text without the nine other
-    ASCII whitespace characters (``\\t \\n \\v \\f \\r`` and ``\\x1c``-``\\x1f``, each looked for
-    with one ``in``: a third of ``isprintable()``), or a printable text, holds no whitespace but
-    the space (every other whitespace character is a control or a separator).
-    """
-    if "  " not in text and text[:1] != " " and text[-1:] != " ":
-        if text.isascii():
-            if not (
-                "\n" in text
-                or "\t" in text
-                or "\r" in text
-                or "\x0b" in text
-                or "\x0c" in text
-                or "\x1c" in text
-                or "\x1d" in text
-                or "\x1e" in text
-                or "\x1f" in text
-            ):
-                return text
-        elif text.isprintable():
-            return text
+    """``text`` on one line: whitespace runs become one space, none at either end."""
     return " ".join(text.split())
 
 
@@ -190,36 +154,44 @@ def decide(
         raise ValueError(f"backoff must be a Backoff, got {backoff!r}")
     # a classification from classify() is redacted already; one built by hand may not be
     classification = classification._replace(message=redact(classification.message, MAX_MESSAGE_CHARS))
-    delay, note = retry_delay(classification, backoff, attempt, seed)
-    return dead_letter_at_once(classification, attempt, max_attempts, safe_to_repeat) or retry_unless_late(
-        classification, attempt, max_attempts, now, delay, deadline, expected_duration + validation, note
-    )
-
-
-def dead_letter_at_once(
-    classification: Classification, attempt: int, max_attempts: int, safe_to_repeat: bool
-) -> DeadLetter | None:
-    """Rules 1-3, which need no backoff: poison, a blind resubmit, or attempts exhausted; else None.
-
-    Inputs are not checked here, and the classification's message must be redacted already (as
-    :func:`classify` makes it): :func:`decide` checks and redacts (a policy does both once).
-    """
     failure_class = classification.failure_class
+    what = describe(classification)
+    head = f"[attempt {attempt}/{max_attempts}]"
+
+    # 1. poison: at once
     if failure_class == "poison":
-        category = classification.category
-        reason = f"[attempt {attempt}/{max_attempts}] dead letter {describe(classification)}"
-    elif failure_class == "unknown" and not safe_to_repeat:
+        return _dead_letter(classification.category, f"{head} dead letter {what}", failure_class)
+    # 2. an unknown outcome is never resubmitted blindly
+    if failure_class == "unknown" and not safe_to_repeat:
         category = DEAD_LETTER_UNKNOWN_OUTCOME
-        reason = f"[attempt {attempt}/{max_attempts}] dead letter {category}: {describe(classification)}"
-    elif attempt >= max_attempts:
+        return _dead_letter(category, f"{head} dead letter {category}: {what}", failure_class)
+    # 3. attempts exhausted
+    if attempt >= max_attempts:
         category = DEAD_LETTER_EXHAUSTED
-        reason = (
-            f"[attempt {attempt}/{max_attempts}] dead letter {category} after {attempt} attempts: "
-            f"{describe(classification)}"
+        return _dead_letter(
+            category, f"{head} dead letter {category} after {attempt} attempts: {what}", failure_class
         )
-    else:
-        return None
-    return DeadLetter(category, _cap(reason), failure_class)
+    delay, note = retry_delay(classification, backoff, attempt, seed)
+    not_before = now + delay
+    # 4. a retry that cannot finish before the deadline is not attempted (validation included)
+    needed = expected_duration + validation
+    if deadline is not None and not_before + needed > deadline:
+        category = DEAD_LETTER_DEADLINE_INFEASIBLE
+        waited = f" ({note})" if note else ""
+        return _dead_letter(
+            category,
+            f"{head} dead letter {category}: next attempt at {format_timestamp(not_before)}{waited} "
+            f"+ {format_duration(needed)} would finish after deadline {format_timestamp(deadline)}: {what}",
+            failure_class,
+        )
+    # 5. retry after the backoff's delay (or the server's Retry-After, within the cap)
+    why = f"{note}: {what}" if note else what
+    reason = f"[attempt {attempt + 1}/{max_attempts}] [after {format_timestamp(not_before)}] {why}"
+    return Retry(attempt=attempt + 1, delay=delay, not_before=not_before, reason=_cap(reason))
+
+
+def _dead_letter(category: str, reason: str, failure_class: FailureClass) -> DeadLetter:
+    return DeadLetter(category=category, reason=_cap(reason), failure_class=failure_class)
 
 
 def retry_delay(
@@ -227,48 +199,11 @@ def retry_delay(
 ) -> tuple[timedelta, str]:
     """Rule 5's wait after failed ``attempt``, and what the reason says about it ("" when nothing)."""
     delay = backoff.delay(attempt, seed)
-    asked = classification.retry_after
-    if asked is None and classification.failure_class != "unknown":
-        return delay, ""  # most retries: nothing to say about the wait
     notes = [SAFE_TO_REPEAT_NOTE] if classification.failure_class == "unknown" else []
+    asked = classification.retry_after
     if asked is not None:
         seconds = math.ceil(asked.total_seconds())
         capped = f" (capped at {format_duration(backoff.cap)})" if asked > backoff.cap else ""
         notes.append(f"Retry-After {seconds} s{capped}")
         delay = min(backoff.cap, max(delay, asked))
     return delay, "; ".join(notes)
-
-
-def retry_unless_late(
-    classification: Classification,
-    attempt: int,
-    max_attempts: int,
-    now: datetime,
-    delay: timedelta,
-    deadline: datetime | None,
-    needed: timedelta,
-    note: str = "",
-    tags: str = "",
-) -> Retry | DeadLetter:
-    """Rules 4-5: retry after ``delay``, unless that retry plus ``needed`` would finish after ``deadline``.
-
-    ``note`` (from :func:`retry_delay`) goes into the reason, before the classification. ``tags``
-    (a policy's ``[rule r] [profile p]``, see :func:`~airflow_retry_provider.policy.tries.reason_tags`)
-    follow the leading tags of a retry's reason, which is so written once, as
-    :func:`~airflow_retry_provider.policy.tries.tag_reason` would tag it; a dead letter's reason
-    comes without them (the letter keeps the core's reason; the policy tags what it sends Airflow).
-    """
-    not_before = now + delay
-    what = describe(classification)
-    if deadline is not None and not_before + needed > deadline:
-        waited = f" ({note})" if note else ""
-        reason = (
-            f"[attempt {attempt}/{max_attempts}] dead letter {DEAD_LETTER_DEADLINE_INFEASIBLE}: "
-            f"next attempt at {format_timestamp(not_before)}{waited} + {format_duration(needed)} would "
-            f"finish after deadline {format_timestamp(deadline)}: {what}"
-        )
-        return DeadLetter(DEAD_LETTER_DEADLINE_INFEASIBLE, _cap(reason), classification.failure_class)
-    why = f"{note}: {what}" if note else what
-    head = f"[attempt {attempt + 1}/{max_attempts}] [after {format_timestamp(not_before)}]"
-    reason = f"{head} {tags} {why}" if tags else f"{head} {why}"
-    return new_record(Retry, (attempt + 1, delay, not_before, _cap(reason)))

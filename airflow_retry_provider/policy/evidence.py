@@ -17,26 +17,20 @@ or SQLAlchemy: it reads what their exceptions carry, by attribute and by type na
 
 from __future__ import annotations
 
-import functools
 import math
 import re
-from collections.abc import Mapping  # isinstance against it is a Python call: a dict is checked by type first
+from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
-from typing import Any, NamedTuple, TypeGuard
+from typing import NamedTuple
 
 _HTTP_STATUS_ATTRIBUTES = ("status_code", "status", "code")
 _SQLSTATE_ATTRIBUTES = ("sqlstate", "pgcode")
-_ERROR_CODE_PATTERN = r"[A-Za-z][A-Za-z0-9_.-]{0,127}"  # matched whole, bounded; compiled on first use
+_ERROR_CODE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,127}")  # matched whole, bounded
 RETRY_AFTER_STATUSES = frozenset({429, 503})
 """The statuses whose ``Retry-After`` header is honoured."""
 MAX_RETRY_AFTER_SECONDS = 7 * 86_400
 """A longer ``Retry-After`` is read as this (the profile's cap applies anyway)."""
-
-
-new_record = tuple.__new__
-"""``new_record(Record, (field, ...))``: a NamedTuple built from all its fields, in order, without
-its generated ``__new__`` (a Python call): the records made on every decision cost half as much."""
 
 
 class Evidence(NamedTuple):
@@ -61,36 +55,16 @@ class Evidence(NamedTuple):
     @classmethod
     def of(cls, exc: BaseException, text: str | None = None) -> Evidence:
         """Gather the evidence from ``exc`` (``text``: its ``str()``, when already known); never raises."""
-        message = (safe_str(exc) if text is None else text).lower()
-        kind = type(exc)
-        if _plain_type(kind):  # what Evidence reads can only be in the instance's __dict__
-            attributes = exc.__dict__
-            if not attributes or _READ.isdisjoint(attributes):  # most failures: nothing to read
-                return new_record(cls, (exc, type_names(kind), message, None, None, None))
-            if _READ.intersection(attributes) == _RESPONSE_ONLY:  # an HTTP client's or botocore's error
-                return cls._of_response(exc, kind, message, attributes["response"])
+        message = safe_str(exc) if text is None else text
         response = _attribute(exc, "response")
-        # one Mapping check for both readers (against the ABC it is a Python call)
-        parsed = response is not None and _is_mapping(response)
         return cls(
-            exc,
-            type_names(type(exc)),
-            message,
-            _http_status(exc, response, parsed),
-            _sqlstate(exc) or _sqlstate(_attribute(exc, "orig")),
-            _error_code(response) if parsed else None,  # only a mapping has Error.Code
+            exception=exc,
+            type_names=type_names(type(exc)),
+            message=message.lower(),
+            http_status=_http_status(exc, response),
+            sqlstate=_sqlstate(exc) or _sqlstate(_attribute(exc, "orig")),
+            error_code=_error_code(response),
         )
-
-    @classmethod
-    def _of_response(cls, exc: BaseException, kind: type, message: str, response: object) -> Evidence:
-        """The evidence of an exception of a plain class whose only attribute Evidence reads is
-        ``response``: the status and the error code are the response's, and there is no SQLSTATE."""
-        if response is None:
-            return new_record(cls, (exc, type_names(kind), message, None, None, None))
-        parsed = _is_mapping(response)
-        status = _response_status(response, parsed)
-        code = _error_code(response) if parsed else None  # only a mapping has Error.Code
-        return new_record(cls, (exc, type_names(kind), message, status, None, code))
 
 
 def safe_str(exc: BaseException) -> str:
@@ -101,44 +75,12 @@ def safe_str(exc: BaseException) -> str:
         return f"<unprintable {type(exc).__qualname__}>"
 
 
-_TYPE_NAMES_CACHE: dict[type, frozenset[str]] = {}
-_TYPE_NAMES_CACHE_SIZE = 1024
-
-
 def type_names(cls: type) -> frozenset[str]:
-    """Every name of every class of the MRO; remembered for the first 1024 classes seen."""
-    names = _TYPE_NAMES_CACHE.get(cls)
-    if names is None:
-        found: set[str] = set()
-        for klass in cls.__mro__:
-            found.update((klass.__name__, klass.__qualname__, f"{klass.__module__}.{klass.__qualname__}"))
-        names = frozenset(found)
-        if len(_TYPE_NAMES_CACHE) < _TYPE_NAMES_CACHE_SIZE:
-            _TYPE_NAMES_CACHE[cls] = names
-    return names
-
-
-_READ = frozenset(("response", *_HTTP_STATUS_ATTRIBUTES, *_SQLSTATE_ATTRIBUTES, "diag", "orig"))
-_RESPONSE_ONLY = frozenset({"response"})
-_PLAIN_TYPES: dict[type, bool] = {}
-
-
-def _plain_type(cls: type) -> bool:
-    """Whether an instance of ``cls`` can hold the attributes Evidence reads only in its ``__dict__``:
-    no class of the MRO defines one of them, nor ``__getattr__`` or ``__getattribute__`` (but
-    ``object``'s and ``BaseException``'s, the generic lookup); remembered for the first 1024
-    classes seen."""
-    plain = _PLAIN_TYPES.get(cls)
-    if plain is None:
-        plain = not any(
-            "__getattr__" in vars(klass)
-            or (klass not in (object, BaseException) and "__getattribute__" in vars(klass))
-            or not _READ.isdisjoint(vars(klass))
-            for klass in cls.__mro__
-        )
-        if len(_PLAIN_TYPES) < _TYPE_NAMES_CACHE_SIZE:
-            _PLAIN_TYPES[cls] = plain
-    return plain
+    """Every name of every class of the MRO."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        names.update((klass.__name__, klass.__qualname__, f"{klass.__module__}.{klass.__qualname__}"))
+    return frozenset(names)
 
 
 def retry_after(exc: BaseException, now: datetime) -> timedelta | None:
@@ -153,7 +95,7 @@ def retry_after(exc: BaseException, now: datetime) -> timedelta | None:
         return None
     value = value.strip()
     if value.isdigit():
-        return timedelta(0, min(int(value), MAX_RETRY_AFTER_SECONDS))  # positional: keywords cost more
+        return timedelta(seconds=min(int(value), MAX_RETRY_AFTER_SECONDS))
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
@@ -173,19 +115,13 @@ def _header(headers: object, name: str, canonical: str) -> object:
         value = headers.get(name)  # type: ignore[attr-defined]
         if value is None:  # a plain dict keeps the sender's case: most often the canonical one
             value = headers.get(canonical)  # type: ignore[attr-defined]
-        if value is None and _is_mapping(headers):
+        if value is None and isinstance(headers, Mapping):
             for key, found in headers.items():  # a plain dict keeps the sender's case
                 if str(key).lower() == name:
                     return found
     except Exception:  # exotic headers objects: treat as absent
         return None
     return value
-
-
-def _is_mapping(value: object) -> TypeGuard[Mapping[Any, Any]]:
-    """``isinstance(value, Mapping)``, a plain dict answered by its type (against the ABC the check
-    is a Python call)."""
-    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _attribute(obj: object, name: str) -> object:
@@ -201,7 +137,7 @@ def _attribute(obj: object, name: str) -> object:
 def _item(obj: object, *keys: str) -> object:
     """``obj[k1][k2]...`` through plain mappings, else None."""
     for key in keys:
-        if not _is_mapping(obj):
+        if not isinstance(obj, Mapping):
             return None
         obj = obj.get(key)
     return obj
@@ -217,41 +153,21 @@ def _as_status(value: object) -> int | None:
     return None
 
 
-def _http_status(exc: BaseException, response: object, parsed: bool | None = None) -> int | None:
-    """The HTTP status ``exc`` or its ``response`` carries; ``parsed``: whether ``response`` is a
-    mapping (botocore's parsed response), when the caller knows it already."""
+def _http_status(exc: BaseException, response: object) -> int | None:
+    """The HTTP status ``exc`` or its ``response`` carries."""
     for name in _HTTP_STATUS_ATTRIBUTES:
-        try:  # _attribute, inline: it runs for every exception of a chain
-            value = getattr(exc, name, None)
-        except Exception:
-            continue
-        if value is not None and (status := _as_status(value)) is not None:
+        status = _as_status(_attribute(exc, name))
+        if status is not None:
             return status
-    if response is None:
-        return None
-    if parsed is None:
-        parsed = _is_mapping(response)
-    return _response_status(response, parsed)
-
-
-def _response_status(response: object, parsed: bool) -> int | None:
-    """The HTTP status of a ``response`` (not None); ``parsed``: whether it is a mapping."""
-    if parsed:  # botocore: the parsed response
+    if isinstance(response, Mapping):  # botocore: the parsed response
         return _as_status(_item(response, "ResponseMetadata", "HTTPStatusCode"))
     return _as_status(_attribute(response, "status_code"))  # requests, httpx
 
 
-@functools.cache
-def _error_code_pattern() -> re.Pattern[str]:
-    """_ERROR_CODE_PATTERN compiled on first use (``re.fullmatch`` would look it up in re's cache each time)."""
-    return re.compile(_ERROR_CODE_PATTERN)
-
-
 def _error_code(response: object) -> str | None:
-    if response is None:  # most exceptions: no isinstance(None, Mapping), which is slow
-        return None
+    """A service's error code: ``response["Error"]["Code"]`` (botocore), matched whole."""
     code = _item(response, "Error", "Code")
-    return code if isinstance(code, str) and _error_code_pattern().fullmatch(code) else None
+    return code if isinstance(code, str) and _ERROR_CODE.fullmatch(code) else None
 
 
 def _as_sqlstate(value: object) -> str | None:
@@ -261,14 +177,8 @@ def _as_sqlstate(value: object) -> str | None:
 
 
 def _sqlstate(exc: object) -> str | None:
-    if exc is None:
-        return None
     for name in _SQLSTATE_ATTRIBUTES:
-        try:  # _attribute, inline
-            value = getattr(exc, name, None)
-        except Exception:
-            continue
-        if value is not None and (state := _as_sqlstate(value)) is not None:
+        state = _as_sqlstate(_attribute(exc, name))
+        if state is not None:
             return state
-    diag = _attribute(exc, "diag")
-    return None if diag is None else _as_sqlstate(_attribute(diag, "sqlstate"))  # most: no diag
+    return _as_sqlstate(_attribute(_attribute(exc, "diag"), "sqlstate"))

@@ -25,6 +25,7 @@ def _unstorable() -> dict[int, str]:
 
 
 def _encodes(text: str) -> bool:
+    """Whether ``text`` encodes to UTF-8 (a lone surrogate does not)."""
     if text.isascii():
         return True
     try:
@@ -47,7 +48,7 @@ def storable(text: str | None) -> str | None:
     """
     if text is None:
         return None
-    if "\x00" in text or not (text.isascii() or _encodes(text)):  # ASCII, inline: most text
+    if "\x00" in text or not _encodes(text):
         return text.translate(_unstorable())
     return text
 

@@ -36,9 +36,7 @@ def reason_tags(rule: str, profile: str | None = None, deadline: datetime | None
 def tag_reason(reason: str, rule: str, profile: str | None = None, deadline: datetime | None = None) -> str:
     """``reason`` with :func:`reason_tags` after its leading tags, capped as before.
 
-    One space joins the parts (the space around the leading tags is dropped); builds the text in
-    place (no list, no join). A retry's reason is tagged as it is written (``retry_unless_late``'s
-    ``tags``); this tags a dead letter's.
+    One space joins the parts (the space around the leading tags is dropped).
     """
     tagged = reason_tags(rule, profile, deadline)
     end = _leading_tags_end(reason)
@@ -55,8 +53,7 @@ def tag_reason(reason: str, rule: str, profile: str | None = None, deadline: dat
 def _leading_tags_end(reason: str) -> int:
     """Where the leading ``[attempt ...]`` and ``[after ...]`` tags of ``reason`` end (0: none)."""
     end = 0
-    # a slice before startswith: str.startswith with a start parses its arguments the slow way
-    while reason[end : end + 1] == "[" and reason.startswith(("[attempt ", "[after "), end):
+    while reason.startswith(("[attempt ", "[after "), end):
         close = reason.find("]", end)
         if close < 0:
             break

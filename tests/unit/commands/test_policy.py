@@ -6,12 +6,14 @@ import io
 import json
 import subprocess
 import sys
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from airflow_retry_provider import ClassifiedRetryPolicy
 from airflow_retry_provider.cli import main
 from airflow_retry_provider.commands import policy as policy_commands
 from airflow_retry_provider.policy import Backoff, get_profile
@@ -136,9 +138,102 @@ def test_schedule_json_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "schedule", "--seed", "job", "--json")
     assert code == 0
     assert json.loads(out) == [
-        {"attempt": 1, "nominal_seconds": 300.0, "delay_seconds": 248.927, "cumulative_seconds": 248.927},
-        {"attempt": 2, "nominal_seconds": 600.0, "delay_seconds": 555.251, "cumulative_seconds": 804.178},
+        {"attempt": 1, "nominal_seconds": 300.0, "delay_seconds": 280.108, "cumulative_seconds": 280.108},
+        {"attempt": 2, "nominal_seconds": 600.0, "delay_seconds": 558.459, "cumulative_seconds": 838.567},
     ]
+
+
+def test_schedule_of_the_spec_example_is_fnv1a(capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's command gives the spec's FNV-1a delays, computed here with a reference FNV-1a."""
+    code, out, _ = run(
+        capsys,
+        *("schedule", "--base", "300", "--multiplier", "2", "--cap", "3600", "--jitter", "0.25"),
+        *("--seed", "run-123", "--max-attempts", "8", "--json"),
+    )
+    assert code == 0
+
+    def fnv1a(data: bytes) -> int:
+        h = 2166136261
+        for octet in data:
+            h = ((h ^ octet) * 16777619) % 2**32
+        return h
+
+    expected = [
+        (300 * 2 ** (n - 1) if n < 5 else 3600) * (1 - 0.25 * fnv1a(f"run-123#{n}".encode()) / 2**32)
+        for n in range(1, 8)
+    ]
+    assert [row["delay_seconds"] for row in json.loads(out)] == pytest.approx(expected, abs=0.001)
+
+
+@pytest.mark.parametrize(
+    ("flags", "start", "end"),
+    [
+        # a scheduled run: the data interval is the seed's identity
+        (
+            [
+                "--data-interval-start",
+                "2026-11-29T00:00:00+00:00",
+                "--data-interval-end",
+                "2026-11-30T00:00Z",
+            ],
+            datetime(2026, 11, 29, tzinfo=timezone.utc),
+            datetime(2026, 11, 30, tzinfo=timezone.utc),
+        ),
+        ([], None, None),  # a manual run without a data interval: the run id is
+    ],
+)
+def test_schedule_of_a_task_instance_is_the_delay_its_task_gets(
+    capsys: pytest.CaptureFixture[str], flags: list[str], start: datetime | None, end: datetime | None
+) -> None:
+    """--dag-id/--task-id/--run-id build the seed a task builds: the first delay is the one its policy returns."""
+    code, out, _ = run(
+        capsys,
+        *("schedule", "--profile", "report", "--dag-id", "daily_sales", "--task-id", "load"),
+        *("--run-id", "scheduled__2026-11-29", "--map-index", "3", "--json", *flags),
+    )
+    assert code == 0
+    ti = SimpleNamespace(dag_id="daily_sales", task_id="load", run_id="scheduled__2026-11-29", map_index=3)
+    context = {
+        "ti": ti,
+        "task": SimpleNamespace(retries=2),
+        "data_interval_start": start,
+        "data_interval_end": end,
+    }
+    policy = ClassifiedRetryPolicy("report", clock=lambda: datetime(2026, 11, 30, 1, tzinfo=timezone.utc))
+    decision = policy.evaluate(ConnectionResetError(104, "reset"), 1, 2, context)
+    assert json.loads(out)[0]["delay_seconds"] == decision.retry_delay.total_seconds()
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--dag-id", "d"], "--task-id, --run-id missing"),  # half a task instance
+        (["--seed", "s", "--dag-id", "d"], "not both"),  # two seeds
+        (
+            ["--dag-id", "d", "--task-id", "t", "--run-id", "r", "--data-interval-start", "2026-11-29"],
+            "--data-interval-start must be an ISO 8601 time with its offset",  # naive: which zone?
+        ),
+        (
+            [
+                "--dag-id",
+                "d",
+                "--task-id",
+                "t",
+                "--run-id",
+                "r",
+                "--data-interval-start",
+                "2026-11-29T00:00Z",
+            ],
+            "both --data-interval-start and --data-interval-end",  # half an interval
+        ),
+    ],
+)
+def test_schedule_seed_errors_name_the_flag(
+    capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    """A seed given wrongly is a usage error naming the flag."""
+    code, _, err = run(capsys, "schedule", *flags)
+    assert code == 2 and message in err
 
 
 def test_schedule_profile(capsys: pytest.CaptureFixture[str]) -> None:
@@ -177,7 +272,7 @@ def test_schedule_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     assert lines[0].startswith("backoff: base 5m, multiplier 2, cap 1h, jitter 0.25; max_attempts 3")
     assert "after attempt" in lines[1]
-    assert lines[2].split() == ["1", "300.000s", "248.927s", "248.927s"]
+    assert lines[2].split() == ["1", "300.000s", "280.108s", "280.108s"]
 
 
 def test_schedule_single_attempt(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,8 +1,7 @@
-"""Exact, deterministic backoff: BLAKE2b jitter, cap, overflow safety, validation and properties."""
+"""Exact, deterministic backoff: FNV-1a jitter (the spec's), cap, overflow safety, validation and properties."""
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import subprocess
@@ -15,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airflow_retry_provider.policy import Backoff, ScheduledDelay, jitter_fraction, jitter_hash
+from airflow_retry_provider.policy import Backoff, ScheduledDelay, fnv1a_32, jitter_fraction, jitter_hash
 
 MS = timedelta(milliseconds=1)
 
@@ -24,21 +23,47 @@ def microseconds(value: timedelta) -> int:
     return (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
 
 
+def reference_fnv1a_32(data: bytes) -> int:
+    """FNV-1a 32-bit as published (http://www.isthe.com/chongo/tech/comp/fnv/): written here
+    independently of the package, so the tests check the package against it."""
+    h = 0x811C9DC5
+    for octet in data:
+        h ^= octet
+        h = (h * 0x01000193) % 2**32
+    return h
+
+
 @pytest.mark.parametrize(
-    ("seed", "attempt", "expected"),
+    ("data", "expected"),
     [
-        ("job", 1, 0xAE539D5E6E5F433B),  # BLAKE2b with digest_size=8 of b"job#1"
-        ("job", 2, 0x4C5F1E855FE180A9),  # the next attempt: another draw
-        ("", 1, 0x20B00CC8DAEC853D),  # an empty seed still hashes "#1"
+        (b"", 0x811C9DC5),  # empty input: the offset basis itself
+        (b"a", 0xE40C292C),  # published FNV-1a 32 test vector
+        (b"b", 0xE70C2DE5),  # published FNV-1a 32 test vector
+        (b"foobar", 0xBF9CF968),  # published FNV-1a 32 test vector
+        (b"chongo was here!\n", 0xD49930D5),  # published FNV-1a 32 test vector
     ],
 )
-def test_jitter_hash_vectors(seed: str, attempt: int, expected: int) -> None:
-    """jitter_hash is the 8-byte BLAKE2b digest of "seed#attempt", big-endian (not a prefix of a longer digest)."""
-    assert jitter_hash(seed, attempt) == expected
-    assert (
-        expected.to_bytes(8, "big") == hashlib.blake2b(f"{seed}#{attempt}".encode(), digest_size=8).digest()
-    )
-    assert expected.to_bytes(8, "big") != hashlib.blake2b(f"{seed}#{attempt}".encode()).digest()[:8]
+def test_fnv1a_32_vectors(data: bytes, expected: int) -> None:
+    """fnv1a_32 gives the published FNV-1a 32-bit values, as does the test's own reference."""
+    assert fnv1a_32(data) == expected == reference_fnv1a_32(data)
+
+
+@pytest.mark.parametrize(
+    "seed",
+    [
+        "job",  # ASCII
+        "daily_sales/load/-1/2026-11-29T00:00:00+00:00--2026-11-30T00:00:00+00:00",  # a work-unit key
+        "relatório_diário/carga/ção/ü/北京",  # non-ASCII: hashed as its UTF-8 bytes
+        "x" * 5000,  # long
+        "",  # empty: still hashes "#1"
+    ],
+)
+def test_jitter_hash_is_fnv1a_of_seed_hash_attempt(seed: str) -> None:
+    """The draw is FNV-1a 32 of f"{seed}#{attempt}" in UTF-8, for every attempt, as the spec says."""
+    for attempt in (1, 2, 7, 1000):
+        expected = reference_fnv1a_32(f"{seed}#{attempt}".encode())
+        assert jitter_hash(seed, attempt) == expected
+        assert jitter_fraction(seed, attempt) == Fraction(expected, 2**32)
 
 
 def test_jitter_hash_takes_a_lone_surrogate() -> None:
@@ -70,22 +95,46 @@ def test_jitter_spreads_evenly() -> None:
 
 def test_delay_by_hand() -> None:
     """The default backoff after attempt 1 with seed 'job', computed step by step."""
-    h = jitter_hash("job", 1)
-    assert h == 12561556814570668859
-    # nominal = 300 s = 300_000 ms; delay = 300_000 * (1 - (1/4) * h / 2**64), rounded down
-    expected_ms = (300_000 * (4 * 2**64 - h)) // (4 * 2**64)
-    assert expected_ms == 248_927
-    assert Backoff().delay(1, "job") == timedelta(milliseconds=248_927)
+    h = reference_fnv1a_32(b"job#1")
+    assert h == 1139088084
+    # nominal = 300 s = 300_000 ms; delay = 300_000 * (1 - (1/4) * h / 2**32), rounded down
+    expected_ms = (300_000 * (4 * 2**32 - h)) // (4 * 2**32)
+    assert expected_ms == 280_108
+    assert Backoff().delay(1, "job") == timedelta(milliseconds=280_108)
+
+
+@pytest.mark.parametrize(
+    ("max_attempts", "expected_ms"),
+    [
+        # the spec's example (base 5 min, x2, cap 1 h, jitter 25 %, seed run-123), worked out with
+        # the reference FNV-1a in test_spec_schedule_by_hand; before the BLAKE2b release, the same
+        (8, [243_316, 486_046, 970_921, 1_939_498, 2_905_732, 2_902_216, 2_898_700]),
+    ],
+)
+def test_spec_schedule(max_attempts: int, expected_ms: list[int]) -> None:
+    """The spec's schedule for seed run-123: pinned delays (a change here changes production schedules)."""
+    rows = Backoff().schedule(max_attempts, "run-123")
+    assert [row.delay for row in rows] == [timedelta(milliseconds=ms) for ms in expected_ms]
+
+
+def test_spec_schedule_by_hand() -> None:
+    """Every delay of a long schedule is the formula computed with the test's own FNV-1a and fractions."""
+    backoff = Backoff()
+    for attempt in range(1, 14):
+        nominal_ms = min(3_600_000, 300_000 * 2 ** (attempt - 1))
+        u = Fraction(reference_fnv1a_32(f"run-123#{attempt}".encode()), 2**32)
+        expected = math.floor(nominal_ms * (1 - Fraction(1, 4) * u))
+        assert backoff.delay(attempt, "run-123") == timedelta(milliseconds=expected)
 
 
 @pytest.mark.parametrize(
     ("attempt", "seed", "expected_ms"),
     [
-        (1, "job", 248_927),  # nominal 5 min
-        (2, "job", 555_251),  # nominal 10 min
-        (3, "job", 1_103_761),  # nominal 20 min
-        (10, "job", 3_478_521),  # far past the cap: nominal 1 h
-        (1, "daily_sales|load|-1|2026-11-29T00:00:00+00:00/2026-11-30T00:00:00+00:00", 297_023),  # real seed
+        (1, "job", 280_108),  # nominal 5 min
+        (2, "job", 558_459),  # nominal 10 min
+        (3, "job", 1_118_091),  # nominal 20 min
+        (10, "job", 2_905_096),  # far past the cap: nominal 1 h
+        (1, "daily_sales|load|-1|2026-11-29T00:00:00+00:00/2026-11-30T00:00:00+00:00", 292_804),  # real seed
     ],
 )
 def test_default_backoff_exact_values(attempt: int, seed: str, expected_ms: int) -> None:
@@ -146,8 +195,8 @@ def test_jitter_spreads_at_cap() -> None:
 
 
 def test_jitter_fraction() -> None:
-    """u is jitter_hash(seed, attempt) / 2**64."""
-    assert jitter_fraction("job", 1) == Fraction(12561556814570668859, 2**64)
+    """u is fnv1a_32(b"job#1") / 2**32."""
+    assert jitter_fraction("job", 1) == Fraction(1139088084, 2**32)
 
 
 def test_schedule() -> None:
@@ -155,13 +204,13 @@ def test_schedule() -> None:
     rows = Backoff().schedule(3, "job")
     assert rows == (
         ScheduledDelay(
-            1, timedelta(minutes=5), timedelta(milliseconds=248_927), timedelta(milliseconds=248_927)
+            1, timedelta(minutes=5), timedelta(milliseconds=280_108), timedelta(milliseconds=280_108)
         ),
         ScheduledDelay(
             2,
             timedelta(minutes=10),
-            timedelta(milliseconds=555_251),
-            timedelta(milliseconds=248_927 + 555_251),
+            timedelta(milliseconds=558_459),
+            timedelta(milliseconds=280_108 + 558_459),
         ),
     )
     assert Backoff().schedule(1, "job") == ()

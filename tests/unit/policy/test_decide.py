@@ -56,9 +56,9 @@ def test_retry_uses_jittered_delay() -> None:
     backoff = Backoff()
     result = run(RATE_LIMITED, attempt=2, backoff=backoff, seed="job")
     assert isinstance(result, Retry)
-    assert result.delay == backoff.delay(2, "job") == timedelta(milliseconds=555_251)
+    assert result.delay == backoff.delay(2, "job") == timedelta(milliseconds=558_459)
     assert result.not_before == NOW + result.delay
-    assert result.reason.startswith("[attempt 3/3] [after 2026-11-30T10:09:15Z] ")
+    assert result.reason.startswith("[attempt 3/3] [after 2026-11-30T10:09:18Z] ")
 
 
 def test_poison_dead_letters_at_once() -> None:

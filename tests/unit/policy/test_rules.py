@@ -22,7 +22,6 @@ from airflow_retry_provider.policy import (
     exception_chain,
     rule_book,
 )
-from airflow_retry_provider.policy.classify import ByLength
 from airflow_retry_provider.policy.engine import pattern
 
 
@@ -142,42 +141,23 @@ def test_a_book_is_used_as_it_is_and_none_means_the_defaults():
     assert classify(RuntimeError("quota"), RuleBook([])).rule == "default"  # no defaults added to a book
 
 
-def test_an_indexed_rule_under_the_failures_own_value_ends_the_candidates():
-    """The first indexed rule naming one of the failure's values matches it: it is not asked, and
-    no rule after it is a candidate (#31: a decision does only what it needs)."""
+def test_an_indexed_rule_matches_in_the_rules_order():
+    """A rule indexed under the failure's own type is found where trying each rule in order finds it."""
     book = RuleBook(DEFAULT_RULES)
     evidence = Evidence.of(ConnectionResetError(104, "Connection reset by peer"))
-    candidates = book._candidates(evidence)
-    last, check = candidates[-1]
-    assert check is True and isinstance(last, ExceptionType) and last.name == "type-connection-failed"
-    assert all(check is not True for _, check in candidates[:-1])
-    assert book.first_match(evidence) is last is first_in_order(DEFAULT_RULES, evidence)
-    nothing_indexed = book._candidates(Evidence.of(RuntimeError("something nobody has seen")))
-    assert all(check is not True for _, check in nothing_indexed)
+    found = book.first_match(evidence)
+    assert isinstance(found, ExceptionType) and found.name == "type-connection-failed"
+    assert found is first_in_order(DEFAULT_RULES, evidence)
 
 
-def test_a_short_message_is_searched_only_for_the_substrings_that_fit_in_it():
-    """A run keeps its entries by message length: a substring longer than the message cannot be
-    in it, so it is not looked for (#31); the order of what is looked for is the rules' order."""
+def test_message_rules_match_short_and_long_messages():
+    """A substring rule matches a message holding it whatever the message's length."""
     book = RuleBook(DEFAULT_RULES)
-    evidence = Evidence.of(RuntimeError("load failed"))
-    assert book.first_match(evidence) is None
-    runs = [run for _, run in book._candidates(evidence) if isinstance(run, ByLength)]
-    every = [entry for run in runs for entry in run.entries]
-    assert all(set(run) == {len("load failed")} for run in runs)  # picked for the lengths seen only
-    fitting = [entry for run in runs for entry in run[len("load failed")]]
-    assert len(every) > 40 and 0 < len(fitting) < 10
-    assert fitting == [entry for entry in every if len(entry[0]) <= len("load failed")]
+    assert book.first_match(Evidence.of(RuntimeError("load failed"))) is None
     assert book.first_match(Evidence.of(RuntimeError("Broken pipe"))).name == "message-connection-failed"
     assert book.first_match(Evidence.of(RuntimeError("a broken pipe"))).name == "message-connection-failed"
-
-
-def test_a_message_of_64_characters_or_more_is_searched_for_every_substring():
     long_one, short_one = "x" * 5000, "quota"
     book = RuleBook([MessagePattern([long_one, short_one], "poison", "quota")])
-    ((_, run),) = book._candidates(Evidence.of(RuntimeError("")))
-    assert [entry[0] for entry in run[64]] == [long_one, short_one] == [entry[0] for entry in run.entries]
-    assert [entry[0] for entry in run[63]] == [short_one] and run[4] == ()
     assert book.first_match(Evidence.of(RuntimeError("y" + long_one))).name == "message-quota"
     assert book.first_match(Evidence.of(RuntimeError("x" * 70))) is None
     assert book.first_match(Evidence.of(RuntimeError("a quota"))).name == "message-quota"

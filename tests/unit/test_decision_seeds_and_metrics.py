@@ -1,4 +1,4 @@
-"""The policy's per-process memory and the metrics shortcut change no decision and drop no metric (#31)."""
+"""Each task instance is seeded with its own work-unit key, and every decision reaches Airflow's metrics."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 from airflow.sdk._shared.observability.metrics import stats as airflow_stats
 
-from airflow_retry_provider import ClassifiedRetryPolicy, metrics
+from airflow_retry_provider import ClassifiedRetryPolicy
 from airflow_retry_provider.identity import work_unit_key
 from airflow_retry_provider.policy import PROFILES
 
@@ -28,7 +28,7 @@ def _context(start: datetime | None, end: datetime | None, map_index: int = -1) 
 
 
 def test_one_policy_seeds_each_task_instance_with_its_own_key():
-    """Remembered keys are per task instance and interval, even for datetimes that compare equal."""
+    """Seeds are per task instance and interval, even for datetimes that compare equal."""
     policy = ClassifiedRetryPolicy("report", clock=lambda: NOW)
     first, second = SAO_PAULO_DST_END, SAO_PAULO_DST_END.replace(fold=1)
     assert first == second and first.utcoffset() != second.utcoffset()  # the repeated hour
@@ -37,7 +37,7 @@ def test_one_policy_seeds_each_task_instance_with_its_own_key():
         _context(second, second + timedelta(hours=1)),
         _context(first, first + timedelta(hours=1), map_index=3),
         _context(None, None),
-        _context(first, first + timedelta(hours=1)),  # seen before: remembered
+        _context(first, first + timedelta(hours=1)),  # seen before: the same key again
     ]
     backoff = PROFILES["report"].backoff
     for context in contexts:
@@ -56,12 +56,10 @@ class _Recorder:
         self.sent.append(stat)
 
 
-def test_without_a_backend_nothing_is_emitted_and_with_one_every_decision_is(monkeypatch):
-    assert isinstance(airflow_stats._get_backend(), airflow_stats.NoStatsLogger)
-    assert metrics._dropped()
+def test_every_decision_is_counted_by_class_category_and_action(monkeypatch):
+    """A metrics backend receives a decision counter and an action counter for every decision."""
     recorder = _Recorder()
     monkeypatch.setattr(airflow_stats, "_backend", recorder)
-    assert not metrics._dropped()
     policy = ClassifiedRetryPolicy("report", clock=lambda: NOW)
     policy.evaluate(ConnectionResetError(104, "reset"), 1, 2, _context(None, None))
     policy.evaluate(KeyError("customer_id"), 1, 2, _context(None, None))
