@@ -15,7 +15,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airflow_retry_provider.policy import redact
+from airflow_retry_provider.policy import redact, secret_words
 from airflow_retry_provider.policy.engine import CUT_MARK, MAX_MATCH_CHARS
 from airflow_retry_provider.policy.redact import _KEY_WORDS, MASK, MAX_MATCHES, PATTERNS
 
@@ -568,7 +568,8 @@ GATED_KEYS = {
     "auth": "x_auth",
     "session": "session",
     "cookie": "cookie",
-    "contrase": "contrasena",
+    # other languages' words (policy/secret_words.py), each alone as the key
+    **{word: word for word in secret_words.words()},
 }
 
 
