@@ -180,9 +180,7 @@ _ORACLE = pattern(r"(?:^|[\s'\"=,\[(:])([A-Za-z_][\w$#.]*)/(\"[^\"\r\n]*\"|[^\s/
 # protocol exchanges a failure quotes: Redis's AUTH [user] password (redis-cli, MONITOR's quoted
 # words), SMTP's AUTH <mechanism> <initial response> (smtplib's debug "send: 'AUTH PLAIN ...\\r\\n'");
 # the arguments must end the line (AUTH in prose is followed by more words)
-_AUTH_COMMAND = pattern(
-    r"(?:^|[\s>'\"\[,])\"?AUTH\"?((?:[ \t]+(?:\"[^\"\r\n]*\"|[^\s\"'\\]+)){1,2})[ \t]*(?:\\r\\n)?(?:[\r\n'\"\],]|$)"
-)
+_AUTH_COMMAND = pattern(r"(?:^|[\s>'\"\[,(])[\"']?AUTH[\"']?(?:[ \t]+|[\"'],[ \t]*)")
 _SASL_MECHANISMS = frozenset({"PLAIN", "LOGIN", "XOAUTH2", "OAUTHBEARER", "CRAM-MD5", "DIGEST-MD5", "NTLM", "GSSAPI", "EXTERNAL"})  # fmt: skip
 # redis-cli's reply to CONFIG GET requirepass: 1) "requirepass" / 2) "<the password>"
 _REDIS_CONFIG_REPLY = pattern(
@@ -194,6 +192,11 @@ _SMTP_CHALLENGE = pattern(r"(?:^|[^\w.])334[ \t][^\r\n]*")
 _SMTP_ANSWER = pattern(
     r"[ \t]*(?:send:[ \t]*b?'|->[ \t]*|C:[ \t]*|>>>?[ \t]*|~>[ \t]*)?([A-Za-z0-9+/]{2,}={0,2})(?:\\r\\n)?'?\r?$"
 )
+
+# tables a CLI prints (airflow connections get / list: rich's ASCII_DOUBLE_HEAD, "id | conn_id |
+# ... | password | ..." over "===+===", its cells wrapped over lines; -o plain: tabulate's columns)
+_TABLE_RULE = pattern(r"(?m)^[ \t]*[=+|:-]*(?:={3,}|-{3,})[=+|: -]*\r?$")
+_PLAIN_HEADER = pattern(rf"(?m)^(?:[^\r\n]*?[ \t]{{2,}})?({_KEY})(?:[ \t]{{2,}}|\r?$)", ignore_case=True)
 
 # secrets recognisable on their own (a vendor's prefix); where a line says detect-secrets, the
 # pattern is that plugin's (detect_secrets/plugins/<name>.py, Apache-2.0), in RE2 form
@@ -314,7 +317,7 @@ _HASH_WORDS = (
 )  # fmt: skip
 PATTERNS: tuple[Pattern, ...] = (
     _PEM, _URI, _WEBHOOK, _COOKIE, _AUTHORIZATION, _SCHEME, _KEY_VALUE, _KEY_SPACE, _XML_ELEMENT, *_NAMED,
-    *(p for _, p in _CLI), _ORACLE, _AUTH_COMMAND, _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER,
+    *(p for _, p in _CLI), _ORACLE, _TABLE_RULE, _PLAIN_HEADER, _AUTH_COMMAND, _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER,
     _VENDOR, _RUN, _LIBPQ, _SPACED_KEY,
 )  # fmt: skip
 """Every pattern redaction runs (the linear-time test runs each on adversarial input)."""
@@ -647,24 +650,51 @@ def _cli(text: str, lowered: str, spans: list[Span]) -> None:
                     spans.append((start, end))
 
 
+_AUTH_LINE = 256
+"""An AUTH command's arguments are read this far at most."""
+_ARG_STOPS = frozenset(" \t\r\n,])\\")
+
+
+def _command_args(text: str, start: int) -> list[Span] | None:
+    """The arguments from ``start`` to the end of a command: words apart by spaces or by ``', '``
+    (an argv list), each inside its quotes; None when the line goes on past three of them (prose)."""
+    args: list[Span] = []
+    limit = min(len(text), start + _AUTH_LINE)
+    at = start
+    while at < limit:
+        while at < limit and text[at] in " \t,":
+            at += 1
+        if at >= limit or text[at] in "\r\n])" or text.startswith("\\r\\n", at):
+            return args
+        if text[at] in "\"'":
+            close = text.find(text[at], at + 1, limit)
+            if close < 0:
+                return None
+            args.append((at + 1, close))
+            at = close + 1
+        else:
+            end = at
+            while end < limit and text[end] not in _ARG_STOPS and text[end] not in "\"'":
+                end += 1
+            args.append((at, end))
+            at = end
+        if len(args) > 3:
+            return None
+    return args if at >= len(text) else None
+
+
 def _auth_commands(text: str, spans: list[Span]) -> None:
     """Redis's ``AUTH [user] password`` hides the password; SMTP's ``AUTH PLAIN <b64>`` its response."""
     for match in _matches(_AUTH_COMMAND, text, spans):
-        start = match.start(1)
-        words = []  # (start, end) of each argument
-        for word in match.group(1).split():
-            start = text.index(word, start)
-            words.append((start, start + len(word)))
-            start += len(word)
-        first = text[words[0][0] : words[0][1]].strip('"').upper()
-        if first in _SASL_MECHANISMS:
-            words = words[1:]  # AUTH LOGIN alone asks; AUTH PLAIN <response> carries the credentials
-        if words:
-            begin, end = words[-1]
-            if text[begin] == '"' and end - begin >= 2:
-                begin, end = begin + 1, end - 1
-            if text[begin:end] not in ("", MASK):
-                spans.append((begin, end))
+        args = _command_args(text, match.end())
+        if not args:
+            continue
+        if text[args[0][0] : args[0][1]].upper() in _SASL_MECHANISMS:
+            args = args[1:]  # AUTH LOGIN alone asks; AUTH PLAIN <response> carries the credentials
+        elif len(args) > 2:
+            continue  # Redis's AUTH takes a password, or a user and a password
+        if args and text[args[-1][0] : args[-1][1]] not in ("", MASK):
+            spans.append(args[-1])
 
 
 _SMTP_LOOKAHEAD = 3
@@ -686,6 +716,131 @@ def _smtp_answers(text: str, spans: list[Span]) -> None:
                 if text[start + begin : start + end] != MASK:
                     spans.append((start + begin, start + end))
                 break
+
+
+MAX_TABLES = 8
+"""At most this many tables of one text are read cell by cell (each at most MAX_TABLE_LINES)."""
+MAX_TABLE_LINES = 64
+
+
+def _line_at(text: str, start: int) -> tuple[int, int]:
+    """The line that starts at ``start``: its start and its end (without ``\r``)."""
+    end = text.find("\n", start)
+    end = len(text) if end < 0 else end
+    return start, end - 1 if end > start and text[end - 1] == "\r" else end
+
+
+def _secret_column(name: str) -> bool:
+    lowered = name.lower()
+    return bool(name) and " " not in name and any(w in lowered for w in _KEY_WORDS) and _secret_key(name)
+
+
+def _table_rows(text: str, start: int, first_bar: int) -> Iterator[list[Span]]:
+    """The rows below a table's rule, each the lines it is wrapped over (a line whose first cell is
+    blank continues the row above); the table ends at a line without the first column's bar."""
+    row: list[Span] = []
+    for _ in range(MAX_TABLE_LINES):
+        if start >= len(text):
+            break
+        line = _line_at(text, start)
+        bar = line[0] + first_bar
+        if bar >= line[1] or text[bar] != "|":
+            break
+        if row and text[line[0] : bar].strip():
+            yield row
+            row = []
+        row.append(line)
+        start = line[1] + 1 + (text[line[1] : line[1] + 1] == "\r")
+    if row:
+        yield row
+
+
+def _cell_spans(text: str, pieces: list[Span], depth: int, spans: list[Span]) -> None:
+    """The secrets of one cell wrapped over ``pieces`` (one slice per line), found in the cell's
+    text joined again: with a space where the line was padded (rich wrapped at a space), without
+    one where the piece filled its column (a word cut in two)."""
+    joined: list[str] = []
+    offsets: list[int] = []  # where each joined character is in ``text``
+    for start, end in pieces:
+        content = text[start:end]
+        stripped = content.strip(" ")
+        if not stripped:
+            continue
+        lead = start + len(content) - len(content.lstrip(" "))
+        joined.append(stripped)
+        offsets.extend(range(lead, lead + len(stripped)))
+        if content.endswith(" "):  # padded: the line was broken at a space
+            joined.append(" ")
+            offsets.append(lead + len(stripped))
+    cell = "".join(joined).rstrip(" ")
+    if len(cell) < 6:
+        return
+    for begin, finish in _collect(cell, depth + 1):
+        run_start = previous = offsets[begin]
+        for index in range(begin + 1, finish):
+            if offsets[index] != previous + 1:
+                spans.append((run_start, previous + 1))
+                run_start = offsets[index]
+            previous = offsets[index]
+        spans.append((run_start, previous + 1))
+
+
+def _tables(text: str, depth: int, spans: list[Span]) -> None:
+    """A table's cells, each read whole across its wrapped lines: a secret-named column's every
+    cell is hidden, the other cells are redacted as texts of their own."""
+    for count, rule in enumerate(_TABLE_RULE.finditer(text)):
+        if count == MAX_TABLES or rule.start() == 0:
+            return
+        header = _line_at(text, text.rfind("\n", 0, rule.start() - 1) + 1)
+        bars = [i - header[0] for i in range(*header) if text[i] == "|"]
+        if len(bars) < 2:
+            continue
+        columns = list(zip([0, *(b + 1 for b in bars)], [*bars, MAX_MATCH_LINE], strict=True))
+        secret = [
+            _secret_column(text[header[0] + a : min(header[0] + b, header[1])].strip()) for a, b in columns
+        ]
+        for row in _table_rows(text, rule.end() + 1, bars[0]):
+            for (a, b), hidden in zip(columns, secret, strict=True):
+                pieces = [(line[0] + a, min(line[0] + b, line[1])) for line in row if line[0] + a < line[1]]
+                if hidden:
+                    for start, end in pieces:
+                        value = text[start:end].strip(" ")
+                        if value and not _not_secret(value):
+                            lead = start + text[start:end].index(value)
+                            spans.append((lead, lead + len(value)))
+                else:
+                    _cell_spans(text, pieces, depth, spans)
+
+
+MAX_MATCH_LINE = 1 << 20
+"""The last column of a table runs to its line's end."""
+
+
+def _plain_tables(text: str, spans: list[Span]) -> None:
+    """tabulate's plain table: a header of 4+ names apart by 2+ spaces; a secret-named column's
+    values are below it, from where its name starts to where the next name starts."""
+    for match in _matches(_PLAIN_HEADER, text, spans, limit=MAX_TABLES):
+        name_start, name_end = match.span(1)
+        header = _line_at(text, text.rfind("\n", 0, name_start) + 1)
+        line = text[header[0] : header[1]]
+        if line.count("  ") < 4 or len(line.split()) < 4 or not _secret_column(match.group(1)):
+            continue
+        column = name_start - header[0]
+        following = name_end
+        while following < header[1] and text[following] in " \t":
+            following += 1
+        width = following - name_start if following < header[1] else MAX_MATCH_LINE
+        start = header[1] + 1
+        for _ in range(MAX_TABLE_LINES):
+            row = _line_at(text, start)
+            if row[0] >= len(text) or not text[row[0] : row[1]].strip():
+                break
+            cell_start, cell_end = row[0] + column, min(row[0] + column + width, row[1])
+            value = text[cell_start:cell_end].strip()
+            if value and not _not_secret(value):
+                lead = text.index(value, cell_start)
+                spans.append((lead, lead + len(value)))
+            start = row[1] + 1 + (text[row[1] : row[1] + 1] == "\r")
 
 
 def _oracle(text: str, spans: list[Span]) -> None:
@@ -859,6 +1014,10 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         _smtp_answers(text, spans)
     if "requirepass" in lowered or "masterauth" in lowered or "masteruser" in lowered:
         _spans_of(_REDIS_CONFIG_REPLY, text, spans)
+    if "|" in text and ("===" in text or "---" in text) and depth < 2:
+        _tables(text, depth, spans)
+    if "   " in text and "\n" in text:
+        _plain_tables(text, spans)
     if "/" in text and any(map(lowered.__contains__, _ORACLE_WORDS)):
         _oracle(text, spans)
     if "connection info string" in text or "unexpected spaces found" in text:
