@@ -116,10 +116,13 @@ _XML_ELEMENT = pattern(
 # a secret named in one field and given in the next: <add key="DbPassword" value="x"/>,
 # {"Name": "DB_PASSWORD", "Value": "x"} (ECS, Lambda, CloudFormation's ParameterKey/ParameterValue),
 # Kubernetes' "- name: DB_PASSWORD / value: x", <entry key="password">x</entry>
+# one scalar field of a JSON object or a dict's repr ("slotSetting": false, 'type': 'Opaque'), no group
+_FIELD = r"\\*[\"'][\w-]{1,40}\\*[\"'][ \t]*:[ \t]*(?:\\*[\"'][^\"'\\\r\n]{0,80}\\*[\"']|[\w.-]{1,20})"
 _NAMED = (
     pattern(r"\b(?:name|key)[ \t]*=[ \t]*[\"']([^\"'<>]*)[\"'][^<>]*?\bvalue[ \t]*=[ \t]*[\"']([^\"'<>]*)", ignore_case=True),
     pattern(
         r"\\*[\"'](?:name|key|parameterkey)\\*[\"'][ \t]*:[ \t]*\\*[\"']([^\"'\\]*)\\*[\"'][ \t]*,[ \t]*(?:\r?\n[ \t]*)?"
+        rf"(?:{_FIELD}[ \t]*,[ \t]*(?:\r?\n[ \t]*)?){{0,2}}"  # fields between: Azure's "slotSetting": false
         rf"\\*[\"'](?:value|parametervalue)\\*[\"'][ \t]*:[ \t]*({_QUOTED})",
         ignore_case=True,
     ),
@@ -182,6 +185,9 @@ _ORACLE = pattern(r"(?:^|[\s'\"=,\[(:])([A-Za-z_][\w$#.]*)/(\"[^\"\r\n]*\"|[^\s/
 # the arguments must end the line (AUTH in prose is followed by more words)
 _AUTH_COMMAND = pattern(r"(?:^|[\s>'\"\[,(])[\"']?AUTH[\"']?(?:[ \t]+|[\"'],[ \t]*)")
 _SASL_MECHANISMS = frozenset({"PLAIN", "LOGIN", "XOAUTH2", "OAUTHBEARER", "CRAM-MD5", "DIGEST-MD5", "NTLM", "GSSAPI", "EXTERNAL"})  # fmt: skip
+# Redis's password directives, as redis.conf, CONFIG SET and the config error's ">>> '<line>'" write
+# them: the password is the rest of the line (unquoted, it may hold spaces: "wrong number of arguments")
+_REDIS_DIRECTIVE = pattern(r"(?:^|[\s'\"])(?:requirepass|masterauth)[ \t]+([^\r\n]+)", ignore_case=True)
 # redis-cli's reply to CONFIG GET requirepass: 1) "requirepass" / 2) "<the password>"
 _REDIS_CONFIG_REPLY = pattern(
     r"\\*\"(?:requirepass|masterauth|masteruser)\\*\"\r?\n[ \t]*2\)[ \t]*\"([^\"\r\n]*)\""
@@ -193,6 +199,11 @@ _SMTP_ANSWER = pattern(
     r"[ \t]*(?:send:[ \t]*b?'|->[ \t]*|C:[ \t]*|>>>?[ \t]*|~>[ \t]*)?([A-Za-z0-9+/]{2,}={0,2})(?:\\r\\n)?'?\r?$"
 )
 
+# pydantic's ValidationError: the field's path on one line, its input on the next
+# ("db.senha\n  String should have at least 12 characters [type=..., input_value='x', ...]")
+_PYDANTIC_INPUT = pattern(
+    rf"(?m)^([\w.\[\]-]{{1,128}})\r?\n[ \t]+[^\r\n]*?\[type=[\w.-]+, input_value=({_QUOTED}|[^,\]\r\n]+)"
+)
 # tables a CLI prints (airflow connections get / list: rich's ASCII_DOUBLE_HEAD, "id | conn_id |
 # ... | password | ..." over "===+===", its cells wrapped over lines; -o plain: tabulate's columns)
 _TABLE_RULE = pattern(r"(?m)^[ \t]*[=+|:-]*(?:={3,}|-{3,})[=+|: -]*\r?$")
@@ -317,7 +328,7 @@ _HASH_WORDS = (
 )  # fmt: skip
 PATTERNS: tuple[Pattern, ...] = (
     _PEM, _URI, _WEBHOOK, _COOKIE, _AUTHORIZATION, _SCHEME, _KEY_VALUE, _KEY_SPACE, _XML_ELEMENT, *_NAMED,
-    *(p for _, p in _CLI), _ORACLE, _TABLE_RULE, _PLAIN_HEADER, _AUTH_COMMAND, _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER,
+    *(p for _, p in _CLI), _ORACLE, _TABLE_RULE, _PLAIN_HEADER, _PYDANTIC_INPUT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER,
     _VENDOR, _RUN, _LIBPQ, _SPACED_KEY,
 )  # fmt: skip
 """Every pattern redaction runs (the linear-time test runs each on adversarial input)."""
@@ -496,6 +507,8 @@ def _looks_secret(value: str) -> bool:
     """A value after ``key<space>``: 6+ characters with a digit, a symbol or an inner capital, not an ARN or URL."""
     if len(value) < 6 or value.lower().startswith("arn:") or "://" in value:
         return False
+    if value.isalpha() and value.isupper():
+        return False  # a constant's or a message's word (PASSWORD INVALID), not a password
     return any(not c.isalpha() for c in value) or not value[1:].islower()
 
 
@@ -590,6 +603,9 @@ def _key_values(text: str, spans: list[Span]) -> None:
         value = text[start:end]
         if _not_secret(value):
             continue
+        if lowered_key_is_auth(key) and ":" in value and "://" not in value:
+            start += value.index(":") + 1  # --auth=user:password (HTTPie, xh): the user is kept
+            value = text[start:end]
         if sep.rstrip().endswith(":") and value.startswith("//"):
             continue  # a scheme (https://), not a value
         lowered = key.lower()
@@ -612,6 +628,10 @@ def _key_values(text: str, spans: list[Span]) -> None:
         ):
             end = _continuation(text, end)  # not after FLAGS or ENV_VARS=x (a shell's word ends at a space)
         spans.append((start, end))
+
+
+def lowered_key_is_auth(key: str) -> bool:
+    return key.lstrip("-").lower() in ("auth", "basic-auth", "proxy-auth", "http-auth")
 
 
 def _secret_name(name: str) -> bool:
@@ -664,7 +684,7 @@ def _command_args(text: str, start: int) -> list[Span] | None:
     while at < limit:
         while at < limit and text[at] in " \t,":
             at += 1
-        if at >= limit or text[at] in "\r\n])" or text.startswith("\\r\\n", at):
+        if at >= limit or text[at] in "\r\n])\\":  # the line's end, an argv list's, a repr's \\r\\n
             return args
         if text[at] in "\"'":
             close = text.find(text[at], at + 1, limit)
@@ -695,6 +715,19 @@ def _auth_commands(text: str, spans: list[Span]) -> None:
             continue  # Redis's AUTH takes a password, or a user and a password
         if args and text[args[-1][0] : args[-1][1]] not in ("", MASK):
             spans.append(args[-1])
+
+
+def _redis_directives(text: str, spans: list[Span]) -> None:
+    for match in _matches(_REDIS_DIRECTIVE, text, spans):
+        start, end = match.span(1)
+        if text[match.start()] == "'" and text[end - 1] == "'":
+            end -= 1  # the config error quotes the line: >>> 'requirepass x'
+        value = text[start:end].strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        if value and not _not_secret(value):
+            start = text.index(value, start)
+            spans.append((start, start + len(value)))
 
 
 _SMTP_LOOKAHEAD = 3
@@ -735,16 +768,17 @@ def _secret_column(name: str) -> bool:
     return bool(name) and " " not in name and any(w in lowered for w in _KEY_WORDS) and _secret_key(name)
 
 
-def _table_rows(text: str, start: int, first_bar: int) -> Iterator[list[Span]]:
+def _table_rows(text: str, start: int, bars: list[int]) -> Iterator[list[Span]]:
     """The rows below a table's rule, each the lines it is wrapped over (a line whose first cell is
-    blank continues the row above); the table ends at a line without the first column's bar."""
+    blank continues the row above); the table ends at a line whose bars are not under the rule's
+    (the end of the table, or a row redacted already: its cells no longer line up)."""
     row: list[Span] = []
     for _ in range(MAX_TABLE_LINES):
         if start >= len(text):
             break
         line = _line_at(text, start)
-        bar = line[0] + first_bar
-        if bar >= line[1] or text[bar] != "|":
+        bar = line[0] + bars[0]
+        if bar >= line[1] or any(text[line[0] + b] != "|" for b in bars if line[0] + b < line[1]):
             break
         if row and text[line[0] : bar].strip():
             yield row
@@ -787,19 +821,24 @@ def _cell_spans(text: str, pieces: list[Span], depth: int, spans: list[Span]) ->
 
 def _tables(text: str, depth: int, spans: list[Span]) -> None:
     """A table's cells, each read whole across its wrapped lines: a secret-named column's every
-    cell is hidden, the other cells are redacted as texts of their own."""
+    cell is hidden, the other cells are redacted as texts of their own. The columns are where the
+    rule under the header crosses them (``=====+=====``, psql's ``----+----``, ``|---|---|``);
+    their names are the header's cells in order (a log prefix may shift the header's line)."""
     for count, rule in enumerate(_TABLE_RULE.finditer(text)):
         if count == MAX_TABLES or rule.start() == 0:
             return
+        line = _line_at(text, rule.start())
+        crossings = "+" if "+" in text[line[0] : line[1]] else "|"
+        bars = [i - line[0] for i in range(*line) if text[i] == crossings]
         header = _line_at(text, text.rfind("\n", 0, rule.start() - 1) + 1)
-        bars = [i - header[0] for i in range(*header) if text[i] == "|"]
-        if len(bars) < 2:
+        names = [cell.strip() for cell in text[header[0] : header[1]].split("|")]
+        if crossings == "|":  # |---|---|: the cells are between the outer bars
+            bars, names = bars[1:-1], names[1:-1]
+        if not bars or len(names) != len(bars) + 1:
             continue
         columns = list(zip([0, *(b + 1 for b in bars)], [*bars, MAX_MATCH_LINE], strict=True))
-        secret = [
-            _secret_column(text[header[0] + a : min(header[0] + b, header[1])].strip()) for a, b in columns
-        ]
-        for row in _table_rows(text, rule.end() + 1, bars[0]):
+        secret = [_secret_column(name) for name in names]
+        for row in _table_rows(text, line[1] + 1 + (text[line[1] : line[1] + 1] == "\r"), bars):
             for (a, b), hidden in zip(columns, secret, strict=True):
                 pieces = [(line[0] + a, min(line[0] + b, line[1])) for line in row if line[0] + a < line[1]]
                 if hidden:
@@ -841,6 +880,17 @@ def _plain_tables(text: str, spans: list[Span]) -> None:
                 lead = text.index(value, cell_start)
                 spans.append((lead, lead + len(value)))
             start = row[1] + 1 + (text[row[1] : row[1] + 1] == "\r")
+
+
+def _pydantic_inputs(text: str, spans: list[Span]) -> None:
+    for match in _matches(_PYDANTIC_INPUT, text, spans):
+        field = match.group(1).rstrip("]").rsplit(".", 1)[-1].rsplit("[", 1)[-1]
+        if _secret_column(field):
+            start, end = _content(text, *match.span(2))
+            if text[end - 1 : end] in ("'", '"') and end - 1 > start:
+                end -= 1
+            if not _not_secret(text[start:end]):
+                spans.append((start, end))
 
 
 def _oracle(text: str, spans: list[Span]) -> None:
@@ -937,11 +987,23 @@ def _random_runs(text: str, lowered: str, spans: list[Span]) -> None:
         random = judged.get(token)
         if random is None:
             random = judged[token] = _looks_random(token)
-        if random:
-            before = lowered[max(0, start - 32) : start]
-            if not any(word in before for word in _HASH_WORDS):  # sha256=..., commit abc..., request id
-                first, last = _random_part(token)
-                spans.append((start + first, start + last))
+        if random and not _named_hash(lowered[max(0, start - 128) : start]):
+            first, last = _random_part(token)
+            spans.append((start + first, start + last))
+
+
+_SECRET_IN_NAME = ("key", "secret", "token", "pass", "pwd", "credential", "sig", "auth")
+
+
+def _named_hash(before: str) -> bool:
+    """Whether the words just before a random run (32 characters) name it as a hash or an id
+    (``sha256=``, ``commit``, ``request id:``), unless its own key names a secret
+    (``fs.azure.account.key.x.blob.core.windows.net=``: "blob" is a hash word, "key" wins)."""
+    if not any(word in before[-32:] for word in _HASH_WORDS):
+        return False
+    words = before.rstrip(" \t=:\"'").split()
+    key = words[-1] if words else ""
+    return not any(word in key for word in _SECRET_IN_NAME)
 
 
 def _percent(text: str, depth: int, spans: list[Span]) -> None:
@@ -1006,14 +1068,16 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         if "<" in text:
             _xml(text, spans)
         _named(text, spans)
-    if "-" in text or "/p:" in text:
-        _cli(text, lowered, spans)
+    _cli(text, lowered, spans)  # gated on the tools' names
     if "AUTH" in text:
         _auth_commands(text, spans)
     if "334" in text:
         _smtp_answers(text, spans)
     if "requirepass" in lowered or "masterauth" in lowered or "masteruser" in lowered:
         _spans_of(_REDIS_CONFIG_REPLY, text, spans)
+        _redis_directives(text, spans)
+    if "input_value=" in text:
+        _pydantic_inputs(text, spans)
     if "|" in text and ("===" in text or "---" in text) and depth < 2:
         _tables(text, depth, spans)
     if "   " in text and "\n" in text:
