@@ -109,7 +109,9 @@ _KEY_SPACE = pattern(rf"(?:^|[\s\"'(\[{{,])({_KEY}){_SPACE_SEP}", ignore_case=Tr
 # XML: <Password>x</Password>, <ns:ApiKey><![CDATA[x]]></ns:ApiKey>
 _XML_ELEMENT = pattern(
     r"<([\w:.-]*(?:pass|pwd|secret|token|credential|signature|api-?key|access-?key|private-?key"
-    r"|account-?key|session-?key|auth-?key|client-?key)[\w:.-]*)((?:\s[^<>]*)?)>"
+    r"|account-?key|session-?key|auth-?key|client-?key|"
+    + "|".join(_FOREIGN_WORDS)
+    + r")[\w:.-]*)((?:\s[^<>]*)?)>"
     r"(?:<!\[CDATA\[((?s:.*?))\]\]>|([^<]*)(?:</|$))",  # closed, or cut short: <token> in prose is no element
     ignore_case=True,
 )
@@ -126,7 +128,8 @@ _NAMED = (
         rf"\\*[\"'](?:value|parametervalue)\\*[\"'][ \t]*:[ \t]*({_QUOTED})",
         ignore_case=True,
     ),
-    pattern(r"\bname:[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*\r?\n[ \t]*value:[ \t]*([^\r\n]*)", ignore_case=True),
+    # and Spring Boot's "Failed to bind properties": "Property: db.password / Value: "x""
+    pattern(r"\b(?:name|property):[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*\r?\n[ \t]*value:[ \t]*([^\r\n]*)", ignore_case=True),
     pattern(r"<[\w:.-]+[ \t][^<>]*?\b(?:name|key)[ \t]*=[ \t]*[\"']([^\"'<>]*)[\"'][^<>/]*>([^<]*)<", ignore_case=True),
 )  # fmt: skip
 
@@ -188,6 +191,18 @@ _SASL_MECHANISMS = frozenset({"PLAIN", "LOGIN", "XOAUTH2", "OAUTHBEARER", "CRAM-
 # Redis's password directives, as redis.conf, CONFIG SET and the config error's ">>> '<line>'" write
 # them: the password is the rest of the line (unquoted, it may hold spaces: "wrong number of arguments")
 _REDIS_DIRECTIVE = pattern(r"(?:^|[\s'\"])(?:requirepass|masterauth)[ \t]+([^\r\n]+)", ignore_case=True)
+# Redis Sentinel's "sentinel auth-pass <master> <password>" (its config and SENTINEL SET)
+_SENTINEL_AUTH = pattern(r"(?i:\bsentinel[ \t]+(?:set[ \t]+\S+[ \t]+)?auth-pass)[ \t]+(?:\S+[ \t]+)?(\S+)")
+# SQL that sets a password, echoed by the server's error (MySQL, MariaDB, Oracle: IDENTIFIED BY)
+_IDENTIFIED_BY = pattern(
+    r"(?i:\bidentified(?:[ \t]+with[ \t]+\S+)?[ \t]+by)[ \t]+(?:password[ \t]+)?(?:\\*'([^'\r\n\\]*)|\\*\"([^\"\r\n\\]*)|([^\s;'\"]+))"
+)
+# line protocols whose client sends the password as a command: FTP and POP3's PASS (curl -v's
+# "> PASS x"), IMAP's "<tag> LOGIN <user> <password>" (imaplib's debug "> b'ABCD1 LOGIN u p'")
+_PASS_COMMAND = pattern(r"(?m)^[ \t]*(?:>|C:|\*cmd\*|->)?[ \t]*'?PASS[ \t]+([^\r\n']+)")
+_IMAP_LOGIN = pattern(
+    r"(?:^|[\s'>])[A-Za-z0-9]{1,10} LOGIN[ \t]+(?:\\?\"[^\"\r\n]*\\?\"|\S+)[ \t]+(?:\\?\"([^\"\r\n\\]*)|([^\s']+))"
+)
 # redis-cli's reply to CONFIG GET requirepass: 1) "requirepass" / 2) "<the password>"
 _REDIS_CONFIG_REPLY = pattern(
     r"\\*\"(?:requirepass|masterauth|masteruser)\\*\"\r?\n[ \t]*2\)[ \t]*\"([^\"\r\n]*)\""
@@ -325,10 +340,11 @@ _HASH_WORDS = (
     "sha", "md5", "hash", "digest", "commit", "checksum", "etag", "fingerprint", "revision", "rev ",
     "oid", "blob", "tree", "trace", "span", "request", "correlation", "uuid", "guid", "object", "build",
     "image", "layer", "integrity", "crc", "git", "head", "version", "_id", "-id", " id", "id=", "id:",
+    "container",
 )  # fmt: skip
 PATTERNS: tuple[Pattern, ...] = (
     _PEM, _URI, _WEBHOOK, _COOKIE, _AUTHORIZATION, _SCHEME, _KEY_VALUE, _KEY_SPACE, _XML_ELEMENT, *_NAMED,
-    *(p for _, p in _CLI), _ORACLE, _TABLE_RULE, _PLAIN_HEADER, _PYDANTIC_INPUT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER,
+    *(p for _, p in _CLI), _ORACLE, _TABLE_RULE, _PLAIN_HEADER, _PYDANTIC_INPUT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN, _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER,
     _VENDOR, _RUN, _LIBPQ, _SPACED_KEY,
 )  # fmt: skip
 """Every pattern redaction runs (the linear-time test runs each on adversarial input)."""
@@ -653,6 +669,13 @@ def _named(text: str, spans: list[Span]) -> None:
         for match in _matches(named, text, spans):
             if _secret_name(match.group(1)):
                 start, end = _content(text, *match.span(2))
+                if (
+                    start > 0
+                    and text[start - 1] in "\"'"
+                    and text[end - 1 : end] == text[start - 1]
+                    and end > start
+                ):
+                    end -= 1  # the closing quote of a value read to its line's end
                 if text[start:end].strip() not in _NOT_SECRETS:
                     spans.append((start, end))
 
@@ -734,7 +757,11 @@ _SMTP_LOOKAHEAD = 3
 """After a 334 challenge, the client's answer is looked for on this many next lines (smtplib prints the reply twice)."""
 
 
+_SERVER_LINES = ("reply:", "<-", "<~", "<**", "s:")
+
+
 def _smtp_answers(text: str, spans: list[Span]) -> None:
+    """The client's line after a 334 challenge: the first line that is not the server's."""
     for match in _matches(_SMTP_CHALLENGE, text, spans):
         line_end = match.end()
         for _ in range(_SMTP_LOOKAHEAD):
@@ -743,12 +770,13 @@ def _smtp_answers(text: str, spans: list[Span]) -> None:
             start = line_end + 1
             line_end = text.find("\n", start)
             line_end = len(text) if line_end < 0 else line_end
-            answer = _SMTP_ANSWER.match(text[start:line_end])
+            line = text[start:line_end]
+            if line.lstrip().lower().startswith(_SERVER_LINES):
+                continue  # smtplib prints the reply twice
+            answer = _SMTP_ANSWER.match(line)
             if answer is not None:
-                begin, end = answer.span(1)
-                if text[start + begin : start + end] != MASK:
-                    spans.append((start + begin, start + end))
-                break
+                spans.append((start + answer.start(1), start + answer.end(1)))
+            break
 
 
 MAX_TABLES = 8
@@ -876,7 +904,7 @@ def _plain_tables(text: str, spans: list[Span]) -> None:
                 break
             cell_start, cell_end = row[0] + column, min(row[0] + column + width, row[1])
             value = text[cell_start:cell_end].strip()
-            if value and not _not_secret(value):
+            if value and not value.startswith(MASK) and not _not_secret(value):  # not redacted already
                 lead = text.index(value, cell_start)
                 spans.append((lead, lead + len(value)))
             start = row[1] + 1 + (text[row[1] : row[1] + 1] == "\r")
@@ -1071,6 +1099,14 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
     _cli(text, lowered, spans)  # gated on the tools' names
     if "AUTH" in text:
         _auth_commands(text, spans)
+    if "PASS" in text:
+        _spans_of(_PASS_COMMAND, text, spans)
+    if "LOGIN" in text:
+        _spans_of(_IMAP_LOGIN, text, spans, groups=2)
+    if "identified" in lowered:
+        _spans_of(_IDENTIFIED_BY, text, spans, groups=3)
+    if "auth-pass" in lowered:
+        _spans_of(_SENTINEL_AUTH, text, spans)
     if "334" in text:
         _smtp_answers(text, spans)
     if "requirepass" in lowered or "masterauth" in lowered or "masteruser" in lowered:
