@@ -619,7 +619,7 @@ def _key_values(text: str, spans: list[Span]) -> None:
         value = text[start:end]
         if _not_secret(value):
             continue
-        if lowered_key_is_auth(key) and ":" in value and "://" not in value:
+        if _user_and_password_key(key) and ":" in value and "://" not in value:
             start += value.index(":") + 1  # --auth=user:password (HTTPie, xh): the user is kept
             value = text[start:end]
         if sep.rstrip().endswith(":") and value.startswith("//"):
@@ -646,7 +646,8 @@ def _key_values(text: str, spans: list[Span]) -> None:
         spans.append((start, end))
 
 
-def lowered_key_is_auth(key: str) -> bool:
+def _user_and_password_key(key: str) -> bool:
+    """A key whose value is ``user:password`` (``--auth=etl:x``): only the password is hidden."""
     return key.lstrip("-").lower() in ("auth", "basic-auth", "proxy-auth", "http-auth")
 
 
@@ -782,6 +783,12 @@ def _smtp_answers(text: str, spans: list[Span]) -> None:
 MAX_TABLES = 8
 """At most this many tables of one text are read cell by cell (each at most MAX_TABLE_LINES)."""
 MAX_TABLE_LINES = 64
+MAX_CELLS = 48
+"""At most this many cells of a text's tables are redacted as texts of their own (each wrapped cell
+joined again costs a pass of every family); past them a table's secret-named columns are still
+hidden, and the whole text was redacted anyway."""
+MAX_MATCH_LINE = 1 << 20
+"""The last column of a table runs to its line's end."""
 
 
 def _line_at(text: str, start: int) -> tuple[int, int]:
@@ -852,6 +859,7 @@ def _tables(text: str, depth: int, spans: list[Span]) -> None:
     cell is hidden, the other cells are redacted as texts of their own. The columns are where the
     rule under the header crosses them (``=====+=====``, psql's ``----+----``, ``|---|---|``);
     their names are the header's cells in order (a log prefix may shift the header's line)."""
+    cells = MAX_CELLS  # for the whole text
     for count, rule in enumerate(_TABLE_RULE.finditer(text)):
         if count == MAX_TABLES or rule.start() == 0:
             return
@@ -875,12 +883,9 @@ def _tables(text: str, depth: int, spans: list[Span]) -> None:
                         if value and not _not_secret(value):
                             lead = start + text[start:end].index(value)
                             spans.append((lead, lead + len(value)))
-                else:
+                elif cells > 0 and len(pieces) > 1:  # wrapped (a one-line cell was redacted with the text)
+                    cells -= 1
                     _cell_spans(text, pieces, depth, spans)
-
-
-MAX_MATCH_LINE = 1 << 20
-"""The last column of a table runs to its line's end."""
 
 
 def _plain_tables(text: str, spans: list[Span]) -> None:

@@ -640,6 +640,15 @@ ADVERSARIAL = [
     "PWD={",  # ODBC braces never closed
     "Aa1/",  # a long high-entropy-looking run
     "AKIA",  # the AWS prefix with no key
+    "X=Aa1/",  # random runs after = (issue 44)
+    "'name': 'DB_PASSWORD',\n 'value': '",  # name/value across lines, unterminated
+    "AUTH a ",  # AUTH commands whose arguments never end
+    "334 \n",  # SMTP challenges with no answer
+    "requirepass ",  # Redis directives
+    "a | b\n==+==\n",  # tables: header, rule, rows, over and over
+    "x|y|z|\n",  # a table's wrapped cells with no rule
+    "senha=",  # another language's key word with no value
+    "x\n  y [type=t, input_value='",  # pydantic's input, unterminated
 ]
 SIZES = [1024, 10 * 1024, 100 * 1024]
 
