@@ -50,12 +50,38 @@ def age(seconds: float | None) -> str:
     return f"{minutes}m {secs}s" if minutes else f"{secs}s"
 
 
+# Characters that change what a page shows without being seen: C0 and C1 controls (ESC starts a
+# terminal sequence), zero-width characters and the bidirectional overrides and isolates (U+202E
+# turns "exe.txt" into "txt.exe" on screen: Trojan Source, CVE-2021-42574). Tab, newline and
+# carriage return are layout and stay.
+_INVISIBLE = (
+    *range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0), 0x061C, 0x180E,
+    *range(0x200B, 0x2010), *range(0x2028, 0x202F), *range(0x2060, 0x2065), *range(0x2066, 0x206A), 0xFEFF,
+)  # fmt: skip
+_VISIBLE = {code: f"\\u{code:04x}" for code in _INVISIBLE}
+VISIBLE_JS = "[" + "".join(f"\\u{code:04x}" for code in _INVISIBLE) + "]"
+"""The same characters as a JavaScript character class, for text the pages' scripts show (base.html)."""
+
+
+def visible(text: str) -> str:
+    """``text`` with every control, zero-width and bidi character written as its escape (``\\u202e``)."""
+    return text.translate(_VISIBLE)
+
+
+def _finalize(value: Any) -> Any:
+    """Every value a template prints: a string (not markup the code built) shows its invisible characters as escapes."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible(value)
+    return value
+
+
 def templates(tz: ZoneInfo) -> Jinja2Templates:
     """The pages' templates, every value HTML-escaped, times shown in ``tz`` (UTC on hover)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,  # every value is HTML-escaped: an error message with <script> shows as text
         undefined=jinja2.StrictUndefined,
+        finalize=_finalize,  # a letter's text cannot disguise itself on the page (bidi overrides, ESC)
     )
 
     def localtime(value: datetime | str | None) -> Markup:
@@ -73,6 +99,7 @@ def templates(tz: ZoneInfo) -> Jinja2Templates:
     env.filters["redact"] = lambda text: redact(str(text)) if text is not None else ""
     env.filters.update(percent=percent, ms=ms, age=age)
     env.globals["tz_name"] = tz.key
+    env.globals["invisible_js"] = Markup(VISIBLE_JS)
     return Jinja2Templates(env=env)
 
 

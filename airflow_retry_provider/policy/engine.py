@@ -29,12 +29,49 @@ class PatternError(ValueError):
     """A pattern RE2 cannot compile; the message names the pattern and the construct."""
 
 
-def bounded(text: str, limit: int = MAX_MATCH_CHARS) -> str:
-    """``text``, or its first and last ``limit // 2`` characters with a mark saying how many were left out."""
+_CUT_WINDOW = 256
+"""How far back (for the head) or forward (for the tail) a cut looks for the end of a word."""
+_SPACES = " \t\r\n"
+_DELIMITERS = ",;&|{}[]()<>"
+
+
+def _cut_back(text: str, at: int) -> int:
+    """Where the head ends: after the last space before ``at`` (else the last delimiter, as in
+    minified JSON), within ``_CUT_WINDOW`` characters; ``at`` when there is none."""
+    low = max(0, at - _CUT_WINDOW)
+    for stops in (_SPACES, _DELIMITERS):
+        found = max(text.rfind(stop, low, at) for stop in stops)
+        if found >= 0:
+            return found + 1
+    return at
+
+
+def _cut_forward(text: str, at: int) -> int:
+    """Where the tail starts: at the first space after ``at`` (else delimiter), within the window."""
+    high = min(len(text), at + _CUT_WINDOW)
+    for stops in (_SPACES, _DELIMITERS):
+        found = [i for i in (text.find(stop, at, high) for stop in stops) if i >= 0]
+        if found:
+            return min(found)
+    return at
+
+
+def bounds(text: str, limit: int = MAX_MATCH_CHARS) -> tuple[int, int]:
+    """Where :func:`bounded` ends the head of ``text`` and starts its tail (``len(text)`` twice when
+    it fits): each cut at a word's end where one is near, so the mark counts exactly what is left out."""
     if len(text) <= limit:
+        return len(text), len(text)
+    half = (limit - len(CUT_MARK.format(omitted=len(text)))) // 2  # the result fits in ``limit``
+    return _cut_back(text, half), _cut_forward(text, len(text) - half)
+
+
+def bounded(text: str, limit: int = MAX_MATCH_CHARS) -> str:
+    """``text``, or its head and tail (about ``limit // 2`` characters each, cut at the ends of words)
+    with a mark saying exactly how many characters were left out; at most ``limit`` characters."""
+    head_end, tail_start = bounds(text, limit)
+    if head_end == tail_start == len(text):
         return text
-    half = limit // 2
-    return text[:half] + CUT_MARK.format(omitted=len(text) - 2 * half) + text[-half:]
+    return text[:head_end] + CUT_MARK.format(omitted=tail_start - head_end) + text[tail_start:]
 
 
 def _options(ignore_case: bool) -> Any:

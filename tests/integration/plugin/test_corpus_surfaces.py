@@ -112,3 +112,37 @@ def test_no_corpus_secret_reaches_an_alert_or_the_unfiled_log_line(caplog: pytes
         }
         leaks += [f"{entry['tool']} {leak}" for leak in _leaks(entry, surfaces)]
     assert leaks == []
+
+
+DISGUISES = "run \u202egpj.exe\u202c done \x1b[2J\x1b[31mOK\x1b[0m \u200bzero \u2066iso\u2069"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/letters/{id}",  # the letter's page: its message, reason and status note
+        "/",  # the list: the message in a cell and in its title
+        "/?view=groups",  # grouped by fingerprint: the group's message
+    ],
+)
+def test_pages_show_control_and_bidi_characters_as_escapes(ui: Ui, path: str):
+    """A letter's text with a bidi override, ESC sequences and zero-width characters reaches the page as visible escapes, never raw."""
+    (letter_id,) = ui.file(message=DISGUISES, reason=f"dead letter: {DISGUISES}", run_id="disguised")
+    page = ui.get(path.format(id=letter_id), html=True)
+    assert page.status_code == 200
+    text = html.unescape(page.text)
+    body = text[text.index("<body") :]  # the head's script may hold the characters' class, not raw text
+    for raw in ("\u202e", "\u202c", "\x1b", "\u200b", "\u2066", "\u2069"):
+        assert raw not in body.split("<script")[0], repr(raw)
+    assert "\\u202egpj.exe\\u202c" in text
+    assert "\\u001b[2J" in text
+
+
+def test_corpus_keeps_what_on_call_reads_on_the_page(ui: Ui):
+    """Each corpus message's must-keep strings are still on its letter's page (over-redaction is measured on the page too)."""
+    hidden = []
+    for index, entry in enumerate(CORPUS):
+        (letter_id,) = ui.file(message=entry["message"], run_id=f"k{index}")
+        page = html.unescape(ui.get(f"/letters/{letter_id}", html=True).text)
+        hidden += [f"{entry['tool']}: {keep!r}" for keep in entry["keep"] if keep not in page]
+    assert hidden == []

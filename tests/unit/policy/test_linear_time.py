@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from datetime import datetime, timezone
@@ -78,13 +79,25 @@ def test_patterns_compile_on_first_use_only():
 
 
 def test_bounded_keeps_head_and_tail_and_says_how_much_was_left_out():
-    """A long text keeps its first and last 8 KiB with a mark counting the rest."""
+    """A long text keeps about 8 KiB of head and of tail, fits in MAX_MATCH_CHARS, and its mark counts exactly what is left out."""
     text = "H" * 10_000 + "M" * 50_000 + "T" * 10_000
     short = bounded(text)
-    assert short.startswith("H" * (MAX_MATCH_CHARS // 2))
-    assert short.endswith("T" * (MAX_MATCH_CHARS // 2))
-    assert f"{len(text) - MAX_MATCH_CHARS} characters omitted" in short
+    head, omitted, tail = re.fullmatch(r"(H+)\n\[… (\d+) characters omitted …\]\n(T+)", short).groups()
+    assert len(head) == len(tail) > MAX_MATCH_CHARS // 2 - 40
+    assert int(omitted) == len(text) - len(head) - len(tail)
+    assert len(short) <= MAX_MATCH_CHARS
+    assert bounded(short) == short  # bounded twice (classify, then redact) counts once
     assert bounded("short") == "short"
+
+
+def test_bounded_cuts_minified_json_between_fields():
+    """A long minified JSON body is cut after a field's comma: the fields kept are whole and the count is exact."""
+    body = json.dumps([{"order": i, "status": "rejected"} for i in range(2_000)], separators=(",", ":"))
+    short = bounded("HTTP 422: " + body)
+    head, omitted, tail = re.fullmatch(r"(.*)\n\[… (\d+) characters omitted …\]\n(.*)", short, re.S).groups()
+    assert head.startswith('HTTP 422: [{"order":0,"status":"rejected"}')
+    assert head[-1] in ",{}[]" and tail[0] in ",{}[]"  # at a delimiter, not inside a value
+    assert int(omitted) == len("HTTP 422: " + body) - len(head) - len(tail)
 
 
 @pytest.mark.parametrize("size", SIZES)
