@@ -128,3 +128,11 @@ def test_the_api_connection_added_with_airflow_connections_add_is_used(airflow_h
     )
     assert result.returncode == 3, result.stderr
     assert "Airflow's API unavailable" in result.stderr and "secret-pw" not in result.stderr
+
+
+def test_a_sqlalchemy_url_is_read_as_the_dsn_it_names(airflow_host, pg_dsn):
+    """``--dsn postgresql+psycopg2://...`` (as in ``sql_alchemy_conn``) reaches the same database."""
+    url = pg_dsn.replace("postgresql://", "postgresql+psycopg2://", 1)
+    result = _run(airflow_host, "airflow-retry", "db", "current", "--dsn", url)
+    assert result.returncode == 0, result.stderr
+    assert f"version {migrations.latest_version()}" in result.stdout
