@@ -63,6 +63,15 @@ def where_connections_are_read(conn_id: str) -> str:
     return ", ".join(places)
 
 
+def logs_to_stderr() -> None:
+    """Airflow's log lines (the provider's included) go to stderr from here on: stdout carries only
+    what a command prints (its table or its JSON), so ``--json | jq`` always parses."""
+    from airflow.sdk.log import configure_logging
+
+    # the process's own stderr, never a replacement of it that may be closed first (a test's capture)
+    configure_logging(output=sys.__stderr__ or sys.stderr)
+
+
 def add_database_flags(parser: argparse.ArgumentParser) -> None:
     """``--dsn`` and ``--conn-id`` (default ``retry_provider_default``)."""
     parser.add_argument("--dsn", help="a postgresql:// URI instead of the Airflow connection")
@@ -77,6 +86,7 @@ def database_from_args(args: argparse.Namespace) -> ProviderDatabase:
 
     if args.dsn:
         return ProviderDatabase.from_dsn(libpq_dsn(args.dsn))
+    logs_to_stderr()  # the connection is Airflow's: Airflow is imported, and may log
     return ProviderDatabase.from_conn_id(args.conn_id)
 
 
@@ -115,6 +125,7 @@ def api_client(args: argparse.Namespace, sign_in: bool = False) -> AirflowApi:
         ApiCredentials,
     )
 
+    logs_to_stderr()
     try:
         credentials = ApiCredentials.resolve(args.api_url, args.api_user, args.api_password)
     except ValueError as exc:

@@ -40,13 +40,9 @@ hookimpl = pluggy.HookimplMarker("airflow.policy")  # airflow.policies.hookimpl,
 
 def files_dead_letters(task: Any) -> bool:
     """True if ``task`` (an operator) has the dead-letter failure callback ``apply_profile`` adds."""
-    from airflow_retry_provider.dlq.callback import file_dead_letter
+    from airflow_retry_provider.dlq import callback  # imported when a DAG is parsed, not at start-up
 
-    callbacks = getattr(task, "on_failure_callback", None)
-    if callbacks is None:
-        return False
-    listed = list(callbacks) if isinstance(callbacks, (list, tuple)) else [callbacks]
-    return any(callback is file_dead_letter for callback in listed)
+    return callback.files_dead_letters(task)
 
 
 def mark_managed(dag: Any) -> bool:

@@ -56,13 +56,20 @@ def _unavailable(code: int, out: str, err: str) -> None:
 
 
 def test_list_prints_letters_and_json(pg_dsn, letters, capsys):
-    """list shows every letter newest first; --json returns them with a count; filters narrow it."""
+    """list shows a header row then every letter newest first (--no-header: the rows only); --json returns
+    them with a count; filters narrow it."""
     code, out, _ = _run(capsys, "dlq", "list", "--dsn", pg_dsn)
+    header, *rows = out.splitlines()
+    assert code == 0 and header.split()[:3] == ["id", "status", "replays"] and "dag version" in header
+    assert len(rows) == 2 and "etl/other" in rows[0]
+    code, out, _ = _run(capsys, "dlq", "list", "--dsn", pg_dsn, "--no-header")
     assert code == 0 and len(out.splitlines()) == 2 and "etl/other" in out.splitlines()[0]
     code, out, _ = _run(capsys, "dlq", "list", "--dsn", pg_dsn, "--task", "load", "--status", "dlq", "--json")
     document = json.loads(out)
     assert code == 0 and document["count"] == 1 and document["letters"][0]["id"] == letters[0]
-    code, out, _ = _run(capsys, "dlq", "list", "--dsn", pg_dsn, "--limit", "1", "--after", str(letters[1]))
+    code, out, _ = _run(
+        capsys, "dlq", "list", "--dsn", pg_dsn, "--limit", "1", "--after", str(letters[1]), "--no-header"
+    )
     assert code == 0 and out.split()[0] == str(letters[0])
 
 
