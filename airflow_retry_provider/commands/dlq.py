@@ -323,16 +323,6 @@ def run_list(args: argparse.Namespace) -> int:
     return 0 if letters else 1
 
 
-def _number_versions(engine: Any) -> None:
-    """Give the letters filed with only a DAG version's UUID its number now, from Airflow's API (as the
-    sweeper does), so the preview says ``v3`` rather than "number unknown" for a version Airflow has."""
-    from airflow_retry_provider.dlq.sweeper import number_versions
-
-    _, errors = number_versions(engine.store, engine.api)
-    for error in errors:  # the preview goes on: a version left unnumbered says so
-        _say(f"could not number a DAG version: {error}")
-
-
 def run_show(args: argparse.Namespace) -> int:
     ids = _ids(args.id) or []
     store = _store(args)
@@ -384,7 +374,6 @@ def run_preview(args: argparse.Namespace) -> int:
         return 1
     engine.api = api_client(args, sign_in=True)
     with engine.api:
-        _number_versions(engine)
         preview = engine.preview(
             where=where,
             limit=limit,
