@@ -11,11 +11,32 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it
+# public name -> module that defines it: what a DAG author imports, found in one place
 _LAZY = {
+    # a task's retries
     "ClassifiedRetryPolicy": "airflow_retry_provider.retry_policy",
     "apply_profile": "airflow_retry_provider.retry_policy",
     "DeliveryDeadline": "airflow_retry_provider.retry_policy",
+    "ProfileConflictError": "airflow_retry_provider.retry_policy",
+    "testing_delays": "airflow_retry_provider.testing",
+    # profiles and backoff (the pure core)
+    "Profile": "airflow_retry_provider.policy.profiles",
+    "register_profile": "airflow_retry_provider.policy.profiles",
+    "get_profile": "airflow_retry_provider.policy.profiles",
+    "Backoff": "airflow_retry_provider.policy.backoff",
+    # classification rules (``rules=``)
+    "AllOf": "airflow_retry_provider.policy.rules",
+    "ErrorCode": "airflow_retry_provider.policy.rules",
+    "ExceptionType": "airflow_retry_provider.policy.rules",
+    "HttpStatus": "airflow_retry_provider.policy.rules",
+    "MessagePattern": "airflow_retry_provider.policy.rules",
+    "SqlState": "airflow_retry_provider.policy.rules",
+    # capacity, kill switches, work run once
+    "apply_capacity": "airflow_retry_provider.capacity",
+    "kill_switch": "airflow_retry_provider.kill_switch",
+    "idempotent": "airflow_retry_provider.ledger.decorator",
+    "IdempotentMixin": "airflow_retry_provider.ledger.decorator",
+    # stable identity
     "work_unit_key": "airflow_retry_provider.identity",
     "remote_job_id": "airflow_retry_provider.identity",
 }

@@ -1,8 +1,13 @@
 """The ``airflow-retry`` console script.
 
 Exit codes: 0 done, 1 nothing matched, 2 bad input or missing configuration, 3 a service down
-(the database, Airflow's API), 4 an unexpected error. Every failure is one line on stderr; the
+(the database, Airflow's API), 4 an unexpected error, 5 the provider's schema is missing or older
+than this release (run ``airflow-retry db upgrade``). Every failure is one line on stderr; the
 traceback only with ``--debug`` (anywhere on the command line).
+
+Connections are looked up as Airflow's own CLI does (``airflow connections get``): the secrets
+backend configured in ``[secrets] backend``, then ``AIRFLOW_CONN_*`` environment variables, then
+Airflow's metadata database (when this host's Airflow is configured to reach it).
 
 Each group of subcommands lives in ``airflow_retry_provider.commands.<name>`` and exposes
 ``register(subparsers)``; the module is imported only when listed here, and heavy imports
@@ -13,17 +18,26 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from airflow_retry_provider import __version__
-from airflow_retry_provider.commands import Unavailable, UsageError
+from airflow_retry_provider.commands import (
+    EXIT_SCHEMA_BEHIND,
+    Unavailable,
+    UsageError,
+    where_connections_are_read,
+)
 from airflow_retry_provider.policy import redact
 
-__all__ = ["COMMAND_MODULES", "Unavailable", "UsageError", "build_parser", "main"]
+__all__ = ["COMMAND_MODULES", "EXIT_SCHEMA_BEHIND", "Unavailable", "UsageError", "build_parser", "main"]
 
 PROG = "airflow-retry"
+# Airflow's SDK reads connections from its metadata database only in a process that says it is a
+# server (its own `airflow connections get` sets this); a console script outside a task is one.
+_PROCESS_CONTEXT = "_AIRFLOW_PROCESS_CONTEXT"
 
 COMMAND_MODULES = (
     "airflow_retry_provider.commands.policy",
@@ -66,6 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = [a for a in args_list if a != "--debug"]
     parser = build_parser()
     args = None
+    context_before = os.environ.get(_PROCESS_CONTEXT)
+    if context_before is None:
+        os.environ[_PROCESS_CONTEXT] = "server"
     try:
         args = parser.parse_args(args_list)
         if not getattr(args, "func", None):
@@ -81,6 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         code, message = explain(exc, getattr(args, "conn_id", None) or "retry_provider_default")
         return _fail(code, message)
+    finally:
+        if context_before is None:
+            os.environ.pop(_PROCESS_CONTEXT, None)
 
 
 def explain(exc: Exception, conn_id: str) -> tuple[int, str]:
@@ -89,14 +109,24 @@ def explain(exc: Exception, conn_id: str) -> tuple[int, str]:
     first_line = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else name)[:300]
     if name == "AirflowNotFoundException":
         return 2, (
-            f"no database connection {conn_id!r}: set AIRFLOW_CONN_{conn_id.upper()}="
-            "postgresql://user:password@host:5432/db, or pass --dsn postgresql://..."
+            f"no database connection {conn_id!r} (looked in {where_connections_are_read(conn_id)}): "
+            f"add it with `airflow connections add {conn_id} --conn-uri postgresql://user:password@host:5432/db`, "
+            f"set AIRFLOW_CONN_{conn_id.upper()}=postgresql://..., or pass --dsn postgresql://..."
+        )
+    if name in _SCHEMA_BEHIND and type(exc).__module__.startswith(("psycopg", "sqlalchemy")):
+        return EXIT_SCHEMA_BEHIND, (
+            f"the provider's tables are missing or older than this release ({first_line}): "
+            "run `airflow-retry db upgrade`"
         )
     if name == "OperationalError" and type(exc).__module__.startswith(("psycopg", "sqlalchemy")):
         return 3, f"database unavailable: {first_line}"
     if name == "AirflowApiError" and getattr(exc, "status_code", 0) is None:
         return 3, f"Airflow's API unavailable: {first_line}"
     return 4, f"unexpected error: {name}: {first_line} (run with --debug for the traceback)"
+
+
+# what PostgreSQL answers when a statement names a table, column or function a migration adds
+_SCHEMA_BEHIND = frozenset({"UndefinedTable", "UndefinedColumn", "UndefinedFunction", "UndefinedObject"})
 
 
 def _fail(code: int, message: str) -> int:

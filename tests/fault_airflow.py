@@ -83,6 +83,7 @@ class FaultAirflow:
     plan: list[str] = field(default_factory=list)
     down: bool = False
     clears: list[ClearRequest] = field(default_factory=list)
+    versions: list[dict[str, Any]] = field(default_factory=list)  # GET .../dagVersions of FAULT_DAG
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def reset(self) -> None:
@@ -185,6 +186,8 @@ class FaultAirflow:
                 return 200, {"dags": [{"dag_id": FAULT_DAG}], "total_entries": 1}
             if parts[:3] == ["api", "v2", "variables"]:
                 return 404, {"detail": "variable not found"}
+            if parts == ["api", "v2", "dags", FAULT_DAG, "dagVersions"]:
+                return 200, {"dag_versions": list(self.versions), "total_entries": len(self.versions)}
             if len(parts) < 6 or parts[:3] != ["api", "v2", "dags"] or parts[3] != FAULT_DAG:
                 return 404, {"detail": f"no route {path}"}
             run_id = parts[5]

@@ -10,7 +10,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from airflow_retry_provider.commands import add_database_flags
 
     breaker = subparsers.add_parser(
-        "breaker", help="the circuit breaker of each dependency (docs/BREAKER.md)"
+        "breaker", help="the circuit breaker of each dependency (docs/BREAKER.md in the repository)"
     )
     actions = breaker.add_subparsers(dest="breaker_command", metavar="ACTION", required=True)
     listing = actions.add_parser("list", help="each dependency's breaker: state, held tasks, recent failures")

@@ -22,7 +22,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     install = dags_sub.add_parser(
         "install",
         help="write the one-line file that imports the maintenance DAGs into a DAG folder",
-        description="Write FOLDER/NAME holding the line docs/INSTALL.md gives. Exit 0 done, 2 bad input.",
+        description=(
+            "Write FOLDER/NAME holding one line, `from airflow_retry_provider.dags.maintenance import *` "
+            "(the provider's install guide, docs/INSTALL.md in its repository). Exit 0 done, 2 bad input."
+        ),
     )
     install.add_argument("folder", type=Path, help="the DAG folder (or bundle) of the deployment")
     install.add_argument("--name", default=DEFAULT_NAME, help="the file's name (default: %(default)s)")

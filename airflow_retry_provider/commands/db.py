@@ -1,11 +1,16 @@
-"""``airflow-retry db upgrade`` (alias ``init``) and ``db current``: the provider's schema version."""
+"""``airflow-retry db upgrade`` (alias ``init``) and ``db current``: the provider's schema version.
+
+``db current`` exits 5 (as any command on a schema that is behind) when the database is older than
+this release, so a script or a Helm hook can check it before starting workers.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from contextlib import closing
 
-from airflow_retry_provider.commands import add_database_flags, database_from_args
+from airflow_retry_provider.commands import EXIT_SCHEMA_BEHIND, add_database_flags, database_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,7 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     upgrade.set_defaults(func=_upgrade)
     current = db_sub.add_parser(
-        "current", aliases=["version"], help="print the schema version the database is at, and the newest"
+        "current",
+        aliases=["version"],
+        help="print the schema version the database is at, and the newest; exit 5 when it is behind",
     )
     current.set_defaults(func=_current)
     for parser in (upgrade, current):
@@ -42,5 +49,9 @@ def _current(args: argparse.Namespace) -> int:
 
     with closing(database_from_args(args).connect()) as conn:
         version = migrations.current_version(conn)
-    print(f"airflow-retry: provider schema version {version} (newest {migrations.latest_version()})")
+    latest = migrations.latest_version()
+    print(f"airflow-retry: provider schema version {version} (newest {latest})")
+    if version < latest:
+        print("airflow-retry: the schema is behind: run `airflow-retry db upgrade`", file=sys.stderr)
+        return EXIT_SCHEMA_BEHIND
     return 0

@@ -9,7 +9,11 @@ from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    demo = subparsers.add_parser("demo", help="run a local Airflow on dags/ and trigger the examples")
+    demo = subparsers.add_parser(
+        "demo",
+        help="from a clone of the repository only (not in the wheel): a local Airflow on the clone's dags/, "
+        "the examples triggered (make demo)",
+    )
     demo.add_argument("--once", action="store_true", help="exit after printing the summary")
     demo.add_argument(
         "--workdir",
@@ -44,8 +48,8 @@ def devstack_folder() -> Path:
     tools = clone / "tools"
     if not (tools / "devstack" / "demo.py").is_file():
         raise UsageError(
-            f"demo: runs from a clone of the repository (no tools/devstack/ in {clone}); "
-            "clone it and run make demo"
+            f"demo: runs only from a clone of the repository: this installed package has no "
+            f"tools/devstack/ beside it ({clone}); clone the repository and run make demo there"
         )
     return tools
 

@@ -54,6 +54,7 @@ def register(subparsers: Any) -> None:
     listing.add_argument(
         "--after", metavar="ID", help="continue after this letter id (the previous page's last)"
     )
+    listing.add_argument("--no-header", action="store_true", help="print the rows without the header row")
     listing.set_defaults(func=run_list)
 
     show = actions.add_parser("show", help="one or more letters with their replays and history")
@@ -283,10 +284,17 @@ def _emit_json(document: Any) -> None:
     print(json.dumps(document, sort_keys=True, indent=2, default=str))
 
 
+# the columns of _row, for the header of `dlq list`
+HEADER = (
+    f"{'id':>8}  {'status':<9} {'replays':>7}  {'filed':<24}  dag/task  run  class/category  fingerprint  "
+    "dag version"
+)
+
+
 def _row(letter: Letter) -> str:
     label = letter.task_id if letter.map_index < 0 else f"{letter.task_id}[{letter.map_index}]"
     return (
-        f"{letter.id:>8}  {letter.status:<9} {letter.replay_count}  {letter.created_at:%Y-%m-%d %H:%M:%S%z}  "
+        f"{letter.id:>8}  {letter.status:<9} {letter.replay_count:>7}  {letter.created_at:%Y-%m-%d %H:%M:%S%z}  "
         f"{letter.dag_id}/{label}  {letter.run_id}  {letter.failure_class}/{letter.category}  {letter.fingerprint}"
         f"  {'v' + str(letter.dag_version_number) if letter.dag_version_number is not None else 'v?'}"
     )
@@ -308,6 +316,8 @@ def run_list(args: argparse.Namespace) -> int:
     if args.json:
         _emit_json({"letters": [letter.to_json() for letter in letters], "count": len(letters)})
     else:
+        if letters and not args.no_header:
+            print(HEADER)
         for letter in letters:
             print(_row(letter))
     return 0 if letters else 1

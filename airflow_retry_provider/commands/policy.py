@@ -120,8 +120,34 @@ def _add_schedule(subparsers: Any, name: str, help_text: str | None) -> argparse
     return parser
 
 
+# a case `decide --example` prints: a deadline at 10000 s, one task to retry, one still running
+EXAMPLE_CASE: dict[str, Any] = {
+    "asOf": 1000,
+    "deadline": 10000,
+    "maxObservationAge": 60,
+    "policy": {"maxAttempts": 3, "initialDelay": 300, "maxDelay": 3600, "multiplier": 2},
+    "tasks": [
+        {"id": "load", "state": "retryable", "safeRepeat": True, "attempts": 1, "observedAt": 1000,
+         "lastFinishedAt": 950, "duration": 600, "validation": 120},
+        {"id": "extract", "state": "running", "safeRepeat": True, "attempts": 1, "observedAt": 990,
+         "lastFinishedAt": None, "duration": 300, "validation": 0},
+    ],
+}  # fmt: skip
+
+
 def _add_decide(subparsers: Any, name: str, help_text: str | None) -> argparse.ArgumentParser:
-    parser = _parser(subparsers, name, help_text)
+    text = {"help": help_text} if help_text else {}  # an alias stays out of --help
+    parser = subparsers.add_parser(
+        name,
+        **text,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "A case (all times in seconds on one clock; states: running, unknown, succeeded, retryable,\n"
+            "terminal):\n\n" + json.dumps(EXAMPLE_CASE) + "\n\n"
+            "airflow-retry policy decide --example > case.json; airflow-retry policy decide < case.json"
+        ),
+    )
+    parser.add_argument("--example", action="store_true", help="print an example case and exit")
     parser.set_defaults(func=run_decide)
     return parser
 
@@ -324,7 +350,10 @@ def load_case(data: bytes) -> object:
 
 
 def run_decide(args: argparse.Namespace) -> int:
-    """Read a case on stdin, write the plan (keys sorted) on stdout."""
+    """Read a case on stdin, write the plan (keys sorted) on stdout; ``--example`` prints a case instead."""
+    if getattr(args, "example", False):
+        print(json.dumps(EXAMPLE_CASE, indent=2))
+        return 0
     case = load_case(_read_stdin())
     try:
         result = plan(case)

@@ -27,6 +27,16 @@ def _sync(args: argparse.Namespace) -> int:
     from airflow_retry_provider.commands import Unavailable, UsageError
     from airflow_retry_provider.hooks.airflow_api import AirflowApiError, ApiCredentials
 
+    if args.file is None:
+        from airflow_retry_provider import settings
+        from airflow_retry_provider.capacity import example_dependencies_path
+
+        if not settings.get("dependencies_file"):
+            raise UsageError(
+                "--file: missing, and [retry_provider] dependencies_file "
+                "(AIRFLOW__RETRY_PROVIDER__DEPENDENCIES_FILE) is not set; the wheel ships an example "
+                f"to copy: {example_dependencies_path()}"
+            )
     try:
         dependencies = load_dependencies(args.file)
         credentials = ApiCredentials.resolve(args.api_url, args.api_user, args.api_password)

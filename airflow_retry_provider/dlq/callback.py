@@ -185,6 +185,15 @@ def _fate(dag_id: str, listed: bool | None, why: str = "") -> str:
     )
 
 
+def files_dead_letters(task: Any) -> bool:
+    """True if ``task`` (an operator) has the dead-letter failure callback ``apply_profile`` adds."""
+    callbacks = getattr(task, "on_failure_callback", None)
+    if callbacks is None:
+        return False
+    listed = list(callbacks) if isinstance(callbacks, (list, tuple)) else [callbacks]
+    return any(callback is file_dead_letter for callback in listed)
+
+
 def sweeper_fate(context: Mapping[str, Any], dag_id: str) -> str:
     """Whether the dead-letter sweeper will see this DAG, as the unfiled line says it.
 
@@ -194,6 +203,13 @@ def sweeper_fate(context: Mapping[str, Any], dag_id: str) -> str:
     dag = context.get("dag") or getattr(context.get("task"), "dag", None)
     if MANAGED_TAG in (getattr(dag, "tags", None) or ()):
         return f"the sweeper will file it (DAG {dag_id!r} is tagged {MANAGED_TAG!r})"
+    # the tag is added where the dag-processor parses the DAG, not in the task's own parse: a DAG with a
+    # task that files dead letters carries it there, and the sweeper reads the dag-processor's tags
+    if any(files_dead_letters(task) for task in (getattr(dag, "tasks", None) or [context.get("task")])):
+        return (
+            f"the sweeper will file it (DAG {dag_id!r} applies a retry profile, so the provider's cluster "
+            f"policy tags it {MANAGED_TAG!r} where the dag-processor parses it)"
+        )
     try:
         from airflow.sdk import Variable
 

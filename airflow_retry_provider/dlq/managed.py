@@ -8,10 +8,17 @@ parses a DAG, :func:`dag_policy` adds the tag if any of its tasks files dead let
 (:func:`~airflow_retry_provider.dlq.callback.file_dead_letter` among its failure callbacks). So
 the sweeper files the letters of every DAG that uses a profile, even when the failure callback
 could not.
+
+The same policy refuses a DAG whose task's ``retries`` contradicts the ceiling of its
+``ClassifiedRetryPolicy`` (a policy can stop early but cannot add attempts), wherever ``retries``
+was set: on the task, in ``default_args``, in ``partial()`` or by the operator class. ``apply_profile``
+catches what it can see; only the parsed DAG shows ``default_args=apply_profile(...)`` beside
+``@task(retries=5)``. The DAG file then has an import error naming each task, both values and the fix.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pluggy
@@ -25,6 +32,7 @@ __all__ = [
     "files_dead_letters",
     "mark_managed",
     "parse_dag_list",
+    "retries_contradiction",
 ]
 
 hookimpl = pluggy.HookimplMarker("airflow.policy")  # airflow.policies.hookimpl, without importing Airflow
@@ -32,13 +40,9 @@ hookimpl = pluggy.HookimplMarker("airflow.policy")  # airflow.policies.hookimpl,
 
 def files_dead_letters(task: Any) -> bool:
     """True if ``task`` (an operator) has the dead-letter failure callback ``apply_profile`` adds."""
-    from airflow_retry_provider.dlq.callback import file_dead_letter
+    from airflow_retry_provider.dlq import callback  # imported when a DAG is parsed, not at start-up
 
-    callbacks = getattr(task, "on_failure_callback", None)
-    if callbacks is None:
-        return False
-    listed = list(callbacks) if isinstance(callbacks, (list, tuple)) else [callbacks]
-    return any(callback is file_dead_letter for callback in listed)
+    return callback.files_dead_letters(task)
 
 
 def mark_managed(dag: Any) -> bool:
@@ -51,7 +55,42 @@ def mark_managed(dag: Any) -> bool:
     return True
 
 
+def retries_contradiction(task: Any) -> str | None:
+    """Why ``task``'s ``retries`` contradicts its ``ClassifiedRetryPolicy``'s ceiling, or None when it does not.
+
+    A policy with a ceiling (a profile's ``max_attempts``, or its own) needs ``retries`` to be exactly
+    ``max_attempts - 1``: fewer and Airflow stops before the policy's last attempt, more and the policy
+    stops at its own limit, silently. A policy without a ceiling follows the task's ``retries``.
+    """
+    module = sys.modules.get("airflow_retry_provider.retry_policy")  # not imported: no task holds one,
+    policy = getattr(task, "retry_policy", None)  # and a DAG without the provider pays no import
+    if module is None or not isinstance(policy, module.ClassifiedRetryPolicy) or policy.max_attempts is None:
+        return None
+    wanted = policy.max_attempts - 1
+    if task.retries == wanted:
+        return None
+    source = f"retry profile {policy.profile.name!r}" if policy.profile is not None else "its retry_policy"
+    return (
+        f"task {task.task_id!r}: retries={task.retries!r} contradicts {source} "
+        f"(max_attempts={policy.max_attempts}, so retries must be {wanted}); remove retries={task.retries!r} "
+        "from the task (or its default_args, partial() or operator), choose another profile, "
+        "or opt the task out with retry_policy=None"
+    )
+
+
+def check_retries(dag: Any) -> None:
+    """Refuse ``dag`` (Airflow's ``AirflowClusterPolicyViolation``, an import error of its file) when a
+    task's ``retries`` contradicts its retry policy: see :func:`retries_contradiction`."""
+    problems = [problem for task in dag.tasks if (problem := retries_contradiction(task))]
+    if problems:
+        from airflow.exceptions import AirflowClusterPolicyViolation
+
+        raise AirflowClusterPolicyViolation(f"DAG {dag.dag_id!r}: " + "; ".join(problems))
+
+
 @hookimpl
 def dag_policy(dag: Any) -> None:
-    """Airflow's cluster policy hook, run by the dag-processor on every DAG it parses: see :func:`mark_managed`."""
+    """Airflow's cluster policy hook, run by the dag-processor on every DAG it parses: see
+    :func:`check_retries` and :func:`mark_managed`."""
+    check_retries(dag)
     mark_managed(dag)

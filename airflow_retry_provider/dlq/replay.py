@@ -143,6 +143,13 @@ class ReplayEngine:
         """
         ready, refused = self.split(self.select(ids, where, limit))
         api = self.require_api() if ready else None
+        if api is not None and any(
+            letter.dag_version_number is None and letter.dag_version_id for letter in ready
+        ):
+            # filed by a worker, no sweep since: number its version now, as the sweeper would, so the
+            # preview says "v3" for a version Airflow still has (errors leave "number unknown")
+            number_versions(self.store, api)
+            ready = [self.store.get(letter.id) or letter for letter in ready]
         items = []
         latest: dict[str, str] = {}
         for letter in ready:
@@ -425,3 +432,29 @@ class ReplayEngine:
 
 def _ti_label(ti: TaskInstanceRef) -> str:
     return ti.task_id if ti.map_index == -1 else f"{ti.task_id}[{ti.map_index}]"
+
+
+def number_versions(store: DeadLetterStore, api: AirflowApi) -> tuple[int, list[str]]:
+    """Look up the number of each DAG version letters name only by UUID (filed by a worker).
+
+    One ``dagVersions`` call per DAG. A version Airflow no longer has (its DAG deleted, or the
+    version gone with it) keeps no number: the letter says "number unknown", never a guess.
+    Returns how many letters got a number, and the errors (the sweep goes on).
+    """
+    numbered, errors = 0, []
+    wanted: dict[str, set[str]] = {}
+    for dag_id, version_id in store.unnumbered_versions():
+        wanted.setdefault(dag_id, set()).add(version_id)
+    for dag_id, ids in wanted.items():
+        try:
+            versions = api.dag_versions(dag_id)
+        except AirflowApiError as exc:
+            if exc.status_code != 404:  # 404: the DAG is gone from Airflow, its versions with it
+                errors.append(f"{dag_id}: DAG versions: {redact(str(exc))}")
+            continue
+        for version in versions:
+            if version.id in ids:
+                numbered += store.number_version(
+                    dag_id, version.id, version.version_number, version.bundle_name, version.bundle_version
+                )
+    return numbered, errors

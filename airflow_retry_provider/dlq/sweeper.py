@@ -31,7 +31,7 @@ from airflow_retry_provider.dlq.models import (
     SyncReport,
     parse_dag_list,
 )
-from airflow_retry_provider.dlq.replay import ReplayEngine
+from airflow_retry_provider.dlq.replay import ReplayEngine, number_versions  # the sweep numbers versions too
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.dlq.sync import SYNC_GRACE, OutcomeSync
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError, TaskInstanceRef, parse_time
@@ -188,32 +188,6 @@ def _sweep_one(
         result.status,
     )
     return result.letter_id
-
-
-def number_versions(store: DeadLetterStore, api: AirflowApi) -> tuple[int, list[str]]:
-    """Look up the number of each DAG version letters name only by UUID (filed by a worker).
-
-    One ``dagVersions`` call per DAG. A version Airflow no longer has (its DAG deleted, or the
-    version gone with it) keeps no number: the letter says "number unknown", never a guess.
-    Returns how many letters got a number, and the errors (the sweep goes on).
-    """
-    numbered, errors = 0, []
-    wanted: dict[str, set[str]] = {}
-    for dag_id, version_id in store.unnumbered_versions():
-        wanted.setdefault(dag_id, set()).add(version_id)
-    for dag_id, ids in wanted.items():
-        try:
-            versions = api.dag_versions(dag_id)
-        except AirflowApiError as exc:
-            if exc.status_code != 404:  # 404: the DAG is gone from Airflow, its versions with it
-                errors.append(f"{dag_id}: DAG versions: {redact(str(exc))}")
-            continue
-        for version in versions:
-            if version.id in ids:
-                numbered += store.number_version(
-                    dag_id, version.id, version.version_number, version.bundle_name, version.bundle_version
-                )
-    return numbered, errors
 
 
 def notice_fixes(store: DeadLetterStore, api: AirflowApi) -> tuple[list[int], list[str]]:

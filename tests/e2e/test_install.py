@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -87,6 +89,19 @@ class Installed:
         return result
 
 
+def documented_install_commands() -> tuple[list[str], list[str]]:
+    """The two ``pip`` lines of docs/INSTALL.md's console block: build the wheel, install it."""
+    lines = [
+        line.strip().removeprefix("$ ")
+        for block in re.findall(r"```console\n(.*?)```", INSTALL_DOC.read_text(encoding="utf-8"), re.DOTALL)
+        for line in block.splitlines()
+        if line.strip().startswith("$ pip ")
+    ]
+    build, install = (shlex.split(line) for line in lines)
+    assert build[:2] == ["pip", "wheel"] and install[:2] == ["pip", "install"], lines
+    return build, install
+
+
 def _pip(*args: str, cwd: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "pip", *args], cwd=cwd, capture_output=True, text=True, timeout=600
@@ -103,8 +118,9 @@ def installed(tmp_path_factory) -> Installed:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
     shutil.copytree(PACKAGE, source / PACKAGE.name, ignore=shutil.ignore_patterns("__pycache__"))
-    _pip("wheel", "--no-deps", "--quiet", "--wheel-dir", str(root / "dist"), str(source), cwd=root)
-    (wheel,) = (root / "dist").glob("airflow_retry_provider-*.whl")
+    build, install = documented_install_commands()
+    _pip(*build[1:], cwd=source)  # pip wheel --no-deps --wheel-dir dist .
+    (wheel,) = (source / "dist").glob("airflow_retry_provider-*.whl")
 
     # the suite's versions, minus the provider itself (an editable install of the repository)
     frozen = subprocess.run(
@@ -121,18 +137,23 @@ def installed(tmp_path_factory) -> Installed:
     (root / "constraints.txt").write_text("\n".join(pins) + "\n")
     subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=120)
     venv_pip = [str(root / "venv" / "bin" / "python"), "-m", "pip"]
+    airflow_pin = f"apache-airflow=={metadata.version('apache-airflow')}"
+    # the documented line, word for word, but for what must be local here: the suite's Airflow version,
+    # its own constraints (offline), the wheel the glob names; and no .pyc compiled ahead
+    args = [
+        airflow_pin if word.startswith("apache-airflow==")
+        else str(root / "constraints.txt") if word.startswith("https://raw.githubusercontent.com/apache/airflow/")
+        else str(wheel) if word.startswith("dist/airflow_retry_provider-")
+        else word
+        for word in install[1:]
+    ]  # fmt: skip
     result = subprocess.run(
-        [
-            # no .pyc compiled ahead: Python writes those of the modules it imports
-            *venv_pip, "install", "--quiet", "--no-compile", "--disable-pip-version-check",
-            "--constraint", str(root / "constraints.txt"),
-            str(wheel), f"apache-airflow=={metadata.version('apache-airflow')}",
-        ],
-        cwd=root,
+        [*venv_pip, *args, "--quiet", "--no-compile", "--disable-pip-version-check"],
+        cwd=source,
         capture_output=True,
         text=True,
         timeout=900,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return Installed(wheel, root / "venv" / "bin", root)
 

@@ -37,3 +37,20 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(
     out, err = capsys.readouterr()
     assert out == ""
     assert err == f"airflow-retry: {line}\n"
+
+
+def test_log_lines_of_a_command_that_talks_to_airflow_go_to_stderr():
+    """Once a command has Airflow's API client, a log line (a replay job stopped at its canary) is on
+    stderr, so stdout holds only the command's JSON and a pipe to a JSON parser never breaks."""
+    import subprocess
+    import sys
+
+    code = (
+        "import argparse, logging; from airflow_retry_provider.commands import api_client; "
+        "api_client(argparse.Namespace(api_url='http://127.0.0.1:9', api_user='a', api_password='p')); "
+        "logging.getLogger('airflow_retry_provider.dlq.driver').warning('replay job 1 stopped: canary'); "
+        "print('{}')"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "{}\n" and "replay job 1 stopped: canary" in result.stderr

@@ -104,3 +104,30 @@ def test_the_readme_is_a_front_door() -> None:
     """The README stays short: the reference lives in docs/."""
     lines = (REPO / "README.md").read_text(encoding="utf-8").count("\n")
     assert lines <= README_MAX_LINES, f"README.md has {lines} lines (at most {README_MAX_LINES})"
+
+
+def _pip_lines(doc: Path) -> list[str]:
+    return [
+        line.strip().removeprefix("$ ")
+        for block in FENCE.findall(doc.read_text(encoding="utf-8"))
+        for line in block.splitlines()
+        if line.strip().startswith("$ pip ")
+    ]
+
+
+def test_the_readme_installs_as_install_md_does() -> None:
+    """The README's two pip lines are docs/INSTALL.md's (the ones tests/e2e/test_install.py runs): a
+    wheel built from the clone, never a package index, with Airflow's constraints."""
+    readme, install = _pip_lines(REPO / "README.md"), _pip_lines(REPO / "docs" / "INSTALL.md")
+    assert readme == install and len(readme) == 2, (readme, install)
+    assert readme[0].startswith("pip wheel ") and "dist/airflow_retry_provider-*.whl" in readme[1]
+    assert "--constraint" in readme[1] and "pip install airflow-retry-provider" not in readme[1]
+    for doc in ("README.md", "docs/INSTALL.md"):
+        assert "not on a public package index yet" in (REPO / doc).read_text(encoding="utf-8"), doc
+
+
+def test_the_readme_dag_is_the_file_the_tests_run() -> None:
+    """The README's first DAG is dags/positions_daily.py word for word (tests/dags/test_example_dags.py
+    runs it with dag.test())."""
+    blocks = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(encoding="utf-8"), re.DOTALL)
+    assert blocks and blocks[0] == (REPO / "dags" / "positions_daily.py").read_text(encoding="utf-8")

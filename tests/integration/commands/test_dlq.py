@@ -56,13 +56,20 @@ def _unavailable(code: int, out: str, err: str) -> None:
 
 
 def test_list_prints_letters_and_json(pg_dsn, letters, capsys):
-    """list shows every letter newest first; --json returns them with a count; filters narrow it."""
+    """list shows a header row then every letter newest first (--no-header: the rows only); --json returns
+    them with a count; filters narrow it."""
     code, out, _ = _run(capsys, "dlq", "list", "--dsn", pg_dsn)
+    header, *rows = out.splitlines()
+    assert code == 0 and header.split()[:3] == ["id", "status", "replays"] and "dag version" in header
+    assert len(rows) == 2 and "etl/other" in rows[0]
+    code, out, _ = _run(capsys, "dlq", "list", "--dsn", pg_dsn, "--no-header")
     assert code == 0 and len(out.splitlines()) == 2 and "etl/other" in out.splitlines()[0]
     code, out, _ = _run(capsys, "dlq", "list", "--dsn", pg_dsn, "--task", "load", "--status", "dlq", "--json")
     document = json.loads(out)
     assert code == 0 and document["count"] == 1 and document["letters"][0]["id"] == letters[0]
-    code, out, _ = _run(capsys, "dlq", "list", "--dsn", pg_dsn, "--limit", "1", "--after", str(letters[1]))
+    code, out, _ = _run(
+        capsys, "dlq", "list", "--dsn", pg_dsn, "--limit", "1", "--after", str(letters[1]), "--no-header"
+    )
     assert code == 0 and out.split()[0] == str(letters[0])
 
 
@@ -353,3 +360,28 @@ def test_rate_above_the_deployment_pace_is_refused(pg_dsn, letters, capsys, monk
     code, _, err = _run(capsys, "dlq", "replay", *argv, "--dsn", pg_dsn, *_closed_api())
     assert code == 2 and "--rate: 6 is above the deployment's pace of 5" in err
     assert DeadLetterStore.from_dsn(pg_dsn).replays(letters[0]) == []
+
+
+def test_preview_numbers_a_version_airflow_still_has_before_any_sweep(pg_dsn, capsys):
+    """A letter filed with only its DAG version's UUID (no sweep yet) previews as ``v4``, the number
+    Airflow's API gives, not "number unknown"; the letter keeps it."""
+    from tests.fault_airflow import FAULT_DAG, fault_airflow
+
+    version_id = "0195f3c2-0000-7000-8000-000000000004"
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    letter = store.file(
+        new_letter(dag_id=FAULT_DAG, run_id="r1", task_id="a", dag_version_id=version_id), replay_cap=3
+    )
+    assert store.get(letter.letter_id).version_label() == "version 0195f3c2 (number unknown)"
+    with fault_airflow(30.0) as (url, fake):
+        fake.add_run("r1", {"a": "failed", "b": "upstream_failed"})
+        fake.versions.append(
+            {"id": version_id, "dag_id": FAULT_DAG, "version_number": 4, "bundle_name": "dags-folder"}
+        )
+        code, out, err = _run(
+            capsys, "dlq", "preview", "--id", str(letter.letter_id), "--dsn", pg_dsn,
+            "--api-url", url, "--api-user", "admin", "--api-password", "pw",
+        )  # fmt: skip
+    assert code == 0, err
+    assert out.splitlines()[0].endswith("  v4") and "number unknown" not in out
+    assert store.get(letter.letter_id).dag_version_number == 4

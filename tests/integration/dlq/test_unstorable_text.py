@@ -143,6 +143,19 @@ def test_the_unfiled_line_says_whether_a_sweeper_will_file_the_letter(
     assert ("only record" in line) == (expected.startswith(("NO", "the sweeper will file it only")))
 
 
+def test_the_unfiled_line_of_a_profiled_dag_parsed_in_the_task_says_the_sweeper_files_it(caplog, monkeypatch):
+    """In the task, the DAG was parsed without the cluster policy's tag; its task files dead letters,
+    so the dag-processor's copy is tagged and the sweeper will file it: the line says so, not "NO sweeper"."""
+    from airflow_retry_provider.dlq.callback import file_dead_letter
+
+    monkeypatch.setenv(f"AIRFLOW_VAR_{SWEEP_VARIABLE.upper()}", '["other"]')
+    context = _context(RuntimeError("relation x does not exist"))
+    context["task"].on_failure_callback = [print, file_dead_letter]
+    context["dag"].tasks = [context["task"]]
+    fate = sweeper_fate(context, "hostile")
+    assert fate.startswith("the sweeper will file it (DAG 'hostile' applies a retry profile"), fate
+
+
 DEFAULT_ARGS_DAG = """
 import pendulum
 from airflow.sdk import DAG, task

@@ -141,16 +141,17 @@ def test_migration_files_are_numbered_from_one_without_gaps():
 
 
 def test_cli_upgrade_prints_the_versions_and_init_is_an_alias(empty_dsn):
-    """``db upgrade`` says 0 -> newest, ``db init`` then says up to date, ``db current`` prints the version."""
+    """``db upgrade`` says 0 -> newest, ``db init`` then says up to date, ``db current`` prints the version
+    and exits 5 while the schema is behind."""
     cli = str(VENV_BIN / "airflow-retry")
     latest = migrations.latest_version()
 
-    def run(*args: str) -> str:
+    def run(*args: str, code: int = 0) -> str:
         result = subprocess.run([cli, "db", *args, "--dsn", empty_dsn], capture_output=True, text=True)
-        assert result.returncode == 0, result.stderr
+        assert result.returncode == code, result.stderr
         return result.stdout
 
-    assert run("current") == f"airflow-retry: provider schema version 0 (newest {latest})\n"
+    assert run("current", code=5) == f"airflow-retry: provider schema version 0 (newest {latest})\n"
     assert run("upgrade") == f"airflow-retry: provider schema upgraded from version 0 to {latest}\n"
     assert run("init") == f"airflow-retry: provider schema is up to date (version {latest})\n"
     assert run("version") == f"airflow-retry: provider schema version {latest} (newest {latest})\n"

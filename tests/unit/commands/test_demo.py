@@ -29,4 +29,7 @@ def test_demo_outside_a_clone_is_one_line_and_exit_2(
     out, err = capsys.readouterr()
     assert out == ""
     assert err.count("\n") == 1
-    assert err.startswith("airflow-retry: demo: runs from a clone") and str(tmp_path / "site-packages") in err
+    assert (
+        err.startswith("airflow-retry: demo: runs only from a clone")
+        and str(tmp_path / "site-packages") in err
+    )

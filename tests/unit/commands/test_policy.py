@@ -392,3 +392,26 @@ def test_the_aliases_are_not_in_the_help(capsys: pytest.CaptureFixture[str]) -> 
     listed = [line.split()[0] for line in listing.splitlines() if line.startswith("    ") and line[4] != " "]
     assert "policy" in listed and "reconcile" in listed
     assert not {"classify", "schedule", "decide", "health"} & set(listed)
+
+
+def test_decide_example_is_a_case_decide_accepts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``decide --example`` prints a valid case: piped back into ``decide`` it plans both tasks."""
+    code, example, err = run(capsys, "decide", "--example")
+    assert (code, err) == (0, "")
+    set_stdin(monkeypatch, example.encode())
+    code, out, err = run(capsys, "decide")
+    assert (code, err) == (0, "")
+    assert {t["id"]: t["decision"] for t in json.loads(out)["tasks"]} == {
+        "extract": "observe-running",
+        "load": "wait-backoff",
+    }
+
+
+def test_decide_help_shows_an_example_case(capsys: pytest.CaptureFixture[str]) -> None:
+    """``decide --help`` shows a case to start from and how to get it as a file."""
+    with pytest.raises(SystemExit):
+        run(capsys, "decide", "--help")
+    out = capsys.readouterr().out
+    assert '"asOf": 1000' in out and "decide --example > case.json" in out

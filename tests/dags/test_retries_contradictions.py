@@ -1,0 +1,97 @@
+"""Every ``retries`` that contradicts a retry profile fails the DAG file at parse, in Airflow's own DagBag.
+
+The provider's cluster policy (entry point ``airflow.policy``) refuses the DAG wherever ``retries`` was set;
+``apply_profile`` refuses what it sees itself. Either way the file gets an import error naming the task,
+both values and the fix.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.dags
+
+HEADER = """
+from datetime import datetime
+from airflow.sdk import DAG, BaseOperator, task
+from airflow_retry_provider.retry_policy import ClassifiedRetryPolicy, apply_profile
+
+class Sleepy(BaseOperator):
+    def __init__(self, **kwargs):
+        kwargs.setdefault("retries", 7)  # an operator whose class sets its own default
+        super().__init__(**kwargs)
+
+    def execute(self, context):
+        return None
+
+class Echo(BaseOperator):
+    def __init__(self, *, x, **kwargs):
+        super().__init__(**kwargs)
+        self.x = x
+
+    def execute(self, context):
+        return self.x
+
+with DAG("contradiction", schedule=None, start_date=datetime(2026, 1, 1),
+         default_args=apply_profile({"owner": "data"}, "report")):
+"""
+
+
+def _parse(tmp_path: Path, body: str):
+    from airflow.dag_processing.dagbag import DagBag
+
+    (tmp_path / "contradiction.py").write_text(HEADER + textwrap.indent(textwrap.dedent(body), "    "))
+    return DagBag(dag_folder=str(tmp_path), safe_mode=False)
+
+
+@pytest.mark.parametrize(
+    ("body", "task_id", "retries"),
+    [
+        # the issue's case: the DAG's profile in default_args, a hand-set retries on the task
+        ("@task(retries=5)\ndef load(): pass\nload()\n", "load", 5),
+        # retries=0 is a contradiction too: Airflow would stop before the policy's second attempt
+        ("@task(retries=0)\ndef load(): pass\nload()\n", "load", 0),
+        # a mapped operator: retries set in partial()
+        ("Echo.partial(task_id='echo', retries=4).expand(x=[1, 2])\n", "echo", 4),
+        # a mapped @task: retries set by override()
+        ("@task\ndef load(x): pass\nload.override(retries=1).expand(x=[1, 2])\n", "load", 1),
+        # the operator's class sets its own default retries
+        ("Sleepy(task_id='nap')\n", "nap", 7),
+        # a policy passed directly with a profile: its ceiling holds too
+        (
+            "@task(retries=3, retry_policy=ClassifiedRetryPolicy('dashboard'))\ndef load(): pass\nload()\n",
+            "load",
+            3,
+        ),
+    ],
+)
+def test_a_contradicting_retries_is_an_import_error_naming_task_values_and_fix(
+    tmp_path, body, task_id, retries
+):
+    """The DAG is not loaded; its file's import error names the task, the hand-set and the required retries."""
+    bag = _parse(tmp_path, body)
+    assert "contradiction" not in bag.dags
+    (error,) = bag.import_errors.values()
+    assert f"task {task_id!r}: retries={retries} contradicts retry profile" in error, error
+    assert "so retries must be" in error and f"remove retries={retries}" in error, error
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # the profile's own retries, written out by hand: no contradiction
+        "@task(retries=2)\ndef load(): pass\nload()\n",
+        # no retries anywhere but the profile's
+        "@task\ndef load(x): pass\nload.expand(x=[1, 2])\n",
+        # a policy without a ceiling follows the task's retries
+        "@task(retries=9, retry_policy=ClassifiedRetryPolicy())\ndef load(): pass\nload()\n",
+    ],
+)
+def test_retries_that_agree_with_the_profile_parse(tmp_path, body):
+    """A DAG whose retries match its policies' ceilings parses and is tagged for the sweeper."""
+    bag = _parse(tmp_path, body)
+    assert not bag.import_errors, bag.import_errors
+    assert "airflow-retry-provider" in bag.dags["contradiction"].tags
