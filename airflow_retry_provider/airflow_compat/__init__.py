@@ -23,10 +23,6 @@ from typing import Any
 
 from airflow_retry_provider.sql import named
 
-# A try that has not started: a live row in one of these states carries the previous try's times,
-# delay and reason on 3.4 (Airflow clears them when the task starts running).
-NOT_STARTED = (None, "scheduled", "queued", "up_for_retry")
-
 
 def _major_minor(version: str) -> tuple[int, int]:
     """``(3, 4)`` of ``"3.4.0b2"``; a version that does not start with two numbers is a ValueError naming it."""
@@ -90,12 +86,14 @@ class Attempt:
     retry_reason: str | None
 
     @classmethod
-    def of(cls, row: Any, waiting: bool = False) -> Attempt:
-        """From an ORM row; ``waiting``: a try not started, whose times, delay and reason are the previous try's."""
-        own = not waiting
+    def of(cls, row: Any, state: str | None = None, carried: bool = False) -> Attempt:
+        """From an ORM row, in ``state`` (else the row's); ``carried``: a try not started, whose times, delay and reason are the previous try's."""
+        own = not carried
+        if state is None and row.state is not None:
+            state = str(row.state)
         return cls(
             try_number=int(row.try_number),
-            state=None if row.state is None else str(row.state),
+            state=state,
             start_date=row.start_date if own else None,
             end_date=row.end_date if own else None,
             duration=row.duration if own else None,
@@ -104,18 +102,33 @@ class Attempt:
         )
 
 
-def _is_waiting(ti: Any) -> bool:
-    """A live 3.4 row that has not started: what it carries belongs to the try before it."""
-    state = None if ti.state is None else str(ti.state)
-    return ti.try_number > 1 and state in NOT_STARTED
+def _one_row_per_try(rows: list[Any]) -> list[Attempt]:
+    """3.4's rows of one task instance, oldest first, as tries.
+
+    A row created for the next try copies the try before it (times, delay, reason) and keeps the
+    copy until it starts: listed as Airflow lists it, without what is not its own. A try that ran
+    and was archived for a retry is ``failed`` (as 3.4's scheduler archives it and 3.3 records it;
+    an archive outside the scheduler may leave ``up_for_retry``).
+    """
+    found: list[Attempt] = []
+    previous = None
+    for row in rows:
+        carried = (
+            previous is not None and row.start_date is not None and row.start_date == previous.start_date
+        )
+        state = None
+        if row.working_set is not True and not carried and str(row.state) == "up_for_retry":
+            state = "failed"
+        found.append(Attempt.of(row, state, carried))
+        previous = row
+    return found
 
 
 def attempts(session: Any, ti: Any) -> list[Attempt]:
     """Every try of the task instance ``ti`` (its live ORM row), oldest first, as Airflow's tries endpoint lists them.
 
     On 3.3 the earlier tries come from ``task_instance_history``, then ``ti`` itself (once it has
-    a try). On 3.4 every try is its own row; the live one, when it has not started, is listed
-    without the previous try's times, delay and reason it still carries.
+    a try). On 3.4 every try is its own row (:func:`_one_row_per_try`).
     """
     from sqlalchemy import select
 
@@ -128,7 +141,7 @@ def attempts(session: Any, ti: Any) -> list[Attempt]:
             .order_by(model.try_number)
             .execution_options(include_all_attempts=True)
         ).all()
-        return [Attempt.of(row, row.working_set is True and _is_waiting(row)) for row in rows]
+        return _one_row_per_try(list(rows))
     from airflow.models.taskinstancehistory import (  # type: ignore[import-not-found,unused-ignore]
         TaskInstanceHistory,
     )

@@ -21,16 +21,18 @@ ORDER BY task_id, map_index, try_number;
 
 -- name: run_tries_34
 -- Every try is a row (the live one with working_set TRUE, archived ones NULL); the table names
--- the map index region_index. A live row that has not started yet (waiting for its retry, or
--- cleared) still carries the previous try's times, delay and reason: they are not its own.
-SELECT task_id, region_index AS map_index, try_number, state,
-       CASE WHEN waiting THEN NULL ELSE start_date END AS start_date,
-       CASE WHEN waiting THEN NULL ELSE end_date END AS end_date,
-       CASE WHEN waiting THEN NULL ELSE retry_delay_override END AS retry_delay_override,
-       CASE WHEN waiting THEN NULL ELSE retry_reason END AS retry_reason
+-- the map index region_index. The row made for the next try copies the try before it (times,
+-- delay, reason) until it starts: shown without them. A try archived for a retry reads failed.
+SELECT task_id, region_index AS map_index, try_number,
+       CASE WHEN working_set IS NULL AND NOT carried AND state = 'up_for_retry' THEN 'failed'
+            ELSE state END AS state,
+       CASE WHEN carried THEN NULL ELSE start_date END AS start_date,
+       CASE WHEN carried THEN NULL ELSE end_date END AS end_date,
+       CASE WHEN carried THEN NULL ELSE retry_delay_override END AS retry_delay_override,
+       CASE WHEN carried THEN NULL ELSE retry_reason END AS retry_reason
 FROM (
-    SELECT *, (working_set IS TRUE AND try_number > 1
-               AND (state IS NULL OR state IN ('scheduled', 'queued', 'up_for_retry'))) AS waiting
+    SELECT *, coalesce(start_date = lag(start_date) OVER (
+                  PARTITION BY task_id, region_id, region_index ORDER BY try_number), false) AS carried
     FROM task_instance
     WHERE dag_id = %(dag_id)s AND run_id = %(run_id)s
 ) attempts
