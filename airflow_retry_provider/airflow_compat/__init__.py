@@ -17,6 +17,7 @@ worker); a client of a remote api-server asks it (``GET /api/v2/version``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -48,6 +49,24 @@ def keeps_task_state(version: str) -> bool:
 def one_row_per_try() -> bool:
     """3.4 and later: every try is a ``task_instance`` row; 3.3 keeps earlier ones in ``task_instance_history``."""
     return installed_version() >= (3, 4)
+
+
+def policies_in(policy: Any) -> Iterator[Any]:
+    """``policy`` and, for a chain (3.4's ``ChainRetryPolicy``: ``policies``), every policy in it, in order."""
+    if policy is None:
+        return
+    yield policy
+    for member in getattr(policy, "policies", None) or ():
+        yield from policies_in(member)
+
+
+def policy_with(task: Any, attribute: str) -> Any:
+    """The first policy of ``task.retry_policy`` (itself or one in a chain) that has ``attribute``, else None.
+
+    How the failure callback, the alerts and the breaker find a ``ClassifiedRetryPolicy`` (by its
+    ``evaluation_for`` or ``deadline_for``) wherever the task's author put it.
+    """
+    return next((p for p in policies_in(getattr(task, "retry_policy", None)) if hasattr(p, attribute)), None)
 
 
 def chain_policy() -> Any:
