@@ -69,6 +69,11 @@ def policy_with(task: Any, attribute: str) -> Any:
     return next((p for p in policies_in(getattr(task, "retry_policy", None)) if hasattr(p, attribute)), None)
 
 
+def keeps_reason_on_fail() -> bool:
+    """3.4 and later store the policy's reason when it decides FAIL; 3.3 stores none."""
+    return installed_version() >= (3, 4)
+
+
 def chain_policy() -> Any:
     """Airflow's ``ChainRetryPolicy`` (3.4 and later), else None."""
     try:
