@@ -47,7 +47,8 @@ test: check-postgres check-chromium check-redis $(STAMP)
 # differs between 3.3 and 3.4 (CONTRIBUTING.md, "Two Airflow versions", says which and why).
 VENV34 ?= .venv34
 STAMP34 := $(VENV34)/.installed
-ARGS34 ?= tests/unit tests/integration tests/e2e/test_retries_browser.py tests/e2e/test_dlq_replay.py
+ARGS34 ?= tests/unit tests/integration tests/dags/test_composed_policies.py tests/dags/test_policy_dags.py \
+	tests/e2e/test_retries_browser.py tests/e2e/test_dlq_replay.py
 install-34: $(STAMP34)
 
 $(STAMP34): pyproject.toml tools/venv34.sh
