@@ -17,6 +17,7 @@ worker); a client of a remote api-server asks it (``GET /api/v2/version``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,14 +25,15 @@ from typing import Any
 
 from airflow_retry_provider.sql import named
 
+_MAJOR_MINOR = re.compile(r"(\d+)\.(\d+)")
+
 
 def _major_minor(version: str) -> tuple[int, int]:
     """``(3, 4)`` of ``"3.4.0b2"``; a version that does not start with two numbers is a ValueError naming it."""
-    parts = version.split(".")
-    try:
-        return int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or "x")
-    except (IndexError, ValueError):
-        raise ValueError(f"airflow version: cannot read {version!r} (expected e.g. '3.4.0')") from None
+    found = _MAJOR_MINOR.match(version)
+    if found is None:
+        raise ValueError(f"airflow version: cannot read {version!r} (expected e.g. '3.4.0')")
+    return int(found[1]), int(found[2])
 
 
 def installed_version() -> tuple[int, int]:
