@@ -6,8 +6,9 @@
   ``region_index`` (the ORM keeps ``map_index``), and the next try's row is created as soon as a
   try fails, carrying that try's times, delay and reason until it starts. :func:`attempts` (ORM,
   in the api-server) and :func:`run_tries_query` (SQL, for operator tools and tests) read both.
-- **Retry features.** 3.4 adds ``RetryAction.RESCHEDULE`` and ``ChainRetryPolicy``
-  (:data:`CHAIN_POLICY`, None on 3.3).
+- **Retry features.** 3.4 adds ``ChainRetryPolicy`` (:func:`chain_policy`, None on 3.3; a
+  ``ClassifiedRetryPolicy`` may sit in one: :func:`policy_with` finds it) and keeps the policy's
+  reason on FAIL (:func:`keeps_reason_on_fail`). Its ``RetryAction.RESCHEDULE`` is not used yet.
 - **Clearing.** 3.4's ``clearTaskInstances`` takes ``keep_task_state``; 3.3 refuses it (422). The
   REST client asks the api-server which version it runs (:func:`keeps_task_state`).
 
@@ -81,12 +82,7 @@ def chain_policy() -> Any:
     try:
         from airflow.sdk import ChainRetryPolicy  # type: ignore[attr-defined,unused-ignore]
     except ImportError:
-        try:
-            from airflow.sdk.definitions.retry_policy import (  # type: ignore[attr-defined,unused-ignore]
-                ChainRetryPolicy,
-            )
-        except ImportError:
-            return None
+        return None
     return ChainRetryPolicy
 
 
