@@ -136,8 +136,8 @@ def other_policy_decision(
     if decision is not None:
         if str(getattr(decision.action, "value", decision.action)) == "default" or not decision.reason:
             return None  # no policy took a position: Airflow's own retries ran out
-        name = str(decision.reason).split(":", 1)[0].strip()
-        return name, mask(str(decision.reason))[:400]
+        said = redact(str(decision.reason), limit=400)  # the other policy's text: untrusted, as a failure's
+        return said.split(":", 1)[0].strip(), said
     others = [
         p for p in policies_in(policy) if not hasattr(p, "evaluation_for") and not hasattr(p, "policies")
     ]

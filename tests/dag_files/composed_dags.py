@@ -15,7 +15,13 @@ from tests.dag_files.policy_dags import FAST, START
 ChainRetryPolicy = chain_policy()
 # the author's own rule: a permission error is never worth a retry
 DENIED = ExceptionRetryPolicy(
-    rules=[RetryRule(exception=PermissionError, action=RetryAction.FAIL, reason="no access: fix the grant")]
+    rules=[
+        RetryRule(
+            exception=PermissionError,
+            action=RetryAction.FAIL,
+            reason="no access: fix the grant, password=hunter2",
+        )
+    ]
 )
 
 

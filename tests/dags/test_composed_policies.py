@@ -44,6 +44,7 @@ def test_a_letter_after_the_authors_policy_decided_names_it_and_its_reason(airfl
     letter = _letter(provider_conn, "composed_author_policy_decides")
     assert (letter["category"], letter["rule"]) == ("other-policy", "policy:ExceptionRetryPolicy")
     assert "ExceptionRetryPolicy: no access: fix the grant" in letter["reason"]
+    assert "hunter2" not in letter["reason"]  # the other policy's text is redacted like a failure's
     assert letter["reason"].startswith("[attempt 1/3] dead letter other-policy:")
 
 
