@@ -177,18 +177,26 @@ def attempts(session: Any, ti: Any) -> list[Attempt]:
     return found
 
 
+def _run_rows(conn: Any, statement: str, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+    """Rows of ``statement``'s 3.3 or 3.4 variant (``<statement>_33`` / ``_34``), by the schema the database has."""
+    queries = named(__name__)
+    cur = conn.cursor()
+    cur.execute(queries["has_try_history"])
+    (has_history,) = cur.fetchone()
+    cur.execute(queries[f"{statement}_{'33' if has_history else '34'}"], {"dag_id": dag_id, "run_id": run_id})
+    names = [column[0] for column in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
 def run_tries_query(conn: Any, dag_id: str, run_id: str) -> list[dict[str, Any]]:
     """Every try of every task of one DAG run, from Airflow's metadata database (psycopg ``conn``).
 
     Rows of ``task_id, map_index, try_number, state, start_date, end_date, retry_delay_override,
     retry_reason``, ordered by task, map index and try, from the schema the database has.
     """
-    queries = named(__name__)
-    cur = conn.cursor()
-    cur.execute(queries["has_try_history"])
-    (has_history,) = cur.fetchone()
-    cur.execute(
-        queries["run_tries_33" if has_history else "run_tries_34"], {"dag_id": dag_id, "run_id": run_id}
-    )
-    names = [column[0] for column in cur.description]
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    return _run_rows(conn, "run_tries", dag_id, run_id)
+
+
+def run_task_instances(conn: Any, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+    """The live try of every task instance of one DAG run (psycopg ``conn``): ``id, task_id, map_index, state, try_number``."""
+    return _run_rows(conn, "run_task_instances", dag_id, run_id)
