@@ -13,6 +13,7 @@ DAG's import, not a task.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import Any, NamedTuple
 from airflow.sdk import RetryDecision, RetryPolicy
 
 from airflow_retry_provider import metrics
+from airflow_retry_provider.airflow_compat import chain_policy
 from airflow_retry_provider.callbacks import with_callback
 from airflow_retry_provider.identity import work_unit_key
 from airflow_retry_provider.masking import mask
@@ -305,6 +307,10 @@ def apply_profile(target: Any, profile: str | Profile, **policy_kwargs: Any) -> 
     (the backoff's base, for failures the policy never sees, such as a killed worker) and adds the
     dead-letter ``on_failure_callback`` to any callbacks already there. A ``retries`` already set
     to something else is a ``ProfileConflictError``. Returns ``target``.
+
+    A ``retry_policy`` the author already set (not one of ours) is kept in front: on Airflow 3.4
+    the task gets a chain (``ChainRetryPolicy``: the author's policy first, the profile's when it
+    makes no decision); on 3.3, which cannot chain policies, a ``ProfileConflictError`` naming both.
     """
     resolved = get_profile(profile) if isinstance(profile, str) else profile
     policy = ClassifiedRetryPolicy(resolved, **policy_kwargs)
@@ -331,8 +337,11 @@ def _apply_to_mapping(
     from airflow_retry_provider.dlq.callback import file_dead_letter, resolve_dead_letter
 
     _check_retries("default_args", args.get("retries"), profile)
+    composed = composed_policy(
+        "default_args", args.get("retry_policy"), policy
+    )  # may refuse: before any change
     args["retries"] = profile.retries
-    args["retry_policy"] = policy
+    args["retry_policy"] = composed
     args["retry_delay"] = policy.backoff.base  # used only where the policy is not consulted (a killed worker)
     args.setdefault("execution_timeout", profile.execution_timeout)
     args["on_failure_callback"] = with_callback(args.get("on_failure_callback"), file_dead_letter)
@@ -351,8 +360,10 @@ def _apply_to_operator(operator: Any, profile: Profile, policy: ClassifiedRetryP
         )
     explicit = operator.retries if operator.retries != _default_retries() else None
     _check_retries(f"task {operator.task_id!r}", explicit, profile)
+    # may refuse: before any change
+    composed = composed_policy(f"task {operator.task_id!r}", getattr(operator, "retry_policy", None), policy)
     operator.retries = profile.retries
-    operator.retry_policy = policy
+    operator.retry_policy = composed
     operator.retry_delay = (
         policy.backoff.base
     )  # used only where the policy is not consulted (a killed worker)
@@ -367,3 +378,60 @@ def _default_retries() -> int:
     from airflow.sdk.definitions._internal.abstractoperator import DEFAULT_RETRIES
 
     return int(DEFAULT_RETRIES)
+
+
+def composed_policy(where: str, existing: Any, policy: ClassifiedRetryPolicy) -> Any:
+    """``policy`` after the ``retry_policy`` already at ``where``: a chain on Airflow 3.4, an error on 3.3.
+
+    None or one of ours (a profile applied again): replaced by ``policy``. Any other policy (a
+    chain, Airflow's ``ExceptionRetryPolicy``, common-ai's ``LLMRetryPolicy``, ...) decides first;
+    the profile's policy decides what it leaves (``DEFAULT``). The chain remembers each try's
+    decision, so a letter filed after the author's policy decided names it and its reason.
+    """
+    if existing is None or isinstance(existing, ClassifiedRetryPolicy):
+        return policy
+    chain: Any = _remembering_chain()
+    if chain is not None and isinstance(existing, chain):  # a profile applied again: it replaces ours
+        kept = [p for p in existing.policies if not isinstance(p, ClassifiedRetryPolicy)]
+        return chain([*kept, policy])
+    if chain is None:
+        raise ProfileConflictError(
+            f"{where}: retry_policy={type(existing).__name__} is already set and apply_profile would "
+            f"replace it with ClassifiedRetryPolicy (profile {policy.profile.name if policy.profile else None!r}); "
+            "Airflow 3.3 cannot chain retry policies (3.4's ChainRetryPolicy can): remove one of them"
+        )
+    return chain([existing, policy])
+
+
+@functools.cache
+def _remembering_chain() -> type | None:
+    """Airflow's ``ChainRetryPolicy`` (3.4) that remembers the decision of each try; None on 3.3."""
+    base = chain_policy()
+    if base is None:
+        return None
+
+    class ProfileChainRetryPolicy(base):  # type: ignore[misc,valid-type]
+        """The author's retry policy, then the profile's (built by ``apply_profile``).
+
+        ``decision_for(context, try_number)`` gives the decision the chain returned for that try
+        (its reason names the policy that decided), for the dead-letter callback.
+        """
+
+        def __init__(self, policies: Sequence[Any]) -> None:
+            super().__init__(policies)
+            self._decisions: dict[tuple[Any, ...], Any] = {}
+
+        def evaluate(
+            self, exception: BaseException, try_number: int, max_tries: int, context: Any = None
+        ) -> Any:
+            decision = super().evaluate(exception, try_number, max_tries, context)
+            if context and "ti" in context:
+                self._decisions[_ti_key(context, try_number)] = decision
+                if len(self._decisions) > 256:
+                    del self._decisions[next(iter(self._decisions))]
+            return decision
+
+        def decision_for(self, context: Mapping[str, Any], try_number: int) -> Any:
+            return self._decisions.get(_ti_key(context, try_number))
+
+    return ProfileChainRetryPolicy

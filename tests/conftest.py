@@ -240,19 +240,17 @@ def metadata_dsn() -> str:
     )
 
 
-TRIES_SQL = """
-SELECT try_number, state, retry_delay_override, retry_reason FROM task_instance_history
-WHERE dag_id = %(dag_id)s AND run_id = %(run_id)s AND task_id = %(task_id)s
-UNION ALL
-SELECT try_number, state, retry_delay_override, retry_reason FROM task_instance
-WHERE dag_id = %(dag_id)s AND run_id = %(run_id)s AND task_id = %(task_id)s
-ORDER BY try_number
-"""
-
-
 def task_tries(dag_id: str, run_id: str, task_id: str) -> list[tuple]:
-    """Every try of one task instance: (try_number, state, retry_delay_override, retry_reason)."""
+    """Every try of one task instance: (try_number, state, retry_delay_override, retry_reason).
+
+    Read as the demo and the e2e tests read them (``airflow_compat.run_tries_query``: Airflow 3.3's
+    ``task_instance_history`` or 3.4's one row per try).
+    """
     import psycopg
 
+    from airflow_retry_provider.airflow_compat import run_tries_query
+
     with psycopg.connect(metadata_dsn()) as conn:
-        return conn.execute(TRIES_SQL, {"dag_id": dag_id, "run_id": run_id, "task_id": task_id}).fetchall()
+        rows = [row for row in run_tries_query(conn, dag_id, run_id) if row["task_id"] == task_id]
+    rows.sort(key=lambda row: (row["try_number"], row["map_index"]))
+    return [(r["try_number"], r["state"], r["retry_delay_override"], r["retry_reason"]) for r in rows]

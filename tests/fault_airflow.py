@@ -244,6 +244,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._fail_after_acting(fault, status, answer)
 
     def do_GET(self) -> None:  # noqa: N802
+        if self.path == "/api/v2/version":  # asked once per client, before its first clear: no fault
+            self._answer(200, {"version": "3.3.2", "git_version": None})
+            return
         fault = self.fake.next_fault()
         if fault in ("409", "500"):
             self._answer(int(fault), {"detail": f"injected {fault}"})

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from airflow_retry_provider import announce, metrics
+from airflow_retry_provider.airflow_compat import policy_with
 from airflow_retry_provider.alerts import messages
 from airflow_retry_provider.alerts.messages import Alert, Impact
 from airflow_retry_provider.alerts.notifiers import AlertSettings, load_settings
@@ -50,8 +51,8 @@ def impact_of(context: Mapping[str, Any] | None) -> Impact:
     try:
         if task is not None and hasattr(task, "get_flat_relative_ids"):
             downstream = tuple(sorted(task.get_flat_relative_ids(upstream=False)))
-        policy: Any = getattr(task, "retry_policy", None)
-        if hasattr(policy, "deadline_for"):
+        policy: Any = policy_with(task, "deadline_for")  # the task's, or one in its chain (3.4)
+        if policy is not None:
             deadline = policy.deadline_for(context)
     except Exception:  # the impact is a courtesy: an alert without it still goes out
         log.debug("could not work out the impact", exc_info=True)

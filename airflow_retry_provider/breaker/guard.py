@@ -28,6 +28,7 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_retry_provider import metrics
+from airflow_retry_provider.airflow_compat import policy_with
 from airflow_retry_provider.callbacks import with_callback
 from airflow_retry_provider.policy.breaker import (
     UNWELL_CATEGORIES,
@@ -169,10 +170,9 @@ def outage_cause(context: Mapping[str, Any]) -> OutageCause | None:
 
 def _classification(task: Any, context: Any, exception: BaseException) -> tuple[str, str]:
     """The class and category the task's retry policy gave this failure, else the default rules'."""
-    policy = getattr(task, "retry_policy", None)
-    evaluation_for = getattr(policy, "evaluation_for", None)
-    if evaluation_for is not None:
-        evaluation = evaluation_for(context, context["ti"].try_number)
+    policy = policy_with(task, "evaluation_for")  # the task's, or one in its chain (3.4)
+    if policy is not None:
+        evaluation = policy.evaluation_for(context, context["ti"].try_number)
         if evaluation is not None:
             cls = evaluation.classification
             return cls.category, cls.failure_class

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_retry_provider import metrics, settings
+from airflow_retry_provider.airflow_compat import policies_in, policy_with
 from airflow_retry_provider.dlq.models import MANAGED_TAG, SWEEP_VARIABLE, NewLetter, parse_dag_list
 from airflow_retry_provider.identity import key_parts, make_work_unit_key
 from airflow_retry_provider.masking import mask
@@ -52,9 +53,10 @@ def build_letter(context: Mapping[str, Any], filed_by: str = "callback") -> NewL
     """
     ti = context["ti"]
     exception = context.get("exception")
-    policy: Any = getattr(context.get("task"), "retry_policy", None)
+    task = context.get("task")
+    policy: Any = policy_with(task, "evaluation_for")  # the task's, or one in its chain (3.4)
     evaluation = None
-    if hasattr(policy, "evaluation_for"):
+    if policy is not None:
         evaluation = policy.evaluation_for(context, ti.try_number)
     if evaluation is not None:
         classification = evaluation.classification
@@ -65,14 +67,26 @@ def build_letter(context: Mapping[str, Any], filed_by: str = "callback") -> NewL
         attempts_used = int(ti.try_number)
         max_attempts = int(max_tries) + 1 if isinstance(max_tries, int) else None
     decision = evaluation.decision if evaluation is not None else None
+    failure = (
+        f"{classification.failure_class}/{classification.category}: "
+        f"{classification.exception_type}: {classification.message}"
+    )
+    rule = classification.rule
+    decided_elsewhere = (
+        None if evaluation is not None else other_policy_decision(task, context, ti.try_number)
+    )
     if isinstance(decision, DeadLetter):
         category, reason = decision.category, decision.reason
+    elif decided_elsewhere is not None:  # another policy (alone, or before ours in a chain) decided
+        name, said = decided_elsewhere
+        left = max_attempts is None or attempts_used < max_attempts
+        category = OTHER_POLICY if left else "exhausted"
+        rule = f"policy:{name}"
+        reason = f"[attempt {attempts_used}/{max_attempts or '?'}] dead letter {category}: {said or name}"
+        reason += f" ({failure})"
     else:  # a retry was allowed but Airflow had no attempt left, or no policy decided
         category = "exhausted"
-        reason = f"[attempt {attempts_used}/{max_attempts or '?'}] dead letter exhausted: " + (
-            f"{classification.failure_class}/{classification.category}: "
-            f"{classification.exception_type}: {classification.message}"
-        )
+        reason = f"[attempt {attempts_used}/{max_attempts or '?'}] dead letter exhausted: " + failure
     parts = key_parts(context)
     return NewLetter(
         dag_id=parts["dag_id"],
@@ -88,7 +102,7 @@ def build_letter(context: Mapping[str, Any], filed_by: str = "callback") -> NewL
         workspace_id=_redact_optional(_setting(context, "workspace_id")),
         failure_class=classification.failure_class,
         category=category,
-        rule=classification.rule,
+        rule=rule,
         exception_type=classification.exception_type,
         message=mask(classification.message),
         reason=mask(reason)[:500],
@@ -98,6 +112,38 @@ def build_letter(context: Mapping[str, Any], filed_by: str = "callback") -> NewL
         filed_by=filed_by,
         **ran_version(ti),
     ).storable()  # NUL or a lone surrogate anywhere (message, ids from params) would lose the row
+
+
+# The category of a letter filed after a policy other than ClassifiedRetryPolicy decided to fail
+# with attempts left (Airflow's ExceptionRetryPolicy, common-ai's LLM or classifier policy, ...).
+OTHER_POLICY = "other-policy"
+
+
+def other_policy_decision(
+    task: Any, context: Mapping[str, Any], try_number: int
+) -> tuple[str, str | None] | None:
+    """Which policy other than ours decided this try, and its reason if known; None when no other policy is set.
+
+    A chain built by ``apply_profile`` remembers the decision it returned (``decision_for``: the
+    reason names the policy that decided, as Airflow's ``ChainRetryPolicy`` writes it); any other
+    policy is known by its class name only (Airflow 3.4 keeps its reason on the task instance).
+    """
+    policy = getattr(task, "retry_policy", None)
+    if policy is None:
+        return None
+    remembered = getattr(policy, "decision_for", None)
+    decision = remembered(context, try_number) if remembered is not None else None
+    if decision is not None:
+        if str(getattr(decision.action, "value", decision.action)) == "default" or not decision.reason:
+            return None  # no policy took a position: Airflow's own retries ran out
+        said = redact(str(decision.reason), limit=400)  # the other policy's text: untrusted, as a failure's
+        return said.split(":", 1)[0].strip(), said
+    others = [
+        p for p in policies_in(policy) if not hasattr(p, "evaluation_for") and not hasattr(p, "policies")
+    ]
+    if not others:  # only ours, and it did not evaluate this try (a killed worker): the default rules
+        return None
+    return (type(others[0]).__name__ if len(others) == 1 else type(policy).__name__), None
 
 
 def ran_version(ti: Any) -> dict[str, Any]:

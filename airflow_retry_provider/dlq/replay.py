@@ -164,6 +164,7 @@ class ReplayEngine:
                     dry_run=True,
                     downstream=downstream,
                     run_on_latest_version=run_on_latest_version,
+                    keep_task_state=True,  # as the replay will
                 )
                 items.append(PreviewItem(letter, tuple(instances), runs_on=runs_on))
             except AirflowApiError as exc:
@@ -331,6 +332,9 @@ class ReplayEngine:
                 note=note,
                 downstream=request.downstream,
                 run_on_latest_version=request.run_on_latest_version,
+                # Airflow 3.4 would otherwise wipe what the tasks stored (a remote job's id): the
+                # replayed try must be able to reconnect to a job whose outcome is unknown
+                keep_task_state=True,
             )
             if not cleared:
                 raise AirflowApiError(

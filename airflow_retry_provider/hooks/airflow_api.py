@@ -15,6 +15,8 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
+from airflow_retry_provider.airflow_compat import keeps_task_state
+
 API_CONN_ID = "retry_provider_airflow_api"
 API_CONN_ENV = "AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API"
 PAGE_SIZE = 100
@@ -232,6 +234,7 @@ class AirflowApi:
         self._client = httpx.Client(base_url=credentials.base_url, timeout=timeout, transport=transport)
         self._token: str | None = token
         self._fixed_token = token is not None
+        self._version: str | None = None
 
     def __repr__(self) -> str:
         return f"AirflowApi({self.credentials.base_url!r})"
@@ -318,12 +321,18 @@ class AirflowApi:
         note: str | None = None,
         downstream: bool = True,
         run_on_latest_version: bool | None = None,
+        keep_task_state: bool = True,
     ) -> list[TaskInstanceRef]:
         """Clear one failed task instance and, with ``downstream``, the ones after it in its run that did not succeed.
 
         Only failed and upstream-failed instances are cleared (``only_failed``), so a task that
         already succeeded never runs again. A task instance that is running, queued or scheduled
         is not cleared (HTTP 409). Returns the instances Airflow reports (with ``dry_run``: would clear).
+
+        ``keep_task_state`` (Airflow 3.4 and later; 3.3 refuses the field, so it is sent only to an
+        Airflow that takes it): keep what the cleared tasks stored in Airflow's task state store, so
+        the next try can reconnect to a remote job whose outcome is unknown (Airflow's default,
+        false, wipes it and the task starts over). 3.3 has no such store to wipe.
         """
         marker: str | list[Any] = task_id if map_index == -1 else [task_id, map_index]
         body: dict[str, Any] = {
@@ -342,8 +351,28 @@ class AirflowApi:
             body["note"] = note[:1000]
         if run_on_latest_version is not None:  # absent: Airflow's DAG-level, then [core], default
             body["run_on_latest_version"] = run_on_latest_version
+        try:
+            version = self.airflow_version()
+        except AirflowApiError as exc:  # the clear itself was never sent
+            raise AirflowApiError(f"before clearing: {exc}", exc.status_code, sent=False) from None
+        if keeps_task_state(version):
+            body["keep_task_state"] = keep_task_state
         answer = self.request("POST", f"/api/v2/dags/{quote(dag_id, safe='')}/clearTaskInstances", json=body)
         return [TaskInstanceRef.from_json(item) for item in (answer or {}).get("task_instances", [])]
+
+    def airflow_version(self) -> str:
+        """The version of the Airflow answering (``GET /api/v2/version``), asked once per client."""
+        if self._version is None:
+            answer = self.request("GET", "/api/v2/version") or {}
+            version = answer.get("version")
+            try:
+                keeps_task_state(str(version))
+            except ValueError:
+                raise AirflowApiError(
+                    f"GET /api/v2/version answered no version: {str(answer)[:200]}"
+                ) from None
+            self._version = str(version)
+        return self._version
 
     def task_instance(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> TaskInstanceRef:
         """The current state and try number of one task instance."""

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
+from airflow_retry_provider.airflow_compat import attempts
 from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.models import Letter
 from airflow_retry_provider.dlq.store import LetterFilter
@@ -383,13 +384,12 @@ def _schedule(ti: Any, dag_run: Any, tries: list[dict[str, Any]], next_try_at: d
 def retry_history(dag_id: str, run_id: str, task_id: str, map_index: int) -> dict[str, Any] | None:
     """Every try of one task instance, the next try's start and the schedule ahead; None if there is no such instance.
 
-    Reads ``task_instance`` and ``task_instance_history`` of Airflow's metadata database (the
-    plugin runs in the api-server): Airflow's REST API does not expose ``retry_reason`` nor
-    ``retry_delay_override``.
+    Reads Airflow's metadata database (the plugin runs in the api-server) through
+    :func:`airflow_retry_provider.airflow_compat.attempts`, which knows where each Airflow version
+    keeps its tries: Airflow's REST API carries no ``retry_delay_override`` (nor, on 3.3, the reason).
     """
     from airflow.models.dagrun import DagRun
     from airflow.models.taskinstance import TaskInstance
-    from airflow.models.taskinstancehistory import TaskInstanceHistory
     from airflow.utils.session import create_session
     from sqlalchemy import select
 
@@ -399,12 +399,7 @@ def retry_history(dag_id: str, run_id: str, task_id: str, map_index: int) -> dic
         if ti is None:
             return None
         dag_run = session.scalars(select(DagRun).filter_by(dag_id=dag_id, run_id=run_id)).one()
-        history = session.scalars(
-            select(TaskInstanceHistory).filter_by(**ti_key).order_by(TaskInstanceHistory.try_number)
-        ).all()
-        tries = [_try_json(row) for row in history if row.try_number != ti.try_number]
-        if ti.try_number:
-            tries.append(_try_json(ti))
+        tries = [_try_json(attempt) for attempt in attempts(session, ti)]
         next_try_at = None
         if ti.state == "up_for_retry" and ti.retry_delay_override is not None:
             next_try_at = ti.next_retry_datetime()

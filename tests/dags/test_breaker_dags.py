@@ -5,6 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from airflow_retry_provider.airflow_compat import run_task_instances
 from airflow_retry_provider.breaker.store import BreakerStore
 from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.policy.breaker import CLOSED, HALF_OPEN, OPEN
@@ -15,13 +16,14 @@ pytestmark = pytest.mark.dags
 
 
 def reschedules(dag_id: str, run_id: str) -> dict[tuple[str, int], int]:
+    """Reschedules of the live try of each task instance, by (task_id, map_index), on 3.3's schema or 3.4's."""
     with psycopg.connect(metadata_dsn()) as conn:
+        live = {r["id"]: (r["task_id"], r["map_index"]) for r in run_task_instances(conn, dag_id, run_id)}
         rows = conn.execute(
-            "SELECT task_id, map_index, count(*) FROM task_reschedule tr JOIN task_instance ti ON ti.id = tr.ti_id"
-            " WHERE ti.dag_id = %s AND ti.run_id = %s GROUP BY task_id, map_index",
-            (dag_id, run_id),
+            "SELECT ti_id::text, count(*) FROM task_reschedule WHERE ti_id::text = ANY(%s) GROUP BY ti_id",
+            (list(live),),
         ).fetchall()
-    return {(task_id, map_index): count for task_id, map_index, count in rows}
+    return {live[ti_id]: count for ti_id, count in rows}
 
 
 def probe_of(store: BreakerStore) -> tuple[str, int]:

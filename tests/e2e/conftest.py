@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from airflow_retry_provider.airflow_compat import run_tries_query
 from devstack.airflow import AirflowStack
 from devstack.browser import chromium
 from devstack.browser import signed_in_page as sign_in
@@ -90,18 +91,10 @@ class E2E:
 
     def tries(self, run: dict[str, Any], task_id: str) -> list[dict[str, Any]]:
         """Every try of a task instance from Airflow's metadata database, oldest first."""
-        sql = """
-            SELECT try_number, state, start_date, end_date, retry_delay_override, retry_reason
-            FROM task_instance_history WHERE dag_id = %(d)s AND run_id = %(r)s AND task_id = %(t)s
-            UNION ALL
-            SELECT try_number, state, start_date, end_date, retry_delay_override, retry_reason
-            FROM task_instance WHERE dag_id = %(d)s AND run_id = %(r)s AND task_id = %(t)s
-            ORDER BY try_number
-        """
         with psycopg.connect(self.metadata_dsn) as conn:
-            cur = conn.execute(sql, {"d": run["dag_id"], "r": run["dag_run_id"], "t": task_id})
-            names = [c.name for c in cur.description]
-            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+            rows = run_tries_query(conn, run["dag_id"], run["dag_run_id"])
+        fields = ("try_number", "state", "start_date", "end_date", "retry_delay_override", "retry_reason")
+        return [{name: row[name] for name in fields} for row in rows if row["task_id"] == task_id]
 
 
 # What the modules on the shared stack need of it: StatsD (scenarios) and a replay driver that

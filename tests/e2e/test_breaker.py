@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import psycopg
 import pytest
 
+from airflow_retry_provider.airflow_compat import run_task_instances
 from airflow_retry_provider.breaker.store import BreakerStore
 from airflow_retry_provider.policy.breaker import CLOSED, HALF_OPEN, OPEN
 from tests.dag_files.outage_dags import POOL
@@ -97,12 +98,8 @@ def partner(e2e) -> Iterator[PartnerService]:
 def tries_of(metadata_dsn: str, dag_id: str, run_id: str) -> dict[int, tuple[str, int]]:
     """(state, try_number) of each mapped read_partner task instance, by map index."""
     with psycopg.connect(metadata_dsn) as conn:
-        rows = conn.execute(
-            "SELECT map_index, state, try_number FROM task_instance"
-            " WHERE dag_id = %s AND run_id = %s AND task_id = 'read_partner'",
-            (dag_id, run_id),
-        ).fetchall()
-    return {map_index: (state, try_number) for map_index, state, try_number in rows}
+        rows = run_task_instances(conn, dag_id, run_id)  # Airflow 3.3's schema or 3.4's
+    return {r["map_index"]: (r["state"], r["try_number"]) for r in rows if r["task_id"] == "read_partner"}
 
 
 def test_an_outage_is_held_with_the_breaker_and_burns_every_retry_without_it(e2e, partner):

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from airflow_retry_provider.airflow_compat import run_tries_query
 from devstack.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowStack
 from devstack.postgres import PostgresServer, server_from_env_or_start
 from devstack.redis import RedisServer, start_redis
@@ -35,17 +36,6 @@ FIX_VERSION = "risk-report-reads-silver"
 DEAD_LETTERS_PATH = "/retry-provider/"
 METADATA_DB = "airflow_retry_demo_meta"
 PROVIDER_DB = "airflow_retry_demo"
-
-# Every try of every task of one run, from Airflow's metadata database (the REST API does not
-# expose the retry policy's delay and reason). Read by this operator tool, never by a task.
-TRIES_SQL = """
-SELECT task_id, map_index, try_number, state, retry_delay_override, retry_reason
-FROM task_instance_history WHERE dag_id = %(dag_id)s AND run_id = %(run_id)s
-UNION ALL
-SELECT task_id, map_index, try_number, state, retry_delay_override, retry_reason
-FROM task_instance WHERE dag_id = %(dag_id)s AND run_id = %(run_id)s
-ORDER BY task_id, map_index, try_number
-"""
 
 
 def _stop_on_sigterm() -> None:
@@ -281,21 +271,24 @@ def print_summary(server: PostgresServer, runs: list[dict[str, Any]]) -> None:
         for run in runs:
             interval = f"{run.get('data_interval_start')} .. {run.get('data_interval_end')}"
             print(f"\n{run['dag_id']}  run {run['dag_run_id']}  state={run['state']}  interval {interval}")
-            cursor = conn.cursor()
-            cursor.execute(TRIES_SQL, {"dag_id": run["dag_id"], "run_id": run["dag_run_id"]})
-            tries: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
-            for row in cursor.fetchall():
-                tries.setdefault((row[0], row[1]), []).append(row)
+            # every try from Airflow's metadata database (the REST API carries no retry delay), read
+            # as Airflow 3.3 or 3.4 keeps them; by this operator tool, never by a task
+            tries: dict[tuple[str, int], list[dict[str, Any]]] = {}
+            for row in run_tries_query(conn, run["dag_id"], run["dag_run_id"]):
+                tries.setdefault((row["task_id"], row["map_index"]), []).append(row)
             for (task_id, map_index), rows in sorted(tries.items()):
                 label = task_id if map_index < 0 else f"{task_id}[{map_index}]"
                 final = rows[-1]
-                print(f"  {label:<28} {final[3] or 'none':<16} tries={final[2]}")
+                print(f"  {label:<28} {final['state'] or 'none':<16} tries={final['try_number']}")
                 for row in rows[:-1]:  # earlier tries: the policy's delay and reason, if it retried
-                    if row[4] is None and not row[5]:
-                        print(f"      try {row[2]}: {row[3]}")
+                    delay_s, reason = row["retry_delay_override"], row["retry_reason"]
+                    if delay_s is None and not reason:
+                        print(f"      try {row['try_number']}: {row['state']}")
                     else:
-                        delay = f"{row[4]:.3f}s" if row[4] is not None else "default"
-                        print(f"      try {row[2]}: {row[3]}, retry after {delay}: {row[5] or ''}")
+                        delay = f"{delay_s:.3f}s" if delay_s is not None else "default"
+                        print(
+                            f"      try {row['try_number']}: {row['state']}, retry after {delay}: {reason or ''}"
+                        )
 
 
 def print_dead_letters(provider_dsn: str) -> list[Any]:

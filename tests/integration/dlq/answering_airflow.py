@@ -3,8 +3,9 @@
 Only what the replay loop calls: ``POST /auth/token``, ``GET`` one task instance, ``POST
 .../clearTaskInstances`` (which sets the cleared instances queued at the next try, after running the
 test's ``on_clear`` hook: something another process does while the clear is in flight; each body is
-kept in ``clears``), and ``GET .../dagVersions`` (``versions``: a DAG with none answers 404). Every
-other path answers 404. ``calls`` counts the requests by kind.
+kept in ``clears``; a ``keep_task_state`` sent to a 3.3 is a 422, as Airflow 3.3 answers it),
+``GET .../dagVersions`` (``versions``: a DAG with none answers 404) and ``GET /api/v2/version``
+(``version``, "3.3.2" unless a test sets it). Every other path answers 404. ``calls`` counts the requests by kind.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class AnsweringAirflow:
         self.on_clear: Callable[[], None] | None = None
         self.clears: list[dict[str, Any]] = []
         self.versions: dict[str, list[dict[str, Any]]] = {}
+        self.version = "3.3.2"
         self.url = ""
         self.lock = threading.Lock()
 
@@ -67,9 +69,14 @@ class AnsweringAirflow:
             with self.lock:
                 found = self.instances.get(key)
             return (200, dict(found)) if found else (404, {"detail": "no such task instance"})
+        if method == "GET" and path == "/api/v2/version":
+            self.calls["version"] += 1
+            return 200, {"version": self.version, "git_version": None}
         if method == "POST" and (match := CLEAR_PATH.match(path)):
             self.calls["clear"] += 1
             self.clears.append(dict(body))
+            if "keep_task_state" in body and self.version.startswith("3.3."):
+                return 422, {"detail": [{"type": "extra_forbidden", "loc": ["body", "keep_task_state"]}]}
             if self.on_clear is not None:
                 self.on_clear()
             cleared = []

@@ -110,3 +110,32 @@ def test_a_replay_without_a_fix_version_or_the_latest_is_refused_naming_the_flag
     assert code != 0
     assert "--fix-version" in capsys.readouterr().err
     assert store.replays(letter_id) == []
+
+
+@pytest.mark.parametrize(
+    ("version", "sent"),
+    [
+        ("3.3.2", None),  # 3.3 refuses the field (422) and has no task state store to wipe
+        ("3.4.0b2", True),  # 3.4's default would wipe what the task stored: the replay keeps it
+        ("3.4.0", True),  # the final release, when it comes, the same
+    ],
+)
+def test_a_replay_keeps_the_task_state_where_airflow_takes_it(pg_dsn, fake, capsys, version, sent):
+    """The preview and the clear send keep_task_state=true to Airflow 3.4 and never send it to 3.3."""
+    fake.version = version
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    letter_id = _filed(store, fake)
+    client = fake.api()
+    ReplayEngine(store, client, replay_cap=3).preview(ids=[letter_id])
+    ReplayEngine(store, client, replay_cap=3).preview(ids=[letter_id])
+    assert [body.get("keep_task_state") for body in fake.clears] == [sent, sent]
+    assert fake.calls["version"] == 1  # asked once per client
+    api = ["--api-url", fake.url, "--api-user", "admin", "--api-password", "admin"]
+    code = main(
+        ["dlq", "replay", "--id", str(letter_id), "--actor", "ana", "--reason", "r", "--fix-version", "v6"]
+        + ["--no-canary", "--dsn", pg_dsn, *api]
+    )
+    assert code == 0, capsys.readouterr()
+    (cleared,) = [body for body in fake.clears if not body["dry_run"]]
+    assert cleared.get("keep_task_state") is sent
+    assert store.get(letter_id).status == "replaying"

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 import pytest
 
+from airflow_retry_provider.airflow_compat import one_row_per_try
 from airflow_retry_provider.identity import make_work_unit_key
 from airflow_retry_provider.policy import PROFILES
 from tests.conftest import metadata_dsn
@@ -114,3 +115,31 @@ def test_an_unknown_task_instance_is_404_and_an_unreadable_dag_403(ui: Ui, run):
     assert missing.status_code == 404 and "task_id='nope'" in missing.json()["detail"]
     bad = ui.get("/api/tries", **_params(run, map_index="x"))
     assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "map_index"]
+
+
+@pytest.mark.skipif(not one_row_per_try(), reason="Airflow 3.4's one row per try")
+def test_the_row_made_for_the_next_try_is_listed_without_what_it_copied(ui: Ui, run):  # noqa: F811
+    """3.4: the next try's row (made at once by Airflow, a copy of the failed try) is a waiting try, not a second failure."""
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    ended = datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc)
+    reason = "[attempt 4/4] [after 2026-11-30T10:05:00Z] [rule r] retryable/connection-failed: reset"
+    with create_session() as session:
+        ti = session.scalars(select(TaskInstance).filter_by(**_params(run), map_index=-1)).one()
+        ti.state, ti.end_date, ti.retry_delay_override, ti.retry_reason = "up_for_retry", ended, 300, reason
+        session.flush()
+        ti.prepare_db_for_next_try(session)  # what Airflow's execution API does on a retry
+    data = ui.get("/api/tries", **_params(run)).json()
+    assert (data["state"], data["try_number"]) == ("up_for_retry", 4)
+    assert [(t["try_number"], t["state"]) for t in data["tries"]] == [
+        (1, "failed"),
+        (2, "failed"),
+        (3, "failed"),  # archived for the retry
+        (4, "up_for_retry"),  # waiting: it has not run
+    ]
+    assert data["tries"][2]["reason"] == reason and data["tries"][2]["delay_seconds"] == 300
+    waiting = data["tries"][3]
+    assert (waiting["reason"], waiting["delay_seconds"], waiting["start_date"]) == (None, None, None)
+    assert data["next_try_at"] == (ended + timedelta(seconds=300)).isoformat()

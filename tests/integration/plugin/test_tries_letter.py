@@ -6,6 +6,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from airflow_retry_provider.airflow_compat import keeps_reason_on_fail
 from tests.conftest import metadata_dsn
 from tests.dag_files import policy_dags
 from tests.integration.dlq import support
@@ -33,6 +34,7 @@ def _airflow_reason(run) -> str | None:
     return reason
 
 
+@pytest.mark.skipif(keeps_reason_on_fail(), reason="Airflow 3.3 keeps no reason on FAIL")
 def test_the_try_that_dead_lettered_shows_its_letters_decision(ui: Ui, poison_run):  # noqa: F811
     """Airflow 3.3 kept no reason for the FAIL try; the API gives the letter's class, category, rule and reason, saying so."""
     assert _airflow_reason(poison_run) is None  # the premise: 3.3 stores nothing on FAIL
@@ -59,6 +61,28 @@ def test_the_try_that_dead_lettered_shows_its_letters_decision(ui: Ui, poison_ru
     words = text_of(page)
     assert "poison / not-found" in words and f"from letter {letter['id']}" in words
     assert f'href="/letters/{letter["id"]}"' in page
+
+
+@pytest.mark.skipif(not keeps_reason_on_fail(), reason="Airflow 3.4 keeps the reason on FAIL")
+def test_on_3_4_the_try_that_dead_lettered_shows_airflows_own_reason(ui: Ui, poison_run):  # noqa: F811
+    """Airflow 3.4 kept the policy's reason for the FAIL try: the API shows it, source airflow, read back like the letter's."""
+    kept = _airflow_reason(poison_run)
+    (letter,) = [row for row in support.rows(ui.dsn) if row["task_id"] == TASK_ID]
+    assert kept and "dead letter poison/not-found" in kept  # the premise: 3.4 stores it on FAIL
+    (tried,) = ui.get("/api/tries", **_params(poison_run)).json()["tries"]
+    assert (tried["try_number"], tried["state"], tried["source"], tried["reason"]) == (
+        1,
+        "failed",
+        "airflow",
+        kept,
+    )
+    decision = tried["decision"]
+    assert (decision["failure_class"], decision["category"], decision["rule"]) == (
+        "poison",
+        "not-found",
+        letter["rule"],
+    )
+    assert "letter_id" not in tried
 
 
 def test_a_reason_airflow_kept_wins_over_the_letter(ui: Ui, poison_run):  # noqa: F811
