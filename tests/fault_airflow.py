@@ -4,7 +4,9 @@ It holds one DAG (``FAULT_DAG``) whose runs each have the tasks ``a`` and ``b`` 
 ``a``), and serves the calls the replay engine, the outcome sync and the sweeper make through the
 real :class:`~airflow_retry_provider.hooks.airflow_api.AirflowApi`: sign-in, ``clearTaskInstances``
 (``only_failed``, ``include_downstream``, ``prevent_running_task``, a note), one task instance,
-task instances by state, one DAG run, DAGs by tag, Variables (none). A clear behaves as Airflow
+task instances by state, the bulk list (``POST .../dagRuns/~/taskInstances/list``: its id lists,
+states and ``end_date`` bounds, ordered by key or ``end_date``), one DAG run, DAGs by tag,
+Variables (none). A clear behaves as Airflow
 3.3's ``clear_task_instances``: the instance's state becomes none and its try number is kept; the
 scheduler's next try (:meth:`FaultAirflow.start`) adds one.
 

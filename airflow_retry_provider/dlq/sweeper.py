@@ -6,9 +6,15 @@ configures, see ``dlq/managed.py``) or when its DAG id is listed in the Airflow 
 ``airflow_retry_dlq_sweep_dags`` (a JSON list or comma-separated ids). Both are read through
 Airflow's REST API (connection ``retry_provider_airflow_api``), never the ORM. For each failed
 task instance of those DAGs with no letter at its try, a letter is filed with category
-``filed-by-sweeper``; then ``sync_outcomes`` resolves, re-files or releases letters left in
-``replaying``, letters in ``dlq`` whose task instance has since succeeded are resolved, and the
-replay jobs no driver is working on are driven for up to ``DRAIN_SECONDS``.
+``filed-by-sweeper``; letters left in ``replaying`` are resolved, re-filed or released; letters
+in ``dlq`` or ``parked`` whose task instance has since succeeded are resolved; and the replay jobs
+no driver is working on are driven for up to ``DRAIN_SECONDS``.
+
+Airflow is read in batches (``sweep_in_batches``, issue 46), so a sweep's cost follows what
+changed, not the backlog: what ended since a watermark kept in PostgreSQL, the replaying letters
+100 a page, and a full pass over the letters at rest spread over sweeps, at most
+``[retry_provider] sweep_max_pages`` pages. ``check_one_by_one`` is the sweep before it (one call
+per open letter), kept as the reference the batched one is tested and benchmarked against.
 """
 
 from __future__ import annotations
@@ -312,11 +318,31 @@ def read_changes(
         else:  # a whole page at one end_date (or none): the next page is further along the same instant
             skip += len(items)
         caught_up = len(items) < PAGE_SIZE
-        store.save_sweep_state(replace(state, watermark=cursor, watermark_skip=skip, caught_up=caught_up))
+        saved = _watermark_after(state, cursor, skip, caught_up, now - overlap)
+        store.save_sweep_state(saved)
         if caught_up:
             break
-    state = replace(state, watermark=cursor, watermark_skip=skip, caught_up=caught_up)
+    state = _watermark_after(state, cursor, skip, caught_up, now - overlap) if dags else state
     return SweepReport(tuple(dags), tuple(filed), covered, tuple(errors)), sorted(resolved), state
+
+
+def _watermark_after(
+    state: SweepState, cursor: datetime, skip: int, caught_up: bool, settled: datetime
+) -> SweepState:
+    """The watermark a read leaves: where it stopped; once caught up, never behind where it was nor behind ``settled``.
+
+    A read that caught up saw everything Airflow had ended: the watermark moves to the newest
+    ``end_date`` read, the one kept before, or ``settled`` (this host's now minus the overlap: a
+    task ending later, on an Airflow clock lagging less than the overlap, still lands after it),
+    whichever is latest, so sweeps that find nothing never reread the lookback.
+    """
+    if not caught_up:
+        return replace(state, watermark=cursor, watermark_skip=skip, caught_up=False)
+    marks = [(cursor, skip), (settled, 0)]
+    if state.watermark is not None:
+        marks.append((state.watermark, state.watermark_skip))
+    watermark, watermark_skip = max(marks)
+    return replace(state, watermark=watermark, watermark_skip=watermark_skip, caught_up=True)
 
 
 def number_versions(store: DeadLetterStore, api: AirflowApi) -> tuple[int, list[str]]:

@@ -10,6 +10,9 @@ replay (back to ``dlq`` counted, ``parked`` at the cap); a claim whose clear nev
 to ``dlq`` (``abandoned``). A letter whose task instance is gone from Airflow is parked. Letters
 at rest (``dlq``, ``parked``) whose task instance was since cleared by hand and succeeded are
 resolved (``resolve_succeeded_in_dlq``): one REST call per open letter, never a DAG's history.
+The sweeper and the driver read the same in batches (``sync_replaying_batched``,
+``check_resting_batched``: up to 100 letters of a DAG per call of Airflow's bulk list, within a
+:class:`PageBudget`), with the same decisions (``_decide``).
 The state tables are in ``dlq/states.py`` (and docs/ARCHITECTURE.md).
 """
 
@@ -154,17 +157,19 @@ class OutcomeSync:
         now: datetime | None = None,
         source: str = "sweeper",
         limit: int = 500,
+        open_claims_only: bool = False,
     ) -> SyncReport:
-        """``sync_outcomes`` for the sweeper, reading Airflow in batches: one page per ``PAGE_SIZE`` letters of a DAG.
+        """``sync_outcomes`` reading Airflow in batches: one page per ``PAGE_SIZE`` letters of a DAG.
 
         The same decisions as ``sync_outcomes`` (a letter Airflow's answer does not name is gone,
         as a 404 says), at most the pages ``budget`` allows. A 429 or 5xx stops the pass (an
         error in the report); the letters not reached are decided at the next sweep.
+        ``open_claims_only``: the driver's pass over the claims that need a decision.
         """
         now = now or datetime.now(timezone.utc)
         report = _new_report()
         since = self._db_now()
-        statement = query("replaying_letters")
+        statement = query("open_claims" if open_claims_only else "replaying_letters")
         while budget.left() > 0:
             size = min(limit, budget.left() * PAGE_SIZE)
             rows = self._page(statement, {"limit": size, "since": since, "letter_id": None})

@@ -226,3 +226,18 @@ def test_the_watermark_reads_only_what_ended_since_and_rereads_the_overlap(pg_ds
         _, resolved, _, behind = _sweep(pg_dsn, url, max_pages=2)
     letter = store.get(resolved[0]) if resolved else None
     assert letter is not None and letter.run_id == "r0001" and letter.status == "resolved"
+
+
+def test_sweeps_that_find_nothing_move_the_watermark_forward_never_back(pg_dsn):
+    """A sweep that caught up leaves the watermark at now minus the overlap at least, and the next one does not move it back."""
+    with fault_airflow(10.0) as (url, fake):
+        _resting(pg_dsn, url, fake, 3)
+        store = DeadLetterStore.from_dsn(pg_dsn)
+        started = datetime.now(timezone.utc)
+        _sweep(pg_dsn, url, max_pages=10)
+        first = store.sweep_state().watermark
+        _sweep(pg_dsn, url, max_pages=10)
+        second = store.sweep_state().watermark
+    assert first is not None and second is not None
+    assert first >= started - timedelta(hours=1) - timedelta(seconds=5)  # the default overlap
+    assert second >= first
