@@ -323,7 +323,8 @@ def read_changes(
         if caught_up:
             break
     state = _watermark_after(state, cursor, skip, caught_up, now - overlap) if dags else state
-    return SweepReport(tuple(dags), tuple(filed), covered, tuple(errors)), sorted(resolved), state
+    report = SweepReport(tuple(sorted(managed_ids)), tuple(filed), covered, tuple(errors))
+    return report, sorted(resolved), state
 
 
 def _watermark_after(
