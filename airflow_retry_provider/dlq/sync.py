@@ -417,7 +417,8 @@ def read_in_batches(
     """The task instances of ``letters``, ``PAGE_SIZE`` letters of one DAG per request, each chunk once read whole.
 
     A request asks for the chunk's runs x tasks (the bulk list filters each list with ``IN``), so
-    rows of other task instances of those runs may come back: only the letters' own are kept. A
+    rows of other task instances of those runs may come back: only the letters' own are kept (a
+    DAG's letters are taken by task, then run, so a chunk names few tasks). A
     chunk is yielded only when every page of it was read; the budget running out stops before the
     chunk that would exceed it. Airflow's errors (429, 5xx) are raised.
     """
@@ -425,6 +426,7 @@ def read_in_batches(
     for letter in letters:
         by_dag.setdefault(letter.dag_id, []).append(letter)
     for dag_id, of_dag in by_dag.items():
+        of_dag.sort(key=lambda letter: (letter.task_id, letter.run_id, letter.map_index))  # few tasks a chunk
         for start in range(0, len(of_dag), PAGE_SIZE):
             chunk = of_dag[start : start + PAGE_SIZE]
             wanted = {letter_key(letter) for letter in chunk}
