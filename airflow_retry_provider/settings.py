@@ -57,6 +57,8 @@ __all__ = [
     "retention_reports_days",
     "rules_file",
     "sweep_grace_seconds",
+    "sweep_max_pages",
+    "sweep_watermark_overlap_seconds",
     "work_sweeper_enabled",
     "work_sweeper_interval_seconds",
     "work_sweeper_lookup",
@@ -250,6 +252,24 @@ SETTINGS: tuple[Setting, ...] = (
         description="The sweeper DAG leaves failures newer than this to their callback.",
         parse=_seconds(whole=True),
         legacy_env="AIRFLOW_RETRY_DLQ_SWEEP_GRACE_SECONDS",
+    ),
+    Setting(
+        key="sweep_max_pages",
+        type="integer",
+        default="150",
+        example="500",
+        description="Pages of Airflow's bulk task-instance list one dead-letter sweep reads at most "
+        "(100 rows each); the next sweep continues where it stopped.",
+        parse=_integer(2, 1000000),
+    ),
+    Setting(
+        key="sweep_watermark_overlap_seconds",
+        type="integer",
+        default="3600",
+        example="600",
+        description="How far back of its watermark the sweeper reads ended task instances again "
+        "(clock skew between Airflow's hosts; read twice, decided once).",
+        parse=_seconds(whole=True),
     ),
     Setting(
         key="ui_timezone",
@@ -452,6 +472,8 @@ Key = Literal[
     "replay_canary_timeout_seconds",
     "replay_driver_interval_seconds",
     "sweep_grace_seconds",
+    "sweep_max_pages",
+    "sweep_watermark_overlap_seconds",
     "ui_timezone",
     "ledger_dedup_seconds",
     "dependencies_file",
@@ -598,6 +620,18 @@ def replay_driver_interval_seconds() -> timedelta:
 def sweep_grace_seconds() -> timedelta:
     """``[retry_provider] sweep_grace_seconds``."""
     value: timedelta = get("sweep_grace_seconds")
+    return value
+
+
+def sweep_max_pages() -> int:
+    """``[retry_provider] sweep_max_pages``."""
+    value: int = get("sweep_max_pages")
+    return value
+
+
+def sweep_watermark_overlap_seconds() -> timedelta:
+    """``[retry_provider] sweep_watermark_overlap_seconds``."""
+    value: timedelta = get("sweep_watermark_overlap_seconds")
     return value
 
 

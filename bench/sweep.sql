@@ -23,3 +23,6 @@ SELECT dag_id, run_id, task_id, status FROM retry_dead_letters WHERE status IN (
 
 -- name: count_by_status
 SELECT status, count(*) FROM retry_dead_letters GROUP BY status ORDER BY status;
+
+-- name: count_resolved
+SELECT count(*) FROM retry_dead_letters WHERE status = 'resolved';

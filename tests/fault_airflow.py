@@ -4,7 +4,9 @@ It holds one DAG (``FAULT_DAG``) whose runs each have the tasks ``a`` and ``b`` 
 ``a``), and serves the calls the replay engine, the outcome sync and the sweeper make through the
 real :class:`~airflow_retry_provider.hooks.airflow_api.AirflowApi`: sign-in, ``clearTaskInstances``
 (``only_failed``, ``include_downstream``, ``prevent_running_task``, a note), one task instance,
-task instances by state, one DAG run, DAGs by tag, Variables (none). A clear behaves as Airflow
+task instances by state, the bulk list (``POST .../dagRuns/~/taskInstances/list``: its id lists,
+states and ``end_date`` bounds, ordered by key or ``end_date``), one DAG run, DAGs by tag,
+Variables (none). A clear behaves as Airflow
 3.3's ``clear_task_instances``: the instance's state becomes none and its try number is kept; the
 scheduler's next try (:meth:`FaultAirflow.start`) adds one.
 
@@ -35,6 +37,7 @@ DOWNSTREAM = {"a": ("b",), "b": ()}
 FAULTS = ("ok", "409", "500", "act_500", "act_drop", "timeout")
 CLEARABLE = ("failed", "upstream_failed")
 UNFINISHED = (None, "running")
+BATCH_PATH = "/api/v2/dags/~/dagRuns/~/taskInstances/list"
 NOTE_REPLAY = re.compile(r"airflow-retry replay #(\d+) ")
 
 
@@ -215,6 +218,30 @@ class FaultAirflow:
         page = found[offset : offset + limit]
         return {"task_instances": [ti.to_json() for ti in page], "total_entries": len(found)}
 
+    def batch(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``POST /api/v2/dags/~/dagRuns/~/taskInstances/list`` as Airflow answers it (each list an ``IN``)."""
+
+        def bound(name: str) -> datetime | None:
+            return datetime.fromisoformat(body[name]) if body.get(name) else None
+
+        after, before = bound("end_date_gte"), bound("end_date_lte")
+        with self.lock:
+            found = [
+                ti
+                for _, ti in sorted(self.tis.items())
+                if FAULT_DAG in body.get("dag_ids", [FAULT_DAG])
+                and ti.run_id in body.get("dag_run_ids", [ti.run_id])
+                and ti.task_id in body.get("task_ids", [ti.task_id])
+                and ti.state in body.get("state", [ti.state])
+                and (after is None or (ti.end_date is not None and ti.end_date >= after))
+                and (before is None or (ti.end_date is not None and ti.end_date <= before))
+            ]
+            if body.get("order_by") == "end_date":
+                found.sort(key=lambda ti: ti.end_date or datetime.min.replace(tzinfo=timezone.utc))
+            offset, limit = int(body.get("page_offset", 0)), int(body.get("page_limit", 100))
+            page = found[offset : offset + limit]
+            return {"task_instances": [ti.to_json() for ti in page], "total_entries": len(found)}
+
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
@@ -233,6 +260,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         body = json.loads(raw or b"{}")
         fault = self.fake.next_fault()
+        if self.path == BATCH_PATH:  # a read: faults as a GET has them
+            if fault in ("409", "500"):
+                self._answer(int(fault), {"detail": f"injected {fault}"})
+                return
+            self._fail_after_acting(fault, 200, self.fake.batch(body))
+            return
         if fault in ("409", "500"):
             if not body.get("dry_run", True):
                 self.fake.record_clear(body, False, {})

@@ -40,12 +40,13 @@ from airflow_retry_provider.dlq.models import (
 )
 from airflow_retry_provider.dlq.replay import DEFAULT_SELECTION_LIMIT, ReplayEngine
 from airflow_retry_provider.dlq.store import LetterFilter
-from airflow_retry_provider.dlq.sync import OutcomeSync
+from airflow_retry_provider.dlq.sync import OutcomeSync, PageBudget
 from airflow_retry_provider.hooks.airflow_api import AirflowApi
 from airflow_retry_provider.policy import redact
 
 log = logging.getLogger(__name__)
 
+SETTLE_PAGES = 50  # a driver's pass over open claims reads at most this many pages (5,000 claims)
 MAX_PACE_NAP = 5.0  # a driver waiting for the pace wakes this often to renew its lease and see a cancel
 
 
@@ -161,7 +162,10 @@ class ReplayDriver:
         api = self._api_factory()
         try:
             sync = OutcomeSync(self.engine.store, api, replay_cap=self.engine.replay_cap)
-            report = sync.sync_outcomes(source="driver", open_claims_only=True)
+            # in batches: one call per 100 claims of a DAG a loop, never one per claim (issue 46)
+            report = sync.sync_replaying_batched(
+                PageBudget(SETTLE_PAGES), source="driver", open_claims_only=True
+            )
             if report.released or report.resolved or report.refiled:
                 log.info("airflow-retry-provider: driver settled claims %s", report.to_json())
         finally:

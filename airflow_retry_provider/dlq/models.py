@@ -572,6 +572,24 @@ class SyncReport:
         }
 
 
+@dataclass(frozen=True)
+class SweepState:
+    """Where the sweeper stands (``retry_sweep_state``), kept so any process continues it.
+
+    :param watermark: how far Airflow's stream of ended task instances was read (Airflow's
+        ``end_date``); None before the first sweep or when it was lost (then the sweep reads back
+        its lookback).
+    :param watermark_skip: rows at exactly ``watermark`` already read.
+    :param caught_up: the last read reached the stream's end (the next starts an overlap earlier).
+    :param pass_started_at: when the current full pass over the letters at rest began.
+    """
+
+    watermark: datetime | None
+    watermark_skip: int
+    caught_up: bool
+    pass_started_at: datetime | None
+
+
 Progress = Callable[[ReplayResult, int, int], None]
 """Told after each letter of a job: its result, how many are done, how many there are."""
 

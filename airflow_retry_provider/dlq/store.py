@@ -16,6 +16,7 @@ from airflow_retry_provider.dlq.models import (
     LetterEvent,
     NewLetter,
     Replay,
+    SweepState,
     status_after_failure,
 )
 from airflow_retry_provider.dlq.sql import query
@@ -248,6 +249,65 @@ class DeadLetterStore(Store):
                 return False
             self.record(cur, letter_id, "resolved", Actor.system("sweeper"), why, try_number=try_number)
             return True
+
+    # -- where the sweeper stands (dlq/sweeper.py, issue 46) -------------------------------------
+
+    def sweep_state(self, name: str = "dead-letters") -> SweepState:
+        """The sweeper's watermark and full pass (a fresh state when none was kept, or it was lost)."""
+        with self.db.transaction() as cur:
+            cur.execute(query("sweep_state"), {"name": name})
+            row = cur.fetchone()
+        if row is None:
+            return SweepState(None, 0, True, None)
+        return SweepState(row[0], int(row[1]), bool(row[2]), row[3])
+
+    def save_sweep_state(self, state: SweepState, name: str = "dead-letters") -> None:
+        with self.db.transaction() as cur:
+            cur.execute(
+                query("save_sweep_state"),
+                {
+                    "name": name,
+                    "watermark": state.watermark,
+                    "watermark_skip": state.watermark_skip,
+                    "caught_up": state.caught_up,
+                    "pass_started_at": state.pass_started_at,
+                },
+            )
+
+    def open_letters_of(self, keys: Sequence[tuple[str, str, str, int]]) -> builtins.list[Letter]:
+        """The open letters (``dlq``, ``parked``, ``replaying``) of these task instances."""
+        if not keys:
+            return []
+        dag_ids, run_ids, task_ids, map_indexes = (builtins.list(part) for part in zip(*keys, strict=True))
+        parameters = {
+            "dag_ids": dag_ids,
+            "run_ids": run_ids,
+            "task_ids": task_ids,
+            "map_indexes": map_indexes,
+        }
+        with self.db.transaction() as cur:
+            cur.execute(query("open_letters_of_task_instances"), parameters)
+            return [Letter.from_row(row) for row in ProviderDatabase.rows(cur)]
+
+    def open_letter_dags(self) -> builtins.list[str]:
+        """The DAGs with an open letter."""
+        with self.db.transaction() as cur:
+            cur.execute(query("open_letter_dags"))
+            return [str(row[0]) for row in cur.fetchall()]
+
+    def sweep_backlog(self, since: datetime) -> tuple[int, datetime | None]:
+        """Letters at rest not checked since ``since``, and the oldest check of a letter at rest."""
+        with self.db.transaction() as cur:
+            cur.execute(query("sweep_backlog"), {"since": since})
+            unchecked, oldest = cur.fetchone()
+        return int(unchecked), oldest
+
+    def database_now(self) -> datetime:
+        """PostgreSQL's clock."""
+        with self.db.transaction() as cur:
+            cur.execute(query("database_now"))
+            value: datetime = cur.fetchone()[0]
+        return value
 
     def has_letter(self, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int) -> bool:
         """True if a letter already covers this task instance at ``try_number`` or later."""

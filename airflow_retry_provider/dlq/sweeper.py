@@ -6,9 +6,15 @@ configures, see ``dlq/managed.py``) or when its DAG id is listed in the Airflow 
 ``airflow_retry_dlq_sweep_dags`` (a JSON list or comma-separated ids). Both are read through
 Airflow's REST API (connection ``retry_provider_airflow_api``), never the ORM. For each failed
 task instance of those DAGs with no letter at its try, a letter is filed with category
-``filed-by-sweeper``; then ``sync_outcomes`` resolves, re-files or releases letters left in
-``replaying``, letters in ``dlq`` whose task instance has since succeeded are resolved, and the
-replay jobs no driver is working on are driven for up to ``DRAIN_SECONDS``.
+``filed-by-sweeper``; letters left in ``replaying`` are resolved, re-filed or released; letters
+in ``dlq`` or ``parked`` whose task instance has since succeeded are resolved; and the replay jobs
+no driver is working on are driven for up to ``DRAIN_SECONDS``.
+
+Airflow is read in batches (``sweep_in_batches``, issue 46), so a sweep's cost follows what
+changed, not the backlog: what ended since a watermark kept in PostgreSQL, the replaying letters
+100 a page, and a full pass over the letters at rest spread over sweeps, at most
+``[retry_provider] sweep_max_pages`` pages. ``check_one_by_one`` is the sweep before it (one call
+per open letter), kept as the reference the batched one is tested and benchmarked against.
 """
 
 from __future__ import annotations
@@ -27,14 +33,22 @@ from airflow_retry_provider.dlq.driver import ReplayDriver
 from airflow_retry_provider.dlq.models import (
     MANAGED_TAG,
     SWEEP_VARIABLE,
+    Letter,
     NewLetter,
+    SweepState,
     SyncReport,
     parse_dag_list,
 )
 from airflow_retry_provider.dlq.replay import ReplayEngine, number_versions  # the sweep numbers versions too
 from airflow_retry_provider.dlq.store import DeadLetterStore
-from airflow_retry_provider.dlq.sync import SYNC_GRACE, OutcomeSync
-from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError, TaskInstanceRef, parse_time
+from airflow_retry_provider.dlq.sync import SYNC_GRACE, Key, OutcomeSync, PageBudget, letter_key, ti_key
+from airflow_retry_provider.hooks.airflow_api import (
+    PAGE_SIZE,
+    AirflowApi,
+    AirflowApiError,
+    TaskInstanceRef,
+    parse_time,
+)
 from airflow_retry_provider.identity import make_work_unit_key
 from airflow_retry_provider.policy import Classification, fingerprint, redact
 
@@ -59,9 +73,11 @@ class SweepReport:
     jobs_driven: tuple[int, ...] = ()
     versions_numbered: int = 0
     fixes_noticed: tuple[int, ...] = ()
+    behind: Backlog | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "behind": self.behind.to_json() if self.behind else None,
             "dag_ids": list(self.dag_ids),
             "filed": list(self.filed),
             "covered": self.covered,
@@ -71,6 +87,38 @@ class SweepReport:
             "jobs_driven": list(self.jobs_driven),
             "versions_numbered": self.versions_numbered,
             "fixes_noticed": list(self.fixes_noticed),
+        }
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """How far behind a sweep left the sweeper: what the next sweeps still have to read.
+
+    :param pages: pages of Airflow's bulk list this sweep read, of ``max_pages``.
+    :param letters_unchecked: letters at rest not yet checked in the current full pass.
+    :param oldest_check_age_seconds: how long ago the least recently checked letter at rest was checked.
+    :param watermark: how far the stream of ended task instances was read (Airflow's ``end_date``).
+    :param caught_up: the stream was read to its end.
+    :param pass_complete: this sweep finished a full pass (the next starts another).
+    """
+
+    pages: int
+    max_pages: int
+    letters_unchecked: int
+    oldest_check_age_seconds: float
+    watermark: datetime | None
+    caught_up: bool
+    pass_complete: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pages": self.pages,
+            "max_pages": self.max_pages,
+            "letters_unchecked": self.letters_unchecked,
+            "oldest_check_age_seconds": round(self.oldest_check_age_seconds, 1),
+            "watermark": self.watermark.isoformat() if self.watermark else None,
+            "caught_up": self.caught_up,
+            "pass_complete": self.pass_complete,
         }
 
 
@@ -190,6 +238,114 @@ def _sweep_one(
     return result.letter_id
 
 
+def read_changes(
+    store: DeadLetterStore,
+    api: AirflowApi,
+    managed: Iterable[str],
+    budget: PageBudget,
+    replay_cap: int,
+    lookback: timedelta = DEFAULT_LOOKBACK,
+    grace: timedelta = SYNC_GRACE,
+    overlap: timedelta = timedelta(hours=1),
+    now: datetime | None = None,
+) -> tuple[SweepReport, list[int], SweepState]:
+    """Read what ended in Airflow since the watermark, in pages: file failures with no letter, resolve letters at rest that succeeded.
+
+    The stream is every ``failed`` or ``success`` task instance of the managed DAGs and of the DAGs
+    with open letters, ordered by ``end_date`` from the kept watermark (Airflow's clock). A read that
+    caught up last time starts ``overlap`` (at least ``grace``) earlier: rows read twice are decided
+    once (filing and resolving are idempotent), and a host whose clock lags Airflow's by less than
+    ``overlap`` loses nothing. Without a watermark (a first sweep, or a lost one) it starts
+    ``lookback`` ago, as the one-by-one sweep did. The watermark is saved after each page, so a 429
+    or a 5xx (raised) or the budget stops the read where it is and the next sweep continues it.
+    Replaying letters are left to ``OutcomeSync.sync_replaying_batched``.
+    """
+    now = now or datetime.now(timezone.utc)
+    managed_ids = frozenset(managed)
+    dags = sorted({*managed_ids, *store.open_letter_dags()})
+    state = store.sweep_state()
+    if state.watermark is None:
+        cursor, skip = now - lookback, 0
+    elif state.caught_up:
+        cursor, skip = state.watermark - max(overlap, grace), 0
+    else:
+        cursor, skip = state.watermark, state.watermark_skip
+    filed: list[int] = []
+    resolved: list[int] = []
+    covered = 0
+    errors: list[str] = []
+    runs: dict[tuple[str, str], dict[str, Any]] = {}
+    caught_up = not dags
+    while dags and budget.spend():
+        items, _ = api.task_instances_batch(
+            dag_ids=dags,
+            states=("failed", "success"),
+            ended_from=cursor,
+            order_by="end_date",
+            offset=skip,
+            limit=PAGE_SIZE,
+        )
+        letters: dict[Key, list[Letter]] = {}
+        for letter in store.open_letters_of(sorted({ti_key(ti) for ti in items})):
+            letters.setdefault(letter_key(letter), []).append(letter)
+        for ti in items:
+            if ti.state == "success":
+                for letter in letters.get(ti_key(ti), []):
+                    if letter.status in ("dlq", "parked") and store.resolve_succeeded(
+                        letter.id, ti.try_number
+                    ):
+                        resolved.append(letter.id)
+                continue
+            if ti.dag_id not in managed_ids or (ti.end_date is not None and now - ti.end_date < grace):
+                continue
+            try:
+                outcome = _sweep_one(store, api, ti, runs, replay_cap)
+            except Exception as exc:  # one bad task instance is logged and counted; the sweep goes on
+                metrics.incr("sweeper", "error")
+                errors.append(
+                    f"{ti.dag_id}/{ti.run_id}/{ti.task_id}[{ti.map_index}]: {type(exc).__name__}: {redact(str(exc))}"
+                )
+                log.warning("airflow-retry-provider: sweeper skipped a task instance: %s", errors[-1])
+                continue
+            if outcome is None:
+                covered += 1
+            elif outcome:
+                filed.append(outcome)
+        ends = [ti.end_date for ti in items if ti.end_date is not None]
+        if ends and max(ends) > cursor:
+            cursor = max(ends)
+            skip = sum(1 for end in ends if end == cursor)
+        else:  # a whole page at one end_date (or none): the next page is further along the same instant
+            skip += len(items)
+        caught_up = len(items) < PAGE_SIZE
+        saved = _watermark_after(state, cursor, skip, caught_up, now - overlap)
+        store.save_sweep_state(saved)
+        if caught_up:
+            break
+    state = _watermark_after(state, cursor, skip, caught_up, now - overlap) if dags else state
+    report = SweepReport(tuple(sorted(managed_ids)), tuple(filed), covered, tuple(errors))
+    return report, sorted(resolved), state
+
+
+def _watermark_after(
+    state: SweepState, cursor: datetime, skip: int, caught_up: bool, settled: datetime
+) -> SweepState:
+    """The watermark a read leaves: where it stopped; once caught up, never behind where it was nor behind ``settled``.
+
+    A read that caught up saw everything Airflow had ended: the watermark moves to the newest
+    ``end_date`` read, the one kept before, or ``settled`` (this host's now minus the overlap: a
+    task ending later, on an Airflow clock lagging less than the overlap, still lands after it),
+    whichever is latest, so sweeps that find nothing never reread the lookback.
+    """
+    if not caught_up:
+        return replace(state, watermark=cursor, watermark_skip=skip, caught_up=False)
+    marks = [(cursor, skip), (settled, 0)]
+    if state.watermark is not None:
+        marks.append((state.watermark, state.watermark_skip))
+    watermark, watermark_skip = max(marks)
+    return replace(state, watermark=watermark, watermark_skip=watermark_skip, caught_up=True)
+
+
 def notice_fixes(store: DeadLetterStore, api: AirflowApi) -> tuple[list[int], list[str]]:
     """Notice the newer versions of DAGs with open letters: one notice (and one ``fix-deployed``
     alert) per DAG version and root-cause group whose letters failed on an older version.
@@ -246,12 +402,96 @@ def notice_fixes(store: DeadLetterStore, api: AirflowApi) -> tuple[list[int], li
     return notices, errors
 
 
+def sweep_in_batches(
+    store: DeadLetterStore,
+    api: AirflowApi,
+    outcomes: OutcomeSync,
+    managed: Iterable[str],
+    replay_cap: int,
+    lookback: timedelta,
+    grace: timedelta,
+    max_pages: int,
+) -> tuple[SweepReport, list[int], SyncReport, Backlog]:
+    """One sweep's reads of Airflow, at most ``max_pages`` pages of its bulk list, in this order.
+
+    1. What ended since the watermark (``read_changes``): failures with no letter filed, letters at
+       rest whose task instance succeeded resolved; a tenth of the pages is kept for step 3.
+    2. Every letter in ``replaying``, in batches (``sync_replaying_batched``): time decides some of
+       them (leases, the replay timeout), so they are read each sweep.
+    3. The full pass over the letters at rest, oldest check first, with the pages left: what the
+       watermark missed (lost, or a clock lagging more than the overlap) is found within a pass.
+
+    A 429 or a 5xx stops the sweep's reads (an error in its report); the watermark and the pass
+    keep their place and the next sweep continues.
+    """
+    budget = PageBudget(max_pages)
+    budget.keep(max(1, max_pages // 10))
+    resolved: list[int] = []
+    stopped: list[str] = []
+    state = store.sweep_state()
+    try:
+        report, resolved, state = read_changes(
+            store,
+            api,
+            managed,
+            budget,
+            replay_cap,
+            lookback=lookback,
+            grace=grace,
+            overlap=settings.sweep_watermark_overlap_seconds(),
+        )
+    except AirflowApiError as exc:  # the watermark stays where the last page left it
+        metrics.incr("sweeper", "error")
+        stopped.append(f"ended task instances: {redact(str(exc))}")
+        report = SweepReport(tuple(managed), (), 0, ())
+        state = store.sweep_state()
+    sync = outcomes.sync_replaying_batched(budget, grace=grace) if not stopped else SyncReport(errors=())
+    budget.keep(0)
+    pass_started = state.pass_started_at or store.database_now()
+    complete = False
+    if not stopped and not sync.errors:
+        checked, complete, error = outcomes.check_resting_batched(budget, pass_started)
+        resolved.extend(checked)
+        stopped.extend([error] if error else [])
+    state = store.sweep_state()
+    store.save_sweep_state(replace(state, pass_started_at=store.database_now() if complete else pass_started))
+    unchecked, oldest = store.sweep_backlog(pass_started)
+    age = (store.database_now() - oldest).total_seconds() if oldest is not None else 0.0
+    behind = Backlog(budget.used, max_pages, unchecked, age, state.watermark, state.caught_up, complete)
+    metrics.gauge("sweeper", "pages", value=budget.used)
+    metrics.gauge("sweeper", "letters_unchecked", value=unchecked)
+    metrics.gauge("sweeper", "oldest_check_age_seconds", value=age)
+    report = replace(report, errors=(*report.errors, *stopped))
+    return report, sorted(set(resolved)), sync, behind
+
+
+def check_one_by_one(
+    store: DeadLetterStore,
+    api: AirflowApi,
+    outcomes: OutcomeSync,
+    managed: Iterable[str],
+    replay_cap: int,
+    lookback: timedelta = DEFAULT_LOOKBACK,
+    grace: timedelta = SYNC_GRACE,
+) -> tuple[SweepReport, list[int], SyncReport]:
+    """The sweep's reads as they were before issue 46: one REST call per open letter, a DAG's failures listed each time.
+
+    Kept as the reference ``sweep_in_batches`` is tested against (the same letters resolved,
+    filed again, released) and as the benchmark's anchor; no sweep runs it.
+    """
+    report = sweep(store, api, managed, replay_cap, lookback=lookback, grace=grace)
+    sync = outcomes.sync_outcomes(grace=grace)
+    resolved = outcomes.resolve_succeeded_in_dlq()
+    return report, resolved, sync
+
+
 def run_sweeper(
     store: DeadLetterStore | None = None,
     api: AirflowApi | None = None,
     lookback: timedelta = DEFAULT_LOOKBACK,
     grace: timedelta | None = None,
     drain_seconds: float = DRAIN_SECONDS,
+    max_pages: int | None = None,
 ) -> dict[str, Any]:
     """The sweeper DAG's task: sweep the policy-managed DAGs, sync replay outcomes, drain replay jobs.
 
@@ -275,13 +515,14 @@ def run_sweeper(
     store = store or DeadLetterStore.from_conn_id()
     cap = settings.replay_max_attempts()
     grace = grace if grace is not None else settings.sweep_grace_seconds()
+    max_pages = max_pages if max_pages is not None else settings.sweep_max_pages()
     with api:
         with store.db.pinned() as db:  # one database connection for the sweep and the sync
             pinned = DeadLetterStore(db)
             outcomes = OutcomeSync(pinned, api, replay_cap=cap)
-            report = sweep(pinned, api, managed_dag_ids(api), cap, lookback=lookback, grace=grace)
-            sync = outcomes.sync_outcomes(grace=grace)
-            resolved = outcomes.resolve_succeeded_in_dlq()
+            report, resolved, sync, behind = sweep_in_batches(
+                pinned, api, outcomes, managed_dag_ids(api), cap, lookback, grace, max_pages
+            )
             numbered, version_errors = number_versions(pinned, api)
             noticed, notice_errors = notice_fixes(pinned, api)
         # then the jobs no other driver works on; the driver takes a connection per claim
@@ -295,6 +536,7 @@ def run_sweeper(
         versions_numbered=numbered,
         fixes_noticed=tuple(noticed),
         errors=(*report.errors, *version_errors, *notice_errors),
+        behind=behind,
     )
     log.info("airflow-retry-provider: sweep %s", json.dumps(report.to_json(), sort_keys=True))
     if report.errors or sync.errors:

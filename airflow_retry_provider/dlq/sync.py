@@ -10,13 +10,16 @@ replay (back to ``dlq`` counted, ``parked`` at the cap); a claim whose clear nev
 to ``dlq`` (``abandoned``). A letter whose task instance is gone from Airflow is parked. Letters
 at rest (``dlq``, ``parked``) whose task instance was since cleared by hand and succeeded are
 resolved (``resolve_succeeded_in_dlq``): one REST call per open letter, never a DAG's history.
+The sweeper and the driver read the same in batches (``sync_replaying_batched``,
+``check_resting_batched``: up to 100 letters of a DAG per call of Airflow's bulk list, within a
+:class:`PageBudget`), with the same decisions (``_decide``).
 The state tables are in ``dlq/states.py`` (and docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -26,7 +29,7 @@ from airflow_retry_provider.dlq import announce
 from airflow_retry_provider.dlq.models import Actor, Letter, NewLetter, SyncReport
 from airflow_retry_provider.dlq.sql import query
 from airflow_retry_provider.dlq.store import DeadLetterStore
-from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError, TaskInstanceRef
+from airflow_retry_provider.hooks.airflow_api import PAGE_SIZE, AirflowApi, AirflowApiError, TaskInstanceRef
 from airflow_retry_provider.policy import redact
 
 log = logging.getLogger(__name__)
@@ -145,6 +148,60 @@ class OutcomeSync:
             metrics.incr("sweeper", "error")
             report["errors"].append(f"letter {letter.id}: {redact(str(exc))}")
             return
+        self._decide(row, letter, ti, now, grace, source, report)
+
+    def sync_replaying_batched(
+        self,
+        budget: PageBudget,
+        grace: timedelta = SYNC_GRACE,
+        now: datetime | None = None,
+        source: str = "sweeper",
+        limit: int = 500,
+        open_claims_only: bool = False,
+    ) -> SyncReport:
+        """``sync_outcomes`` reading Airflow in batches: one page per ``PAGE_SIZE`` letters of a DAG.
+
+        The same decisions as ``sync_outcomes`` (a letter Airflow's answer does not name is gone,
+        as a 404 says), at most the pages ``budget`` allows. A 429 or 5xx stops the pass (an
+        error in the report); the letters not reached are decided at the next sweep.
+        ``open_claims_only``: the driver's pass over the claims that need a decision.
+        """
+        now = now or datetime.now(timezone.utc)
+        report = _new_report()
+        since = self._db_now()
+        statement = query("open_claims" if open_claims_only else "replaying_letters")
+        while budget.left() > 0:
+            size = min(limit, budget.left() * PAGE_SIZE)
+            rows = self._page(statement, {"limit": size, "since": since, "letter_id": None})
+            by_letter = {int(row["id"]): row for row in rows}
+            letters = [Letter.from_row(row) for row in rows]
+            try:
+                for chunk, found in read_in_batches(self.api, letters, budget):
+                    for letter in chunk:
+                        ti = found.get(letter_key(letter))
+                        if ti is None:  # Airflow has no such task instance (any more): as a 404
+                            self._park_vanished(letter)
+                            continue
+                        self._decide(by_letter[letter.id], letter, ti, now, grace, source, report)
+            except AirflowApiError as exc:
+                metrics.incr("sweeper", "error")
+                report["errors"].append(f"replaying letters: {redact(str(exc))}")
+                break
+            if len(rows) < size:
+                break
+        return _sync_report(report)
+
+    def _decide(
+        self,
+        row: Mapping[str, Any],
+        letter: Letter,
+        ti: TaskInstanceRef,
+        now: datetime,
+        grace: timedelta,
+        source: str,
+        report: dict[str, list[Any]],
+    ) -> None:
+        """Decide one replaying letter from its task instance as Airflow reports it (read one by one or in a batch)."""
         if ti.state == "success":
             if self.store.resolve_replaying(
                 letter.dag_id, letter.run_id, letter.task_id, letter.map_index, source=source
@@ -273,6 +330,124 @@ class OutcomeSync:
             if len(letters) < limit:
                 break
         return sorted(resolved)
+
+    def check_resting_batched(
+        self, budget: PageBudget, since: datetime
+    ) -> tuple[list[int], bool, str | None]:
+        """The full pass, in batches: letters at rest not checked since ``since`` whose task instance succeeded are resolved.
+
+        One page of Airflow's answer covers up to ``PAGE_SIZE`` letters of a DAG (only succeeded task
+        instances are asked for). A letter is stamped once Airflow answered for it, so a pass stopped
+        by the budget or by a 429 or a 5xx resumes with the letters not reached. Returns the letters
+        resolved, whether the pass is complete (no letter left unchecked since ``since``) and the
+        error that stopped it, if one did.
+        """
+        resolved: list[int] = []
+        while budget.left() > 0:
+            with self.store.db.transaction() as cur:
+                cur.execute(
+                    query("resting_letters_not_checked_since"),
+                    {"since": since, "limit": min(1000, budget.left() * PAGE_SIZE)},
+                )
+                letters = [Letter.from_row(row) for row in ProviderDatabase.rows(cur)]
+            if not letters:
+                return sorted(resolved), True, None
+            try:
+                for chunk, found in read_in_batches(self.api, letters, budget, states=("success",)):
+                    for letter in chunk:
+                        ti = found.get(letter_key(letter))
+                        if (
+                            ti is not None
+                            and ti.state == "success"
+                            and self.store.resolve_succeeded(letter.id, ti.try_number)
+                        ):
+                            resolved.append(letter.id)
+                    with self.store.db.transaction() as cur:
+                        cur.execute(query("stamp_checked"), {"ids": [letter.id for letter in chunk]})
+            except AirflowApiError as exc:  # the letters not stamped are the next sweep's first
+                metrics.incr("sweeper", "error")
+                return sorted(resolved), False, f"letters at rest: {redact(str(exc))}"
+        return sorted(resolved), False, None
+
+
+class PageBudget:
+    """The pages of Airflow's bulk list one sweep may read (``[retry_provider] sweep_max_pages``).
+
+    :param pages: pages in all.
+    """
+
+    def __init__(self, pages: int) -> None:
+        self.pages = pages
+        self.used = 0
+        self._keep = 0
+
+    def left(self) -> int:
+        """Pages still allowed to the part of the sweep reading now."""
+        return max(0, self.pages - self._keep - self.used)
+
+    def keep(self, pages: int) -> None:
+        """Hold back ``pages`` for a later part of the sweep (0 releases them)."""
+        self._keep = pages
+
+    def spend(self) -> bool:
+        """Take one page: False when none is left."""
+        if self.left() <= 0:
+            return False
+        self.used += 1
+        return True
+
+
+Key = tuple[str, str, str, int]
+
+
+def letter_key(letter: Letter) -> Key:
+    return (letter.dag_id, letter.run_id, letter.task_id, letter.map_index)
+
+
+def ti_key(ti: TaskInstanceRef) -> Key:
+    return (ti.dag_id, ti.run_id, ti.task_id, ti.map_index)
+
+
+def read_in_batches(
+    api: AirflowApi,
+    letters: Sequence[Letter],
+    budget: PageBudget,
+    states: Sequence[str] | None = None,
+) -> Iterator[tuple[list[Letter], dict[Key, TaskInstanceRef]]]:
+    """The task instances of ``letters``, ``PAGE_SIZE`` letters of one DAG per request, each chunk once read whole.
+
+    A request asks for the chunk's runs x tasks (the bulk list filters each list with ``IN``), so
+    rows of other task instances of those runs may come back: only the letters' own are kept (a
+    DAG's letters are taken by task, then run, so a chunk names few tasks). A
+    chunk is yielded only when every page of it was read; the budget running out stops before the
+    chunk that would exceed it. Airflow's errors (429, 5xx) are raised.
+    """
+    by_dag: dict[str, list[Letter]] = {}
+    for letter in letters:
+        by_dag.setdefault(letter.dag_id, []).append(letter)
+    for dag_id, of_dag in by_dag.items():
+        of_dag.sort(key=lambda letter: (letter.task_id, letter.run_id, letter.map_index))  # few tasks a chunk
+        for start in range(0, len(of_dag), PAGE_SIZE):
+            chunk = of_dag[start : start + PAGE_SIZE]
+            wanted = {letter_key(letter) for letter in chunk}
+            found: dict[Key, TaskInstanceRef] = {}
+            offset = 0
+            while True:
+                if not budget.spend():
+                    return
+                items, total = api.task_instances_batch(
+                    dag_ids=[dag_id],
+                    run_ids=sorted({letter.run_id for letter in chunk}),
+                    task_ids=sorted({letter.task_id for letter in chunk}),
+                    states=states,
+                    offset=offset,
+                    limit=PAGE_SIZE,
+                )
+                found.update((ti_key(ti), ti) for ti in items if ti_key(ti) in wanted)
+                offset += len(items)
+                if len(items) < PAGE_SIZE or offset >= total:
+                    break
+            yield chunk, found
 
 
 def _new_report() -> dict[str, list[Any]]:

@@ -9,7 +9,7 @@ error message. Build it from the documented Airflow connection ``retry_provider_
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -415,6 +415,43 @@ class AirflowApi:
             offset += len(items)
             if not items or len(items) < PAGE_SIZE:
                 return
+
+    def task_instances_batch(
+        self,
+        *,
+        dag_ids: Sequence[str] | None = None,
+        run_ids: Sequence[str] | None = None,
+        task_ids: Sequence[str] | None = None,
+        states: Sequence[str] | None = None,
+        ended_from: datetime | None = None,
+        ended_until: datetime | None = None,
+        order_by: str = "id",
+        offset: int = 0,
+        limit: int = PAGE_SIZE,
+    ) -> tuple[list[TaskInstanceRef], int]:
+        """One page of task instances across DAGs and runs (``POST .../dagRuns/~/taskInstances/list``).
+
+        Each list filters with ``IN`` (so ``dag_ids`` x ``run_ids`` x ``task_ids`` is asked: the caller
+        keeps the rows it wants); ``ended_from``/``ended_until`` bound ``end_date`` (both inclusive).
+        ``limit`` is at most ``[api] maximum_page_limit`` (100 by default). Returns the page and
+        ``total_entries``.
+        """
+        body: dict[str, Any] = {"page_offset": offset, "page_limit": limit, "order_by": order_by}
+        for name, values in (
+            ("dag_ids", dag_ids),
+            ("dag_run_ids", run_ids),
+            ("task_ids", task_ids),
+            ("state", states),
+        ):
+            if values is not None:
+                body[name] = list(values)
+        if ended_from is not None:
+            body["end_date_gte"] = ended_from.isoformat()
+        if ended_until is not None:
+            body["end_date_lte"] = ended_until.isoformat()
+        answer = self.request("POST", "/api/v2/dags/~/dagRuns/~/taskInstances/list", json=body) or {}
+        items = [TaskInstanceRef.from_json(item) for item in answer.get("task_instances", [])]
+        return items, int(answer.get("total_entries") or 0)
 
     def dag_versions(self, dag_id: str) -> list[DagVersion]:
         """Every version Airflow still has of ``dag_id``, oldest first (``GET .../dagVersions``)."""

@@ -582,3 +582,45 @@ FROM retry_replay_job_items i
 LEFT JOIN retry_replays r ON r.id = i.replay_id
 LEFT JOIN retry_dead_letters l ON l.id = i.letter_id
 WHERE i.job_id = %(id)s AND i.outcome IN ('cleared', 'included', 'unknown');
+
+-- name: sweep_state
+-- Where the sweeper stands (issue 46): its watermark in Airflow's stream of ended task instances and
+-- its full pass over the letters at rest. No row yet: a first sweep (or a lost watermark).
+SELECT watermark, watermark_skip, caught_up, pass_started_at FROM retry_sweep_state WHERE name = %(name)s;
+
+-- name: save_sweep_state
+INSERT INTO retry_sweep_state (name, watermark, watermark_skip, caught_up, pass_started_at, updated_at)
+VALUES (%(name)s, %(watermark)s, %(watermark_skip)s, %(caught_up)s, %(pass_started_at)s, now())
+ON CONFLICT (name) DO UPDATE SET watermark = EXCLUDED.watermark, watermark_skip = EXCLUDED.watermark_skip,
+    caught_up = EXCLUDED.caught_up, pass_started_at = EXCLUDED.pass_started_at, updated_at = now();
+
+-- name: open_letters_of_task_instances
+-- The open letters (dlq, parked, replaying) of the task instances a page of Airflow's answer names.
+SELECT l.* FROM retry_dead_letters l
+JOIN unnest(%(dag_ids)s::text[], %(run_ids)s::text[], %(task_ids)s::text[], %(map_indexes)s::int[])
+    AS k(dag_id, run_id, task_id, map_index)
+  ON l.dag_id = k.dag_id AND l.run_id = k.run_id AND l.task_id = k.task_id AND l.map_index = k.map_index
+WHERE l.status IN ('dlq', 'parked', 'replaying')
+ORDER BY l.id;
+
+-- name: resting_letters_not_checked_since
+-- The full pass: letters at rest (dlq, parked) not checked since %(since)s (the pass's start), longest
+-- unchecked first. Not stamped here: a letter is stamped once Airflow answered for it (stamp_checked),
+-- so a sweep stopped by a 429 or a 5xx keeps its place.
+SELECT * FROM retry_dead_letters
+WHERE status IN ('dlq', 'parked') AND (checked_at IS NULL OR checked_at < %(since)s)
+ORDER BY checked_at NULLS FIRST, id
+LIMIT %(limit)s;
+
+-- name: stamp_checked
+UPDATE retry_dead_letters SET checked_at = clock_timestamp() WHERE id = ANY(%(ids)s::bigint[]);
+
+-- name: sweep_backlog
+-- How far behind the full pass is: letters at rest not checked since %(since)s, and the oldest check
+-- of any letter at rest (a letter never checked counts from when it was filed).
+SELECT count(*) FILTER (WHERE checked_at IS NULL OR checked_at < %(since)s) AS unchecked,
+       min(coalesce(checked_at, created_at)) AS oldest_check
+FROM retry_dead_letters WHERE status IN ('dlq', 'parked');
+
+-- name: open_letter_dags
+SELECT DISTINCT dag_id FROM retry_dead_letters WHERE status IN ('dlq', 'parked', 'replaying') ORDER BY dag_id;

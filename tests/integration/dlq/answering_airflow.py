@@ -3,8 +3,9 @@
 Only what the replay loop calls: ``POST /auth/token``, ``GET`` one task instance, ``POST
 .../clearTaskInstances`` (which sets the cleared instances queued at the next try, after running the
 test's ``on_clear`` hook: something another process does while the clear is in flight; each body is
-kept in ``clears``; a ``keep_task_state`` sent to a 3.3 is a 422, as Airflow 3.3 answers it),
-``GET .../dagVersions`` (``versions``: a DAG with none answers 404) and ``GET /api/v2/version``
+kept in ``clears``; a ``keep_task_state`` sent to a 3.3 is a 422, as Airflow 3.3 answers it), the
+bulk list ``POST .../dagRuns/~/taskInstances/list`` (its id lists and states), ``GET
+.../dagVersions`` (``versions``: a DAG with none answers 404) and ``GET /api/v2/version``
 (``version``, "3.3.2" unless a test sets it). Every other path answers 404. ``calls`` counts the requests by kind.
 """
 
@@ -24,6 +25,7 @@ from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 
 TI_PATH = re.compile(r"^/api/v2/dags/([^/]+)/dagRuns/([^/]+)/taskInstances/([^/?]+)(?:/(-?\d+))?$")
 CLEAR_PATH = re.compile(r"^/api/v2/dags/([^/]+)/clearTaskInstances$")
+BATCH_PATH = "/api/v2/dags/~/dagRuns/~/taskInstances/list"
 VERSIONS_PATH = re.compile(r"^/api/v2/dags/([^/]+)/dagVersions$")
 
 Key = tuple[str, str, str, int]
@@ -89,6 +91,19 @@ class AnsweringAirflow:
                             ti.update(state="queued", try_number=ti["try_number"] + 1)
                         cleared.append(dict(ti))
             return 200, {"task_instances": cleared, "total_entries": len(cleared)}
+        if method == "POST" and path == BATCH_PATH:
+            self.calls["task_instances_batch"] += 1
+            with self.lock:
+                found = [
+                    dict(ti)
+                    for _, ti in sorted(self.instances.items())
+                    if ti["dag_id"] in body.get("dag_ids", [ti["dag_id"]])
+                    and ti["dag_run_id"] in body.get("dag_run_ids", [ti["dag_run_id"]])
+                    and ti["task_id"] in body.get("task_ids", [ti["task_id"]])
+                    and ti["state"] in body.get("state", [ti["state"]])
+                ]
+            offset, limit = int(body.get("page_offset", 0)), int(body.get("page_limit", 100))
+            return 200, {"task_instances": found[offset : offset + limit], "total_entries": len(found)}
         if method == "GET" and (match := VERSIONS_PATH.match(path)):
             self.calls["dag_versions"] += 1
             found = self.versions.get(unquote(match[1]))
