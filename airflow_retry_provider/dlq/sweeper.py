@@ -186,20 +186,32 @@ def sweep(
         for ti in failed:
             if ti.end_date is not None and now - ti.end_date < grace:
                 continue
-            try:
-                outcome = _sweep_one(store, api, ti, runs, replay_cap)
-            except Exception as exc:  # one bad task instance is logged and counted; the sweep goes on
-                metrics.incr("sweeper", "error")
-                errors.append(
-                    f"{ti.dag_id}/{ti.run_id}/{ti.task_id}[{ti.map_index}]: {type(exc).__name__}: {redact(str(exc))}"
-                )
-                log.warning("airflow-retry-provider: sweeper skipped a task instance: %s", errors[-1])
-                continue
+            outcome = _sweep_logged(store, api, ti, runs, replay_cap, errors)
             if outcome is None:
                 covered += 1
             elif outcome:
                 filed.append(outcome)
     return SweepReport(dags, tuple(filed), covered, tuple(errors))
+
+
+def _sweep_logged(
+    store: DeadLetterStore,
+    api: AirflowApi,
+    ti: TaskInstanceRef,
+    runs: dict[tuple[str, str], dict[str, Any]],
+    replay_cap: int,
+    errors: list[str],
+) -> int | None:
+    """:func:`_sweep_one`; an error is logged, counted and added to ``errors`` (0: the sweep goes on)."""
+    try:
+        return _sweep_one(store, api, ti, runs, replay_cap)
+    except Exception as exc:  # one bad task instance is logged and counted; the sweep goes on
+        metrics.incr("sweeper", "error")
+        errors.append(
+            f"{ti.dag_id}/{ti.run_id}/{ti.task_id}[{ti.map_index}]: {type(exc).__name__}: {redact(str(exc))}"
+        )
+        log.warning("airflow-retry-provider: sweeper skipped a task instance: %s", errors[-1])
+        return 0
 
 
 def _sweep_one(
@@ -298,15 +310,7 @@ def read_changes(
                 continue
             if ti.dag_id not in managed_ids or (ti.end_date is not None and now - ti.end_date < grace):
                 continue
-            try:
-                outcome = _sweep_one(store, api, ti, runs, replay_cap)
-            except Exception as exc:  # one bad task instance is logged and counted; the sweep goes on
-                metrics.incr("sweeper", "error")
-                errors.append(
-                    f"{ti.dag_id}/{ti.run_id}/{ti.task_id}[{ti.map_index}]: {type(exc).__name__}: {redact(str(exc))}"
-                )
-                log.warning("airflow-retry-provider: sweeper skipped a task instance: %s", errors[-1])
-                continue
+            outcome = _sweep_logged(store, api, ti, runs, replay_cap, errors)
             if outcome is None:
                 covered += 1
             elif outcome:
