@@ -337,9 +337,8 @@ def _apply_to_mapping(
     from airflow_retry_provider.dlq.callback import file_dead_letter, resolve_dead_letter
 
     _check_retries("default_args", args.get("retries"), profile)
-    composed = composed_policy(
-        "default_args", args.get("retry_policy"), policy
-    )  # may refuse: before any change
+    # may refuse: before any change
+    composed = composed_policy("default_args", args.get("retry_policy"), policy)
     args["retries"] = profile.retries
     args["retry_policy"] = composed
     args["retry_delay"] = policy.backoff.base  # used only where the policy is not consulted (a killed worker)
