@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from airflow_retry_provider.policy.fields import FieldError, show
 
@@ -48,6 +49,13 @@ MAX_DELIVERIES = 20
 
 BLOCKING_TRIGGER_RULES = frozenset({"all_success", "none_failed", "none_failed_min_one_success"})
 """Trigger rules under which an upstream failure stops a task (it ends ``upstream_failed``)."""
+
+DELIVERY_PARAM = "retry_provider_delivery"
+"""The task (or DAG) param that declares a delivery: ``{"at": "09:00", "timezone":
+"America/Sao_Paulo", "days_after": 1, "expected_duration_seconds": 600, "validation_seconds": 120}``
+(every key optional; without ``at`` no deadline, only durations)."""
+
+DELIVERY_KEYS = frozenset({"at", "timezone", "days_after", "expected_duration_seconds", "validation_seconds"})
 
 AT_RISK = "at-risk"
 LOST = "lost"
@@ -113,6 +121,64 @@ class TaskFacts:
         """Its expected duration (the longest of history and declaration) plus its validation."""
         run = max((*self.recent_durations, self.expected_duration or timedelta(0)))
         return run + self.validation
+
+
+@dataclass(frozen=True)
+class DeliverySpec:
+    """A :data:`DELIVERY_PARAM` read: the deadline's wall time (None: no deadline) and the durations."""
+
+    at: tuple[int, int] | None = None
+    timezone: str = "America/Sao_Paulo"
+    days_after: int = 1
+    expected_duration: timedelta | None = None
+    validation: timedelta = timedelta(0)
+
+    def resolve(self, anchor: datetime | None) -> datetime | None:
+        """The deadline for a run whose data interval ends at ``anchor`` (as ``DeliveryDeadline.resolve``)."""
+        if self.at is None or anchor is None:
+            return None
+        local = anchor.astimezone(ZoneInfo(self.timezone)) + timedelta(days=self.days_after)
+        return local.replace(hour=self.at[0], minute=self.at[1], second=0, microsecond=0)
+
+
+def parse_delivery(path: str, value: object) -> DeliverySpec:
+    """A :data:`DELIVERY_PARAM` value; bad input is a FieldError naming the field and the value."""
+    if not isinstance(value, Mapping):
+        raise FieldError(f"must be an object, got {show(value)}", path=path)
+    unexpected = sorted(str(key) for key in value.keys() - DELIVERY_KEYS)
+    if unexpected:
+        raise FieldError(f"unexpected key {unexpected[0]!r}", path=path)
+    at = None
+    if "at" in value:
+        hour, _, minute = str(value["at"]).partition(":")
+        if not (hour.isdigit() and minute.isdigit() and int(hour) < 24 and int(minute) < 60):
+            raise FieldError(f"must be 'HH:MM', got {show(value['at'])}", path=f"{path}.at")
+        at = (int(hour), int(minute))
+    zone = value.get("timezone", "America/Sao_Paulo")
+    try:
+        ZoneInfo(str(zone))
+    except (ValueError, ZoneInfoNotFoundError):
+        raise FieldError(f"unknown time zone {show(zone)}", path=f"{path}.timezone") from None
+    expected = None
+    if "expected_duration_seconds" in value:
+        expected = timedelta(
+            seconds=_count(f"{path}.expected_duration_seconds", value["expected_duration_seconds"])
+        )
+    return DeliverySpec(
+        at=at,
+        timezone=str(zone),
+        days_after=_count(f"{path}.days_after", value.get("days_after", 1)),
+        expected_duration=expected,
+        validation=timedelta(
+            seconds=_count(f"{path}.validation_seconds", value.get("validation_seconds", 0))
+        ),
+    )
+
+
+def _count(path: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10**7:
+        raise FieldError(f"must be an integer between 0 and 10000000, got {show(value)}", path=path)
+    return value
 
 
 def _check_duration(path: str, value: object) -> None:

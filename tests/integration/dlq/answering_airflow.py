@@ -4,7 +4,10 @@ Only what the replay loop calls: ``POST /auth/token``, ``GET`` one task instance
 .../clearTaskInstances`` (which sets the cleared instances queued at the next try, after running the
 test's ``on_clear`` hook: something another process does while the clear is in flight; each body is
 kept in ``clears``), and ``GET .../dagVersions`` (``versions``: a DAG with none answers 404). Every
-other path answers 404. ``calls`` counts the requests by kind.
+other path answers 404. ``calls`` counts the requests by kind. For a letter's impact (issue 48):
+``GET .../tasks`` (``tasks``: a DAG with none answers 404), ``GET .../dagRuns/~/taskInstances``
+(``successes``: the successful task instances of a DAG, whatever the query) and ``GET
+/api/v2/assets`` (``assets``, whatever the query), in Airflow's shapes.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 TI_PATH = re.compile(r"^/api/v2/dags/([^/]+)/dagRuns/([^/]+)/taskInstances/([^/?]+)(?:/(-?\d+))?$")
 CLEAR_PATH = re.compile(r"^/api/v2/dags/([^/]+)/clearTaskInstances$")
 VERSIONS_PATH = re.compile(r"^/api/v2/dags/([^/]+)/dagVersions$")
+TASKS_PATH = re.compile(r"^/api/v2/dags/([^/]+)/tasks$")
+TI_LIST_PATH = re.compile(r"^/api/v2/dags/([^/]+)/dagRuns/~/taskInstances$")
 
 Key = tuple[str, str, str, int]
 
@@ -37,6 +42,9 @@ class AnsweringAirflow:
         self.on_clear: Callable[[], None] | None = None
         self.clears: list[dict[str, Any]] = []
         self.versions: dict[str, list[dict[str, Any]]] = {}
+        self.tasks: dict[str, list[dict[str, Any]]] = {}
+        self.successes: dict[str, list[dict[str, Any]]] = {}
+        self.assets: list[dict[str, Any]] = []
         self.url = ""
         self.lock = threading.Lock()
 
@@ -88,6 +96,19 @@ class AnsweringAirflow:
             if found is None:
                 return 404, {"detail": "no such DAG"}
             return 200, {"dag_versions": found, "total_entries": len(found)}
+        if method == "GET" and (match := TASKS_PATH.match(path)):
+            self.calls["tasks"] += 1
+            tasks = self.tasks.get(unquote(match[1]))
+            if tasks is None:
+                return 404, {"detail": "no such DAG"}
+            return 200, {"tasks": tasks, "total_entries": len(tasks)}
+        if method == "GET" and (match := TI_LIST_PATH.match(path)):
+            self.calls["task_instances"] += 1
+            found = self.successes.get(unquote(match[1]), [])
+            return 200, {"task_instances": found, "total_entries": len(found)}
+        if method == "GET" and path == "/api/v2/assets":
+            self.calls["assets"] += 1
+            return 200, {"assets": self.assets, "total_entries": len(self.assets)}
         self.calls["other"] += 1
         return 404, {"detail": f"not served here: {method} {path}"}
 
