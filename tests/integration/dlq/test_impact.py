@@ -75,7 +75,13 @@ def _seed(fake: AnsweringAirflow) -> None:
 
 def _letter(**fields: Any):
     return new_letter(
-        dag_id="etl", task_id="extract", data_interval_end=DATA_END, workspace_id="w1", **fields
+        **{
+            "dag_id": "etl",
+            "task_id": "extract",
+            "data_interval_end": DATA_END,
+            "workspace_id": "w1",
+            **fields,
+        }
     )
 
 
@@ -226,3 +232,40 @@ def test_the_sweep_refreshes_open_letters_and_stamps_a_vanished_dag(pg_dsn):
     with psycopg.connect(pg_dsn) as conn:  # the impact goes with its letter
         conn.execute("DELETE FROM retry_dead_letters WHERE id = %s", (filed.letter_id,))
         assert conn.execute("SELECT count(*) FROM retry_letter_impacts").fetchone()[0] == 1
+
+
+def test_filing_computes_the_impact_and_the_root_cause_alert_shows_it(pg_dsn, monkeypatch):
+    """With the API connection the callback's step stores the impact; the new-root-cause alert then tells it."""
+    from airflow_retry_provider.alerts import after_filing
+    from airflow_retry_provider.dlq.callback import record_impact_now
+
+    _configure(monkeypatch, {"name": "rec", "class": "tests.alert_notifiers.RecordingNotifier"})
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    letter = _letter(data_interval_end=datetime.now(timezone.utc) - timedelta(days=1))
+    result = store.file(letter, replay_cap=3)
+    with answering_airflow() as fake:
+        _seed(fake)
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API", fake.url.replace("http://", "http://admin:admin@")
+        )
+        record_impact_now(store, result.letter_id, letter)
+    assert store.impact(result.letter_id) is not None
+    after_filing(store.db, letter, result)
+    root_cause = [sent for sent in RecordingNotifier.sent if sent["title"].startswith("New root cause")]
+    assert len(root_cause) == 1
+    assert (
+        "blocks 4 task(s): etl.publish, etl.transform, gold_risk_report.build, gold_risk_report.report"
+        in root_cause[0]["text"]
+    )
+
+
+def test_filing_without_an_api_connection_leaves_the_impact_to_the_sweeper(pg_dsn, monkeypatch):
+    """No API connection in the worker: nothing stored, nothing raised."""
+    from airflow_retry_provider.dlq.callback import record_impact_now
+
+    monkeypatch.delenv("AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API", raising=False)
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    letter = _letter()
+    result = store.file(letter, replay_cap=3)
+    record_impact_now(store, result.letter_id, letter)
+    assert store.impact(result.letter_id) is None

@@ -15,6 +15,7 @@ from airflow_retry_provider.policy.impact import (
     Impact,
     TaskFacts,
     assess_impact,
+    parse_delivery,
 )
 
 NOW = datetime(2026, 12, 4, 3, 0, tzinfo=timezone.utc)
@@ -218,3 +219,57 @@ def test_bad_input_names_the_field(call: object, message: str) -> None:
     """Bad input is a FieldError naming the field and the value."""
     with pytest.raises(FieldError, match=message.replace("[", r"\[").replace("]", r"\]")):
         call()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("value", "anchor", "expected"),
+    [
+        # the day after the interval ends, at 09:00 local (Sao Paulo is UTC-3)
+        (
+            {"at": "09:00"},
+            datetime(2026, 12, 3, 3, 0, tzinfo=timezone.utc),
+            datetime(2026, 12, 4, 12, 0, tzinfo=timezone.utc),
+        ),
+        # the local day counts, not UTC's: 01:00 UTC on the 3rd is still the 2nd in Sao Paulo
+        (
+            {"at": "09:00"},
+            datetime(2026, 12, 3, 1, 0, tzinfo=timezone.utc),
+            datetime(2026, 12, 3, 12, 0, tzinfo=timezone.utc),
+        ),
+        # same day, UTC
+        (
+            {"at": "23:30", "timezone": "UTC", "days_after": 0},
+            datetime(2026, 12, 3, tzinfo=timezone.utc),
+            datetime(2026, 12, 3, 23, 30, tzinfo=timezone.utc),
+        ),
+        # durations only: no deadline
+        ({"expected_duration_seconds": 60}, datetime(2026, 12, 3, tzinfo=timezone.utc), None),
+    ],
+)
+def test_a_declared_delivery_resolves_like_delivery_deadline(value, anchor, expected) -> None:
+    """The param's deadline is the wall time days_after the interval's end, in its time zone."""
+    resolved = parse_delivery("p", value).resolve(anchor)
+    assert resolved == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        # not an object
+        ("09:00", "p: must be an object"),
+        # a key nobody reads (a typo)
+        ({"at": "09:00", "deadline": "x"}, "p: unexpected key 'deadline'"),
+        # an impossible time
+        ({"at": "9h"}, "p.at: must be 'HH:MM'"),
+        # an unknown zone
+        ({"at": "09:00", "timezone": "Mars/Olympus"}, "p.timezone: unknown time zone"),
+        # a negative duration
+        ({"validation_seconds": -1}, "p.validation_seconds: must be an integer between 0"),
+        # a boolean is not a count
+        ({"days_after": True}, "p.days_after: must be an integer between 0"),
+    ],
+)
+def test_a_bad_declared_delivery_names_the_field(value: object, message: str) -> None:
+    """Bad input in the param is a FieldError naming the field."""
+    with pytest.raises(FieldError, match=message.replace(".", r"\.")):
+        parse_delivery("p", value)
