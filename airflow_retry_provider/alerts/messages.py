@@ -34,10 +34,12 @@ class Impact:
     """What the letter blocks as read from Airflow's REST API (issue 48), when it was computed."""
 
     def lines(self, run_id: str) -> list[str]:
-        if self.blocked is not None:
-            return self.blocked.summary() or [
-                f"nothing downstream of it in run {run_id}, no delivery deadline"
-            ]
+        if self.blocked is not None:  # the run's own downstream (from the task), then the rest
+            own = self._own(run_id)[:1] if self.downstream is not None else []
+            return own + (self.blocked.summary() or ["no delivery deadline on the blocked path"])
+        return self._own(run_id)
+
+    def _own(self, run_id: str) -> list[str]:
         if self.downstream is None:
             blocked = "downstream tasks unknown (filed without the task's context)"
         elif self.downstream:
