@@ -199,7 +199,10 @@ def record_impact(
     store: DeadLetterStore, api: AirflowApi, letter_id: int, letter: NewLetter, now: datetime
 ) -> Impact:
     """Compute, store and announce the impact of one letter (raises on an API error)."""
-    impact = ImpactReader(api).assess(letter, now)
+    reader = ImpactReader(api)
+    impact = reader.assess(letter, now)
+    if reader.notes:  # a bad declaration, a consumer DAG Airflow did not answer for: counted without
+        log.warning("airflow-retry-provider: impact of letter %s: %s", letter_id, reader.notes[:20])
     store.set_impact(letter_id, impact)
     announce.impact_assessed(store.db, letter_id, letter, impact)
     return impact
@@ -217,10 +220,16 @@ def refresh_impacts(
     for letter in store.letters_due_impact(REFRESH_EVERY.total_seconds(), limit):
         try:
             record_impact(store, api, letter.id, letter, now)
-        except AirflowApiError as exc:
+        except (AirflowApiError, FieldError) as exc:
             errors.append(f"impact of letter {letter.id}: {storable(mask(redact(str(exc))))[:300]}")
-            if exc.status_code == 404:  # its DAG is gone: nothing to block, and not asked again soon
+            # its DAG is gone (404), or its task is no longer in it: nothing to block, not asked again soon
+            if isinstance(exc, FieldError) or exc.status_code == 404:
                 store.set_impact(letter.id, Impact())
+            continue
+        except Exception as exc:  # one letter never stops the sweep
+            errors.append(
+                f"impact of letter {letter.id}: {type(exc).__name__}: {storable(mask(redact(str(exc))))[:300]}"
+            )
             continue
         refreshed.append(letter.id)
     if errors:

@@ -137,7 +137,10 @@ class DeliverySpec:
         """The deadline for a run whose data interval ends at ``anchor`` (as ``DeliveryDeadline.resolve``)."""
         if self.at is None or anchor is None:
             return None
-        local = anchor.astimezone(ZoneInfo(self.timezone)) + timedelta(days=self.days_after)
+        # a plain datetime, whatever the anchor's class (a worker's is pendulum's, whose replace() differs)
+        local = datetime.fromtimestamp(anchor.timestamp(), ZoneInfo(self.timezone)) + timedelta(
+            days=self.days_after
+        )
         return local.replace(hour=self.at[0], minute=self.at[1], second=0, microsecond=0)
 
 

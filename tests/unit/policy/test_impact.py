@@ -273,3 +273,14 @@ def test_a_bad_declared_delivery_names_the_field(value: object, message: str) ->
     """Bad input in the param is a FieldError naming the field."""
     with pytest.raises(FieldError, match=message.replace(".", r"\.")):
         parse_delivery("p", value)
+
+
+def test_a_datetime_subclass_anchor_resolves_to_an_aware_plain_datetime() -> None:
+    """A worker's anchor is pendulum's DateTime (a subclass): the deadline is still aware."""
+
+    class Subclass(datetime):
+        """Stands for pendulum.DateTime, whose replace() the policy core must not rely on."""
+
+    anchor = Subclass(2026, 12, 3, tzinfo=timezone.utc)
+    resolved = parse_delivery("p", {"at": "09:00", "timezone": "UTC"}).resolve(anchor)
+    assert type(resolved) is datetime and resolved == datetime(2026, 12, 4, 9, 0, tzinfo=timezone.utc)
