@@ -207,7 +207,7 @@ def test_a_poison_failure_mails_the_delivery_it_puts_at_risk(airflow, smtp):
         "assets not produced: impact_silver_orders",
         "DAGs scheduled on them: impact_gold_report",
         "workspaces: acme",
-        "no duration known for impact_chain.extract",
+        "no duration is known for impact_chain.extract",
     ):
         assert expected in body, expected
     assert len(_mails_about(smtp, "Delivery at risk")) == 2  # and the consumer DAG's own delivery

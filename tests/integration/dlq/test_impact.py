@@ -269,3 +269,17 @@ def test_filing_without_an_api_connection_leaves_the_impact_to_the_sweeper(pg_ds
     result = store.file(letter, replay_cap=3)
     record_impact_now(store, result.letter_id, letter)
     assert store.impact(result.letter_id) is None
+
+
+def test_a_letter_whose_task_left_its_dag_gets_an_empty_impact(pg_dsn):
+    """The task is gone from the DAG's newest version: the sweep says so and stamps it, and goes on."""
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    gone = store.file(_letter(task_id="renamed_away"), replay_cap=3)
+    kept = store.file(_letter(run_id="r2"), replay_cap=3)
+    with answering_airflow() as fake:
+        _seed(fake)
+        with fake.api() as api:
+            refreshed, errors = refresh_impacts(store, api, NOW)
+    assert refreshed == [kept.letter_id]
+    assert len(errors) == 1 and "failed: is not among the tasks" in errors[0]
+    assert store.impact(gone.letter_id).impact.blocked_tasks.count == 0  # type: ignore[union-attr]
