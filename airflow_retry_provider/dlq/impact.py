@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
@@ -91,19 +92,16 @@ class ImpactReader:
         outlets: dict[str, list[str]] = defaultdict(list)
         for asset in self.assets_of(letter.dag_id):
             name = str(asset.get("name") or asset.get("uri"))
-            for producer in asset.get("producing_tasks") or ():
-                if producer.get("dag_id") == letter.dag_id:
-                    outlets[str(producer["task_id"])].append(name)
+            producers = [p for p in asset.get("producing_tasks") or () if p.get("dag_id") == letter.dag_id]
+            if not producers:  # an asset the DAG only consumes: its consumers are not blocked by it
+                continue
+            for producer in producers:
+                outlets[str(producer["task_id"])].append(name)
             consumers[name] = [str(dag["dag_id"]) for dag in asset.get("scheduled_dags") or ()]
-        tasks = [
-            TaskFacts(**{**_fields(facts), "outlets": tuple(outlets.get(facts.task_id, ()))})
-            for facts in tasks
-        ]
+        tasks = [replace(facts, outlets=tuple(outlets.get(facts.task_id, ()))) for facts in tasks]
         if letter.workspace_id:  # the letter knows its own workspace best (the task's attribute or param)
             tasks = [
-                TaskFacts(**{**_fields(facts), "workspace": letter.workspace_id})
-                if facts.task_id == letter.task_id
-                else facts
+                replace(facts, workspace=letter.workspace_id) if facts.task_id == letter.task_id else facts
                 for facts in tasks
             ]
         consumer_dags = sorted({dag_id for dags in consumers.values() for dag_id in dags} - {letter.dag_id})
@@ -113,7 +111,7 @@ class ImpactReader:
             try:
                 tasks.extend(self.dag_tasks(dag_id, anchor))
             except AirflowApiError as exc:  # listed without its tasks
-                self.notes.append(f"consumer DAG {dag_id}: {storable(str(exc))[:200]}")
+                self.notes.append(f"consumer DAG {dag_id}: {_safe(exc)}")
         return assess_impact((letter.dag_id, letter.task_id), tasks, consumers, now=now)
 
     def _run_after(self, letter: NewLetter) -> datetime | None:
@@ -191,8 +189,9 @@ class ImpactReader:
         self.notes.append(f"more than {MAX_ASSET_PAGES * PAGE_SIZE} assets: the rest not read")
 
 
-def _fields(facts: TaskFacts) -> dict[str, Any]:
-    return {name: getattr(facts, name) for name in TaskFacts.__dataclass_fields__}
+def _safe(exc: BaseException) -> str:
+    """An error's text as a log line may hold it: redacted, masked, storable, bounded."""
+    return storable(mask(redact(str(exc))))[:300]
 
 
 def record_impact(
@@ -221,15 +220,13 @@ def refresh_impacts(
         try:
             record_impact(store, api, letter.id, letter, now)
         except (AirflowApiError, FieldError) as exc:
-            errors.append(f"impact of letter {letter.id}: {storable(mask(redact(str(exc))))[:300]}")
+            errors.append(f"impact of letter {letter.id}: {_safe(exc)}")
             # its DAG is gone (404), or its task is no longer in it: nothing to block, not asked again soon
             if isinstance(exc, FieldError) or exc.status_code == 404:
                 store.set_impact(letter.id, Impact())
             continue
         except Exception as exc:  # one letter never stops the sweep
-            errors.append(
-                f"impact of letter {letter.id}: {type(exc).__name__}: {storable(mask(redact(str(exc))))[:300]}"
-            )
+            errors.append(f"impact of letter {letter.id}: {type(exc).__name__}: {_safe(exc)}")
             continue
         refreshed.append(letter.id)
     if errors:

@@ -89,8 +89,18 @@ def test_the_reader_turns_airflows_answers_into_the_impact():
     """Blocked tasks, the asset, the consumer DAG, the workspaces and both deliveries' latest replay times."""
     with answering_airflow() as fake:
         _seed(fake)
+        fake.assets.append(  # an asset etl is scheduled on: its other consumers are not etl's to block
+            {
+                "id": 2,
+                "name": "raw_feed",
+                "uri": "s3://lake/raw",
+                "producing_tasks": [{"dag_id": "ingest", "task_id": "land"}],
+                "scheduled_dags": [{"dag_id": "etl"}, {"dag_id": "audit"}],
+            }
+        )
         with fake.api() as api:
             impact = ImpactReader(api).assess(_letter(), NOW)
+        assert fake.calls["tasks"] == 2  # etl and gold_risk_report, never audit
     assert impact.blocked_tasks.first == (
         "etl.publish",
         "etl.transform",
