@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 DEFAULT_LISTENERS = ("airflow_retry_provider.alerts",)
 """Modules that register their listeners when imported."""
 
-Event = Literal["filed", "parked", "job_failed", "fix_deployed", "down", "recovered"]
+Event = Literal["filed", "impact", "parked", "job_failed", "fix_deployed", "down", "recovered"]
 Hook = Callable[..., Any]
 AfterCommit = Callable[[], Any]
 
@@ -35,6 +35,8 @@ class Listener:
     The dead-letter queue (``dlq/announce.py``):
 
     :param filed: ``(db, letter, result, context)``: a letter was filed (created or changed).
+    :param impact: ``(db, letter_id, letter, impact)``: what a letter blocks was computed, when it
+        was filed or refreshed by the sweeper (``policy.impact.Impact``: its deliveries at risk).
     :param parked: ``(db, letter, reason)``: the sync parked a letter whose task instance vanished.
     :param job_failed: ``(db, job, counts)``: a replay job ended with letters not cleared.
     :param fix_deployed: ``(cursor, notice, db)``: a newer DAG version may fix a root-cause group;
@@ -54,6 +56,7 @@ class Listener:
     """
 
     filed: Hook | None = None
+    impact: Hook | None = None
     parked: Hook | None = None
     job_failed: Hook | None = None
     fix_deployed: Hook | None = None

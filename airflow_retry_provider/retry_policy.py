@@ -40,6 +40,7 @@ from airflow_retry_provider.policy import (
     rule_book,
 )
 from airflow_retry_provider.policy.decide import MAX_REASON_CHARS, check_aware, check_duration
+from airflow_retry_provider.policy.impact import DELIVERY_PARAM
 from airflow_retry_provider.policy.text import storable
 from airflow_retry_provider.policy.tries import tag_reason
 from airflow_retry_provider.rules_file import load_rules_file
@@ -370,6 +371,25 @@ def _apply_to_operator(operator: Any, profile: Profile, policy: ClassifiedRetryP
         operator.execution_timeout = profile.execution_timeout
     operator.on_failure_callback = with_callback(operator.on_failure_callback, file_dead_letter)
     operator.on_success_callback = with_callback(operator.on_success_callback, resolve_dead_letter)
+    declared = delivery_param(policy)
+    params = getattr(operator, "params", None)
+    if declared and params is not None and DELIVERY_PARAM not in params:  # a hand-written one wins
+        params[DELIVERY_PARAM] = declared
+
+
+def delivery_param(policy: ClassifiedRetryPolicy) -> dict[str, Any]:
+    """What the dead-letter impact (``dlq/impact.py``) reads of ``policy`` through the REST API, which
+    does not show a task's ``retry_policy``: its ``DeliveryDeadline`` and durations, as the task
+    param ``retry_provider_delivery`` (empty when there is nothing to say)."""
+    value: dict[str, Any] = {}
+    if isinstance(policy.deadline, DeliveryDeadline):
+        deadline = policy.deadline
+        value.update(at=deadline.at, timezone=deadline.timezone, days_after=deadline.days_after)
+    if policy.expected_duration:
+        value["expected_duration_seconds"] = int(policy.expected_duration.total_seconds())
+    if policy.validation:
+        value["validation_seconds"] = int(policy.validation.total_seconds())
+    return value
 
 
 def _default_retries() -> int:

@@ -450,7 +450,7 @@ SETTINGS: tuple[Setting, ...] = (
         type="integer",
         default="30",
         example="7",
-        description="Retention deletes sent alerts and idle root-cause windows older than this.",
+        description="Retention deletes sent alerts, idle root-cause windows and told deliveries (their deadline) older than this.",
         parse=_integer(1, 36500),
     ),
     Setting(

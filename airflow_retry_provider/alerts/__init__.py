@@ -31,6 +31,7 @@ __all__ = [
     "Delivery",
     "Impact",
     "after_filing",
+    "deliveries_at_risk",
     "impact_of",
     "reconciliation_alerts",
     "run_alerts",
@@ -63,7 +64,46 @@ def after_filing(
     db: ProviderDatabase, letter: Any, result: Any, context: Mapping[str, Any] | None = None
 ) -> Delivery:
     """Queue and send what filing ``letter`` deserves. Never raises: errors are logged and counted."""
-    return _never_raising(db, lambda outbox: outbox.letter_filed(letter, result, impact_of(context)))
+    impact = impact_of(context)
+    try:
+        from airflow_retry_provider.dlq.store import DeadLetterStore
+
+        stored = DeadLetterStore(db).impact(result.letter_id)
+        if stored is not None:
+            impact = Impact(impact.downstream, impact.deadline, stored.impact)
+    except Exception:  # the impact is a courtesy: the alert goes out without it
+        log.debug("could not read the stored impact", exc_info=True)
+    return _never_raising(db, lambda outbox: outbox.letter_filed(letter, result, impact))
+
+
+def deliveries_at_risk(db: ProviderDatabase, letter_id: int, letter: Any, blocked: Any) -> Delivery:
+    """Tell each delivery ``letter`` puts at risk (or lost), once per root cause, delivery, deadline
+    and status (``retry_delivery_alerts``). Never raises."""
+    from airflow_retry_provider.alerts.sql import query
+
+    def queue(outbox: AlertOutbox) -> list[int]:
+        ids: list[int] = []
+        with db.transaction() as cur:
+            for delivery in blocked.deliveries:
+                params = {
+                    "fingerprint": letter.fingerprint,
+                    "delivery": delivery.name,
+                    "deadline": delivery.deadline,
+                    "status": delivery.status,
+                    "letter_id": letter_id,
+                }
+                cur.execute(query("tell_delivery"), params)
+                if cur.fetchone() is None:  # told already for this root cause
+                    continue
+                alert = messages.delivery_at_risk(
+                    letter, letter_id, delivery, blocked, outbox.settings.base_url
+                )
+                ids += outbox.queue(cur, alert)
+        return ids
+
+    if not blocked.deliveries:
+        return Delivery()
+    return _never_raising(db, queue)
 
 
 def send_alert(db: ProviderDatabase, build: Callable[[str], Alert]) -> Delivery:
@@ -183,6 +223,7 @@ def _in_transaction(build: Callable[[Any, str], Alert]) -> Callable[..., Callabl
 announce.register(
     announce.Listener(
         filed=after_filing,
+        impact=deliveries_at_risk,
         parked=_letter_parked,
         job_failed=_replay_job_failed,
         fix_deployed=_in_transaction(messages.fix_deployed),  # queued with the notice, in its transaction

@@ -11,12 +11,15 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from airflow_retry_provider.breaker.announce import Outage
 from airflow_retry_provider.dlq.models import FixNotice, NewLetter
+from airflow_retry_provider.policy.impact import LOST
+from airflow_retry_provider.policy.impact import Delivery as DeliveryAtRisk
+from airflow_retry_provider.policy.impact import Impact as Blocked
 
 PLUGIN_PREFIX = "/retry-provider"
 
@@ -27,8 +30,16 @@ class Impact:
 
     downstream: tuple[str, ...] | None = None
     deadline: datetime | None = None
+    blocked: Blocked | None = None
+    """What the letter blocks as read from Airflow's REST API (issue 48), when it was computed."""
 
     def lines(self, run_id: str) -> list[str]:
+        if self.blocked is not None:  # the run's own downstream (from the task), then the rest
+            own = self._own(run_id)[:1] if self.downstream is not None else []
+            return own + (self.blocked.summary() or ["no delivery deadline on the blocked path"])
+        return self._own(run_id)
+
+    def _own(self, run_id: str) -> list[str]:
         if self.downstream is None:
             blocked = "downstream tasks unknown (filed without the task's context)"
         elif self.downstream:
@@ -394,3 +405,47 @@ def dependency_recovered(outage: Outage, base_url: str) -> Alert:
     ]
     key = f"dependency:{dep}:{outage.opened_at.isoformat()}"
     return _compose("dependency-recovered", key, title, sections, _dependency_links(base_url, dep))
+
+
+def _duration_text(value: timedelta) -> str:
+    minutes = int(value.total_seconds()) // 60
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
+
+
+def delivery_at_risk(
+    letter: NewLetter, letter_id: int, delivery: DeliveryAtRisk, blocked: Blocked, base_url: str
+) -> Alert:
+    """A delivery on the blocked path of ``letter``: the latest replay time, or that it is lost (issue 48)."""
+    lost = delivery.status == LOST
+    kind = "delivery-lost" if lost else "delivery-at-risk"
+    if lost:
+        title = f"Delivery lost: {delivery.describe()}"
+        step = [
+            f"the delivery is lost: tell its consumers (DAGs: {blocked.consumer_dags.describe() or 'none'}; "
+            f"workspaces: {blocked.workspaces.describe() or 'unknown'}) that the data will be late",
+            "fix the cause, then replay from the letter page to deliver late",
+        ]
+    else:
+        title = f"Delivery at risk: {delivery.describe()}"
+        step = [
+            f"fix the cause and replay by {delivery.latest_replay.isoformat()}: the replay path takes "
+            f"{_duration_text(delivery.path_time)} (the tasks' expected durations and validation)",
+            "otherwise the delivery is lost: tell its consumers",
+        ]
+    if delivery.unestimated.count:
+        step.append(
+            f"no duration is known for {delivery.unestimated.describe()}: the latest replay time is too late by theirs"
+        )
+    what = [
+        f"letter {letter_id} (root cause {letter.fingerprint}) blocks the delivery of {delivery.name}, "
+        f"due {delivery.deadline.isoformat()}"
+    ]
+    sections = [
+        ("What happened", what),
+        ("Where", _where(letter)),
+        ("Why", _why(letter)),
+        ("Impact", blocked.summary()),
+        ("Next step", step),
+    ]
+    key = f"{letter.fingerprint}:{delivery.name}:{delivery.deadline.isoformat()}"
+    return _compose(kind, key, title, sections, letter_links(base_url, letter, letter_id))

@@ -27,7 +27,7 @@ from airflow_retry_provider.commands import (
 if TYPE_CHECKING:
     from airflow_retry_provider.dlq.models import Actor, Letter
     from airflow_retry_provider.dlq.replay import ReplayEngine
-    from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
+    from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter, StoredImpact
     from airflow_retry_provider.hooks.airflow_api import AirflowApi
 
 __all__ = ["register"]
@@ -331,7 +331,8 @@ def run_show(args: argparse.Namespace) -> int:
         letter = store.get(letter_id)
         events = store.events(letter_id)
         if letter is not None or events:  # a purged letter still has its history
-            found.append((letter_id, letter, store.replays(letter_id), events))
+            impact = store.impact(letter_id) if letter is not None else None
+            found.append((letter_id, letter, store.replays(letter_id), events, impact))
     if args.json:
         _emit_json(
             {
@@ -340,19 +341,22 @@ def run_show(args: argparse.Namespace) -> int:
                         **(letter.to_json() if letter else {"id": letter_id, "status": "purged"}),
                         "replays": [r.to_json() for r in replays],
                         "history": [e.to_json() for e in events],
+                        "impact": impact.to_json() if impact is not None else None,
                     }
-                    for letter_id, letter, replays, events in found
+                    for letter_id, letter, replays, events, impact in found
                 ]
             }
         )
     else:
-        for letter_id, letter, replays, events in found:
+        for letter_id, letter, replays, events, impact in found:
             if letter is None:
                 print(f"{'id':>20}: {letter_id} (purged; its history remains)")
             else:
                 for key, value in letter.to_json().items():
                     print(f"{key:>20}: {value}")
                 print(f"{'ran version':>20}: {letter.version_label()}")
+                for line in _impact_lines(impact):
+                    print(f"{'impact':>20}: {line}")
             for r in replays:
                 print(
                     f"{'replay':>20}: #{r.id} {r.requested_at:%Y-%m-%d %H:%M:%S%z} by {r.actor} "
@@ -362,6 +366,14 @@ def run_show(args: argparse.Namespace) -> int:
                 print(f"{'history':>20}: {event.line()}")
             print()
     return 0 if found else 1
+
+
+def _impact_lines(impact: StoredImpact | None) -> list[str]:
+    """What a letter blocks, as ``show`` prints it (issue 48)."""
+    if impact is None:
+        return ["not computed yet (at filing when the worker reaches Airflow's API, else by the next sweep)"]
+    lines = impact.impact.summary() or ["nothing downstream, no delivery deadline"]
+    return [*lines, f"as of {impact.computed_at:%Y-%m-%d %H:%M:%S%z}"]
 
 
 def run_preview(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from airflow_retry_provider.database import ProviderDatabase
     from airflow_retry_provider.dlq.models import FixNotice, Letter, NewLetter, ReplayJob
     from airflow_retry_provider.dlq.store import FileResult
+    from airflow_retry_provider.policy.impact import Impact
 
 
 def filed(
@@ -23,6 +24,11 @@ def filed(
 ) -> None:
     """A letter was filed: created, or changed (failed again, parked at the cap, reopened)."""
     announce.tell("filed", db, letter, result, context)
+
+
+def impact_assessed(db: ProviderDatabase, letter_id: int, letter: NewLetter, impact: Impact) -> None:
+    """What ``letter`` blocks was computed (filed or refreshed): the deliveries it puts at risk."""
+    announce.tell("impact", db, letter_id, letter, impact)
 
 
 def parked(db: ProviderDatabase, letter: Letter, reason: str) -> None:

@@ -293,6 +293,7 @@ def file_dead_letter(context: Mapping[str, Any]) -> None:
     if result is not None:
         if result.changed:
             metrics.letter("created" if result.created else result.status, letter.category)
+            record_impact_now(store, result.letter_id, letter)
             announce.filed(store.db, letter, result, context)
         if result.reopened:
             metrics.letter("reopened", letter.category)
@@ -307,6 +308,36 @@ def file_dead_letter(context: Mapping[str, Any]) -> None:
             result.status,
             letter.failure_class,
             letter.category,
+        )
+
+
+IMPACT_TIMEOUT_SECONDS = 5.0
+"""Each REST call of the impact at filing time; the sweeper computes what this could not."""
+
+
+def record_impact_now(store: DeadLetterStore, letter_id: int, letter: NewLetter) -> None:
+    """What the letter blocks, from Airflow's REST API (connection ``retry_provider_airflow_api``),
+    stored and announced at once (the delivery-at-risk alerts). Never raises: without the connection,
+    or when Airflow does not answer, the dead-letter sweeper computes it on its next run."""
+    try:
+        from airflow_retry_provider.hooks.airflow_api import AirflowApi, credentials_from_airflow
+
+        credentials = credentials_from_airflow()
+    except Exception:  # no API connection in this worker: the sweeper does it
+        log.debug("airflow-retry-provider: no API connection; the sweeper computes the impact", exc_info=True)
+        return
+    from datetime import timezone
+
+    from airflow_retry_provider.dlq.impact import record_impact
+
+    try:
+        with AirflowApi(credentials, timeout=IMPACT_TIMEOUT_SECONDS) as api:
+            record_impact(store, api, letter_id, letter, datetime.now(timezone.utc))
+    except Exception as exc:  # the letter is filed; the impact can wait for the sweeper
+        log.warning(
+            "airflow-retry-provider: the impact of letter %s is left to the sweeper: %s",
+            letter_id,
+            storable(mask(redact(f"{type(exc).__name__}: {exc}")))[:300],
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +21,7 @@ from airflow_retry_provider.dlq.models import (
     status_after_failure,
 )
 from airflow_retry_provider.dlq.sql import query
+from airflow_retry_provider.policy.impact import Impact
 
 
 @dataclass(frozen=True)
@@ -532,6 +534,42 @@ class DeadLetterStore(Store):
         with self.db.transaction() as cur:
             cur.execute(query("fix_notices"))
             return [FixNotice.from_row(row) for row in ProviderDatabase.rows(cur)]
+
+    # -- impact (issue 48) -----------------------------------------------------------------------
+
+    def set_impact(self, letter_id: int, impact: Impact) -> None:
+        """Store what ``letter_id`` blocks, replacing what was stored."""
+        with self.db.transaction() as cur:
+            cur.execute(
+                query("upsert_letter_impact"),
+                {"letter_id": letter_id, "impact": json.dumps(impact.to_json(), sort_keys=True)},
+            )
+
+    def impact(self, letter_id: int) -> StoredImpact | None:
+        """What ``letter_id`` blocks, as last computed; None before it was."""
+        with self.db.transaction() as cur:
+            cur.execute(query("letter_impact"), {"letter_id": letter_id})
+            row = ProviderDatabase.one(cur)
+        if row is None:
+            return None
+        return StoredImpact(Impact.from_json(row["impact"]), row["computed_at"])
+
+    def letters_due_impact(self, stale_seconds: float, limit: int) -> builtins.list[Letter]:
+        """Open letters whose impact is missing or older than ``stale_seconds`` (the database's clock), longest first."""
+        with self.db.transaction() as cur:
+            cur.execute(query("letters_due_impact"), {"stale_seconds": stale_seconds, "limit": limit})
+            return [Letter.from_row(row) for row in ProviderDatabase.rows(cur)]
+
+
+@dataclass(frozen=True)
+class StoredImpact:
+    """A letter's impact and when it was computed (its deliveries' statuses are as of then)."""
+
+    impact: Impact
+    computed_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.impact.to_json(), "computed_at": self.computed_at.isoformat()}
 
 
 def _actor(actor: str | Actor, missing: str) -> Actor:

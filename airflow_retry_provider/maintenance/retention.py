@@ -76,6 +76,7 @@ COUNTS = {
     "retry_work_units": ("ledger", "retention_ledger_count"),
     "retry_alerts": ("alerts", "retention_alerts_count"),
     "retry_alert_windows": ("alerts", "retention_windows_count"),
+    "retry_delivery_alerts": ("alerts", "retention_delivery_alerts_count"),
 }
 # simple tables: one statement deletes a batch
 SIMPLE_DELETES = {
@@ -83,6 +84,7 @@ SIMPLE_DELETES = {
     "retry_work_units": ("ledger", "retention_ledger_delete"),
     "retry_alerts": ("alerts", "retention_alerts_delete"),
     "retry_alert_windows": ("alerts", "retention_windows_delete"),
+    "retry_delivery_alerts": ("alerts", "retention_delivery_alerts_delete"),
 }
 
 

@@ -180,3 +180,34 @@ def test_the_sweeper_dag_sends_queue_gauges_and_alert_counters_over_statsd(airfl
         ]
         >= 1
     )
+
+
+def test_a_poison_failure_mails_the_delivery_it_puts_at_risk(airflow, smtp):
+    """Within seconds of the failure one mail names the blocked tasks, the asset, the DAG scheduled on it,
+    the workspace and the latest replay time (issue 48)."""
+    from datetime import timedelta
+
+    run = _trigger(airflow, "impact_chain")
+    airflow.stack.wait_for_dag("impact_gold_report")
+    assert airflow.stack.wait_for_run("impact_chain", run["dag_run_id"])["state"] == "failed"
+    sample_until(lambda: _mails_about(smtp, "delivery of impact_chain.publish"), timeout=60)
+    [index] = _mails_about(smtp, "delivery of impact_chain.publish")
+    # a manual run's data interval ends at its logical date: the delivery is 09:00 UTC the next day,
+    # less transform's 20 min, publish's 10 min and its 5 min of validation (extract has no duration)
+    end = datetime.fromisoformat(run["data_interval_end"]).astimezone(timezone.utc)
+    deadline = (end + timedelta(days=1)).replace(hour=9, minute=0, second=0, microsecond=0)
+    latest = deadline - timedelta(minutes=35)
+    assert smtp.subjects()[index] == (
+        f"Delivery at risk: replay by {latest:%Y-%m-%d %H:%M} UTC to meet the "
+        f"{deadline:%Y-%m-%d %H:%M} UTC delivery of impact_chain.publish"
+    )
+    body = smtp.body(index)
+    for expected in (
+        "blocks 4 task(s): impact_chain.publish, impact_chain.transform, impact_gold_report.build, impact_gold_report.report",
+        "assets not produced: impact_silver_orders",
+        "DAGs scheduled on them: impact_gold_report",
+        "workspaces: acme",
+        "no duration is known for impact_chain.extract",
+    ):
+        assert expected in body, expected
+    assert len(_mails_about(smtp, "Delivery at risk")) == 2  # and the consumer DAG's own delivery

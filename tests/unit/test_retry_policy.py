@@ -346,3 +346,39 @@ def test_the_retry_reason_holds_no_nul_and_no_lone_surrogate():
     assert "\x00" not in decision.reason and "\ud800" not in decision.reason
     assert "reset\ufffdby peer \ufffd here" in decision.reason
     decision.reason.encode("utf-8")  # storable
+
+
+def test_apply_profile_writes_the_delivery_as_a_task_param_the_rest_api_shows():
+    """A DeliveryDeadline and the durations become the param retry_provider_delivery; a hand-written one wins."""
+    from airflow.providers.standard.operators.empty import EmptyOperator
+
+    from airflow_retry_provider.policy.impact import DELIVERY_PARAM, parse_delivery
+
+    deadline = DeliveryDeadline(at="09:00", timezone="UTC", days_after=1)
+    with DAG("profile_delivery", schedule=None, start_date=pendulum.datetime(2026, 1, 1)):
+        declared = apply_profile(
+            EmptyOperator(task_id="publish"),
+            "report",
+            deadline=deadline,
+            expected_duration=timedelta(minutes=10),
+            validation=timedelta(minutes=2),
+        )
+        plain = apply_profile(EmptyOperator(task_id="plain"), "report")
+        mine = {"at": "07:00", "timezone": "UTC"}
+        by_hand = apply_profile(
+            EmptyOperator(task_id="hand", params={DELIVERY_PARAM: mine}), "report", deadline=deadline
+        )
+    value = declared.params[DELIVERY_PARAM]
+    assert value == {
+        "at": "09:00",
+        "timezone": "UTC",
+        "days_after": 1,
+        "expected_duration_seconds": 600,
+        "validation_seconds": 120,
+    }
+    spec = parse_delivery("p", value)
+    assert spec.resolve(datetime(2026, 12, 3, tzinfo=timezone.utc)) == datetime(
+        2026, 12, 4, 9, 0, tzinfo=timezone.utc
+    )
+    assert DELIVERY_PARAM not in plain.params
+    assert by_hand.params[DELIVERY_PARAM] == mine

@@ -82,3 +82,10 @@ ON CONFLICT (workspace_id, connector_id) DO UPDATE SET status = EXCLUDED.status,
 -- name: forget_connector_status
 DELETE FROM retry_alert_connector_status
 WHERE workspace_id = %(workspace_id)s AND connector_id = %(connector_id)s;
+
+-- name: tell_delivery
+-- Once per root cause, delivery, deadline and status (issue 48): a row back only the first time.
+INSERT INTO retry_delivery_alerts (fingerprint, delivery, deadline, status, letter_id)
+VALUES (%(fingerprint)s, %(delivery)s, %(deadline)s, %(status)s, %(letter_id)s)
+ON CONFLICT DO NOTHING
+RETURNING letter_id;

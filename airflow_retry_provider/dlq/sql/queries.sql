@@ -624,3 +624,23 @@ FROM retry_dead_letters WHERE status IN ('dlq', 'parked');
 
 -- name: open_letter_dags
 SELECT DISTINCT dag_id FROM retry_dead_letters WHERE status IN ('dlq', 'parked', 'replaying') ORDER BY dag_id;
+
+-- name: upsert_letter_impact
+-- What a letter blocks (issue 48): written when it is filed, replaced by each refresh.
+INSERT INTO retry_letter_impacts (letter_id, impact, computed_at)
+VALUES (%(letter_id)s, %(impact)s::jsonb, clock_timestamp())
+ON CONFLICT (letter_id) DO UPDATE SET impact = EXCLUDED.impact, computed_at = EXCLUDED.computed_at;
+
+-- name: letter_impact
+SELECT impact, computed_at FROM retry_letter_impacts WHERE letter_id = %(letter_id)s;
+
+-- name: letters_due_impact
+-- Open letters (dlq, parked) whose impact is missing or older than the cut-off, the longest
+-- unrefreshed first: a sweep refreshes at most %(limit)s of them. A replaying letter waits: its
+-- replay is the delivery's chance, not a loss.
+SELECT l.* FROM retry_dead_letters l
+LEFT JOIN retry_letter_impacts i ON i.letter_id = l.id
+WHERE l.status IN ('dlq', 'parked')
+  AND (i.computed_at IS NULL OR i.computed_at < clock_timestamp() - make_interval(secs => %(stale_seconds)s))
+ORDER BY i.computed_at NULLS FIRST, l.id
+LIMIT %(limit)s;

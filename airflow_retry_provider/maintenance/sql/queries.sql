@@ -127,6 +127,16 @@ DELETE FROM retry_alert_windows
 WHERE key IN (SELECT key FROM retry_alert_windows
               WHERE pending_count = 0 AND last_alert_at < %(cutoff)s LIMIT %(batch)s);
 
+-- name: retention_delivery_alerts_count
+-- A delivery told at risk or lost (issue 48) whose deadline is past the cut-off: nothing left to deduplicate.
+SELECT count(*) FROM retry_delivery_alerts WHERE deadline < %(cutoff)s;
+
+-- name: retention_delivery_alerts_delete
+DELETE FROM retry_delivery_alerts
+WHERE (fingerprint, delivery, deadline, status) IN (
+    SELECT fingerprint, delivery, deadline, status FROM retry_delivery_alerts
+    WHERE deadline < %(cutoff)s LIMIT %(batch)s);
+
 -- name: record_retention_run
 INSERT INTO retry_retention_runs (started_at, cutoffs, deleted)
 VALUES (%(started_at)s, %(cutoffs)s, %(deleted)s)

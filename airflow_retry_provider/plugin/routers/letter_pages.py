@@ -108,6 +108,7 @@ def letter_page(request: Request, letter_id: PathLetterId, access: AccessDep, le
         letter=letter,
         replays=letters.store.replays(letter.id),
         events=letters.store.events(letter.id),
+        impact=letters.store.impact(letter.id),
         links=ti_links(airflow_root(request), letter),
         tries=tries,
         tries_error=tries_error,

@@ -89,12 +89,15 @@ def list_groups(
 
 @router.get("/letters/{letter_id}", tags=["letters"])
 def get_letter(letter_id: PathLetterId, access: AccessDep, letters: LettersDep) -> dict[str, Any]:
-    """One letter, its replays and its history (every event, oldest first)."""
+    """One letter, its replays, its history (every event, oldest first) and what it blocks
+    (``impact``: null until computed)."""
     letter = letters.letter_for(letter_id, access)
+    impact = letters.store.impact(letter.id)
     return {
         "letter": letter.to_json(),
         "replays": [r.to_json() for r in letters.store.replays(letter.id)],
         "history": [e.to_json() for e in letters.store.events(letter.id)],
+        "impact": impact.to_json() if impact is not None else None,
     }
 
 

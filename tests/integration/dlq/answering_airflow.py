@@ -6,7 +6,10 @@ test's ``on_clear`` hook: something another process does while the clear is in f
 kept in ``clears``; a ``keep_task_state`` sent to a 3.3 is a 422, as Airflow 3.3 answers it), the
 bulk list ``POST .../dagRuns/~/taskInstances/list`` (its id lists and states), ``GET
 .../dagVersions`` (``versions``: a DAG with none answers 404) and ``GET /api/v2/version``
-(``version``, "3.3.2" unless a test sets it). Every other path answers 404. ``calls`` counts the requests by kind.
+(``version``, "3.3.2" unless a test sets it). Every other path answers 404. ``calls`` counts the
+requests by kind. For a letter's impact (issue 48): ``GET .../tasks`` (``tasks``: a DAG with none
+answers 404), ``GET .../dagRuns/~/taskInstances`` (``successes``: the successful task instances of
+a DAG, whatever the query) and ``GET /api/v2/assets`` (``assets``, whatever the query), in Airflow's shapes.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ TI_PATH = re.compile(r"^/api/v2/dags/([^/]+)/dagRuns/([^/]+)/taskInstances/([^/?
 CLEAR_PATH = re.compile(r"^/api/v2/dags/([^/]+)/clearTaskInstances$")
 BATCH_PATH = "/api/v2/dags/~/dagRuns/~/taskInstances/list"
 VERSIONS_PATH = re.compile(r"^/api/v2/dags/([^/]+)/dagVersions$")
+TASKS_PATH = re.compile(r"^/api/v2/dags/([^/]+)/tasks$")
+TI_LIST_PATH = re.compile(r"^/api/v2/dags/([^/]+)/dagRuns/~/taskInstances$")
 
 Key = tuple[str, str, str, int]
 
@@ -41,6 +46,9 @@ class AnsweringAirflow:
         self.clears: list[dict[str, Any]] = []
         self.versions: dict[str, list[dict[str, Any]]] = {}
         self.version = "3.3.2"
+        self.tasks: dict[str, list[dict[str, Any]]] = {}
+        self.successes: dict[str, list[dict[str, Any]]] = {}
+        self.assets: list[dict[str, Any]] = []
         self.url = ""
         self.lock = threading.Lock()
 
@@ -110,6 +118,19 @@ class AnsweringAirflow:
             if found is None:
                 return 404, {"detail": "no such DAG"}
             return 200, {"dag_versions": found, "total_entries": len(found)}
+        if method == "GET" and (match := TASKS_PATH.match(path)):
+            self.calls["tasks"] += 1
+            tasks = self.tasks.get(unquote(match[1]))
+            if tasks is None:
+                return 404, {"detail": "no such DAG"}
+            return 200, {"tasks": tasks, "total_entries": len(tasks)}
+        if method == "GET" and (match := TI_LIST_PATH.match(path)):
+            self.calls["task_instances"] += 1
+            found = self.successes.get(unquote(match[1]), [])
+            return 200, {"task_instances": found, "total_entries": len(found)}
+        if method == "GET" and path == "/api/v2/assets":
+            self.calls["assets"] += 1
+            return 200, {"assets": self.assets, "total_entries": len(self.assets)}
         self.calls["other"] += 1
         return 404, {"detail": f"not served here: {method} {path}"}
 

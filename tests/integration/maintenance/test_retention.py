@@ -75,6 +75,11 @@ def seeded(pg_dsn, tmp_path) -> tuple[str, Path]:
             "('new-root-cause', 'f', 'mail', 't', '{}', 'sent', %(old)s), ('new-root-cause', 'f', 'mail', 't', '{}', 'pending', %(old)s)",
             {"old": OLD},
         )
+        conn.execute(
+            "INSERT INTO retry_delivery_alerts (fingerprint, delivery, deadline, status, letter_id) VALUES "
+            "('f', 'd.t', %(old)s, 'lost', 1), ('f', 'd.t', now() + interval '1 day', 'at-risk', 1)",
+            {"old": OLD},
+        )
     return pg_dsn, tmp_path
 
 
@@ -87,6 +92,7 @@ EXPECTED = {
     "retry_work_units": 1,  # 'deduping' is inside its dedup window, 'stuck' is running
     "retry_alerts": 1,  # the pending one waits for its retry
     "retry_alert_windows": 0,
+    "retry_delivery_alerts": 1,  # the delivery whose deadline passed the cut-off; tomorrow's stays
 }
 
 

@@ -1025,3 +1025,36 @@ def test_sixteen_threads_claiming_the_same_letters_each_win_once(
         app.state.db.close()
     assert sorted(won) == sorted(ids)
     assert {ui.store.get(i).status for i in ids} == {"parked"}  # type: ignore[union-attr]
+
+
+def test_the_letter_page_the_json_api_and_the_cli_show_the_impact(ui: Ui, pg_dsn, capsys):
+    """What a letter blocks and its delivery's latest replay time: on the page, in the JSON API and in dlq show."""
+    from datetime import timedelta
+
+    from airflow_retry_provider.cli import main
+    from airflow_retry_provider.policy.impact import TaskFacts, assess_impact
+
+    (letter_id,) = ui.file(dag_id=DAG_A)
+    assert ui.get(f"/api/letters/{letter_id}", user="admin").json()["impact"] is None
+    assert "Not computed yet" in ui.get(f"/letters/{letter_id}", user="admin", html=True).text
+    deadline = datetime(2026, 12, 4, 9, 0, tzinfo=timezone.utc)
+    tasks = [
+        TaskFacts(DAG_A, "load", downstream=("publish",), expected_duration=timedelta(minutes=20)),
+        TaskFacts(
+            DAG_A, "publish", expected_duration=timedelta(minutes=5), deadline=deadline, workspace="acme"
+        ),
+    ]
+    now = datetime(2026, 12, 4, 3, 0, tzinfo=timezone.utc)
+    ui.store.set_impact(letter_id, assess_impact((DAG_A, "load"), tasks, {}, now=now))
+
+    impact = ui.get(f"/api/letters/{letter_id}", user="admin").json()["impact"]
+    assert impact["blocked_tasks"] == {"count": 1, "first": [f"{DAG_A}.publish"]}
+    assert impact["deliveries"][0]["latest_replay"] == "2026-12-04T08:35:00+00:00"
+    page = ui.get(f"/letters/{letter_id}", user="admin", html=True).text
+    assert f"{DAG_A}.publish" in page and "acme" in page and "delivery-at-risk" in page
+    assert main(["dlq", "show", "--id", str(letter_id), "--dsn", pg_dsn]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"impact: replay by 2026-12-04 08:35 UTC to meet the 2026-12-04 09:00 UTC delivery of {DAG_A}.publish"
+        in out
+    )

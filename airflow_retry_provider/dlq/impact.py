@@ -1,0 +1,240 @@
+"""What a dead letter blocks, read from Airflow's REST API (issue 48); the decision is :mod:`policy.impact`.
+
+For a letter, :class:`ImpactReader` asks Airflow (never its metadata database):
+
+- ``GET /api/v2/dags/{dag_id}/tasks``: the DAG's tasks, their downstream ids, trigger rules and
+  params (a delivery deadline is the param :data:`DELIVERY_PARAM`, see below; a workspace the
+  param ``workspace_id``);
+- ``GET /api/v2/dags/{dag_id}/dagRuns/~/taskInstances?state=success&order_by=-end_date``: the
+  recent successful durations, one page of at most :data:`HISTORY_PAGE` for the whole DAG, the
+  newest :data:`HISTORY_PER_TASK` of each task kept;
+- ``GET /api/v2/assets?dag_ids={dag_id}``: the assets its tasks produce (``producing_tasks``) and
+  the DAGs scheduled on them (``scheduled_dags``); for each of those (at most
+  :data:`MAX_CONSUMER_DAGS`), its tasks and durations the same way. One level: the DAGs scheduled
+  on a consumer's own assets are not followed.
+
+**Where a delivery deadline comes from.** Airflow's REST API does not show a task's
+``retry_policy``, so ``apply_profile(task, profile, deadline=DeliveryDeadline(...))`` also writes
+the deadline (with ``expected_duration`` and ``validation``) into the task's params under
+``retry_provider_delivery``: ``{"at": "09:00", "timezone": "America/Sao_Paulo", "days_after": 1,
+"expected_duration_seconds": 600, "validation_seconds": 120}``. The same param can be written by
+hand on a task, or on a DAG (``params={...}``): a DAG-level one is the delivery of the DAG's last
+tasks (those with no downstream). Every deadline is resolved against the failed run's data
+interval end (or its run date), as the failed task's own ``DeliveryDeadline`` is: a consumer DAG's
+run for that data arrives after it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import quote
+
+from airflow_retry_provider.dlq import announce
+from airflow_retry_provider.dlq.models import Letter, NewLetter
+from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError, parse_time
+from airflow_retry_provider.masking import mask
+from airflow_retry_provider.policy.fields import FieldError
+from airflow_retry_provider.policy.impact import (
+    DELIVERY_PARAM,
+    Impact,
+    TaskFacts,
+    assess_impact,
+    parse_delivery,
+)
+from airflow_retry_provider.policy.redact import redact
+from airflow_retry_provider.policy.text import storable
+
+log = logging.getLogger(__name__)
+
+WORKSPACE_PARAM = "workspace_id"
+HISTORY_PAGE = 500
+HISTORY_PER_TASK = 10
+MAX_CONSUMER_DAGS = 20
+MAX_ASSET_PAGES = 5
+PAGE_SIZE = 100
+REFRESH_EVERY = timedelta(minutes=5)
+"""A sweep recomputes an open letter's impact once it is older than this."""
+REFRESH_LIMIT = 25
+"""At most this many letters per sweep (each costs a few REST calls per DAG)."""
+
+
+def _param(params: object, name: str) -> tuple[Any, str | None]:
+    """A param's value and its source (``dag`` or ``task``) from the tasks endpoint's dump."""
+    if not isinstance(params, Mapping) or name not in params:
+        return None, None
+    entry = params[name]
+    if isinstance(entry, Mapping) and "value" in entry:
+        return entry["value"], entry.get("source")
+    return entry, None
+
+
+class ImpactReader:
+    """Reads what :func:`~airflow_retry_provider.policy.impact.assess_impact` needs for a letter.
+
+    :param api: Airflow's REST API.
+    """
+
+    def __init__(self, api: AirflowApi) -> None:
+        self.api = api
+        self.notes: list[str] = []
+
+    def assess(self, letter: NewLetter, now: datetime) -> Impact:
+        """The impact of ``letter`` as of ``now``."""
+        anchor = letter.data_interval_end or self._run_after(letter)
+        tasks = self.dag_tasks(letter.dag_id, anchor)
+        consumers: dict[str, list[str]] = {}
+        outlets: dict[str, list[str]] = defaultdict(list)
+        for asset in self.assets_of(letter.dag_id):
+            name = str(asset.get("name") or asset.get("uri"))
+            producers = [p for p in asset.get("producing_tasks") or () if p.get("dag_id") == letter.dag_id]
+            if not producers:  # an asset the DAG only consumes: its consumers are not blocked by it
+                continue
+            for producer in producers:
+                outlets[str(producer["task_id"])].append(name)
+            consumers[name] = [str(dag["dag_id"]) for dag in asset.get("scheduled_dags") or ()]
+        tasks = [replace(facts, outlets=tuple(outlets.get(facts.task_id, ()))) for facts in tasks]
+        if letter.workspace_id:  # the letter knows its own workspace best (the task's attribute or param)
+            tasks = [
+                replace(facts, workspace=letter.workspace_id) if facts.task_id == letter.task_id else facts
+                for facts in tasks
+            ]
+        consumer_dags = sorted({dag_id for dags in consumers.values() for dag_id in dags} - {letter.dag_id})
+        if len(consumer_dags) > MAX_CONSUMER_DAGS:
+            self.notes.append(f"{len(consumer_dags)} consumer DAGs: the first {MAX_CONSUMER_DAGS} read")
+        for dag_id in consumer_dags[:MAX_CONSUMER_DAGS]:
+            try:
+                tasks.extend(self.dag_tasks(dag_id, anchor))
+            except AirflowApiError as exc:  # listed without its tasks
+                self.notes.append(f"consumer DAG {dag_id}: {_safe(exc)}")
+        return assess_impact((letter.dag_id, letter.task_id), tasks, consumers, now=now)
+
+    def _run_after(self, letter: NewLetter) -> datetime | None:
+        try:
+            run = self.api.dag_run(letter.dag_id, letter.run_id)
+        except AirflowApiError:
+            return None
+        return parse_time(run.get("data_interval_end")) or parse_time(run.get("run_after"))
+
+    def dag_tasks(self, dag_id: str, anchor: datetime | None) -> list[TaskFacts]:
+        """The facts of every task of ``dag_id``: structure, params and recent durations."""
+        answer = self.api.request("GET", f"/api/v2/dags/{quote(dag_id, safe='')}/tasks")
+        durations = self.recent_durations(dag_id)
+        found = []
+        for task in answer.get("tasks", []):
+            task_id = str(task["task_id"])
+            downstream = tuple(str(item) for item in task.get("downstream_task_ids") or ())
+            params = task.get("params")
+            deadline_at: datetime | None = None
+            expected: timedelta | None = None
+            validation = timedelta(0)
+            value, source = _param(params, DELIVERY_PARAM)
+            if value is not None:
+                try:
+                    spec = parse_delivery(f"{dag_id}.{task_id}.params.{DELIVERY_PARAM}", value)
+                except FieldError as exc:  # a bad declaration: the task counts without it
+                    self.notes.append(str(exc))
+                else:
+                    expected, validation = spec.expected_duration, spec.validation
+                    if source != "dag" or not downstream:  # a DAG's delivery is its last tasks'
+                        deadline_at = spec.resolve(anchor)
+            workspace, _ = _param(params, WORKSPACE_PARAM)
+            found.append(
+                TaskFacts(
+                    dag_id=dag_id,
+                    task_id=task_id,
+                    downstream=downstream,
+                    trigger_rule=str(task.get("trigger_rule") or "all_success"),
+                    recent_durations=tuple(durations.get(task_id, ())),
+                    expected_duration=expected,
+                    validation=validation,
+                    deadline=deadline_at,
+                    workspace=str(workspace) if workspace else None,
+                )
+            )
+        return found
+
+    def recent_durations(self, dag_id: str) -> dict[str, list[timedelta]]:
+        """The newest successful durations of each task of ``dag_id`` (one page for the whole DAG)."""
+        page = self.api.request(
+            "GET",
+            f"/api/v2/dags/{quote(dag_id, safe='')}/dagRuns/~/taskInstances",
+            params={"state": "success", "order_by": "-end_date", "limit": HISTORY_PAGE},
+        )
+        found: dict[str, list[timedelta]] = defaultdict(list)
+        for item in page.get("task_instances", []):
+            duration = item.get("duration")
+            kept = found[str(item["task_id"])]
+            if isinstance(duration, int | float) and duration >= 0 and len(kept) < HISTORY_PER_TASK:
+                kept.append(timedelta(seconds=float(duration)))
+        return found
+
+    def assets_of(self, dag_id: str) -> Iterator[dict[str, Any]]:
+        """The assets ``dag_id`` produces, consumes or is scheduled on (bounded pages)."""
+        for number in range(MAX_ASSET_PAGES):
+            page = self.api.request(
+                "GET",
+                "/api/v2/assets",
+                params={"dag_ids": dag_id, "limit": PAGE_SIZE, "offset": number * PAGE_SIZE},
+            )
+            assets = list(page.get("assets", []))
+            yield from assets
+            if len(assets) < PAGE_SIZE:
+                return
+        self.notes.append(f"more than {MAX_ASSET_PAGES * PAGE_SIZE} assets: the rest not read")
+
+
+def _safe(exc: BaseException) -> str:
+    """An error's text as a log line may hold it: redacted, masked, storable, bounded."""
+    return storable(mask(redact(str(exc))))[:300]
+
+
+def record_impact(
+    store: DeadLetterStore, api: AirflowApi, letter_id: int, letter: NewLetter, now: datetime
+) -> Impact:
+    """Compute, store and announce the impact of one letter (raises on an API error)."""
+    reader = ImpactReader(api)
+    impact = reader.assess(letter, now)
+    if reader.notes:  # a bad declaration, a consumer DAG Airflow did not answer for: counted without
+        log.warning("airflow-retry-provider: impact of letter %s: %s", letter_id, reader.notes[:20])
+    store.set_impact(letter_id, impact)
+    announce.impact_assessed(store.db, letter_id, letter, impact)
+    return impact
+
+
+def refresh_impacts(
+    store: DeadLetterStore, api: AirflowApi, now: datetime, limit: int = REFRESH_LIMIT
+) -> tuple[list[int], list[str]]:
+    """The sweeper's step: recompute the impact of open letters not refreshed for :data:`REFRESH_EVERY`.
+
+    Returns the letters refreshed and one error line per letter Airflow could not answer for.
+    """
+    refreshed: list[int] = []
+    errors: list[str] = []
+    for letter in store.letters_due_impact(REFRESH_EVERY.total_seconds(), limit):
+        try:
+            record_impact(store, api, letter.id, letter, now)
+        except (AirflowApiError, FieldError) as exc:
+            errors.append(f"impact of letter {letter.id}: {_safe(exc)}")
+            # its DAG is gone (404), or its task is no longer in it: nothing to block, not asked again soon
+            if isinstance(exc, FieldError) or exc.status_code == 404:
+                store.set_impact(letter.id, Impact())
+            continue
+        except Exception as exc:  # one letter never stops the sweep
+            errors.append(f"impact of letter {letter.id}: {type(exc).__name__}: {_safe(exc)}")
+            continue
+        refreshed.append(letter.id)
+    if errors:
+        log.warning("airflow-retry-provider: impacts not refreshed: %s", errors)
+    return refreshed, errors
+
+
+def letter_impact(store: DeadLetterStore, letter: Letter) -> dict[str, Any] | None:
+    """The stored impact of ``letter`` as JSON (the API and the CLI), or None."""
+    stored = store.impact(letter.id)
+    return None if stored is None else stored.to_json()
