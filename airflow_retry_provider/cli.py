@@ -85,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ[_PROCESS_CONTEXT] = "server"
     try:
         args = parser.parse_args(args_list)
+        args.console = argv is None  # the console script's own process (commands.logs_to_stderr)
         if not getattr(args, "func", None):
             parser.print_help()
             return 0

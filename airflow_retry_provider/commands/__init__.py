@@ -63,9 +63,16 @@ def where_connections_are_read(conn_id: str) -> str:
     return ", ".join(places)
 
 
-def logs_to_stderr() -> None:
+def logs_to_stderr(args: argparse.Namespace) -> None:
     """Airflow's log lines (the provider's included) go to stderr from here on: stdout carries only
-    what a command prints (its table or its JSON), so ``--json | jq`` always parses."""
+    what a command prints (its table or its JSON), so ``--json | jq`` always parses.
+
+    Only in the console script's own process (``args.console``, set by ``cli.main`` when it reads
+    ``sys.argv``): ``main([...])`` called inside another program (a test, a task) leaves that
+    program's logging as it is.
+    """
+    if not getattr(args, "console", False):
+        return
     from airflow.sdk.log import configure_logging
 
     # the process's own stderr, never a replacement of it that may be closed first (a test's capture)
@@ -86,7 +93,7 @@ def database_from_args(args: argparse.Namespace) -> ProviderDatabase:
 
     if args.dsn:
         return ProviderDatabase.from_dsn(libpq_dsn(args.dsn))
-    logs_to_stderr()  # the connection is Airflow's: Airflow is imported, and may log
+    logs_to_stderr(args)  # the connection is Airflow's: Airflow is imported, and may log
     return ProviderDatabase.from_conn_id(args.conn_id)
 
 
@@ -125,7 +132,7 @@ def api_client(args: argparse.Namespace, sign_in: bool = False) -> AirflowApi:
         ApiCredentials,
     )
 
-    logs_to_stderr()
+    logs_to_stderr(args)
     try:
         credentials = ApiCredentials.resolve(args.api_url, args.api_user, args.api_password)
     except ValueError as exc:

@@ -5,13 +5,18 @@ On Airflow 3.3 (no ``ChainRetryPolicy``) the module defines nothing: the tests t
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+import pendulum
 from airflow.sdk import DAG, ExceptionRetryPolicy, RetryAction, RetryRule, task
 
-from airflow_retry_provider import ClassifiedRetryPolicy, apply_profile
+from airflow_retry_provider import Backoff, ClassifiedRetryPolicy, apply_profile
 from airflow_retry_provider.airflow_compat import chain_policy
 from airflow_retry_provider.dlq.callback import file_dead_letter
-from tests.dag_files.policy_dags import FAST, START
 
+# a bundle's files import nothing of the repository's tests/ (tests/dags/test_bundles_parse.py)
+FAST = Backoff(base=timedelta(seconds=1), multiplier=2, cap=timedelta(seconds=4), jitter=0.25)
+START = pendulum.datetime(2026, 11, 1, tz="America/Sao_Paulo")
 ChainRetryPolicy = chain_policy()
 # the author's own rule: a permission error is never worth a retry
 DENIED = ExceptionRetryPolicy(

@@ -47,7 +47,7 @@ def test_log_lines_of_a_command_that_talks_to_airflow_go_to_stderr():
 
     code = (
         "import argparse, logging; from airflow_retry_provider.commands import api_client; "
-        "api_client(argparse.Namespace(api_url='http://127.0.0.1:9', api_user='a', api_password='p')); "
+        "api_client(argparse.Namespace(api_url='http://127.0.0.1:9', api_user='a', api_password='p', console=True)); "
         "logging.getLogger('airflow_retry_provider.dlq.driver').warning('replay job 1 stopped: canary'); "
         "print('{}')"
     )
