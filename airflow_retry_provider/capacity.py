@@ -248,7 +248,7 @@ def load_dependencies(path: str | os.PathLike[str] | None = None) -> DependencyM
         return _registered
     from airflow_retry_provider import settings
 
-    configured = settings.get("dependencies_file")
+    configured = settings.dependencies_file()
     if configured:
         return DependencyMap.from_file(configured)
     raise CapacityError(

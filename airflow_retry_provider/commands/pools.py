@@ -31,7 +31,7 @@ def _sync(args: argparse.Namespace) -> int:
         from airflow_retry_provider import settings
         from airflow_retry_provider.capacity import example_dependencies_path
 
-        if not settings.get("dependencies_file"):
+        if not settings.dependencies_file():
             raise UsageError(
                 "--file: missing, and [retry_provider] dependencies_file "
                 "(AIRFLOW__RETRY_PROVIDER__DEPENDENCIES_FILE) is not set; the wheel ships an example "

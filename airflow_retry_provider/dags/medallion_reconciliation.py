@@ -119,7 +119,7 @@ with DAG(
         reconciliation_alerts(ProviderDatabase.from_conn_id(), summary)  # never raises
         notifier = Variable.get(NOTIFIER_VARIABLE, default=None)
         if notifier and summary["new_findings"]:
-            report.load_notifier(notifier, settings.get("notifier_modules"))(summary)
+            report.load_notifier(notifier, settings.notifier_modules())(summary)
         return {key: summary[key] for key in ("as_of", "workspaces", "findings", "artifacts")}
 
     summarise(reconcile_workspace.expand(workspace_id=list_workspaces()))

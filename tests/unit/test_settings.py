@@ -39,20 +39,20 @@ def test_the_config_section_matches_airflows_provider_info_schema():
 
 def test_defaults_come_from_the_declaration():
     """With nothing set, each setting is its declared default, parsed."""
-    assert settings.get("replay_max_attempts") == 3
-    assert settings.get("replay_rate_per_minute") == 10
-    assert settings.get("sweep_grace_seconds") == timedelta(seconds=120)
-    assert settings.get("ledger_dedup_seconds") == timedelta(hours=1)
+    assert settings.replay_max_attempts() == 3
+    assert settings.replay_rate_per_minute() == 10
+    assert settings.sweep_grace_seconds() == timedelta(seconds=120)
+    assert settings.ledger_dedup_seconds() == timedelta(hours=1)
     assert settings.ui_timezone() == ZoneInfo("America/Sao_Paulo")
-    assert settings.get("dependencies_file") is None
-    assert settings.get("reconciliation_dir") is None
+    assert settings.dependencies_file() is None
+    assert settings.reconciliation_dir() is None
 
 
 def test_airflow_environment_variables_set_a_value(monkeypatch):
     """AIRFLOW__RETRY_PROVIDER__<KEY> is read through Airflow's conf."""
     monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__REPLAY_MAX_ATTEMPTS", "7")
     monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__UI_TIMEZONE", "Asia/Tokyo")
-    assert settings.get("replay_max_attempts") == 7
+    assert settings.replay_max_attempts() == 7
     assert settings.ui_timezone() == ZoneInfo("Asia/Tokyo")
 
 
@@ -60,7 +60,7 @@ def test_a_deprecated_name_still_works_with_a_warning_naming_the_new_key(monkeyp
     """AIRFLOW_RETRY_DLQ_REPLAY_MAX_ATTEMPTS applies, and the warning names [retry_provider] replay_max_attempts."""
     monkeypatch.setenv("AIRFLOW_RETRY_DLQ_REPLAY_MAX_ATTEMPTS", "5")
     with pytest.warns(DeprecationWarning, match=r"\[retry_provider\] replay_max_attempts"):
-        assert settings.get("replay_max_attempts") == 5
+        assert settings.replay_max_attempts() == 5
 
 
 def test_the_new_key_wins_over_a_deprecated_name(monkeypatch):
@@ -68,7 +68,7 @@ def test_the_new_key_wins_over_a_deprecated_name(monkeypatch):
     monkeypatch.setenv("AIRFLOW_RETRY_LEDGER_DEDUP_SECONDS", "60")
     monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__LEDGER_DEDUP_SECONDS", "90")
     with pytest.warns(DeprecationWarning, match="AIRFLOW_RETRY_LEDGER_DEDUP_SECONDS"):
-        assert settings.get("ledger_dedup_seconds") == timedelta(seconds=90)
+        assert settings.ledger_dedup_seconds() == timedelta(seconds=90)
 
 
 @pytest.mark.parametrize(
@@ -109,11 +109,11 @@ def test_the_new_key_wins_over_a_deprecated_name(monkeypatch):
 def test_a_bad_value_is_an_error_naming_the_key_and_the_value(monkeypatch, variable, value, message):
     """A value that does not parse raises ValueError naming where it came from and what it was."""
     monkeypatch.setenv(variable, value)
-    key = next(s.key for s in settings.SETTINGS if variable in (s.env, s.legacy_env))
+    setting = next(s for s in settings.SETTINGS if variable in (s.env, s.legacy_env))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # the deprecated-name row warns; tested above
         with pytest.raises(ValueError, match=message):
-            settings.get(key)
+            setting()
 
 
 def test_the_documented_table_is_generated_from_the_declaration():
@@ -125,12 +125,11 @@ def test_the_documented_table_is_generated_from_the_declaration():
     )
 
 
-def test_every_setting_has_a_typed_accessor_and_get_takes_only_declared_names(monkeypatch):
-    """``settings.<key>()`` reads the same value as ``get``; the ``Key`` names are exactly the declared ones."""
-    from typing import get_args
-
-    assert set(get_args(settings.Key)) == {s.key for s in settings.SETTINGS}
+def test_every_setting_is_the_module_attribute_of_its_name(monkeypatch):
+    """``settings.<key>`` is the declared setting itself, so ``settings.<key>()`` reads it and a misspelt name fails mypy."""
+    assert len({s.key for s in settings.SETTINGS}) == len(settings.SETTINGS)
     monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__REPLAY_MAX_ATTEMPTS", "7")
     for setting in settings.SETTINGS:
-        assert getattr(settings, setting.key)() == settings.get(setting.key)  # type: ignore[arg-type]
+        assert getattr(settings, setting.key) is setting
+        assert getattr(settings, setting.key)() == setting.read()
     assert settings.replay_max_attempts() == 7

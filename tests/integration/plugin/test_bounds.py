@@ -243,4 +243,4 @@ def test_a_bad_numeric_setting_is_refused_at_start_up_naming_it(monkeypatch: pyt
     ):
         create_app(driver=False)
     with pytest.raises(ValueError, match="retention_letters_days"):
-        settings.get("retention_letters_days")
+        settings.retention_letters_days()

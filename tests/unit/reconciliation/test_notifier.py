@@ -41,11 +41,11 @@ def test_a_notifier_under_an_allowed_prefix_loads(spec, allowed):
 def test_the_allow_list_is_a_setting(monkeypatch):
     """[retry_provider] notifier_modules: comma-separated module names, blanks ignored, empty by default."""
     monkeypatch.delenv("AIRFLOW__RETRY_PROVIDER__NOTIFIER_MODULES", raising=False)
-    assert settings.get("notifier_modules") == ()
+    assert settings.notifier_modules() == ()
     monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__NOTIFIER_MODULES", " my_co.alerts, ,ops.hooks ")
-    assert settings.get("notifier_modules") == ("my_co.alerts", "ops.hooks")
+    assert settings.notifier_modules() == ("my_co.alerts", "ops.hooks")
     monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__NOTIFIER_MODULES", "os; rm -rf /")
     with pytest.raises(
         ValueError, match=r"\[retry_provider\] notifier_modules .* must be comma-separated module"
     ):
-        settings.get("notifier_modules")
+        settings.notifier_modules()
