@@ -1,20 +1,26 @@
 """Frozen values for medallion reconciliation, parsed from JSON or from database rows.
 
-Every ``from_dict`` accepts a mapping (a JSON object or a dict row from PostgreSQL) and
-raises :class:`SnapshotError` naming the field path and the bad value, e.g.
+Every ``from_dict`` accepts a mapping (a JSON object or a dict row from PostgreSQL), validates it
+with pydantic against the dataclass's field types (declared once, below) and raises
+:class:`SnapshotError` naming the field path and the bad value, e.g.
 ``bronze_tables[3].processed_at: 'yesterday' is not an ISO 8601 timestamp with offset``.
 Timestamps may be ISO 8601 strings with an offset or timezone-aware ``datetime`` objects;
 both are normalised to UTC. Unknown keys are ignored so rows may carry extra columns.
 
-Standard library only: no I/O, no clock.
+No I/O, no clock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal
+from functools import cache
+from typing import Annotated, Any, ClassVar, Literal, Self, get_args
+
+from annotated_types import MinLen
+from pydantic import BeforeValidator, PlainValidator, Strict, TypeAdapter, ValidationError
+from pydantic_core import PydanticCustomError
 
 from airflow_retry_provider.policy.fields import FieldError, at, show
 
@@ -48,90 +54,28 @@ EventStatus = Literal["ok", "error"]
 HealthStatus = Literal["healthy", "degraded", "failing", "stopped"]
 
 #: The medallion layers in report order (not alphabetical).
-LAYERS: tuple[Layer, ...] = ("bronze", "silver", "gold")
-_TRANSFORM_LAYERS: tuple[TransformLayer, ...] = ("silver", "gold")
-_RUN_STATUSES: tuple[RunStatus, ...] = ("ok", "failed", "running")
-_EVENT_STATUSES: tuple[EventStatus, ...] = ("ok", "error")
-_KINDS: tuple[FindingKind, ...] = ("missing", "stale")
-_HEALTH_STATUSES: tuple[HealthStatus, ...] = ("healthy", "degraded", "failing", "stopped")
+LAYERS: tuple[Layer, ...] = get_args(Layer)
+
+#: The largest ``duration_ms`` accepted: PostgreSQL's ``integer`` maximum.
+MAX_DURATION_MS = 2**31 - 1
 
 
 class SnapshotError(FieldError):
     """Input that does not describe a valid snapshot; the message names the field path and the value."""
 
 
-# --------------------------------------------------------------------------- field parsing
+# --------------------------------------------------------------------------- field types
 
 
-def _object(value: object, path: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise SnapshotError(f"expected an object, got {show(value)}", path=path or "input")
-    return value
+class _Problem(ValueError):
+    """What is wrong with one value (the caller adds where it is)."""
 
 
-def _array(value: object, path: str) -> Sequence[Any]:
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
-        raise SnapshotError(f"expected an array, got {show(value)}", path=path)
-    return value
+def _problem(message: str) -> PydanticCustomError:
+    return PydanticCustomError("snapshot", "{problem}", {"problem": message})
 
 
-def _get(data: Mapping[str, Any], path: str, name: str) -> Any:
-    if name not in data:
-        raise SnapshotError("missing field", path=at(path, name))
-    return data[name]
-
-
-def _text(data: Mapping[str, Any], path: str, name: str) -> str:
-    value = _get(data, path, name)
-    if not isinstance(value, str) or not value:
-        raise SnapshotError(f"{show(value)} is not a non-empty string", path=at(path, name))
-    return value
-
-
-def _flag(data: Mapping[str, Any], path: str, name: str) -> bool:
-    value = _get(data, path, name)
-    if not isinstance(value, bool):
-        raise SnapshotError(f"{show(value)} is not true or false", path=at(path, name))
-    return value
-
-
-#: The largest ``duration_ms`` accepted: PostgreSQL's ``integer`` maximum.
-MAX_DURATION_MS = 2**31 - 1
-
-
-def _count(data: Mapping[str, Any], path: str, name: str, maximum: int | None = None) -> int:
-    value = _get(data, path, name)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise SnapshotError(f"{show(value)} is not a non-negative integer", path=at(path, name))
-    if maximum is not None and value > maximum:
-        raise SnapshotError(f"{show(value)} is larger than {maximum}", path=at(path, name))
-    return value
-
-
-def _number(data: Mapping[str, Any], path: str, name: str, *, nullable: bool = False) -> float | None:
-    value = _get(data, path, name)
-    if value is None and nullable:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        raise SnapshotError(f"{show(value)} is not a number", path=at(path, name))
-    return float(value)
-
-
-def _choice(data: Mapping[str, Any], path: str, name: str, choices: tuple[str, ...]) -> Any:
-    value = _get(data, path, name)
-    if not isinstance(value, str) or value not in choices:
-        allowed = ", ".join(repr(c) for c in choices)
-        raise SnapshotError(f"{show(value)} is not one of {allowed}", path=at(path, name))
-    return value
-
-
-def parse_timestamp(value: object, path: str) -> datetime:
-    """Parse an ISO 8601 timestamp with an offset (or an aware ``datetime``) into UTC.
-
-    :param value: the raw value, a string such as ``2026-11-30T10:00:00-03:00`` or a datetime.
-    :param path: the field path named in the error, e.g. ``bronze_tables[3].processed_at``.
-    :raises SnapshotError: when the value is not a timestamp or has no offset.
-    """
+def _utc(value: object) -> datetime:
     parsed: datetime | None = None
     if isinstance(value, datetime):
         parsed = value
@@ -144,11 +88,24 @@ def parse_timestamp(value: object, path: str) -> datetime:
         except ValueError:
             parsed = None
     if parsed is None or parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise SnapshotError(f"{show(value)} is not an ISO 8601 timestamp with offset", path=path)
+        raise _Problem(f"{show(value)} is not an ISO 8601 timestamp with offset")
     try:
         return parsed.astimezone(timezone.utc)
     except OverflowError:
-        raise SnapshotError(f"{show(value)} is out of range in UTC", path=path) from None
+        raise _Problem(f"{show(value)} is out of range in UTC") from None
+
+
+def parse_timestamp(value: object, path: str) -> datetime:
+    """Parse an ISO 8601 timestamp with an offset (or an aware ``datetime``) into UTC.
+
+    :param value: the raw value, a string such as ``2026-11-30T10:00:00-03:00`` or a datetime.
+    :param path: the field path named in the error, e.g. ``bronze_tables[3].processed_at``.
+    :raises SnapshotError: when the value is not a timestamp or has no offset.
+    """
+    try:
+        return _utc(value)
+    except _Problem as exc:
+        raise SnapshotError(str(exc), path=path) from None
 
 
 def format_timestamp(value: datetime | None) -> str | None:
@@ -156,26 +113,93 @@ def format_timestamp(value: datetime | None) -> str | None:
     return None if value is None else value.astimezone(timezone.utc).isoformat()
 
 
-def _timestamp(data: Mapping[str, Any], path: str, name: str) -> datetime:
-    value = _get(data, path, name)
-    return parse_timestamp(value, at(path, name))
+def _timestamp(value: object) -> datetime:
+    try:
+        return _utc(value)
+    except _Problem as exc:
+        raise _problem(str(exc)) from None
 
 
-def _optional_timestamp(data: Mapping[str, Any], path: str, name: str) -> datetime | None:
-    value = _get(data, path, name)
-    return None if value is None else parse_timestamp(value, at(path, name))
+def _count(maximum: int | None = None) -> PlainValidator:
+    def check(value: object) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise _problem(f"{show(value)} is not a non-negative integer")
+        if maximum is not None and value > maximum:
+            raise _problem(f"{show(value)} is larger than {maximum}")
+        return value
+
+    return PlainValidator(check)
 
 
-def _rows(
-    data: Mapping[str, Any], name: str, *, required: bool = True
-) -> list[tuple[str, Mapping[str, Any]]]:
-    if name not in data and not required:
-        return []
-    items = _array(_get(data, "", name), name)
-    return [(f"{name}[{i}]", _object(item, f"{name}[{i}]")) for i, item in enumerate(items)]
+def _number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        raise _problem(f"{show(value)} is not a number")
+    return float(value)
 
 
-def _unique(items: Sequence[Any], name: str, key: Any, describe: str) -> None:
+def _one_of(choices: Any) -> PlainValidator:
+    allowed = get_args(choices)
+
+    def check(value: object) -> Any:
+        if not isinstance(value, str) or value not in allowed:
+            raise _problem(f"{show(value)} is not one of {', '.join(repr(c) for c in allowed)}")
+        return value
+
+    return PlainValidator(check)
+
+
+Text = Annotated[str, Strict(), MinLen(1)]
+Flag = Annotated[bool, Strict()]
+Timestamp = Annotated[datetime, PlainValidator(_timestamp)]
+Count = Annotated[int, _count()]
+Number = Annotated[float, PlainValidator(_number)]
+Inputs = Annotated[tuple[Text, ...], BeforeValidator(lambda value: () if value is None else value)]
+
+# pydantic's own complaints, in the words the rest of the package uses
+_MESSAGES = {
+    "missing": "missing field",
+    "dataclass_type": "expected an object, got {value}",
+    "dict_type": "expected an object, got {value}",
+    "tuple_type": "expected an array, got {value}",
+    "list_type": "expected an array, got {value}",
+    "string_type": "{value} is not a non-empty string",
+    "string_too_short": "{value} is not a non-empty string",
+    "bool_type": "{value} is not true or false",
+}
+
+
+@cache
+def _adapter(kind: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(kind)
+
+
+def _parse(kind: Any, value: object, path: str) -> Any:
+    """``value`` validated as ``kind``; the first problem is a :class:`SnapshotError` naming its path and value."""
+    try:
+        return _adapter(kind).validate_python(value)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        where = path
+        for key in error["loc"]:
+            where = at(where, key)
+        template = _MESSAGES.get(error["type"])
+        problem = error["msg"] if template is None else template.format(value=show(error["input"]))
+        raise SnapshotError(problem, path=where or "input") from None
+
+
+def _object(value: object, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise SnapshotError(f"expected an object, got {show(value)}", path=path or "input")
+    return value
+
+
+def _field(data: Mapping[str, Any], name: str) -> Any:
+    if name not in data:
+        raise SnapshotError("missing field", path=name)
+    return data[name]
+
+
+def _unique(items: tuple[Any, ...], name: str, key: Any, describe: str) -> None:
     seen: dict[Any, int] = {}
     for i, item in enumerate(items):
         k = key(item)
@@ -184,11 +208,23 @@ def _unique(items: Sequence[Any], name: str, key: Any, describe: str) -> None:
         seen[k] = i
 
 
+class _FromDict:
+    """``from_dict`` for a dataclass whose field types say how each field is validated."""
+
+    where: ClassVar[str]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], path: str | None = None) -> Self:
+        """Parse one row; raise :class:`SnapshotError` naming ``path`` (default: the row's name) on bad input."""
+        parsed: Self = _parse(cls, data, cls.where if path is None else path)
+        return parsed
+
+
 # --------------------------------------------------------------------------- trail rows
 
 
 @dataclass(frozen=True)
-class SourceRun:
+class SourceRun(_FromDict):
     """One extraction run of a source.
 
     :param workspace_id: the workspace the run belongs to.
@@ -198,27 +234,17 @@ class SourceRun:
     :param finished_at: when it finished, ``None`` while running.
     """
 
-    workspace_id: str
-    source_id: str
-    status: RunStatus
-    started_at: datetime
-    finished_at: datetime | None
+    where = "source_run"
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], path: str = "source_run") -> SourceRun:
-        """Parse one source run; raise :class:`SnapshotError` naming ``path`` on bad input."""
-        data = _object(data, path)
-        return cls(
-            workspace_id=_text(data, path, "workspace_id"),
-            source_id=_text(data, path, "source_id"),
-            status=_choice(data, path, "status", _RUN_STATUSES),
-            started_at=_timestamp(data, path, "started_at"),
-            finished_at=_optional_timestamp(data, path, "finished_at"),
-        )
+    workspace_id: Text
+    source_id: Text
+    status: Annotated[RunStatus, _one_of(RunStatus)]
+    started_at: Timestamp
+    finished_at: Timestamp | None
 
 
 @dataclass(frozen=True)
-class BronzeTable:
+class BronzeTable(_FromDict):
     """A bronze table a source loads.
 
     :param workspace_id: the workspace the table belongs to.
@@ -228,32 +254,22 @@ class BronzeTable:
     :param processed_at: when it was last loaded, ``None`` if never.
     """
 
-    workspace_id: str
-    source_id: str
-    table: str
-    selected: bool
-    processed_at: datetime | None
+    where = "bronze_table"
+
+    workspace_id: Text
+    source_id: Text
+    table: Text
+    selected: Flag
+    processed_at: Timestamp | None
 
     @property
     def key(self) -> str:
         """The table's name in findings and in transform inputs: ``source_id/table``."""
         return f"{self.source_id}/{self.table}"
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], path: str = "bronze_table") -> BronzeTable:
-        """Parse one bronze table; raise :class:`SnapshotError` naming ``path`` on bad input."""
-        data = _object(data, path)
-        return cls(
-            workspace_id=_text(data, path, "workspace_id"),
-            source_id=_text(data, path, "source_id"),
-            table=_text(data, path, "table"),
-            selected=_flag(data, path, "selected"),
-            processed_at=_optional_timestamp(data, path, "processed_at"),
-        )
-
 
 @dataclass(frozen=True)
-class Transform:
+class Transform(_FromDict):
     """A silver or gold transform.
 
     :param workspace_id: the workspace the transform belongs to.
@@ -265,32 +281,13 @@ class Transform:
     :param last_run_at: when it last ran, ``None`` if never.
     """
 
-    workspace_id: str
-    transform_id: str
-    layer: TransformLayer
-    inputs: tuple[str, ...]
-    last_run_at: datetime | None
+    where = "transform"
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], path: str = "transform") -> Transform:
-        """Parse one transform; ``inputs`` may be ``null`` (same as ``[]``)."""
-        data = _object(data, path)
-        raw_inputs = _get(data, path, "inputs")
-        inputs: list[str] = []
-        if raw_inputs is not None:
-            for i, item in enumerate(_array(raw_inputs, at(path, "inputs"))):
-                if not isinstance(item, str) or not item:
-                    raise SnapshotError(
-                        f"{show(item)} is not a non-empty string", path=at(at(path, "inputs"), i)
-                    )
-                inputs.append(item)
-        return cls(
-            workspace_id=_text(data, path, "workspace_id"),
-            transform_id=_text(data, path, "transform_id"),
-            layer=_choice(data, path, "layer", _TRANSFORM_LAYERS),
-            inputs=tuple(inputs),
-            last_run_at=_optional_timestamp(data, path, "last_run_at"),
-        )
+    workspace_id: Text
+    transform_id: Text
+    layer: Annotated[TransformLayer, _one_of(TransformLayer)]
+    inputs: Inputs
+    last_run_at: Timestamp | None
 
 
 @dataclass(frozen=True)
@@ -323,9 +320,9 @@ class Snapshot:
         """Parse ``{"source_runs": [...], "bronze_tables": [...], "transforms": [...]}`` (all required)."""
         data = _object(data, "")
         return cls(
-            source_runs=tuple(SourceRun.from_dict(row, p) for p, row in _rows(data, "source_runs")),
-            bronze_tables=tuple(BronzeTable.from_dict(row, p) for p, row in _rows(data, "bronze_tables")),
-            transforms=tuple(Transform.from_dict(row, p) for p, row in _rows(data, "transforms")),
+            source_runs=_parse(tuple[SourceRun, ...], _field(data, "source_runs"), "source_runs"),
+            bronze_tables=_parse(tuple[BronzeTable, ...], _field(data, "bronze_tables"), "bronze_tables"),
+            transforms=_parse(tuple[Transform, ...], _field(data, "transforms"), "transforms"),
         )
 
     def workspace(self, workspace_id: str) -> Snapshot:
@@ -338,7 +335,7 @@ class Snapshot:
 
 
 @dataclass(frozen=True)
-class ExtractionEvent:
+class ExtractionEvent(_FromDict):
     """One operation of a connector run (a page fetched, a table extracted, ...).
 
     :param workspace_id: the workspace.
@@ -350,32 +347,20 @@ class ExtractionEvent:
     :param status: ``ok`` or ``error``; one ``error`` makes the whole run failed.
     """
 
-    workspace_id: str
-    connector_id: str
-    run_id: str
-    operation: str
-    started_at: datetime
-    duration_ms: int
-    status: EventStatus
+    where = "event"
+
+    workspace_id: Text
+    connector_id: Text
+    run_id: Text
+    operation: Text
+    started_at: Timestamp
+    duration_ms: Annotated[int, _count(MAX_DURATION_MS)]
+    status: Annotated[EventStatus, _one_of(EventStatus)]
 
     @property
     def finished_at(self) -> datetime:
         """``started_at + duration_ms``."""
         return self.started_at + timedelta(milliseconds=self.duration_ms)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], path: str = "event") -> ExtractionEvent:
-        """Parse one event; raise :class:`SnapshotError` naming ``path`` on bad input."""
-        data = _object(data, path)
-        return cls(
-            workspace_id=_text(data, path, "workspace_id"),
-            connector_id=_text(data, path, "connector_id"),
-            run_id=_text(data, path, "run_id"),
-            operation=_text(data, path, "operation"),
-            started_at=_timestamp(data, path, "started_at"),
-            duration_ms=_count(data, path, "duration_ms", MAX_DURATION_MS),
-            status=_choice(data, path, "status", _EVENT_STATUSES),
-        )
 
 
 @dataclass(frozen=True)
@@ -393,19 +378,28 @@ class EventLog:
     def from_dict(cls, data: Mapping[str, Any]) -> EventLog:
         """Parse ``{"connectors": [{"workspace_id", "connector_id"}] (optional), "events": [...]}``."""
         data = _object(data, "")
-        connectors = tuple(
-            (_text(row, p, "workspace_id"), _text(row, p, "connector_id"))
-            for p, row in _rows(data, "connectors", required=False)
+        connectors: tuple[_Connector, ...] = _parse(
+            tuple[_Connector, ...], data.get("connectors", ()), "connectors"
         )
-        events = tuple(ExtractionEvent.from_dict(row, p) for p, row in _rows(data, "events"))
-        return cls(connectors=connectors, events=events)
+        return cls(
+            connectors=tuple((c.workspace_id, c.connector_id) for c in connectors),
+            events=_parse(tuple[ExtractionEvent, ...], _field(data, "events"), "events"),
+        )
+
+
+@dataclass(frozen=True)
+class _Connector:
+    """A connector expected to run, as :meth:`EventLog.from_dict` reads it."""
+
+    workspace_id: Text
+    connector_id: Text
 
 
 # --------------------------------------------------------------------------- results
 
 
 @dataclass(frozen=True)
-class Finding:
+class Finding(_FromDict):
     """A gap between layers that the operator should close.
 
     :param workspace_id: the workspace.
@@ -417,13 +411,15 @@ class Finding:
     :param action: one sentence naming what to run.
     """
 
-    workspace_id: str
-    layer: Layer
-    kind: FindingKind
-    subject: str
-    expected_after: datetime
-    observed_at: datetime | None
-    action: str
+    where = "finding"
+
+    workspace_id: Text
+    layer: Annotated[Layer, _one_of(Layer)]
+    kind: Annotated[FindingKind, _one_of(FindingKind)]
+    subject: Text
+    expected_after: Timestamp
+    observed_at: Timestamp | None
+    action: Text
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict, timestamps in ISO 8601 UTC."""
@@ -437,23 +433,9 @@ class Finding:
             "action": self.action,
         }
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], path: str = "finding") -> Finding:
-        """Parse what :meth:`to_dict` wrote (e.g. a stored report)."""
-        data = _object(data, path)
-        return cls(
-            workspace_id=_text(data, path, "workspace_id"),
-            layer=_choice(data, path, "layer", LAYERS),
-            kind=_choice(data, path, "kind", _KINDS),
-            subject=_text(data, path, "subject"),
-            expected_after=_timestamp(data, path, "expected_after"),
-            observed_at=_optional_timestamp(data, path, "observed_at"),
-            action=_text(data, path, "action"),
-        )
-
 
 @dataclass(frozen=True)
-class ConnectorHealth:
+class ConnectorHealth(_FromDict):
     """One connector's health over a window ending at ``as_of``.
 
     :param workspace_id: the workspace.
@@ -469,16 +451,18 @@ class ConnectorHealth:
     :param status: ``stopped``, ``failing``, ``degraded`` or ``healthy``.
     """
 
-    workspace_id: str
-    connector_id: str
-    runs: int
-    failed_runs: int
-    error_rate: float | None
-    p50_ms: float | None
-    p95_ms: float | None
-    last_run_at: datetime | None
-    freshness_seconds: float | None
-    status: HealthStatus
+    where = "connector"
+
+    workspace_id: Text
+    connector_id: Text
+    runs: Count
+    failed_runs: Count
+    error_rate: Number | None
+    p50_ms: Number | None
+    p95_ms: Number | None
+    last_run_at: Timestamp | None
+    freshness_seconds: Number | None
+    status: Annotated[HealthStatus, _one_of(HealthStatus)]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict, timestamps in ISO 8601 UTC."""
@@ -494,20 +478,3 @@ class ConnectorHealth:
             "freshness_seconds": self.freshness_seconds,
             "status": self.status,
         }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], path: str = "connector") -> ConnectorHealth:
-        """Parse what :meth:`to_dict` wrote (e.g. a stored report)."""
-        data = _object(data, path)
-        return cls(
-            workspace_id=_text(data, path, "workspace_id"),
-            connector_id=_text(data, path, "connector_id"),
-            runs=_count(data, path, "runs"),
-            failed_runs=_count(data, path, "failed_runs"),
-            error_rate=_number(data, path, "error_rate", nullable=True),
-            p50_ms=_number(data, path, "p50_ms", nullable=True),
-            p95_ms=_number(data, path, "p95_ms", nullable=True),
-            last_run_at=_optional_timestamp(data, path, "last_run_at"),
-            freshness_seconds=_number(data, path, "freshness_seconds", nullable=True),
-            status=_choice(data, path, "status", _HEALTH_STATUSES),
-        )
