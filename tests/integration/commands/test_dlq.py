@@ -17,7 +17,7 @@ from airflow_retry_provider.dlq.store import DeadLetterStore
 from devstack.postgres import free_port
 from tests.conftest import VENV_BIN
 from tests.factories import new_letter
-from tests.refusing_airflow import refusing_airflow
+from tests.local_airflow import refusing_airflow
 
 LETTER = new_letter()
 
@@ -365,7 +365,7 @@ def test_rate_above_the_deployment_pace_is_refused(pg_dsn, letters, capsys, monk
 def test_preview_numbers_a_version_airflow_still_has_before_any_sweep(pg_dsn, capsys):
     """A letter filed with only its DAG version's UUID (no sweep yet) previews as ``v4``, the number
     Airflow's API gives, not "number unknown"; the letter keeps it."""
-    from tests.fault_airflow import FAULT_DAG, fault_airflow
+    from tests.local_airflow import FAULT_DAG, fault_airflow
 
     version_id = "0195f3c2-0000-7000-8000-000000000004"
     store = DeadLetterStore.from_dsn(pg_dsn)

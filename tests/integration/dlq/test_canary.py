@@ -1,6 +1,6 @@
 """A replay job starts with one canary (issue 29 item 4), on a real PostgreSQL.
 
-Airflow is tests/integration/dlq/answering_airflow.py: its task instances answer whatever state a test
+Airflow is tests/local_airflow.py (answering_airflow): its task instances answer whatever state a test
 sets (fault injection), so each test decides the canary's outcome (succeeded, failed again, never
 known) and when.
 """
@@ -24,7 +24,7 @@ from airflow_retry_provider.dlq.replay import ReplayEngine
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.dlq.sync import OutcomeSync
 from tests.factories import new_letter
-from tests.integration.dlq.answering_airflow import AnsweringAirflow, answering_airflow
+from tests.local_airflow import AnsweringAirflow, answering_airflow
 
 QUICK_STEPS = ((1, 20), (2, 40))  # one clear at 20/min (3 s), two at 40/min (1.5 s), then 600/min
 

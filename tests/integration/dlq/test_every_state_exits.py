@@ -15,7 +15,7 @@ from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.dlq.sync import OutcomeSync
 from tests.integration.dlq import support
-from tests.integration.dlq.answering_airflow import AnsweringAirflow, answering_airflow
+from tests.local_airflow import AnsweringAirflow, answering_airflow
 
 REQUEST = ReplayRequest("ana", "vendor fixed the feed", "v2")
 

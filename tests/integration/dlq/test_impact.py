@@ -15,7 +15,7 @@ from airflow_retry_provider.policy.impact import AT_RISK, DELIVERY_PARAM, LOST
 from devstack.smtp import SmtpSink
 from tests.alert_notifiers import RecordingNotifier
 from tests.factories import new_letter
-from tests.integration.dlq.answering_airflow import AnsweringAirflow, answering_airflow
+from tests.local_airflow import AnsweringAirflow, answering_airflow
 
 DATA_END = datetime(2026, 12, 3, 0, 0, tzinfo=timezone.utc)
 DEADLINE = datetime(2026, 12, 4, 9, 0, tzinfo=timezone.utc)  # 09:00 UTC, the day after the interval

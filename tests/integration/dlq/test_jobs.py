@@ -25,7 +25,7 @@ from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 from devstack.postgres import free_port
 from tests.conftest import VENV_BIN
 from tests.factories import new_letter
-from tests.refusing_airflow import refusing_airflow
+from tests.local_airflow import refusing_airflow
 
 
 def _closed_api() -> AirflowApi:

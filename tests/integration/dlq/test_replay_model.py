@@ -2,7 +2,7 @@
 
 Real parts: the store, the replay engine, two replay drivers, the job store, the outcome sync and
 the sweeper's task (``run_sweeper``), on the session's PostgreSQL. Airflow is
-``tests/fault_airflow.py``, a local server that the real ``AirflowApi`` client talks to: it answers
+``tests/local_airflow.py`` (``fault_airflow``), a local server that the real ``AirflowApi`` client talks to: it answers
 any task state, refuses (409, 500), times out, or loses its answer after acting. Each process of
 the deployment (two api-server drivers, the sweeper, the workers' callbacks, a person at the UI)
 can be killed at its n-th transaction or right after Airflow acted on its clear: nothing of it
@@ -43,8 +43,8 @@ from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.dlq.sweeper import run_sweeper
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError, ApiCredentials
 from tests.factories import new_letter
-from tests.fault_airflow import FAULT_DAG, FAULTS, UNFINISHED, ClearRequest, FaultAirflow, fault_airflow
 from tests.hypothesis_profiles import bounded
+from tests.local_airflow import FAULT_DAG, FAULTS, UNFINISHED, ClearRequest, FaultAirflow, fault_airflow
 
 CAP = 3
 LEASE_SECONDS = 120  # at least 3 x the default API timeout, as settings require

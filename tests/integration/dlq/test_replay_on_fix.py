@@ -1,6 +1,6 @@
 """A replay that runs on the fix (issue 29 item 3), on a real PostgreSQL.
 
-Airflow is tests/integration/dlq/answering_airflow.py (its clears' bodies are kept, its dagVersions
+Airflow is tests/local_airflow.py (answering_airflow) (its clears' bodies are kept, its dagVersions
 answer what a test sets), so a test sees exactly what the clear asked of Airflow's
 ``run_on_latest_version`` and what the preview says the replay will run.
 """
@@ -16,7 +16,7 @@ from airflow_retry_provider.cli import main
 from airflow_retry_provider.dlq.replay import ReplayEngine
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from tests.factories import new_letter
-from tests.integration.dlq.answering_airflow import AnsweringAirflow, answering_airflow
+from tests.local_airflow import AnsweringAirflow, answering_airflow
 
 
 def _version(number: int, bundle_version: str | None = None) -> dict[str, Any]:

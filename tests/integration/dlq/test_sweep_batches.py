@@ -26,7 +26,7 @@ from airflow_retry_provider.dlq.sync import OutcomeSync
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 from tests.conftest import TEMPLATE_DB
 from tests.factories import new_letter
-from tests.fault_airflow import FAULT_DAG, FaultAirflow, TaskInstance, fault_airflow
+from tests.local_airflow import FAULT_DAG, FaultAirflow, TaskInstance, fault_airflow
 
 CAP = 3
 REQUEST = ReplayRequest("ana", "vendor fixed the feed", "v2")

@@ -34,7 +34,7 @@ from airflow_retry_provider.plugin.app import acting_user_api, create_app
 from devstack.postgres import free_port
 from tests.conftest import metadata_dsn
 from tests.factories import new_letter
-from tests.integration.dlq.answering_airflow import AnsweringAirflow, answering_airflow
+from tests.local_airflow import AnsweringAirflow, answering_airflow
 
 DAG_A, DAG_B, DAG_FREE = "ui_dag_team_a", "ui_dag_team_b", "ui_dag_no_team"
 PASSWORDS = {"admin": "admin-pw", "viewer": "viewer-pw", "ops_a": "ops-a-pw", "viewer_a": "viewer-a-pw"}
