@@ -242,16 +242,10 @@ class AnsweringAirflow:
             return 200, {"task_instances": found[offset : offset + limit], "total_entries": len(found)}
         if method == "GET" and (match := VERSIONS_PATH.match(path)):
             self.calls["dag_versions"] += 1
-            found = self.versions.get(unquote(match[1]))
-            if found is None:
-                return 404, {"detail": "no such DAG"}
-            return 200, {"dag_versions": found, "total_entries": len(found)}
+            return _of_a_dag(self.versions.get(unquote(match[1])), "dag_versions")
         if method == "GET" and (match := TASKS_PATH.match(path)):
             self.calls["tasks"] += 1
-            tasks = self.tasks.get(unquote(match[1]))
-            if tasks is None:
-                return 404, {"detail": "no such DAG"}
-            return 200, {"tasks": tasks, "total_entries": len(tasks)}
+            return _of_a_dag(self.tasks.get(unquote(match[1])), "tasks")
         if method == "GET" and (match := TI_LIST_PATH.match(path)):
             self.calls["task_instances"] += 1
             found = self.successes.get(unquote(match[1]), [])
@@ -261,6 +255,13 @@ class AnsweringAirflow:
             return 200, {"assets": self.assets, "total_entries": len(self.assets)}
         self.calls["other"] += 1
         return 404, {"detail": f"not served here: {method} {path}"}
+
+
+def _of_a_dag(found: list[dict[str, Any]] | None, name: str) -> tuple[int, dict[str, Any]]:
+    """A DAG's list as Airflow answers it; None (a DAG the test did not set): 404."""
+    if found is None:
+        return 404, {"detail": "no such DAG"}
+    return 200, {name: found, "total_entries": len(found)}
 
 
 @contextmanager

@@ -209,9 +209,16 @@ def _unique(items: tuple[Any, ...], name: str, key: Any, describe: str) -> None:
 
 
 class _FromDict:
-    """``from_dict`` for a dataclass whose field types say how each field is validated."""
+    """``from_dict`` for a dataclass whose field types say how each field is validated.
+
+    A subclass names its rows in errors: ``class SourceRun(_FromDict, where="source_run")``.
+    """
 
     where: ClassVar[str]
+
+    def __init_subclass__(cls, where: str, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.where = where
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], path: str | None = None) -> Self:
@@ -224,7 +231,7 @@ class _FromDict:
 
 
 @dataclass(frozen=True)
-class SourceRun(_FromDict):
+class SourceRun(_FromDict, where="source_run"):
     """One extraction run of a source.
 
     :param workspace_id: the workspace the run belongs to.
@@ -234,8 +241,6 @@ class SourceRun(_FromDict):
     :param finished_at: when it finished, ``None`` while running.
     """
 
-    where = "source_run"
-
     workspace_id: Text
     source_id: Text
     status: Annotated[RunStatus, _one_of(RunStatus)]
@@ -244,7 +249,7 @@ class SourceRun(_FromDict):
 
 
 @dataclass(frozen=True)
-class BronzeTable(_FromDict):
+class BronzeTable(_FromDict, where="bronze_table"):
     """A bronze table a source loads.
 
     :param workspace_id: the workspace the table belongs to.
@@ -253,8 +258,6 @@ class BronzeTable(_FromDict):
     :param selected: whether the source is configured to load it; unselected tables are never expected.
     :param processed_at: when it was last loaded, ``None`` if never.
     """
-
-    where = "bronze_table"
 
     workspace_id: Text
     source_id: Text
@@ -269,7 +272,7 @@ class BronzeTable(_FromDict):
 
 
 @dataclass(frozen=True)
-class Transform(_FromDict):
+class Transform(_FromDict, where="transform"):
     """A silver or gold transform.
 
     :param workspace_id: the workspace the transform belongs to.
@@ -280,8 +283,6 @@ class Transform(_FromDict):
         (gold) of the workspace.
     :param last_run_at: when it last ran, ``None`` if never.
     """
-
-    where = "transform"
 
     workspace_id: Text
     transform_id: Text
@@ -335,7 +336,7 @@ class Snapshot:
 
 
 @dataclass(frozen=True)
-class ExtractionEvent(_FromDict):
+class ExtractionEvent(_FromDict, where="event"):
     """One operation of a connector run (a page fetched, a table extracted, ...).
 
     :param workspace_id: the workspace.
@@ -346,8 +347,6 @@ class ExtractionEvent(_FromDict):
     :param duration_ms: how long it took, in whole milliseconds (at most ``MAX_DURATION_MS``).
     :param status: ``ok`` or ``error``; one ``error`` makes the whole run failed.
     """
-
-    where = "event"
 
     workspace_id: Text
     connector_id: Text
@@ -399,7 +398,7 @@ class _Connector:
 
 
 @dataclass(frozen=True)
-class Finding(_FromDict):
+class Finding(_FromDict, where="finding"):
     """A gap between layers that the operator should close.
 
     :param workspace_id: the workspace.
@@ -410,8 +409,6 @@ class Finding(_FromDict):
     :param observed_at: when the subject was last produced, ``None`` when missing.
     :param action: one sentence naming what to run.
     """
-
-    where = "finding"
 
     workspace_id: Text
     layer: Annotated[Layer, _one_of(Layer)]
@@ -435,7 +432,7 @@ class Finding(_FromDict):
 
 
 @dataclass(frozen=True)
-class ConnectorHealth(_FromDict):
+class ConnectorHealth(_FromDict, where="connector"):
     """One connector's health over a window ending at ``as_of``.
 
     :param workspace_id: the workspace.
@@ -450,8 +447,6 @@ class ConnectorHealth(_FromDict):
         ``None`` if there is none.
     :param status: ``stopped``, ``failing``, ``degraded`` or ``healthy``.
     """
-
-    where = "connector"
 
     workspace_id: Text
     connector_id: Text

@@ -56,25 +56,18 @@ def test_airflow_config_shows_the_provider_settings_and_reads_airflow_cfg(tmp_pa
 
     (tmp_path / "airflow.cfg").write_text("[retry_provider]\nui_timezone = Asia/Tokyo\n")
     env = {**os.environ, "AIRFLOW_HOME": str(tmp_path), "AIRFLOW_CONFIG": str(tmp_path / "airflow.cfg")}
-    read = subprocess.run(
-        [str(VENV_BIN / "airflow"), "config", "get-value", "retry_provider", "ui_timezone"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
+    read = _run_in(env, "airflow", "config", "get-value", "retry_provider", "ui_timezone")
     assert read.returncode == 0, read.stderr
     assert read.stdout.strip() == "Asia/Tokyo"
-    provider = subprocess.run(
-        [
-            str(VENV_BIN / "python"),
-            "-c",
-            "from airflow_retry_provider import settings; print(settings.ui_timezone())",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
+    provider = _run_in(
+        env, "python", "-c", "from airflow_retry_provider import settings; print(settings.ui_timezone())"
     )
     assert provider.returncode == 0, provider.stderr
     assert provider.stdout.strip() == "Asia/Tokyo"
+
+
+def _run_in(env: dict[str, str], program: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``program`` of this virtualenv with ``args``, in ``env``."""
+    return subprocess.run(
+        [str(VENV_BIN / program), *args], capture_output=True, text=True, timeout=300, env=env
+    )
