@@ -24,7 +24,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    ValidationError,
+)
 
 from airflow_retry_provider.policy import (
     AllOf,
@@ -36,7 +46,7 @@ from airflow_retry_provider.policy import (
 )
 from airflow_retry_provider.policy.engine import Pattern
 from airflow_retry_provider.policy.fields import FieldError, show
-from airflow_retry_provider.policy.rules import check_category, check_failure_class
+from airflow_retry_provider.policy.rules import FailureClass, check_category, check_failure_class
 
 #: Airflow's variable for ``[retry_provider] rules_file`` (``AIRFLOW_RETRY_RULES_FILE`` is its deprecated name).
 RULES_FILE_ENV = "AIRFLOW__RETRY_PROVIDER__RULES_FILE"
@@ -100,6 +110,47 @@ def parse_rules(text: str, source: str = "<rules>") -> tuple[Rule, ...]:
     return tuple(_rule(source, f"rules[{index}]", entry) for index, entry in enumerate(entries))
 
 
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _strings(values: list[Any]) -> list[str]:
+    if not values or not all(isinstance(value, str) and value for value in values):
+        raise ValueError(f"must be a non-empty string or a list of them, got {show(values)}")
+    return values
+
+
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"must be a non-empty string, got {show(value)}")
+    return value
+
+
+def _compile(values: list[str]) -> list[Pattern]:
+    """Each regex compiled with RE2 now: a pattern that could backtrack (or is no regex) fails the load."""
+    return [Pattern(value, ignore_case=True).check() for value in values]
+
+
+# a value or a list of them; an explicit null is a list of one null (refused like any bad value)
+_Values = Annotated[list[Any] | None, BeforeValidator(_as_list)]
+_Strings = Annotated[list[Any] | None, BeforeValidator(_as_list), AfterValidator(_strings)]
+
+
+class _Entry(BaseModel):
+    """One rule as the file writes it; pydantic checks its fields in this order, each naming the field."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    failure_class: Annotated[FailureClass, PlainValidator(check_failure_class)] = Field(alias="class")
+    category: Annotated[str, PlainValidator(check_category)]
+    name: Annotated[str | None, PlainValidator(_name)] = None
+    type: _Strings = None
+    message: _Strings = None
+    regex: Annotated[_Strings, AfterValidator(_compile)] = None
+    status: _Values = None
+    sqlstate: _Values = None
+
+
 def _rule(source: str, path: str, entry: Any) -> Rule:
     def fail(field: str, problem: str) -> RulesFileError:
         return RulesFileError(problem, path=f"{source}: {path}{field}")
@@ -115,48 +166,23 @@ def _rule(source: str, path: str, entry: Any) -> Rule:
     if not any(key in entry for key in _MATCH_KEYS):
         raise fail("", f"needs at least one of {', '.join(_MATCH_KEYS)}")
     try:
-        failure_class = check_failure_class(entry["class"])
-    except ValueError as exc:
-        raise fail(".class", str(exc)) from None
+        rule = _Entry.model_validate(entry)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        raise fail(f".{error['loc'][0]}", str(error["ctx"]["error"])) from None
+    name = rule.name or f"file-{path.replace('[', '-').rstrip(']')}"  # a name given is non-empty
+    made = (rule.failure_class, rule.category)
+    parts: list[Rule] = [] if rule.type is None else [ExceptionType(rule.type, *made, name=name)]
     try:
-        category = check_category(entry["category"])
+        if rule.status is not None:
+            parts.append(HttpStatus(rule.status, *made, name=name))
     except ValueError as exc:
-        raise fail(".category", str(exc)) from None
-    name = entry.get("name", f"file-{path.replace('[', '-').rstrip(']')}")
-    if not isinstance(name, str) or not name:
-        raise fail(".name", f"must be a non-empty string, got {show(name)}")
-    parts: list[Rule] = []
-    patterns: list[str | Pattern] = []
-    for field in _MATCH_KEYS:
-        if field not in entry:
-            continue
-        values = entry[field] if isinstance(entry[field], list) else [entry[field]]
-        try:
-            if field == "type":
-                _all_strings(values)
-                parts.append(ExceptionType(values, failure_class, category, name=name))
-            elif field == "message":
-                _all_strings(values)
-                patterns += values
-            elif field == "regex":
-                _all_strings(values)
-                patterns += [_compile(value) for value in values]
-            elif field == "status":
-                parts.append(HttpStatus(values, failure_class, category, name=name))
-            else:
-                parts.append(SqlState([str(v).upper() for v in values], failure_class, category, name=name))
-        except ValueError as exc:
-            raise fail(f".{field}", str(exc)) from None
-    if patterns:
-        parts.append(MessagePattern(patterns, failure_class, category, name=name))
-    return parts[0] if len(parts) == 1 else AllOf(parts, failure_class, category, name=name)
-
-
-def _all_strings(values: list[Any]) -> None:
-    if not values or not all(isinstance(value, str) and value for value in values):
-        raise ValueError(f"must be a non-empty string or a list of them, got {show(values)}")
-
-
-def _compile(value: str) -> Pattern:
-    """``value`` compiled with RE2 now: a pattern that could backtrack (or is no regex) fails the load."""
-    return Pattern(value, ignore_case=True).check()
+        raise fail(".status", str(exc)) from None
+    try:
+        if rule.sqlstate is not None:
+            parts.append(SqlState([str(v).upper() for v in rule.sqlstate], *made, name=name))
+    except ValueError as exc:
+        raise fail(".sqlstate", str(exc)) from None
+    if rule.message is not None or rule.regex is not None:
+        parts.append(MessagePattern([*(rule.message or ()), *(rule.regex or ())], *made, name=name))
+    return parts[0] if len(parts) == 1 else AllOf(parts, *made, name=name)
