@@ -17,7 +17,7 @@ from urllib.parse import quote, urlencode
 
 from airflow_retry_provider.breaker.announce import Outage
 from airflow_retry_provider.dlq.models import FixNotice, NewLetter
-from airflow_retry_provider.policy.impact import LOST
+from airflow_retry_provider.policy.impact import LOST, SAVED
 from airflow_retry_provider.policy.impact import Delivery as DeliveryAtRisk
 from airflow_retry_provider.policy.impact import Impact as Blocked
 
@@ -417,8 +417,11 @@ def delivery_at_risk(
 ) -> Alert:
     """A delivery on the blocked path of ``letter``: the latest replay time, or that it is lost (issue 48)."""
     lost = delivery.status == LOST
-    kind = "delivery-lost" if lost else "delivery-at-risk"
-    if lost:
+    kind = {LOST: "delivery-lost", SAVED: "delivery-saved"}.get(delivery.status, "delivery-at-risk")
+    if delivery.status == SAVED:
+        title = f"Delivery saved: {delivery.describe()}"
+        step = ["nothing: the replay started by the latest replay time; watch the delivery's run"]
+    elif lost:
         title = f"Delivery lost: {delivery.describe()}"
         step = [
             f"the delivery is lost: tell its consumers (DAGs: {blocked.consumer_dags.describe() or 'none'}; "

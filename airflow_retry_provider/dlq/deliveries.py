@@ -1,0 +1,247 @@
+"""Today's deliveries and the sweeper's delivery watch (issue 48); the decision is :mod:`policy.deliveries`.
+
+A delivery is known to the provider once a letter's impact names it (``retry_letter_impacts``,
+written at filing and refreshed by the sweeper): a delivery no letter ever blocked is on track and
+not listed. Its SQL is ``sql/deliveries.sql``, run only here.
+
+- :func:`todays_deliveries` (the plugin's Deliveries view and ``airflow-retry deliveries``): each
+  delivery whose deadline is today in its own time zone, on track / at risk / lost, its latest
+  replay time and the letters that block it.
+- :func:`watch_deliveries` (each dead-letter sweep, after the impacts' refresh): without asking
+  Airflow, turns *lost* every delivery an open letter still holds past its latest replay time and
+  tells it (the ``delivery-lost`` alert), and tells once a delivery told at risk whose blocking
+  letters were all replayed in time (the ``delivery-saved`` note). Both go through the
+  ``impact`` announcement, deduplicated per root cause, delivery, deadline and status
+  (``retry_delivery_alerts``).
+
+**Why the lost alert precedes the deadline.** A delivery's deadline is its latest replay time plus
+the replay path's expected time (:attr:`~airflow_retry_provider.policy.impact.Delivery.path_time`,
+at least the failed task's own expected time and validation). The sweeper DAG runs every
+:data:`SWEEP_CADENCE`; each sweep checks every open letter past its latest replay time, so the lost
+alert is queued at most one cadence (plus the sweep's own run) after that time, which is before
+the deadline whenever the path takes longer than that. A shorter path (or a sweeper DAG paused or
+late) can make it arrive at or after the deadline; a delivery already lost when the letter is
+filed is told at filing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from airflow_retry_provider import sql
+from airflow_retry_provider.database import ProviderDatabase
+from airflow_retry_provider.dlq import announce
+from airflow_retry_provider.dlq.models import Letter
+from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.policy.deliveries import (
+    ON_TRACK,
+    STARTED,
+    STATUSES,
+    Blocker,
+    Standing,
+    classify_delivery,
+    is_today,
+)
+from airflow_retry_provider.policy.impact import AT_RISK, LOST, SAVED, Impact
+
+log = logging.getLogger(__name__)
+
+MAX_ROWS = 2000
+"""At most this many (delivery, letter) pairs are read for one view or one watch."""
+WATCH_LIMIT = 100
+"""At most this many letters turned lost, and deliveries told saved, per sweep."""
+SWEEP_CADENCE = timedelta(minutes=10)
+"""The dead-letter sweeper DAG's schedule (``dags/dead_letter_sweeper.py``): how late a lost alert can be."""
+WINDOW_BEFORE = timedelta(days=1)
+WINDOW_AFTER = timedelta(days=2)
+"""Deadlines read around ``now``: wide enough that "today" in any time zone (UTC-12 to UTC+14) is inside."""
+
+
+def _query(name: str) -> str:
+    """One named statement of ``dlq/sql/deliveries.sql``."""
+    return sql.named("airflow_retry_provider.dlq.sql", "deliveries.sql")[name]
+
+
+@dataclass(frozen=True)
+class BlockingLetter:
+    """A letter that blocks a delivery, as the view links to it."""
+
+    letter_id: int
+    dag_id: str
+    run_id: str
+    task_id: str
+    status: str
+    fingerprint: str
+    latest_replay: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "letter_id": self.letter_id,
+            "dag_id": self.dag_id,
+            "run_id": self.run_id,
+            "task_id": self.task_id,
+            "status": self.status,
+            "fingerprint": self.fingerprint,
+            "latest_replay": self.latest_replay.isoformat(),
+        }
+
+
+@dataclass(frozen=True)
+class DeliveryState:
+    """One delivery today: where it stands and the letters that block it."""
+
+    dag_id: str
+    task_id: str
+    deadline: datetime
+    standing: Standing
+    letters: tuple[BlockingLetter, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.dag_id}.{self.task_id}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "delivery": self.name,
+            "dag_id": self.dag_id,
+            "task_id": self.task_id,
+            "deadline": self.deadline.isoformat(),
+            "status": self.standing.status,
+            "latest_replay": self.standing.latest_replay.isoformat(),
+            "reason": self.standing.reason,
+            "letters": [letter.to_json() for letter in self.letters],
+        }
+
+
+def _read(db: ProviderDatabase, now: datetime) -> list[DeliveryState]:
+    """Every delivery with a deadline around ``now``, classified."""
+    params = {"start": now - WINDOW_BEFORE, "end": now + WINDOW_AFTER, "limit": MAX_ROWS}
+    with db.transaction() as cur:
+        cur.execute(_query("delivery_blockers"), params)
+        rows = ProviderDatabase.rows(cur)
+    if len(rows) == MAX_ROWS:
+        log.warning("airflow-retry-provider: more than %s delivery rows: the rest not read", MAX_ROWS)
+    grouped: dict[tuple[str, str, datetime], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        deadline = datetime.fromisoformat(row["deadline"])
+        grouped[(row["dag_id"], row["task_id"], deadline)].append(row)
+    found = []
+    for (dag_id, task_id, deadline), group in grouped.items():
+        blockers = []
+        letters = []
+        for row in group:
+            latest = datetime.fromisoformat(row["latest_replay"])
+            started = None
+            if row["status"] in STARTED:  # the clear of its newest replay, else when it was seen resolved
+                started = row["cleared_at"] or row["updated_at"]
+            blockers.append(Blocker(int(row["letter_id"]), row["status"], latest, started))
+            letters.append(
+                BlockingLetter(
+                    letter_id=int(row["letter_id"]),
+                    dag_id=row["letter_dag_id"],
+                    run_id=row["run_id"],
+                    task_id=row["letter_task_id"],
+                    status=row["status"],
+                    fingerprint=row["fingerprint"],
+                    latest_replay=latest,
+                )
+            )
+        standing = classify_delivery(blockers, now)
+        found.append(DeliveryState(dag_id, task_id, deadline, standing, tuple(letters)))
+    found.sort(key=lambda d: (STATUSES.index(d.standing.status), d.standing.latest_replay, d.name))
+    return found
+
+
+def todays_deliveries(db: ProviderDatabase, now: datetime) -> list[DeliveryState]:
+    """Each delivery due today (in its own time zone) that a letter blocks or blocked: lost first,
+    then at risk, then on track; within each, the earliest latest replay time first."""
+    return [delivery for delivery in _read(db, now) if is_today(delivery.deadline, now)]
+
+
+@dataclass(frozen=True)
+class Watch:
+    """What one watch did: the letters whose deliveries turned lost, the deliveries told saved."""
+
+    lost: tuple[int, ...] = ()
+    saved: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+
+
+def watch_deliveries(store: DeadLetterStore, now: datetime) -> Watch:
+    """The sweeper's step: lost deliveries told before their deadline, saved ones noted. Never raises."""
+    lost: list[int] = []
+    saved: list[str] = []
+    errors: list[str] = []
+    try:
+        lost = _turn_lost(store, now)
+    except Exception as exc:  # the watch never stops the sweep
+        errors.append(f"lost deliveries: {type(exc).__name__}")
+        log.exception("airflow-retry-provider: could not check the deliveries past their latest replay time")
+    try:
+        saved = _note_saved(store, now)
+    except Exception as exc:
+        errors.append(f"saved deliveries: {type(exc).__name__}")
+        log.exception("airflow-retry-provider: could not check the deliveries saved by a replay")
+    return Watch(tuple(lost), tuple(saved), tuple(errors))
+
+
+def _turn_lost(store: DeadLetterStore, now: datetime) -> list[int]:
+    """Each open letter holding a delivery past its latest replay time: stored lost, and told."""
+    with store.db.transaction() as cur:
+        cur.execute(_query("letters_past_latest_replay"), {"now": now, "limit": WATCH_LIMIT})
+        letters = [Letter.from_row(row) for row in ProviderDatabase.rows(cur)]
+    turned = []
+    for letter in letters:
+        stored = store.impact(letter.id)
+        if stored is None:
+            continue
+        impact = stored.impact
+        deliveries = tuple(
+            replace(d, status=LOST) if d.status == AT_RISK and d.latest_replay < now else d
+            for d in impact.deliveries
+        )
+        impact = replace(impact, deliveries=deliveries)
+        store.set_impact(letter.id, impact)
+        announce.impact_assessed(store.db, letter.id, letter, impact)
+        turned.append(letter.id)
+    return turned
+
+
+def _note_saved(store: DeadLetterStore, now: datetime) -> list[str]:
+    """Each delivery told at risk whose blocking letters were all replayed in time and resolved: told saved once."""
+    params = {"start": now - WINDOW_BEFORE, "end": now + WINDOW_AFTER, "limit": WATCH_LIMIT}
+    with store.db.transaction() as cur:
+        cur.execute(_query("told_at_risk_not_settled"), params)
+        told = ProviderDatabase.rows(cur)
+    if not told:
+        return []
+    standing = {(d.name, d.deadline): d for d in _read(store.db, now)}
+    noted = []
+    for row in told:
+        delivery = standing.get((row["delivery"], row["deadline"]))
+        if delivery is None or delivery.standing.status != ON_TRACK or not delivery.standing.settled:
+            continue
+        letter = store.get(int(row["letter_id"]))
+        stored = store.impact(int(row["letter_id"]))
+        if letter is None or stored is None:
+            continue
+        mine = [
+            d for d in stored.impact.deliveries if d.name == delivery.name and d.deadline == delivery.deadline
+        ]
+        if not mine:
+            continue
+        note = Impact(
+            blocked_tasks=stored.impact.blocked_tasks,
+            assets=stored.impact.assets,
+            consumer_dags=stored.impact.consumer_dags,
+            workspaces=stored.impact.workspaces,
+            deliveries=(replace(mine[0], status=SAVED),),
+            delivery_count=1,
+        )
+        announce.impact_assessed(store.db, letter.id, letter, note)
+        noted.append(delivery.name)
+    return noted
