@@ -1,0 +1,73 @@
+"""The Deliveries page and its JSON, through TestClient with Airflow's auth (SimpleAuthManager, multi-team).
+
+Letters are filed by the real store with a stored impact naming a delivery due later today; the
+rule under test: each delivery shows its status, latest replay time and links to the letters that
+block it, and a user sees only deliveries and letters of DAGs they may read.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from airflow_retry_provider.policy.impact import AT_RISK, Delivery, Impact
+from tests.integration.plugin.test_app import (  # noqa: F401 (fixtures)
+    DAG_A,
+    DAG_B,
+    Ui,
+    airflow_auth,
+    text_of,
+    ui,
+)
+
+
+def _block(ui: Ui, dag_id: str) -> tuple[int, Delivery]:  # noqa: F811 (ui: the imported fixture's name)
+    """A letter of ``dag_id`` holding its DAG's ``report`` delivery, due at the end of today (UTC)."""
+    now = datetime.now(timezone.utc)
+    deadline = datetime.combine(now.date(), datetime.max.time(), timezone.utc).replace(microsecond=0)
+    path = (deadline - now) / 2  # the latest replay time is still ahead
+    delivery = Delivery(dag_id, "report", deadline, path, deadline - path, AT_RISK)
+    (letter_id,) = ui.file(dag_id=dag_id)
+    ui.store.set_impact(letter_id, Impact(deliveries=(delivery,), delivery_count=1))
+    return letter_id, delivery
+
+
+def test_the_page_and_json_list_todays_deliveries_with_their_letters(ui: Ui):  # noqa: F811
+    """A delivery at risk: its status, deadline, latest replay time and a link to its letter, in JSON and HTML."""
+    letter_id, delivery = _block(ui, DAG_A)
+    [shown] = ui.get("/api/deliveries", user="admin").json()["deliveries"]
+    assert (shown["delivery"], shown["status"], shown["latest_replay"]) == (
+        f"{DAG_A}.report",
+        AT_RISK,
+        delivery.latest_replay.isoformat(),
+    )
+    assert [letter["letter_id"] for letter in shown["letters"]] == [letter_id]
+    html = ui.get("/deliveries", user="admin", html=True)
+    assert html.status_code == 200
+    assert f'href="/letters/{letter_id}" data-letter="{letter_id}"' in html.text
+    text = text_of(html.text)
+    for expected in ("0 lost", "1 at-risk", "0 on-track", f"{DAG_A} .report", f"#{letter_id} {DAG_A}.load"):
+        assert expected in text
+
+
+def test_a_user_sees_only_deliveries_and_letters_of_dags_they_may_read(ui: Ui):  # noqa: F811
+    """viewer_a reads team_a's delivery; team_b's appears nowhere, not in the counts either; no token is a 401."""
+    _block(ui, DAG_A)
+    hidden, _ = _block(ui, DAG_B)
+    names = [d["delivery"] for d in ui.get("/api/deliveries", user="viewer_a").json()["deliveries"]]
+    assert names == [f"{DAG_A}.report"]
+    page = ui.get("/deliveries", user="viewer_a", html=True).text
+    assert DAG_B not in page and f"/letters/{hidden}" not in page and "1 at-risk" in text_of(page)
+    assert len(ui.get("/api/deliveries", user="admin").json()["deliveries"]) == 2
+    assert ui.get("/api/deliveries", user=None).status_code == 401
+
+
+def test_nothing_due_says_so(ui: Ui):  # noqa: F811
+    """No letter blocks a delivery today (one tomorrow only): the page says so, the JSON is empty."""
+    (letter_id,) = ui.file()
+    tomorrow = datetime.now(timezone.utc) + timedelta(days=2)
+    ui.store.set_impact(
+        letter_id,
+        Impact(deliveries=(Delivery("etl", "report", tomorrow, timedelta(hours=1), tomorrow, AT_RISK),)),
+    )
+    assert ui.get("/api/deliveries").json()["deliveries"] == []
+    assert "No delivery due today is blocked by a dead letter." in ui.get("/deliveries", html=True).text
