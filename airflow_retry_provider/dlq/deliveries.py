@@ -7,6 +7,8 @@ not listed. Its SQL is ``sql/deliveries.sql``, run only here.
 - :func:`todays_deliveries` (the plugin's Deliveries view and ``airflow-retry deliveries``): each
   delivery whose deadline is today in its own time zone, on track / at risk / lost, its latest
   replay time and the letters that block it.
+- :func:`group_impacts` (the root-cause groups of the letters page and ``/api/groups``): what
+  each root cause blocks, its letters' impacts summed and deduplicated.
 - :func:`watch_deliveries` (each dead-letter sweep, after the impacts' refresh): without asking
   Airflow, turns *lost* every delivery an open letter still holds past its latest replay time and
   tells it (the ``delivery-lost`` alert), and tells once a delivery told at risk whose blocking
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -46,6 +49,7 @@ from airflow_retry_provider.policy.deliveries import (
     classify_delivery,
     is_today,
 )
+from airflow_retry_provider.policy.group_impact import GroupImpact, merge_impacts
 from airflow_retry_provider.policy.impact import AT_RISK, LOST, SAVED, Impact
 
 log = logging.getLogger(__name__)
@@ -56,6 +60,8 @@ WATCH_LIMIT = 100
 """At most this many letters turned lost, and deliveries told saved, per sweep."""
 SWEEP_CADENCE = timedelta(minutes=10)
 """The dead-letter sweeper DAG's schedule (``dags/dead_letter_sweeper.py``): how late a lost alert can be."""
+GROUP_LETTERS = 200
+"""At most this many letters (the newest) are summed into one root-cause group's impact."""
 WINDOW_BEFORE = timedelta(days=1)
 WINDOW_AFTER = timedelta(days=2)
 """Deadlines read around ``now``: wide enough that "today" in any time zone (UTC-12 to UTC+14) is inside."""
@@ -160,6 +166,24 @@ def todays_deliveries(db: ProviderDatabase, now: datetime) -> list[DeliveryState
     """Each delivery due today (in its own time zone) that a letter blocks or blocked: lost first,
     then at risk, then on track; within each, the earliest latest replay time first."""
     return [delivery for delivery in _read(db, now) if is_today(delivery.deadline, now)]
+
+
+def group_impacts(
+    db: ProviderDatabase, fingerprints: Iterable[str], dag_ids: Iterable[str]
+) -> dict[str, GroupImpact]:
+    """What each root cause blocks: the impacts of its letters still in the way, in ``dag_ids`` (the
+    DAGs the reader may see), summed and deduplicated (:func:`~policy.group_impact.merge_impacts`)."""
+    wanted = sorted(set(fingerprints))
+    if not wanted:
+        return {}
+    params = {"fingerprints": wanted, "dag_ids": sorted(set(dag_ids)), "per_group": GROUP_LETTERS}
+    with db.transaction() as cur:
+        cur.execute(_query("group_impacts"), params)
+        rows = ProviderDatabase.rows(cur)
+    by_group: dict[str, list[Impact]] = defaultdict(list)
+    for row in rows:
+        by_group[row["fingerprint"]].append(Impact.from_json(row["impact"]))
+    return {fingerprint: merge_impacts(impacts) for fingerprint, impacts in by_group.items()}
 
 
 @dataclass(frozen=True)

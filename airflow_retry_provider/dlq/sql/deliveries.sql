@@ -53,3 +53,18 @@ WHERE t.status = 'at-risk'
   )
 ORDER BY t.deadline, t.delivery, t.fingerprint
 LIMIT %(limit)s;
+
+-- name: group_impacts
+-- The stored impacts of the letters still in the way (dlq, parked, replaying) of each root cause
+-- in %(fingerprints)s, in the DAGs %(dag_ids)s: the newest %(per_group)s letters of each.
+SELECT fingerprint, impact FROM (
+    SELECT l.fingerprint, i.impact,
+           row_number() OVER (PARTITION BY l.fingerprint ORDER BY l.id DESC) AS position
+    FROM retry_dead_letters l
+    JOIN retry_letter_impacts i ON i.letter_id = l.id
+    WHERE l.fingerprint = ANY(%(fingerprints)s)
+      AND l.dag_id = ANY(%(dag_ids)s)
+      AND l.status IN ('dlq', 'parked', 'replaying')
+) ranked
+WHERE position <= %(per_group)s
+ORDER BY fingerprint;

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from airflow_retry_provider.policy.impact import AT_RISK, Delivery, Impact
+from airflow_retry_provider.policy.impact import AT_RISK, Delivery, Impact, Names
 from tests.integration.plugin.test_app import (  # noqa: F401 (fixtures)
     DAG_A,
     DAG_B,
@@ -71,3 +71,29 @@ def test_nothing_due_says_so(ui: Ui):  # noqa: F811
     )
     assert ui.get("/api/deliveries").json()["deliveries"] == []
     assert "No delivery due today is blocked by a dead letter." in ui.get("/deliveries", html=True).text
+
+
+def test_a_root_cause_group_shows_its_letters_impact_summed_and_deduplicated(ui: Ui):  # noqa: F811
+    """Two letters of one root cause blocking one delivery: /api/groups and the groups view show it once."""
+    first, delivery = _block(ui, DAG_A)
+    (second,) = ui.file(dag_id=DAG_A, run_id="other")
+    stricter = Delivery(
+        DAG_A,
+        "report",
+        delivery.deadline,
+        delivery.path_time * 1.5,
+        delivery.deadline - delivery.path_time * 1.5,
+        AT_RISK,
+    )
+    ui.store.set_impact(
+        second, Impact(workspaces=Names.of(["acme"]), deliveries=(stricter,), delivery_count=1)
+    )
+    [group] = ui.get("/api/groups", user="admin").json()["groups"]
+    impact = group["impact"]
+    assert (impact["letters"], impact["exact"], impact["delivery_count"]) == (2, True, 1)
+    assert impact["deliveries"][0]["latest_replay"] == stricter.latest_replay.isoformat()
+    assert impact["workspaces"] == {"count": 1, "first": ["acme"]}
+    text = text_of(ui.get("/", user="admin", html=True, view="groups").text)
+    assert "workspaces: acme" in text and f"delivery of {DAG_A}.report" in text
+    ui.sql("UPDATE retry_dead_letters SET status = 'resolved'")
+    assert ui.get("/api/groups", user="admin").json()["groups"][0]["impact"] is None  # nothing in the way
