@@ -9,6 +9,9 @@ not listed. Its SQL is ``sql/deliveries.sql``, run only here.
   replay time and the letters that block it.
 - :func:`group_impacts` (the root-cause groups of the letters page and ``/api/groups``): what
   each root cause blocks, its letters' impacts summed and deduplicated.
+- :func:`held_deliveries` (the Dependencies page): the deliveries the tasks a dependency's breaker
+  holds put at risk, with the latest time each held task can start (read from Airflow's REST API
+  with :class:`~airflow_retry_provider.dlq.impact.ImpactReader`, as a letter's impact is).
 - :func:`watch_deliveries` (each dead-letter sweep, after the impacts' refresh): without asking
   Airflow, turns *lost* every delivery an open letter still holds past its latest replay time and
   tells it (the ``delivery-lost`` alert), and tells once a delivery told at risk whose blocking
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -38,8 +41,10 @@ from typing import Any
 from airflow_retry_provider import sql
 from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq import announce
+from airflow_retry_provider.dlq.impact import ImpactReader
 from airflow_retry_provider.dlq.models import Letter
 from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError
 from airflow_retry_provider.policy.deliveries import (
     ON_TRACK,
     STARTED,
@@ -49,8 +54,9 @@ from airflow_retry_provider.policy.deliveries import (
     classify_delivery,
     is_today,
 )
+from airflow_retry_provider.policy.fields import FieldError
 from airflow_retry_provider.policy.group_impact import GroupImpact, merge_impacts
-from airflow_retry_provider.policy.impact import AT_RISK, LOST, SAVED, Impact
+from airflow_retry_provider.policy.impact import AT_RISK, LOST, SAVED, Delivery, Impact
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +66,10 @@ WATCH_LIMIT = 100
 """At most this many letters turned lost, and deliveries told saved, per sweep."""
 SWEEP_CADENCE = timedelta(minutes=10)
 """The dead-letter sweeper DAG's schedule (``dags/dead_letter_sweeper.py``): how late a lost alert can be."""
+MAX_HELD_TASKS = 10
+"""At most this many held tasks (distinct DAG, run and task; the longest held first) are assessed
+for one dependency: each costs a few REST calls per DAG."""
+MAX_HELD_ROWS = 500
 GROUP_LETTERS = 200
 """At most this many letters (the newest) are summed into one root-cause group's impact."""
 WINDOW_BEFORE = timedelta(days=1)
@@ -184,6 +194,71 @@ def group_impacts(
     for row in rows:
         by_group[row["fingerprint"]].append(Impact.from_json(row["impact"]))
     return {fingerprint: merge_impacts(impacts) for fingerprint, impacts in by_group.items()}
+
+
+@dataclass(frozen=True)
+class HeldDelivery:
+    """A delivery that tasks held by a breaker put at risk: the latest time the first of them can start."""
+
+    delivery: Delivery
+    held: tuple[str, ...]
+    """The held tasks (``dag.task`` of a run) on its path."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.delivery.to_json(),
+            "delivery": self.delivery.name,
+            "latest_start": self.delivery.latest_replay.isoformat(),
+            "held": list(self.held),
+        }
+
+
+def held_deliveries(
+    db: ProviderDatabase,
+    api: AirflowApi,
+    dependency: str,
+    now: datetime,
+    readable: Callable[[set[str]], set[str]] | None = None,
+) -> tuple[list[HeldDelivery], list[str]]:
+    """The deliveries the tasks ``dependency`` holds put at risk (only those of the DAGs
+    ``readable`` keeps, when given), the earliest latest start first, and one note per task Airflow
+    could not answer for."""
+    with db.transaction() as cur:
+        cur.execute(_query("held_tasks"), {"dependency": dependency, "limit": MAX_HELD_ROWS})
+        rows = ProviderDatabase.rows(cur)
+    tasks: dict[tuple[str, str, str], None] = {}
+    for row in rows:
+        dag_id, _, rest = str(row["ti_key"]).partition("/")
+        run_and_task, _, _map_index = rest.rpartition("/")
+        run_id, _, task_id = run_and_task.rpartition("/")
+        if dag_id and run_id and task_id:
+            tasks.setdefault((dag_id, run_id, task_id), None)
+    if readable is not None:
+        allowed = readable({dag_id for dag_id, _, _ in tasks})
+        tasks = {key: None for key in tasks if key[0] in allowed}
+    notes: list[str] = []
+    if len(tasks) > MAX_HELD_TASKS:
+        notes.append(f"{len(tasks)} held tasks: the {MAX_HELD_TASKS} held longest assessed")
+    found: dict[tuple[str, datetime], HeldDelivery] = {}
+    reader = ImpactReader(api)
+    for dag_id, run_id, task_id in list(tasks)[:MAX_HELD_TASKS]:
+        try:
+            anchor = reader.run_anchor(dag_id, run_id)
+            impact = reader.assess_task(dag_id, task_id, anchor, None, now)
+        except (AirflowApiError, FieldError) as exc:
+            notes.append(f"{dag_id}.{task_id}: {type(exc).__name__}")
+            continue
+        for delivery in impact.deliveries:
+            key = (delivery.name, delivery.deadline)
+            held = f"{dag_id}.{task_id} ({run_id})"
+            kept = found.get(key)
+            if kept is None:
+                found[key] = HeldDelivery(delivery, (held,))
+            else:
+                earliest = delivery if delivery.latest_replay < kept.delivery.latest_replay else kept.delivery
+                found[key] = HeldDelivery(earliest, (*kept.held, held))
+    ordered = sorted(found.values(), key=lambda h: (h.delivery.latest_replay, h.delivery.name))
+    return ordered, notes + reader.notes[:10]
 
 
 @dataclass(frozen=True)

@@ -68,3 +68,12 @@ SELECT fingerprint, impact FROM (
 ) ranked
 WHERE position <= %(per_group)s
 ORDER BY fingerprint;
+
+-- name: held_tasks
+-- The task instances a dependency's breaker holds now (retry_breaker_holds.ti_key is
+-- dag/run/task/map), the longest held first: the Dependencies page asks what deliveries they put
+-- at risk. Bounded.
+SELECT ti_key, held_since FROM retry_breaker_holds
+WHERE dependency = %(dependency)s AND held_until > clock_timestamp()
+ORDER BY held_since, ti_key
+LIMIT %(limit)s;

@@ -1,4 +1,5 @@
-"""The Deliveries page and its JSON, through TestClient with Airflow's auth (SimpleAuthManager, multi-team).
+"""The Deliveries page and its JSON, a root cause's summed impact, and the deliveries an open breaker's
+held tasks put at risk on the Dependencies page, through TestClient with Airflow's auth (SimpleAuthManager, multi-team).
 
 Letters are filed by the real store with a stored impact naming a delivery due later today; the
 rule under test: each delivery shows its status, latest replay time and links to the letters that
@@ -9,12 +10,17 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from airflow_retry_provider.policy.impact import AT_RISK, Delivery, Impact, Names
+from airflow_retry_provider.breaker.store import BreakerStore
+from airflow_retry_provider.policy.impact import AT_RISK, DELIVERY_PARAM, Delivery, Impact, Names
+from tests.integration.breaker.test_alerts import LONG
+from tests.integration.breaker.test_store import open_breaker
+from tests.integration.dlq.answering_airflow import AnsweringAirflow
 from tests.integration.plugin.test_app import (  # noqa: F401 (fixtures)
     DAG_A,
     DAG_B,
     Ui,
     airflow_auth,
+    answered,
     text_of,
     ui,
 )
@@ -97,3 +103,62 @@ def test_a_root_cause_group_shows_its_letters_impact_summed_and_deduplicated(ui:
     assert "workspaces: acme" in text and f"delivery of {DAG_A}.report" in text
     ui.sql("UPDATE retry_dead_letters SET status = 'resolved'")
     assert ui.get("/api/groups", user="admin").json()["groups"][0]["impact"] is None  # nothing in the way
+
+
+def _held_dag(fake: AnsweringAirflow, dag_id: str, deadline: datetime) -> None:
+    """``dag_id``: extract -> publish, publish delivering at ``deadline`` (23:59 UTC the day after the
+    run's data interval); extract ran 20 min, publish 10 min plus 5 of validation."""
+    day_before = datetime.combine(deadline.date() - timedelta(days=1), datetime.min.time(), timezone.utc)
+    delivery = {"at": "23:59", "timezone": "UTC", "days_after": 1, "validation_seconds": 300}
+    fake.tasks[dag_id] = [
+        {
+            "task_id": "extract",
+            "downstream_task_ids": ["publish"],
+            "trigger_rule": "all_success",
+            "params": {},
+        },
+        {
+            "task_id": "publish",
+            "downstream_task_ids": [],
+            "trigger_rule": "all_success",
+            "params": {DELIVERY_PARAM: {"value": delivery, "source": "task"}},
+        },
+    ]
+    fake.successes[dag_id] = [
+        {"task_id": "extract", "state": "success", "duration": 1200},
+        {"task_id": "publish", "state": "success", "duration": 600},
+    ]
+    fake.runs[(dag_id, "r1")] = {"data_interval_end": day_before.isoformat()}
+
+
+def test_an_open_breaker_lists_the_deliveries_its_held_tasks_put_at_risk(answered):  # noqa: F811 (the imported fixture)
+    """A held extract blocks publish's delivery: the Dependencies JSON and page give its latest start time,
+    and viewer_a does not see team_b's held task's delivery."""
+    app, fake = answered
+    now = datetime.now(timezone.utc)
+    deadline = datetime.combine(now.date(), datetime.min.time(), timezone.utc).replace(hour=23, minute=59)
+    for dag_id in (DAG_A, DAG_B):
+        _held_dag(fake, dag_id, deadline)
+    store = BreakerStore.from_dsn(app.dsn)
+    open_breaker(store, settings=LONG)
+    store.admit("positions_db", f"{DAG_A}/r1/extract/-1", LONG)
+    store.admit("positions_db", f"{DAG_B}/r1/extract/-1", LONG)
+    [dep] = app.get("/api/dependencies", user="admin").json()["dependencies"]
+    held = {h["delivery"]: h for h in dep["held_deliveries"]}
+    assert set(held) == {f"{DAG_A}.publish", f"{DAG_B}.publish"}
+    latest = deadline - timedelta(minutes=35)  # 20 + 10 min of runs and 5 of validation
+    assert held[f"{DAG_A}.publish"]["latest_start"] == latest.isoformat()
+    assert held[f"{DAG_A}.publish"]["held"] == [f"{DAG_A}.extract (r1)"]
+    [mine] = app.get("/api/dependencies", user="viewer_a").json()["dependencies"]
+    assert [h["delivery"] for h in mine["held_deliveries"]] == [f"{DAG_A}.publish"]
+    text = text_of(app.get("/dependencies", user="viewer_a", html=True).text)
+    assert "Deliveries its held tasks put at risk" in text and f"{DAG_A}.publish" in text
+    assert DAG_B not in text
+
+
+def test_a_closed_breaker_asks_airflow_nothing(answered):  # noqa: F811 (the imported fixture)
+    """No held task, no REST call: the page stays as cheap as before."""
+    app, fake = answered
+    open_breaker(BreakerStore.from_dsn(app.dsn), settings=LONG)
+    [dep] = app.get("/api/dependencies", user="admin").json()["dependencies"]
+    assert dep["held_deliveries"] == [] and fake.calls["tasks"] == 0
