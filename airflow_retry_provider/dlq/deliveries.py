@@ -12,6 +12,9 @@ not listed. Its SQL is ``sql/deliveries.sql``, run only here.
 - :func:`held_deliveries` (the Dependencies page): the deliveries the tasks a dependency's breaker
   holds put at risk, with the latest time each held task can start (read from Airflow's REST API
   with :class:`~airflow_retry_provider.dlq.impact.ImpactReader`, as a letter's impact is).
+- :func:`watch_outages` (each sweep, with the sweeper's API): for each open breaker holding tasks,
+  the deliveries they put at risk, told once per outage and delivery in a ``dependency-down``
+  message with each one's latest start time.
 - :func:`watch_deliveries` (each dead-letter sweep, after the impacts' refresh): without asking
   Airflow, turns *lost* every delivery an open letter still holds past its latest replay time and
   tells it (the ``delivery-lost`` alert), and tells once a delivery told at risk whose blocking
@@ -344,3 +347,34 @@ def _note_saved(store: DeadLetterStore, now: datetime) -> list[str]:
         announce.impact_assessed(store.db, letter.id, letter, note)
         noted.append(delivery.name)
     return noted
+
+
+def watch_outages(store: DeadLetterStore, api: AirflowApi, now: datetime) -> list[str]:
+    """The sweeper's step for the breakers: each open one that holds tasks, the deliveries they put
+    at risk told (the ``held`` announcement: one ``dependency-down`` message per outage with the new
+    ones; the listener deduplicates). Returns the dependencies announced. Never raises."""
+    from airflow_retry_provider.breaker.store import BreakerStore
+
+    told = []
+    try:
+        statuses = BreakerStore(store.db).statuses()
+    except Exception:  # the watch never stops the sweep
+        log.exception("airflow-retry-provider: could not read the breakers")
+        return []
+    for status in statuses:
+        breaker = status.breaker
+        if breaker.effective == "closed" or not status.held or breaker.opened_at is None:
+            continue
+        try:
+            found, notes = held_deliveries(store.db, api, status.dependency, now)
+        except Exception as exc:
+            log.warning(
+                "airflow-retry-provider: deliveries held by %s: %s", status.dependency, type(exc).__name__
+            )
+            continue
+        if notes:
+            log.warning("airflow-retry-provider: deliveries held by %s: %s", status.dependency, notes)
+        if found:
+            announce.deliveries_held(store.db, status.dependency, breaker.opened_at, found)
+            told.append(status.dependency)
+    return told

@@ -200,3 +200,65 @@ def test_the_cli_says_when_nothing_is_due(pg_dsn, capsys):
     """No letter blocks a delivery today: one line saying so, exit 0."""
     assert main(["deliveries", "--dsn", pg_dsn]) == 0
     assert capsys.readouterr().out == "no delivery due today is blocked by a dead letter\n"
+
+
+def test_an_open_breaker_tells_the_deliveries_its_held_tasks_put_at_risk_once(pg_dsn, monkeypatch):
+    """The sweeper's outage watch: one dependency-down message with the delivery and its latest start, once per outage."""
+    from airflow_retry_provider.breaker.store import BreakerStore
+    from airflow_retry_provider.dlq.deliveries import watch_outages
+    from airflow_retry_provider.policy.impact import DELIVERY_PARAM
+    from tests.integration.breaker.test_alerts import LONG
+    from tests.integration.breaker.test_store import open_breaker
+    from tests.integration.dlq.answering_airflow import answering_airflow
+
+    _configure(monkeypatch)
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    breakers = BreakerStore.from_dsn(pg_dsn)
+    open_breaker(breakers, settings=LONG)
+    breakers.admit("positions_db", "etl/r1/extract/-1", LONG)
+    RecordingNotifier.sent.clear()  # whatever the opening told
+    delivery = {"at": "09:00", "timezone": "UTC", "days_after": 1, "validation_seconds": 600}
+    with answering_airflow() as fake:
+        fake.tasks["etl"] = [
+            {
+                "task_id": "extract",
+                "downstream_task_ids": ["publish"],
+                "trigger_rule": "all_success",
+                "params": {},
+            },
+            {
+                "task_id": "publish",
+                "downstream_task_ids": [],
+                "trigger_rule": "all_success",
+                "params": {DELIVERY_PARAM: {"value": delivery, "source": "task"}},
+            },
+        ]
+        fake.successes["etl"] = [
+            {"task_id": "extract", "state": "success", "duration": 1500},
+            {"task_id": "publish", "state": "success", "duration": 600},
+        ]
+        fake.runs[("etl", "r1")] = {"data_interval_end": (DEADLINE - timedelta(days=1, hours=9)).isoformat()}
+        with fake.api() as api:
+            assert watch_outages(store, api, NOW) == ["positions_db"]
+            assert watch_outages(store, api, NOW + timedelta(minutes=10)) == [
+                "positions_db"
+            ]  # deduplicated below
+    [sent] = RecordingNotifier.sent
+    latest = DEADLINE - timedelta(minutes=25 + 10 + 10)  # extract 25, publish 10, its validation 10
+    assert sent["title"] == (
+        f"Dependency positions_db is down: its held tasks put 1 delivery(ies) at risk; the first must start by {latest.isoformat()}"
+    )
+    assert (
+        f"etl.publish, due {DEADLINE.isoformat()}: start by {latest.isoformat()} (held: etl.extract (r1))"
+        in sent["text"]
+    )
+
+
+def test_a_closed_breaker_is_not_watched(pg_dsn):
+    """No open breaker: nothing asked of Airflow, nothing told."""
+    from airflow_retry_provider.dlq.deliveries import watch_outages
+    from tests.integration.dlq.answering_airflow import answering_airflow
+
+    with answering_airflow() as fake, fake.api() as api:
+        assert watch_outages(DeadLetterStore.from_dsn(pg_dsn), api, NOW) == []
+        assert fake.calls["tasks"] == 0
