@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 DEFAULT_LISTENERS = ("airflow_retry_provider.alerts",)
 """Modules that register their listeners when imported."""
 
-Event = Literal["filed", "impact", "parked", "job_failed", "fix_deployed", "down", "recovered"]
+Event = Literal["filed", "impact", "parked", "job_failed", "fix_deployed", "down", "recovered", "held"]
 Hook = Callable[..., Any]
 AfterCommit = Callable[[], Any]
 
@@ -41,6 +41,8 @@ class Listener:
     :param job_failed: ``(db, job, counts)``: a replay job ended with letters not cleared.
     :param fix_deployed: ``(cursor, notice, db)``: a newer DAG version may fix a root-cause group;
         called in the transaction that records the notice (once per version and group).
+    :param held: ``(db, dependency, opened_at, held)``: the sweeper found deliveries that the tasks
+        an open breaker holds put at risk (``dlq.deliveries.HeldDelivery``, with their latest start).
 
     The breakers (``breaker/announce.py``), called in the transaction that made the transition,
     under the dependency's row lock:
@@ -62,6 +64,7 @@ class Listener:
     fix_deployed: Hook | None = None
     down: Hook | None = None
     recovered: Hook | None = None
+    held: Hook | None = None
 
 
 _listeners: list[Listener] = []

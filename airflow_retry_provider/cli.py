@@ -50,6 +50,7 @@ COMMAND_MODULES = (
     "airflow_retry_provider.commands.breaker",
     "airflow_retry_provider.commands.retention",
     "airflow_retry_provider.commands.tries",
+    "airflow_retry_provider.commands.deliveries",
 )
 
 

@@ -156,6 +156,7 @@ CLEAR_PATH = re.compile(r"^/api/v2/dags/([^/]+)/clearTaskInstances$")
 VERSIONS_PATH = re.compile(r"^/api/v2/dags/([^/]+)/dagVersions$")
 TASKS_PATH = re.compile(r"^/api/v2/dags/([^/]+)/tasks$")
 TI_LIST_PATH = re.compile(r"^/api/v2/dags/([^/]+)/dagRuns/~/taskInstances$")
+RUN_PATH = re.compile(r"^/api/v2/dags/([^/]+)/dagRuns/([^/~]+)$")
 
 Key = tuple[str, str, str, int]
 
@@ -173,6 +174,7 @@ class AnsweringAirflow:
         self.tasks: dict[str, list[dict[str, Any]]] = {}
         self.successes: dict[str, list[dict[str, Any]]] = {}
         self.assets: list[dict[str, Any]] = []
+        self.runs: dict[tuple[str, str], dict[str, Any]] = {}
         self.url = ""
         self.lock = threading.Lock()
 
@@ -253,6 +255,13 @@ class AnsweringAirflow:
         if method == "GET" and path == "/api/v2/assets":
             self.calls["assets"] += 1
             return 200, {"assets": self.assets, "total_entries": len(self.assets)}
+        if (
+            method == "GET"
+            and (match := RUN_PATH.match(path))
+            and (unquote(match[1]), unquote(match[2])) in self.runs
+        ):
+            self.calls["dag_run"] += 1
+            return 200, dict(self.runs[(unquote(match[1]), unquote(match[2]))])
         self.calls["other"] += 1
         return 404, {"detail": f"not served here: {method} {path}"}
 

@@ -32,6 +32,7 @@ __all__ = [
     "Impact",
     "after_filing",
     "deliveries_at_risk",
+    "deliveries_held",
     "impact_of",
     "reconciliation_alerts",
     "run_alerts",
@@ -102,6 +103,37 @@ def deliveries_at_risk(db: ProviderDatabase, letter_id: int, letter: Any, blocke
         return ids
 
     if not blocked.deliveries:
+        return Delivery()
+    return _never_raising(db, queue)
+
+
+def deliveries_held(db: ProviderDatabase, dependency: str, opened_at: Any, held: Any) -> Delivery:
+    """Tell the deliveries an open breaker's held tasks put at risk: once per outage, delivery and
+    deadline (``retry_delivery_alerts``, its root cause ``dependency:<name>:<opened_at>``, letter 0),
+    one message with the new ones. Never raises."""
+    from airflow_retry_provider.alerts.sql import query
+
+    def queue(outbox: AlertOutbox) -> list[int]:
+        with db.transaction() as cur:
+            new = []
+            for item in held:
+                params = {
+                    "fingerprint": f"dependency:{dependency}:{opened_at.isoformat()}",
+                    "delivery": item.delivery.name,
+                    "deadline": item.delivery.deadline,
+                    "status": "held",
+                    "letter_id": 0,
+                }
+                cur.execute(query("tell_delivery"), params)
+                if cur.fetchone() is not None:
+                    new.append(item)
+            if not new:
+                return []
+            return outbox.queue(
+                cur, messages.deliveries_held(dependency, opened_at, new, outbox.settings.base_url)
+            )
+
+    if not held:
         return Delivery()
     return _never_raising(db, queue)
 
@@ -229,5 +261,6 @@ announce.register(
         fix_deployed=_in_transaction(messages.fix_deployed),  # queued with the notice, in its transaction
         down=_in_transaction(messages.dependency_down),  # queued with the breaker's transition
         recovered=_in_transaction(messages.dependency_recovered),
+        held=deliveries_held,  # the sweeper's watch of the open breakers (issue 48)
     )
 )

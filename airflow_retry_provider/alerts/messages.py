@@ -17,7 +17,7 @@ from urllib.parse import quote, urlencode
 
 from airflow_retry_provider.breaker.announce import Outage
 from airflow_retry_provider.dlq.models import FixNotice, NewLetter
-from airflow_retry_provider.policy.impact import LOST
+from airflow_retry_provider.policy.impact import LOST, SAVED
 from airflow_retry_provider.policy.impact import Delivery as DeliveryAtRisk
 from airflow_retry_provider.policy.impact import Impact as Blocked
 
@@ -367,6 +367,36 @@ def dependency_down(outage: Outage, base_url: str) -> Alert:
     return _compose("dependency-down", key, title, sections, _dependency_links(base_url, dep))
 
 
+def deliveries_held(dependency: str, opened_at: datetime, held: Sequence[Any], base_url: str) -> Alert:
+    """The tasks an open breaker holds put deliveries at risk: each one's latest start time (issue 48).
+
+    ``held``: ``dlq.deliveries.HeldDelivery`` (its ``delivery`` and the held tasks on its path)."""
+    first = held[0].delivery
+    title = (
+        f"Dependency {dependency} is down: its held tasks put {len(held)} delivery(ies) at risk; "
+        f"the first must start by {first.latest_replay.isoformat()}"
+    )
+    lines = []
+    for item in held[:20]:
+        d = item.delivery
+        when = "can no longer be met" if d.status == LOST else f"start by {d.latest_replay.isoformat()}"
+        lines.append(f"{d.name}, due {d.deadline.isoformat()}: {when} (held: {', '.join(item.held[:5])})")
+    sections = [
+        ("What happened", [f"the breaker of {dependency} opened at {opened_at.isoformat()} and holds tasks"]),
+        ("Impact", lines),
+        (
+            "Next step",
+            [
+                "restore the dependency (or fail over) before the earliest latest start time; held tasks "
+                "run again when a probe succeeds",
+                "for a delivery that can no longer be met: tell its consumers",
+            ],
+        ),
+    ]
+    key = f"dependency:{dependency}:{opened_at.isoformat()}:deliveries"
+    return _compose("dependency-down", key, title, sections, _dependency_links(base_url, dependency))
+
+
 def dependency_recovered(outage: Outage, base_url: str) -> Alert:
     """One outage of a dependency ended: how long it lasted, what it held and released, attempts saved."""
     dep = outage.dependency
@@ -417,8 +447,11 @@ def delivery_at_risk(
 ) -> Alert:
     """A delivery on the blocked path of ``letter``: the latest replay time, or that it is lost (issue 48)."""
     lost = delivery.status == LOST
-    kind = "delivery-lost" if lost else "delivery-at-risk"
-    if lost:
+    kind = {LOST: "delivery-lost", SAVED: "delivery-saved"}.get(delivery.status, "delivery-at-risk")
+    if delivery.status == SAVED:
+        title = f"Delivery saved: {delivery.describe()}"
+        step = ["nothing: the replay started by the latest replay time; watch the delivery's run"]
+    elif lost:
         title = f"Delivery lost: {delivery.describe()}"
         step = [
             f"the delivery is lost: tell its consumers (DAGs: {blocked.consumer_dags.describe() or 'none'}; "

@@ -7,7 +7,8 @@ listener's error is logged.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_retry_provider import announce
@@ -29,6 +30,11 @@ def filed(
 def impact_assessed(db: ProviderDatabase, letter_id: int, letter: NewLetter, impact: Impact) -> None:
     """What ``letter`` blocks was computed (filed or refreshed): the deliveries it puts at risk."""
     announce.tell("impact", db, letter_id, letter, impact)
+
+
+def deliveries_held(db: ProviderDatabase, dependency: str, opened_at: datetime, held: Sequence[Any]) -> None:
+    """The tasks ``dependency``'s open breaker holds put deliveries at risk (``dlq.deliveries.HeldDelivery``)."""
+    announce.tell("held", db, dependency, opened_at, held)
 
 
 def parked(db: ProviderDatabase, letter: Letter, reason: str) -> None:

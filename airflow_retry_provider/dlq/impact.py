@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
@@ -64,6 +64,15 @@ REFRESH_LIMIT = 25
 """At most this many letters per sweep (each costs a few REST calls per DAG)."""
 
 
+@dataclass(frozen=True)
+class _TaskRef:
+    """The failed (or held) task whose impact is assessed."""
+
+    dag_id: str
+    task_id: str
+    workspace_id: str | None
+
+
 def _param(params: object, name: str) -> tuple[Any, str | None]:
     """A param's value and its source (``dag`` or ``task``) from the tasks endpoint's dump."""
     if not isinstance(params, Mapping) or name not in params:
@@ -86,7 +95,15 @@ class ImpactReader:
 
     def assess(self, letter: NewLetter, now: datetime) -> Impact:
         """The impact of ``letter`` as of ``now``."""
-        anchor = letter.data_interval_end or self._run_after(letter)
+        anchor = letter.data_interval_end or self.run_anchor(letter.dag_id, letter.run_id)
+        return self.assess_task(letter.dag_id, letter.task_id, anchor, letter.workspace_id, now)
+
+    def assess_task(
+        self, dag_id: str, task_id: str, anchor: datetime | None, workspace_id: str | None, now: datetime
+    ) -> Impact:
+        """What ``dag_id.task_id`` of the run whose data interval ends at ``anchor`` blocks while it
+        does not succeed (a dead letter's task, or a task a breaker holds), as of ``now``."""
+        letter = _TaskRef(dag_id, task_id, workspace_id)
         tasks = self.dag_tasks(letter.dag_id, anchor)
         consumers: dict[str, list[str]] = {}
         outlets: dict[str, list[str]] = defaultdict(list)
@@ -114,9 +131,10 @@ class ImpactReader:
                 self.notes.append(f"consumer DAG {dag_id}: {_safe(exc)}")
         return assess_impact((letter.dag_id, letter.task_id), tasks, consumers, now=now)
 
-    def _run_after(self, letter: NewLetter) -> datetime | None:
+    def run_anchor(self, dag_id: str, run_id: str) -> datetime | None:
+        """The run's data interval end (its run date without one); None if Airflow does not say."""
         try:
-            run = self.api.dag_run(letter.dag_id, letter.run_id)
+            run = self.api.dag_run(dag_id, run_id)
         except AirflowApiError:
             return None
         return parse_time(run.get("data_interval_end")) or parse_time(run.get("run_after"))

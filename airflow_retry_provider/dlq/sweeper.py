@@ -29,6 +29,7 @@ from typing import Any
 
 from airflow_retry_provider import metrics, settings
 from airflow_retry_provider.dlq import announce
+from airflow_retry_provider.dlq.deliveries import watch_deliveries, watch_outages
 from airflow_retry_provider.dlq.driver import ReplayDriver
 from airflow_retry_provider.dlq.impact import refresh_impacts
 from airflow_retry_provider.dlq.models import (
@@ -531,6 +532,10 @@ def run_sweeper(
             numbered, version_errors = number_versions(pinned, api)
             noticed, notice_errors = notice_fixes(pinned, api)
             refresh_impacts(pinned, api, datetime.now(timezone.utc))  # issue 48: logs what it could not
+            watch_deliveries(pinned, datetime.now(timezone.utc))  # lost before the deadline, saved once
+            watch_outages(
+                pinned, api, datetime.now(timezone.utc)
+            )  # what open breakers' held tasks put at risk
         # then the jobs no other driver works on; the driver takes a connection per claim
         driver = ReplayDriver(ReplayEngine(store, api, replay_cap=cap), lambda: api, close_api=False)
         driven = driver.drain(deadline=time.monotonic() + drain_seconds)

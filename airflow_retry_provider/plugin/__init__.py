@@ -2,7 +2,7 @@
 
 It only mounts the app built by :func:`~airflow_retry_provider.plugin.app.create_app` on the
 api-server and tells Airflow's UI where to show it: "Dead letters", "Medallion gaps",
-"Connector health" and "Dependencies" under Browse, and two tabs on each task instance ("Dead letters" and "Retries"). The app reaches no database until its first request.
+"Connector health", "Dependencies" and "Deliveries" under Browse, and two tabs on each task instance ("Dead letters" and "Retries"). The app reaches no database until its first request.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ GAPS_ROUTE = "medallion-gaps"
 HEALTH_ROUTE = "connector-health"
 RETRIES_ROUTE = "retries-ti"
 DEPENDENCIES_ROUTE = "dependencies"
+DELIVERIES_ROUTE = "deliveries"
 
 
 class RetryProviderPlugin(AirflowPlugin):
@@ -52,6 +53,13 @@ class RetryProviderPlugin(AirflowPlugin):
             "destination": "nav",
             "category": "browse",
             "url_route": DEPENDENCIES_ROUTE,
+        },
+        {
+            "name": "Deliveries",
+            "href": f"{URL_PREFIX}/deliveries",
+            "destination": "nav",
+            "category": "browse",
+            "url_route": DELIVERIES_ROUTE,
         },
         {
             "name": "Dead letters",

@@ -35,6 +35,7 @@ from airflow_retry_provider.plugin.rendering import page, templates
 from airflow_retry_provider.plugin.routers import (
     actions,
     api_docs,
+    deliveries,
     dependencies,
     letter_pages,
     letters_api,
@@ -97,6 +98,7 @@ def create_app(
         api_docs.router,
         tries.router,
         dependencies.router,
+        deliveries.router,
     )
     for router in routers:
         app.include_router(router)

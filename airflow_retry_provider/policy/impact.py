@@ -59,6 +59,8 @@ DELIVERY_KEYS = frozenset({"at", "timezone", "days_after", "expected_duration_se
 
 AT_RISK = "at-risk"
 LOST = "lost"
+SAVED = "saved"
+"""Told once a delivery told at risk had every blocking letter replayed in time (dlq/deliveries.py)."""
 
 
 @dataclass(frozen=True)
@@ -245,6 +247,8 @@ class Delivery:
         deadline = _stamp(self.deadline)
         if self.status == LOST:
             return f"the {deadline} delivery of {self.name} can no longer be met"
+        if self.status == SAVED:
+            return f"the {deadline} delivery of {self.name} is on track again: replayed in time"
         return f"replay by {_stamp(self.latest_replay)} to meet the {deadline} delivery of {self.name}"
 
     def to_json(self) -> dict[str, Any]:

@@ -23,6 +23,7 @@ def test_parse_named_refuses_a_name_twice():
     ("package", "filename"),
     [
         ("airflow_retry_provider.dlq.sql", "queries.sql"),  # dead letters and replays
+        ("airflow_retry_provider.dlq.sql", "deliveries.sql"),  # the Deliveries view and the sweeper's watch
         ("airflow_retry_provider.plugin.sql", "queries.sql"),  # the pages' reads of the letters
         ("airflow_retry_provider.alerts.sql", "queries.sql"),  # the alert outbox
         ("airflow_retry_provider.ledger.sql", "queries.sql"),  # work-unit ledger

@@ -9,6 +9,7 @@ attempts too) and in the breaker's own history (``retry_breaker_events``, with w
 No ``from __future__ import annotations`` here: FastAPI reads the annotations at runtime.
 """
 
+from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Request, status
@@ -17,8 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from airflow_retry_provider.breaker.announce import Outage
 from airflow_retry_provider.breaker.store import BreakerEvent, BreakerStatus, BreakerStore
-from airflow_retry_provider.plugin.access import AccessDep, audit_action
-from airflow_retry_provider.plugin.deps import DatabaseDep
+from airflow_retry_provider.dlq.deliveries import held_deliveries
+from airflow_retry_provider.hooks.airflow_api import AirflowApiError
+from airflow_retry_provider.plugin.access import Access, AccessDep, audit_action
+from airflow_retry_provider.plugin.deps import DatabaseDep, api_for
 from airflow_retry_provider.plugin.models import MAX_IDENTIFIER, MAX_REASON, FilterText, Storable
 from airflow_retry_provider.plugin.rendering import page
 from airflow_retry_provider.policy.breaker import BreakerSettings
@@ -127,12 +130,40 @@ def all_dependencies(store: BreakerStore, only: str | None = None) -> list[dict[
     return [dependency_json(n, rows.get(n), settings.get(n), store) for n in names if only in (None, "", n)]
 
 
+def with_held_deliveries(
+    request: Request, access: Access, store: BreakerStore, shown: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Each dependency not closed that holds tasks, with the deliveries they put at risk and the
+    latest time each can start (``held_deliveries``; read from Airflow's REST API as the user, only
+    for DAGs the user may read). Airflow not answering is a note, never an error page."""
+    now = datetime.now(timezone.utc)
+    for item in shown:
+        item["held_deliveries"], item["held_deliveries_notes"] = [], []
+        if item["state"] == "closed" or not item["held"]:
+            continue
+        try:
+            with api_for(request) as api:
+                found, notes = held_deliveries(
+                    store.db, api, item["dependency"], now, lambda dags: access.permitted(dags, "GET")
+                )
+        except (AirflowApiError, OSError) as exc:
+            item["held_deliveries_notes"] = [f"Airflow's API did not answer: {type(exc).__name__}"]
+            continue
+        item["held_deliveries"] = [held.to_json() for held in found]
+        item["held_deliveries_notes"] = notes
+    return shown
+
+
 @router.get("/api/dependencies", tags=["dependencies"])
-def dependencies_api(access: AccessDep, store: BreakersDep, dependency: FilterText = None) -> dict[str, Any]:
+def dependencies_api(
+    request: Request, access: AccessDep, store: BreakersDep, dependency: FilterText = None
+) -> dict[str, Any]:
     """Each dependency's breaker: state, failure rate (10 minutes), held tasks, cool-down, next probe,
-    settings, its newest transitions (who and why) and outages (tasks held, attempts saved)."""
+    settings, its newest transitions (who and why) and outages (tasks held, attempts saved); while
+    it holds tasks, the deliveries they put at risk with each one's latest start time
+    (``held_deliveries``)."""
     access.require_pool(None, "GET")
-    return {"dependencies": all_dependencies(store, dependency)}
+    return {"dependencies": with_held_deliveries(request, access, store, all_dependencies(store, dependency))}
 
 
 @router.post("/api/dependencies/{dependency}/force", tags=["dependencies"])
@@ -169,4 +200,5 @@ def force(
 def dependencies_page(request: Request, access: AccessDep, store: BreakersDep, dependency: FilterText = None):
     """The Dependencies page."""
     access.require_pool(None, "GET")
-    return page(request, "dependencies.html", access, dependencies=all_dependencies(store, dependency))
+    shown = with_held_deliveries(request, access, store, all_dependencies(store, dependency))
+    return page(request, "dependencies.html", access, dependencies=shown)

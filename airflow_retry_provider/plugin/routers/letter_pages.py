@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
+from airflow_retry_provider.dlq.deliveries import group_impacts
 from airflow_retry_provider.dlq.models import STATUSES, newest_letter
 from airflow_retry_provider.plugin.access import AccessDep, airflow_root
 from airflow_retry_provider.plugin.deps import JobDep, replay_engine, tab_map_index
@@ -70,6 +71,8 @@ def letters_page(
             after = (after_letters, after_fingerprint or "") if after_letters is not None else None
             groups = q.groups(where, dags, GROUP_PAGE_SIZE, after)
             context["groups"] = groups
+            fingerprints = (g.fingerprint for g in groups.groups)
+            context["group_impacts"] = group_impacts(letters.store.db, fingerprints, dags)
             if groups.after:
                 context["next_query"] = query(
                     {

@@ -14,6 +14,7 @@ from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
 from airflow_retry_provider import settings
+from airflow_retry_provider.dlq.deliveries import group_impacts
 from airflow_retry_provider.plugin.access import Access, AccessDep
 from airflow_retry_provider.plugin.letters import Letters, LettersDep
 from airflow_retry_provider.plugin.models import (
@@ -73,12 +74,18 @@ def list_groups(
     after_letters: CursorCount = None,
     after_fingerprint: CursorText = None,
 ) -> dict[str, Any]:
-    """Letters grouped by fingerprint (one root cause each), biggest group first."""
+    """Letters grouped by fingerprint (one root cause each), biggest group first; each with what its
+    letters still in the way block (``impact``: summed and deduplicated, null before any is computed)."""
     after = (after_letters, after_fingerprint or "") if after_letters is not None else None
     with letters.views().reading() as q:
-        groups = q.groups(filters.to_letter_filter(letters.tz), letters.readable(access, q), limit, after)
+        dags = letters.readable(access, q)
+        groups = q.groups(filters.to_letter_filter(letters.tz), dags, limit, after)
+    impacts = group_impacts(letters.store.db, (g.fingerprint for g in groups.groups), dags)
     return {
-        "groups": [g.to_json() for g in groups.groups],
+        "groups": [
+            {**g.to_json(), "impact": impacts[g.fingerprint].to_json() if g.fingerprint in impacts else None}
+            for g in groups.groups
+        ],
         "total_groups": groups.total_groups,
         "total_letters": groups.total_letters,
         "next": {"after_letters": groups.after[0], "after_fingerprint": groups.after[1]}

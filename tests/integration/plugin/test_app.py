@@ -834,7 +834,7 @@ def test_the_plugin_mounts_the_app_and_adds_the_nav_entry_and_the_task_instance_
     assert retries["href"].startswith(
         "/retry-provider/tries?dag_id={DAG_ID}&run_id={RUN_ID}&task_id={TASK_ID}"
     )
-    assert list(views) == ["Dead letters", "Medallion gaps", "Connector health", "Dependencies"]
+    assert list(views) == ["Dead letters", "Medallion gaps", "Connector health", "Dependencies", "Deliveries"]
     assert views["Dependencies"]["href"] == "/retry-provider/dependencies"
     nav = views["Dead letters"]
     assert (nav["category"], nav["href"]) == ("browse", "/retry-provider/")
