@@ -14,7 +14,6 @@ from airflow_retry_provider.breaker.store import BreakerStore
 from airflow_retry_provider.policy.impact import AT_RISK, DELIVERY_PARAM, Delivery, Impact, Names
 from tests.integration.breaker.test_alerts import LONG
 from tests.integration.breaker.test_store import open_breaker
-from tests.local_airflow import AnsweringAirflow
 from tests.integration.plugin.test_app import (  # noqa: F401 (fixtures)
     DAG_A,
     DAG_B,
@@ -24,6 +23,7 @@ from tests.integration.plugin.test_app import (  # noqa: F401 (fixtures)
     text_of,
     ui,
 )
+from tests.local_airflow import AnsweringAirflow
 
 
 def _block(ui: Ui, dag_id: str) -> tuple[int, Delivery]:  # noqa: F811 (ui: the imported fixture's name)
