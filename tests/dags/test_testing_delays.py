@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import time
+from datetime import timedelta
 
 import psycopg
 import pytest
