@@ -120,10 +120,27 @@ def test_bad_input_exits_2_with_one_line_naming_the_flag(pg_dsn, letters, capsys
     assert len(err.strip().splitlines()) == 1 and flag in err, err
 
 
-def test_a_dsn_that_is_not_postgresql_exits_2(letters, capsys):
-    """--dsn must be a postgresql:// URI; the error does not echo credentials."""
-    code, _, err = _run(capsys, "dlq", "list", "--dsn", "mysql://u:secretpw@h/db")
-    assert code == 2 and err.startswith("airflow-retry: --dsn:") and "secretpw" not in err
+@pytest.mark.parametrize(
+    ("dsn", "said"),
+    [
+        ("mysql://u:secretpw@h/db", "the scheme 'mysql' is not postgresql"),  # another database
+        (
+            "sqlite:////tmp/secretpw.db",
+            "the scheme 'sqlite' is not postgresql",
+        ),  # Airflow's quick-start database
+        (
+            "mysql+mysqldb://u:secretpw@h/db",
+            "the scheme 'mysql+mysqldb' is not postgresql",
+        ),  # a SQLAlchemy URL
+        ("u:secretpw@h:5432/db", "not a URI (no scheme://)"),  # the scheme forgotten
+    ],
+)
+def test_a_dsn_that_is_not_postgresql_exits_2_naming_the_scheme_typed(letters, capsys, dsn, said):
+    """--dsn must be a postgresql:// URI: the one line names the scheme typed and what is expected,
+    and does not echo credentials."""
+    code, out, err = _run(capsys, "dlq", "list", "--dsn", dsn)
+    assert code == 2 and out == "" and err.startswith(f"airflow-retry: --dsn: {said}"), err
+    assert "expected postgresql://" in err and "secretpw" not in err
 
 
 def test_show_prints_a_letter_and_its_replays(pg_dsn, letters, capsys):
