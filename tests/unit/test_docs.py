@@ -179,3 +179,14 @@ def test_every_import_the_docs_show_works(doc: str, module: str, name: str) -> N
 def test_the_first_hours_answers_are_in_the_docs(doc: str, line: str) -> None:
     """Each friction point of the first hour (issue 47) has its answer written where a user looks."""
     assert line in (REPO / doc).read_text(encoding="utf-8"), f"{doc}: {line!r}"
+
+
+@pytest.mark.parametrize(
+    "doc",
+    # GLOSSARY.md is the glossary; BENCHMARKS.md is written by `make bench`
+    [doc for doc in DOCS if doc.parent.name == "docs" and doc.name not in ("GLOSSARY.md", "BENCHMARKS.md")],
+    ids=lambda p: p.name,
+)
+def test_every_page_links_to_the_glossary(doc: Path) -> None:
+    """A reader meeting "letter", "park" or "canary" on any page finds its definition one link away."""
+    assert "(GLOSSARY.md)" in doc.read_text(encoding="utf-8"), doc.name
