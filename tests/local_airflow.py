@@ -339,6 +339,7 @@ class FaultAirflow:
     down: bool = False
     clears: list[ClearRequest] = field(default_factory=list)
     versions: list[dict[str, Any]] = field(default_factory=list)  # GET .../dagVersions of FAULT_DAG
+    version_reads: list[str] = field(default_factory=list)  # the DAG of each GET .../dagVersions, in order
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def answer(self, method: str, path: str, body: dict[str, Any]) -> Reply:
@@ -468,6 +469,8 @@ class FaultAirflow:
                 return 200, {"dags": [{"dag_id": FAULT_DAG}], "total_entries": 1}
             if parts[:3] == ["api", "v2", "variables"]:
                 return 404, {"detail": "variable not found"}
+            if parts[:3] == ["api", "v2", "dags"] and parts[4:] == ["dagVersions"]:
+                self.version_reads.append(parts[3])
             if parts == ["api", "v2", "dags", FAULT_DAG, "dagVersions"]:
                 return 200, {"dag_versions": list(self.versions), "total_entries": len(self.versions)}
             if len(parts) < 6 or parts[:3] != ["api", "v2", "dags"] or parts[3] != FAULT_DAG:

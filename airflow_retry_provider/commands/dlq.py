@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_retry_provider.commands import (
+    Unavailable,
     UsageError,
     add_api_flags,
     add_database_flags,
@@ -48,8 +49,17 @@ def register(subparsers: Any) -> None:
     )
     actions = dlq.add_subparsers(dest="dlq_command", metavar="ACTION", required=True)
 
-    listing = actions.add_parser("list", help="letters, newest first (keyset pages)")
+    listing = actions.add_parser(
+        "list",
+        help="letters, newest first (keyset pages)",
+        description=(
+            "Letters, newest first. A DAG version a worker recorded by UUID alone is numbered through "
+            "Airflow's REST API (one call per DAG, when the API connection is configured), as a sweep does; "
+            "'v?' is a version Airflow does not have, or could not be asked about."
+        ),
+    )
     add_database_flags(listing)
+    add_api_flags(listing)
     _filters(listing, default_limit="50")
     listing.add_argument(
         "--after", metavar="ID", help="continue after this letter id (the previous page's last)"
@@ -80,7 +90,10 @@ def register(subparsers: Any) -> None:
     _filters(replay, default_limit="1000")
     replay.add_argument("--actor", help="who asks for the replay (required)")
     replay.add_argument("--reason", help="why it should run again (required)")
-    replay.add_argument("--fix-version", help="the code or data version that fixes the cause (required)")
+    replay.add_argument(
+        "--fix-version",
+        help="the code or data version that fixes the cause (required unless --run-on-latest-version)",
+    )
     replay.add_argument("--processing-version", help="ask for a new work-unit identity (recorded)")
     replay.add_argument(
         "--rate",
@@ -312,7 +325,7 @@ def run_list(args: argparse.Namespace) -> int:
         if after is None:
             raise UsageError(f"--after: {args.after!r} is not a letter id")
         before = (after.created_at, after.id)
-    letters = store.list(where, limit=limit, before=before)
+    letters = _numbered(args, store, store.list(where, limit=limit, before=before))
     if args.json:
         _emit_json({"letters": [letter.to_json() for letter in letters], "count": len(letters)})
     else:
@@ -321,6 +334,29 @@ def run_list(args: argparse.Namespace) -> int:
         for letter in letters:
             print(_row(letter))
     return 0 if letters else 1
+
+
+def _numbered(args: argparse.Namespace, store: DeadLetterStore, letters: list[Letter]) -> list[Letter]:
+    """``letters`` with the numbers of the DAG versions Airflow still has (``dlq.replay.number_letters``).
+
+    Asks Airflow's REST API only when a letter names its version by UUID alone; without an API
+    connection, or when Airflow does not answer, the list is printed as stored (``v?``) with one line
+    on stderr saying why."""
+    if not any(letter.dag_version_number is None and letter.dag_version_id for letter in letters):
+        return letters
+    from airflow_retry_provider.dlq.replay import number_letters
+
+    try:
+        api = api_client(args, sign_in=True)
+    except (UsageError, Unavailable) as exc:
+        why = str(exc)
+    except Exception as exc:  # Airflow's own look-up of the API connection failed (its database down, ...)
+        why = f"the connection could not be read: {type(exc).__name__}"
+    else:
+        with api:
+            return number_letters(store, api, letters)
+    _say(f"DAG version numbers not looked up ({why}); 'v?' until the next sweep numbers them")
+    return letters
 
 
 def run_show(args: argparse.Namespace) -> int:

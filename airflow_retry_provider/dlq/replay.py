@@ -143,13 +143,10 @@ class ReplayEngine:
         """
         ready, refused = self.split(self.select(ids, where, limit))
         api = self.require_api() if ready else None
-        if api is not None and any(
-            letter.dag_version_number is None and letter.dag_version_id for letter in ready
-        ):
+        if api is not None:
             # filed by a worker, no sweep since: number its version now, as the sweeper would, so the
             # preview says "v3" for a version Airflow still has (errors leave "number unknown")
-            number_versions(self.store, api)
-            ready = [self.store.get(letter.id) or letter for letter in ready]
+            ready = number_letters(self.store, api, ready)
         items = []
         latest: dict[str, str] = {}
         for letter in ready:
@@ -445,10 +442,31 @@ def number_versions(store: DeadLetterStore, api: AirflowApi) -> tuple[int, list[
     version gone with it) keeps no number: the letter says "number unknown", never a guess.
     Returns how many letters got a number, and the errors (the sweep goes on).
     """
-    numbered, errors = 0, []
     wanted: dict[str, set[str]] = {}
     for dag_id, version_id in store.unnumbered_versions():
         wanted.setdefault(dag_id, set()).add(version_id)
+    return _number(store, api, wanted)
+
+
+def number_letters(store: DeadLetterStore, api: AirflowApi, letters: Sequence[Letter]) -> list[Letter]:
+    """``letters``, each version Airflow still has numbered (``dlq list``, the replay preview).
+
+    Only the letters given are looked at: one ``dagVersions`` call per DAG whose letters name a
+    version by UUID alone, none when every number is known. The numbers are stored, as a sweep
+    stores them; a version Airflow does not have, or an error, leaves "number unknown".
+    """
+    wanted: dict[str, set[str]] = {}
+    for letter in letters:
+        if letter.dag_version_number is None and letter.dag_version_id:
+            wanted.setdefault(letter.dag_id, set()).add(letter.dag_version_id)
+    if not wanted or _number(store, api, wanted)[0] == 0:
+        return list(letters)
+    return [(store.get(letter.id) or letter) if letter.dag_id in wanted else letter for letter in letters]
+
+
+def _number(store: DeadLetterStore, api: AirflowApi, wanted: dict[str, set[str]]) -> tuple[int, list[str]]:
+    """Number the versions ``wanted`` (DAG id -> version UUIDs): one ``dagVersions`` call per DAG."""
+    numbered, errors = 0, []
     for dag_id, ids in wanted.items():
         try:
             versions = api.dag_versions(dag_id)

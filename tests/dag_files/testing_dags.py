@@ -34,3 +34,22 @@ with DAG(
 
     flaky()
     poison()
+
+
+with DAG(
+    dag_id="testing_delays_dashboard",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 11, 1, tz="America/Sao_Paulo"),
+    catchup=False,
+    tags=["test"],
+    default_args=apply_profile({}, "dashboard"),
+) as dashboard_dag:
+
+    @task
+    def refresh(ti=None) -> int:
+        """Two attempts (dashboard): the first try loses its connection, the second succeeds."""
+        if ti.try_number < 2:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        return ti.try_number
+
+    refresh()

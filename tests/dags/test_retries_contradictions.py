@@ -16,7 +16,7 @@ pytestmark = pytest.mark.dags
 
 HEADER = """
 from datetime import datetime
-from airflow.sdk import DAG, BaseOperator, task
+from airflow.sdk import DAG, BaseOperator, TaskGroup, task
 from airflow_retry_provider.retry_policy import ClassifiedRetryPolicy, apply_profile
 
 class Sleepy(BaseOperator):
@@ -54,6 +54,12 @@ def _parse(tmp_path: Path, body: str):
         ("@task(retries=5)\ndef load(): pass\nload()\n", "load", 5),
         # retries=0 is a contradiction too: Airflow would stop before the policy's second attempt
         ("@task(retries=0)\ndef load(): pass\nload()\n", "load", 0),
+        # a classic operator: retries as its argument
+        ("Echo(task_id='echo', x=1, retries=5)\n", "echo", 5),
+        # default_args of a task group, below the DAG's profile: they win over the DAG's for its tasks
+        ("with TaskGroup('g', default_args={'retries': 6}):\n    Echo(task_id='echo', x=1)\n", "g.echo", 6),
+        # default_args passed to the task itself
+        ("Echo(task_id='echo', x=1, default_args={'retries': 3})\n", "echo", 3),
         # a mapped operator: retries set in partial()
         ("Echo.partial(task_id='echo', retries=4).expand(x=[1, 2])\n", "echo", 4),
         # a mapped @task: retries set by override()
@@ -77,6 +83,30 @@ def test_a_contradicting_retries_is_an_import_error_naming_task_values_and_fix(
     (error,) = bag.import_errors.values()
     assert f"task {task_id!r}: retries={retries} contradicts retry profile" in error, error
     assert "so retries must be" in error and f"remove retries={retries}" in error, error
+
+
+@pytest.mark.parametrize(
+    ("default_args", "where"),
+    [
+        # retries in the dict apply_profile is given: apply_profile refuses it itself
+        ('apply_profile({"retries": 5}, "report")', "default_args"),
+        # retries added after apply_profile: the cluster policy refuses the task
+        ('{**apply_profile({}, "report"), "retries": 5}', "task 'load'"),
+    ],
+)
+def test_a_contradicting_retries_in_the_dags_default_args_is_an_import_error(tmp_path, default_args, where):
+    """retries set in the DAG's default_args beside a profile fails the file, naming where, both values and the fix."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    (tmp_path / "contradiction.py").write_text(
+        HEADER.replace('apply_profile({"owner": "data"}, "report")', default_args)
+        + "    @task\n    def load(): pass\n    load()\n"
+    )
+    bag = DagBag(dag_folder=str(tmp_path), safe_mode=False)
+    assert "contradiction" not in bag.dags
+    (error,) = bag.import_errors.values()
+    assert f"{where}: retries=5 contradicts retry profile 'report'" in error, error
+    assert "retries must be 2" in error and "remove retries" in error, error
 
 
 @pytest.mark.parametrize(

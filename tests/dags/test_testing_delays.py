@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import psycopg
@@ -43,6 +44,30 @@ def test_a_retried_task_waits_the_scaled_delay_and_keeps_its_decision(airflow_db
             "SELECT task_id, failure_class, attempts_used FROM retry_dead_letters"
         ).fetchall()
     assert letters == [("poison", "poison", 1)]
+
+
+def test_the_pytest_fixture_runs_a_retried_dag_in_seconds(
+    airflow_db, provider_conn, retry_testing_delays, capfd, caplog
+):
+    """With the plugin's fixture (no code but its name) a 5-minute retry finishes in well under 30 s,
+    and the first failure's decision is logged once: Airflow's ``Retry policy decision`` line, ours beside it."""
+    caplog.set_level("INFO")
+    started = time.monotonic()
+    run = testing_dags.dashboard_dag.test()
+    elapsed = time.monotonic() - started
+    assert [(ti.state, ti.try_number) for ti in run.get_task_instances()] == [("success", 2)]
+    assert elapsed < 30, f"dag.test() took {elapsed:.1f} s"
+    out, err = capfd.readouterr()
+    lines = [line for line in (out + err).splitlines() if "[attempt 2/2]" in line]
+    # a first failure under dashboard (2 attempts): one line, Airflow's own (the provider logs no copy)
+    assert len(lines) == 1 and "Retry policy decision" in lines[0], lines
+    assert caplog.text.count("airflow-retry-provider (testing): retry in") == 1
+    assert "[attempt 2/2]" not in caplog.text  # the provider's own logger does not repeat the decision
+
+
+def test_the_pytest_plugin_is_installed(pytestconfig):
+    """pytest loads the provider's plugin by its entry point, so the fixture needs no import."""
+    assert pytestconfig.pluginmanager.has_plugin("airflow_retry_provider")
 
 
 def test_the_switch_is_off_after_the_block():

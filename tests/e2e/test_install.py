@@ -59,7 +59,16 @@ with DAG("user_pipeline", schedule=None, start_date=pendulum.datetime(2026, 1, 1
         return "loaded"
 
     apply_profile(load(), "report")
+
+with DAG("user_poison", schedule=None, start_date=pendulum.datetime(2026, 1, 1), catchup=False):
+
+    @task
+    def publish() -> None:
+        raise PermissionError("permission denied for table positions")  # poison: a letter at try 1
+
+    apply_profile(publish(), "report")
 '''
+README_DAG = REPO / "dags" / "positions_daily.py"  # the README's complete DAG, word for word (test_docs)
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,22 @@ def documented_install_commands() -> tuple[list[str], list[str]]:
     build, install = (shlex.split(line) for line in lines)
     assert build[:2] == ["pip", "wheel"] and install[:2] == ["pip", "install"], lines
     return build, install
+
+
+def documented_connection_command(provider_dsn: str) -> list[str]:
+    """The README's ``airflow connections add retry_provider_default --conn-uri ...``, on ``provider_dsn``."""
+    (line,) = [
+        line.strip().removeprefix("$ ").split("#")[0]
+        for block in re.findall(
+            r"```console\n(.*?)```", (REPO / "README.md").read_text(encoding="utf-8"), re.DOTALL
+        )
+        for line in block.splitlines()
+        if line.strip().startswith("$ airflow connections add ")
+    ]
+    words = shlex.split(line)
+    assert words[:4] == ["airflow", "connections", "add", "retry_provider_default"], words
+    assert words[4] == "--conn-uri" and words[5].startswith("postgresql://"), words
+    return [*words[:5], provider_dsn, *words[6:]]
 
 
 def _pip(*args: str, cwd: Path) -> None:
@@ -193,6 +218,7 @@ class Deployment:
     installed: Installed
     stack: object  # devstack.airflow.AirflowStack
     upgrade_output: str
+    provider_dsn: str
 
 
 @pytest.fixture(scope="module")
@@ -203,6 +229,7 @@ def deployment(installed, pg_server, tmp_path_factory) -> Iterator[Deployment]:
     assert MAINTENANCE_LINE in INSTALL_DOC.read_text(encoding="utf-8"), "docs/INSTALL.md lost its line"
     dags = tmp_path_factory.mktemp("install-dags")
     (dags / "user_pipeline.py").write_text(USER_DAG)
+    shutil.copy(README_DAG, dags / README_DAG.name)
     installed.run("airflow-retry", "dags", "install", str(dags))  # the file of the documented line
     assert MAINTENANCE_LINE in (dags / "retry_provider_maintenance.py").read_text().splitlines()
     suffix = uuid.uuid4().hex[:8]
@@ -217,6 +244,7 @@ def deployment(installed, pg_server, tmp_path_factory) -> Iterator[Deployment]:
         users={API_USER: API_ROLE},
         executable=str(installed.bin / "airflow"),
         cwd=installed.cwd,
+        provider_conn_in_env=False,  # added below with `airflow connections add`, as the README says
     )
     stack.extra_env = dict(
         PATH=installed.env()["PATH"],
@@ -237,16 +265,13 @@ def deployment(installed, pg_server, tmp_path_factory) -> Iterator[Deployment]:
         ),
     )
     try:
-        upgrade = installed.run(
-            "airflow-retry",
-            "db",
-            "upgrade",
-            env=installed.env(AIRFLOW_CONN_RETRY_PROVIDER_DEFAULT=provider_dsn),
-        )
         stack.migrate()
+        # the README's order: the connection in Airflow's metadata database, then the CLI finds it there
+        stack.run_cli(*documented_connection_command(provider_dsn)[1:])
+        upgrade = installed.run("airflow-retry", "db", "upgrade", env=stack.env())
         stack.start()
         stack.wait_healthy()
-        yield Deployment(installed, stack, upgrade.stdout)
+        yield Deployment(installed, stack, upgrade.stdout, provider_dsn)
     finally:
         stack.stop()
         for database in (metadata_db, provider_db):
@@ -264,12 +289,39 @@ def test_db_upgrade_creates_the_schema(deployment):
 def test_the_maintenance_dags_parse_from_the_one_line(deployment):
     """The dag-processor finds the four maintenance DAGs and the user's DAG, with no import error."""
     stack = deployment.stack
-    for dag_id in (*sorted(MAINTENANCE_DAGS), "user_pipeline"):
+    for dag_id in (*sorted(MAINTENANCE_DAGS), "user_pipeline", "user_poison", "positions_daily"):
         stack.wait_for_dag(dag_id)
     assert stack.api("GET", "/api/v2/importErrors")["import_errors"] == []
     files = {dag["dag_id"]: dag["relative_fileloc"] for dag in stack.api("GET", "/api/v2/dags")["dags"]}
     assert files == {**dict.fromkeys(MAINTENANCE_DAGS, "retry_provider_maintenance.py"),
-                     "user_pipeline": "user_pipeline.py"}  # fmt: skip
+                     "user_pipeline": "user_pipeline.py", "user_poison": "user_pipeline.py",
+                     "positions_daily": "positions_daily.py"}  # fmt: skip
+
+
+def _run_to_the_end(stack, dag_id: str) -> dict:
+    stack.wait_for_dag(dag_id)
+    stack.api("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": False})
+    run = stack.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", json={"logical_date": None})
+    return dict(stack.wait_for_run(dag_id, run["dag_run_id"], timeout=300))
+
+
+def test_the_readmes_dag_runs_and_a_letter_reaches_the_connection_airflow_keeps(deployment):
+    """The README's complete DAG succeeds in the installed Airflow; a poison task's letter is filed through
+    the connection added with ``airflow connections add`` (no AIRFLOW_CONN_* anywhere in the stack)."""
+    import psycopg
+
+    stack = deployment.stack
+    assert "AIRFLOW_CONN_RETRY_PROVIDER_DEFAULT" not in stack.env()
+    assert _run_to_the_end(stack, "positions_daily")["state"] == "success", stack.log_tail("scheduler")
+    poisoned = _run_to_the_end(stack, "user_poison")
+    assert poisoned["state"] == "failed"
+    with psycopg.connect(deployment.provider_dsn) as conn:
+        letters = conn.execute(
+            "SELECT task_id, failure_class, filed_by FROM retry_dead_letters WHERE dag_id = 'user_poison' "
+            "AND run_id = %s",
+            (poisoned["dag_run_id"],),
+        ).fetchall()
+    assert letters == [("publish", "poison", "callback")]
 
 
 def test_the_sweeper_runs_and_sweeps_the_users_dag(deployment):

@@ -54,3 +54,37 @@ def test_log_lines_of_a_command_that_talks_to_airflow_go_to_stderr():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "{}\n" and "replay job 1 stopped: canary" in result.stderr
+
+
+def _helps() -> list[tuple[str, str]]:
+    """Every ``--help`` text of the CLI, by command path."""
+    import argparse
+
+    from airflow_retry_provider.cli import build_parser
+
+    found: list[tuple[str, str]] = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        found.append((path, parser.format_help()))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, f"{path} {name}")
+
+    walk(build_parser(), "airflow-retry")
+    return found
+
+
+def test_no_help_points_at_a_file_of_the_clone_without_saying_so():
+    """A path that only a clone has (docs/, tools/, dags/, bench/) is named in a help text only beside the
+    words "repository" or "clone": an installed wheel has none of them (issue 47)."""
+    import re
+
+    clone_only = re.compile(r"(?<![\w.])(docs|tools|dags|bench)/")
+    problems = [
+        path
+        for path, text in _helps()
+        if clone_only.search(" ".join(text.split())) and not re.search(r"repository|clone", text)
+    ]
+    assert problems == []
+    assert any("docs/BREAKER.md in the repository" in " ".join(text.split()) for _, text in _helps())

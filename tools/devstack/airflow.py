@@ -57,6 +57,9 @@ class AirflowStack:
     # the ``airflow`` script every process runs (another virtualenv's, e.g. a wheel installed for a test)
     executable: str = field(default_factory=airflow_executable)
     cwd: Path | None = None  # the working directory of every process (None: this one's)
+    # False: no AIRFLOW_CONN_RETRY_PROVIDER_DEFAULT, the connection lives in the metadata database
+    # (`airflow connections add`, as tests/e2e/test_install.py does)
+    provider_conn_in_env: bool = True
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     _token: str | None = None
 
@@ -124,6 +127,8 @@ class AirflowStack:
         if self.api_workers > 1:
             env["AIRFLOW__API__WORKERS"] = str(self.api_workers)
         env.update(self.extra_env)
+        if not self.provider_conn_in_env:
+            env.pop("AIRFLOW_CONN_RETRY_PROVIDER_DEFAULT", None)
         return env
 
     def password(self, user: str) -> str:

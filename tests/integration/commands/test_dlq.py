@@ -120,10 +120,27 @@ def test_bad_input_exits_2_with_one_line_naming_the_flag(pg_dsn, letters, capsys
     assert len(err.strip().splitlines()) == 1 and flag in err, err
 
 
-def test_a_dsn_that_is_not_postgresql_exits_2(letters, capsys):
-    """--dsn must be a postgresql:// URI; the error does not echo credentials."""
-    code, _, err = _run(capsys, "dlq", "list", "--dsn", "mysql://u:secretpw@h/db")
-    assert code == 2 and err.startswith("airflow-retry: --dsn:") and "secretpw" not in err
+@pytest.mark.parametrize(
+    ("dsn", "said"),
+    [
+        ("mysql://u:secretpw@h/db", "the scheme 'mysql' is not postgresql"),  # another database
+        (
+            "sqlite:////tmp/secretpw.db",
+            "the scheme 'sqlite' is not postgresql",
+        ),  # Airflow's quick-start database
+        (
+            "mysql+mysqldb://u:secretpw@h/db",
+            "the scheme 'mysql+mysqldb' is not postgresql",
+        ),  # a SQLAlchemy URL
+        ("u:secretpw@h:5432/db", "not a URI (no scheme://)"),  # the scheme forgotten
+    ],
+)
+def test_a_dsn_that_is_not_postgresql_exits_2_naming_the_scheme_typed(letters, capsys, dsn, said):
+    """--dsn must be a postgresql:// URI: the one line names the scheme typed and what is expected,
+    and does not echo credentials."""
+    code, out, err = _run(capsys, "dlq", "list", "--dsn", dsn)
+    assert code == 2 and out == "" and err.startswith(f"airflow-retry: --dsn: {said}"), err
+    assert "expected postgresql://" in err and "secretpw" not in err
 
 
 def test_show_prints_a_letter_and_its_replays(pg_dsn, letters, capsys):
@@ -364,7 +381,7 @@ def test_rate_above_the_deployment_pace_is_refused(pg_dsn, letters, capsys, monk
 
 def test_preview_numbers_a_version_airflow_still_has_before_any_sweep(pg_dsn, capsys):
     """A letter filed with only its DAG version's UUID (no sweep yet) previews as ``v4``, the number
-    Airflow's API gives, not "number unknown"; the letter keeps it."""
+    Airflow's API gives, not "number unknown"; the letter keeps it; only the previewed DAG is asked."""
     from tests.local_airflow import FAULT_DAG, fault_airflow
 
     version_id = "0195f3c2-0000-7000-8000-000000000004"
@@ -373,6 +390,8 @@ def test_preview_numbers_a_version_airflow_still_has_before_any_sweep(pg_dsn, ca
         new_letter(dag_id=FAULT_DAG, run_id="r1", task_id="a", dag_version_id=version_id), replay_cap=3
     )
     assert store.get(letter.letter_id).version_label() == "version 0195f3c2 (number unknown)"
+    # a letter the preview does not select: its DAG is not asked about
+    store.file(new_letter(dag_id="other_dag", run_id="r1", dag_version_id=version_id), replay_cap=3)
     with fault_airflow(30.0) as (url, fake):
         fake.add_run("r1", {"a": "failed", "b": "upstream_failed"})
         fake.versions.append(
@@ -384,4 +403,55 @@ def test_preview_numbers_a_version_airflow_still_has_before_any_sweep(pg_dsn, ca
         )  # fmt: skip
     assert code == 0, err
     assert out.splitlines()[0].endswith("  v4") and "number unknown" not in out
+    assert fake.version_reads == [FAULT_DAG]  # one call, for the previewed letter's DAG only
     assert store.get(letter.letter_id).dag_version_number == 4
+
+
+def test_list_numbers_the_versions_airflow_still_has_one_call_per_dag(pg_dsn, capsys):
+    """``dlq list`` before any sweep says ``v4`` for a version Airflow still has (one dagVersions call per DAG
+    whose letters lack a number, the number stored), ``v?`` for one Airflow does not have."""
+    from tests.local_airflow import FAULT_DAG, fault_airflow
+
+    version_id = "0195f3c2-0000-7000-8000-000000000004"
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    ids = [
+        store.file(
+            new_letter(dag_id=dag_id, run_id=run_id, dag_version_id=version_id), replay_cap=3
+        ).letter_id
+        for dag_id, run_id in ((FAULT_DAG, "r1"), (FAULT_DAG, "r2"), ("deleted_dag", "r1"))
+    ]
+    api = ["--api-url", "", "--api-user", "admin", "--api-password", "pw"]
+    with fault_airflow(30.0) as (url, fake):
+        api[1] = url
+        fake.versions.append(
+            {"id": version_id, "dag_id": FAULT_DAG, "version_number": 4, "bundle_name": "dags-folder"}
+        )
+        code, out, err = _run(capsys, "dlq", "list", "--dsn", pg_dsn, "--no-header", *api)
+        assert code == 0, err
+        rows = {int(row.split()[0]): row for row in out.splitlines()}
+        assert rows[ids[0]].endswith("  v4") and rows[ids[1]].endswith("  v4"), out
+        assert rows[ids[2]].endswith("  v?"), out  # the DAG is gone from Airflow (404): never a guess
+        assert sorted(fake.version_reads) == sorted([FAULT_DAG, "deleted_dag"])  # one call per DAG
+        fake.version_reads.clear()
+        code, out, _ = _run(capsys, "dlq", "list", "--dsn", pg_dsn, "--dag", FAULT_DAG, *api)
+        assert code == 0 and fake.version_reads == []  # numbered once, stored: no call the next time
+    assert store.get(ids[0]).dag_version_number == 4
+
+
+def test_list_without_an_api_connection_prints_the_letters_and_says_why_v_is_unknown(
+    pg_dsn, capsys, monkeypatch
+):
+    """Without Airflow's API the list still prints (exit 0), ``v?`` for an unnumbered version, and one
+    line on stderr saying the numbers were not looked up and why."""
+    monkeypatch.delenv("AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API", raising=False)
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    letter_id = store.file(
+        new_letter(dag_id="etl", run_id="r1", dag_version_id="0195f3c2-0000-7000-8000-000000000004"), 3
+    ).letter_id
+    code, out, err = _run(capsys, "dlq", "list", "--dsn", pg_dsn, "--no-header", *_closed_api())
+    assert code == 0 and out.split()[0] == str(letter_id) and out.rstrip().endswith("  v?"), out
+    (line,) = err.strip().splitlines()
+    assert line.startswith("airflow-retry: DAG version numbers not looked up (Airflow's API unavailable"), (
+        line
+    )
+    assert "'v?' until the next sweep" in line

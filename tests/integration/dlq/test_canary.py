@@ -310,3 +310,42 @@ def test_the_json_api_and_the_cli_show_the_canary_the_steps_and_the_stop(pg_dsn,
     assert f"canary: letter {ids[1]} failed" in out
     assert "pace after the canary: 1 at 1/min, 5 at 5/min, then the configured pace" in out
     assert f"stopped: canary letter {ids[1]} failed" in out
+
+
+def test_the_console_scripts_replay_json_stopped_at_its_canary_prints_only_json_on_stdout(pg_dsn, fake):
+    """``airflow-retry dlq replay --json`` whose canary fails again: stdout is one JSON document (a pipe
+    to ``jq`` parses it), the driver's "stopped" log line is on stderr."""
+    import json
+    import os
+    import subprocess
+
+    from tests.conftest import VENV_BIN
+
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    ids = _file(store, fake, 2)
+    done = threading.Event()
+
+    def workers_fail_every_cleared_try() -> None:
+        while not done.wait(0.1):
+            _queued_become(fake, "failed")
+
+    worker = threading.Thread(target=workers_fail_every_cleared_try, daemon=True)
+    worker.start()
+    try:
+        result = subprocess.run(
+            [
+                str(VENV_BIN / "airflow-retry"), "dlq", "replay", "--dsn", pg_dsn,
+                "--api-url", fake.url, "--api-user", "admin", "--api-password", "admin",
+                "--actor", "ana", "--reason", "the fix is out", "--fix-version", "v2", "--json",
+                *(arg for letter_id in ids for arg in ("--id", str(letter_id))),
+            ],
+            capture_output=True, text=True, timeout=120, env={**os.environ},
+        )  # fmt: skip
+    finally:
+        done.set()
+        worker.join()
+    report = json.loads(result.stdout)  # nothing but the document: no log line before it
+    assert result.stdout.lstrip().startswith("{"), result.stdout
+    assert report["job_id"] is not None, report
+    assert f"stopped: canary letter {ids[1]} failed" in result.stderr, result.stderr[-2000:]
+    assert JobStore(store.db).require(report["job_id"]).to_json()["phase"] == "stopped"
