@@ -23,6 +23,7 @@ from airflow_retry_provider.commands import (
     api_client,
     database_from_args,
 )
+from airflow_retry_provider.dlq.states import LetterStatus
 
 if TYPE_CHECKING:
     from airflow_retry_provider.dlq.models import Actor, Letter
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
-STATUSES = ("dlq", "replaying", "resolved", "parked", "dismissed")
+STATUSES = LetterStatus.values()
 FILTER_FLAGS = ("dag", "task", "category", "status", "fingerprint", "workspace", "since", "until", "id")
 
 

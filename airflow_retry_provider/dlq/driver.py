@@ -14,8 +14,9 @@ A job with a canary (``canary_position``) clears that letter first and waits for
 outcome, asking Airflow about that letter only (``OutcomeSync.sync_letter``: one REST call a look)
 every few seconds, until ``replay_canary_timeout_seconds``:
 success lets the rest follow at the rising pace (``jobs.PACE_STEPS``), failure or no answer in time
-stops the job with the other letters untouched in ``dlq``. ``jobs.STOP_AFTER_FAILURES`` failed
-replays in a row stop it part-way. All of it is read from the job's row, so any driver continues it.
+stops the job with the other letters untouched in ``dlq``. ``decide.STOP_AFTER_FAILURES`` failed
+replays in a row stop it part-way. The verdicts are ``dlq/decide.py``'s (``canary_verdict``,
+``stop_rule``, ``claim_refusal``): the driver reads, asks them, and applies what they say. All of it is read from the job's row, so any driver continues it.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ import uuid
 from collections.abc import Callable, Sequence
 
 from airflow_retry_provider.dlq import announce
-from airflow_retry_provider.dlq.jobs import PACE_STEPS, STOP_AFTER_FAILURES, JobStore, step_rate
+from airflow_retry_provider.dlq.decide import Canary, canary_verdict, claim_refusal, stop_rule
+from airflow_retry_provider.dlq.jobs import PACE_STEPS, JobStore, step_rate
 from airflow_retry_provider.dlq.models import (
     JobItem,
     Progress,
@@ -265,25 +267,11 @@ class ReplayDriver:
         while True:
             canary = self.jobs.canary(job.id)
             assert canary is not None
-            letter = f"canary letter {canary.letter_id}"
-            if canary.replay_outcome == "succeeded":
+            verdict = canary_verdict(canary, self.canary_timeout)
+            if verdict.verdict is Canary.PASSED:
                 return self.jobs.pass_canary(job.id, self.owner)
-            if canary.outcome in ("clear-failed", "refused") or canary.replay_outcome in (
-                "failed",
-                "clear-failed",
-                "abandoned",
-            ):
-                why = canary.letter_reason if canary.replay_outcome == "failed" else None
-                why = why or canary.replay_detail or canary.detail or canary.outcome
-                back = f"; it is {canary.letter_status}" if canary.letter_status else ""
-                self._stop(job, f"{letter} failed: {why}{back}")
-                return False
-            if canary.overdue:
-                self._stop(
-                    job,
-                    f"canary undecided: the outcome of {letter} was not known within "
-                    f"{self.canary_timeout} s (replay_canary_timeout_seconds)",
-                )
+            if verdict.verdict is not Canary.WAIT:  # failed, or undecided past its deadline
+                self._stop(job, verdict.reason)
                 return False
             if deadline is not None and time.monotonic() + self.canary_poll >= deadline:
                 self.jobs.release(job.id, self.owner)
@@ -324,11 +312,11 @@ class ReplayDriver:
                 return False
 
     def _stop_rule(self, job: ReplayJob) -> bool:
-        """``STOP_AFTER_FAILURES`` of the job's replays failed in a row: stop it here (True)."""
-        failures = self.jobs.failures_in_a_row(job.id)
-        if failures < STOP_AFTER_FAILURES:
+        """``decide.STOP_AFTER_FAILURES`` of the job's replays failed in a row: stop it here (True)."""
+        reason = stop_rule(self.jobs.failures_in_a_row(job.id))
+        if reason is None:
             return False
-        self._stop(job, f"stop rule: {failures} replays of this job failed in a row")
+        self._stop(job, reason)
         return True
 
     def _stop(self, job: ReplayJob, reason: str) -> None:
@@ -380,11 +368,8 @@ class ReplayDriver:
         claim = self.engine.store.open_replay(letter.id)
         if claim is not None and claim.job_id == job.id:
             return ReplayResult(letter.id, "included", claim.id, "cleared downstream of an earlier letter")
-        if letter.status == "dlq":
-            why = f"replay cap reached ({letter.replay_count})"
-        else:
-            why = f"status is {letter.status}, not dlq"
-        return ReplayResult(letter.id, "refused", detail=why)
+        why = claim_refusal(letter.status, letter.replay_count, self.engine.replay_cap)
+        return ReplayResult(letter.id, "refused", detail=why or f"replay cap reached ({letter.replay_count})")
 
 
 def _result(item: JobItem) -> ReplayResult:
