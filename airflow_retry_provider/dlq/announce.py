@@ -1,6 +1,7 @@
 """What the dead-letter queue announces: a letter filed or parked, a replay job failed, a fix deployed.
 
-The queue never imports who listens: it tells the listeners of the provider's one registry
+Each announcement is a frozen :class:`~airflow_retry_provider.announce.Event`. The queue never
+imports who listens: it tells the listeners of the provider's one registry
 (:mod:`airflow_retry_provider.announce`, where the alerts register). Announcing never raises: a
 listener's error is logged.
 """
@@ -8,7 +9,8 @@ listener's error is logged.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_retry_provider import announce
 
@@ -19,28 +21,95 @@ if TYPE_CHECKING:
     from airflow_retry_provider.policy.impact import Impact
 
 
+@dataclass(frozen=True)
+class LetterFiled(announce.Event):
+    """A letter was filed: created, or changed (failed again, parked at the cap, reopened).
+
+    :param db: the provider's database it was filed in.
+    :param letter: the letter as filed.
+    :param result: what filing it did (its id, status, whether anything changed).
+    :param context: the task's context, when a failure callback filed it.
+    """
+
+    name: ClassVar[str] = "filed"
+
+    db: ProviderDatabase
+    letter: NewLetter
+    result: FileResult
+    context: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ImpactAssessed(announce.Event):
+    """What a letter blocks was computed, when it was filed or refreshed by the sweeper.
+
+    :param impact: the deliveries it puts at risk (``policy.impact.Impact``).
+    """
+
+    name: ClassVar[str] = "impact"
+
+    db: ProviderDatabase
+    letter_id: int
+    letter: NewLetter
+    impact: Impact
+
+
+@dataclass(frozen=True)
+class LetterParked(announce.Event):
+    """The sync parked a letter whose task instance or run no longer exists in Airflow."""
+
+    name: ClassVar[str] = "parked"
+
+    db: ProviderDatabase
+    letter: Letter
+    reason: str
+
+
+@dataclass(frozen=True)
+class JobFailed(announce.Event):
+    """A replay job ended with letters not cleared (``counts``: outcome -> letters)."""
+
+    name: ClassVar[str] = "job_failed"
+
+    db: ProviderDatabase
+    job: ReplayJob
+    counts: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class FixDeployed(announce.Event):
+    """A newer DAG version may fix a root-cause group; told in the transaction that records the notice
+    (``cur``), once per version and group."""
+
+    name: ClassVar[str] = "fix_deployed"
+
+    cur: Any
+    notice: FixNotice
+    db: ProviderDatabase
+
+
 def filed(
     db: ProviderDatabase, letter: NewLetter, result: FileResult, context: Mapping[str, Any] | None = None
 ) -> None:
     """A letter was filed: created, or changed (failed again, parked at the cap, reopened)."""
-    announce.tell("filed", db, letter, result, context)
+    announce.tell(LetterFiled(db, letter, result, context))
 
 
 def impact_assessed(db: ProviderDatabase, letter_id: int, letter: NewLetter, impact: Impact) -> None:
     """What ``letter`` blocks was computed (filed or refreshed): the deliveries it puts at risk."""
-    announce.tell("impact", db, letter_id, letter, impact)
+    announce.tell(ImpactAssessed(db, letter_id, letter, impact))
 
 
 def parked(db: ProviderDatabase, letter: Letter, reason: str) -> None:
     """The sync parked ``letter``: its task instance or run no longer exists in Airflow."""
-    announce.tell("parked", db, letter, reason)
+    announce.tell(LetterParked(db, letter, reason))
 
 
 def job_failed(db: ProviderDatabase, job: ReplayJob, counts: dict[str, int]) -> None:
     """Replay ``job`` ended with letters not cleared (``counts``: outcome -> letters)."""
-    announce.tell("job_failed", db, job, counts)
+    announce.tell(JobFailed(db, job, counts))
 
 
 def fix_deployed(cur: Any, notice: FixNotice, db: ProviderDatabase) -> list[Callable[[], Any]]:
     """A newer DAG version may fix a root-cause group: listeners write in ``cur``; the actions to run after the commit."""
-    return announce.tell("fix_deployed", cur, notice, db)
+    return announce.tell(FixDeployed(cur, notice, db))
