@@ -67,16 +67,13 @@ class Outage:
 
 
 @dataclass(frozen=True)
-class DependencyDown(announce.Event):
-    """The outage is told as begun: at its first probe (one cool-down after opening, when the tasks
-    that tried meanwhile are held), when a person forces it open, or when it ends before either.
+class OutageEvent(announce.Event):
+    """Something happened to an outage, told in the transaction that made the breaker's transition.
 
-    :param cur: the transaction that made the transition (a listener writes in it).
+    :param cur: that transaction's cursor (a listener writes in it).
     :param outage: the outage.
     :param db: the provider's database.
     """
-
-    name: ClassVar[str] = "down"
 
     cur: Any
     outage: Outage
@@ -84,17 +81,21 @@ class DependencyDown(announce.Event):
 
 
 @dataclass(frozen=True)
-class DependencyRecovered(announce.Event):
-    """The outage ended: the probe succeeded, or a person forced the breaker closed (fields as :class:`DependencyDown`)."""
+class DependencyDown(OutageEvent):
+    """The outage is told as begun: at its first probe (one cool-down after opening, when the tasks
+    that tried meanwhile are held), when a person forces it open, or when it ends before either."""
+
+    name: ClassVar[str] = "down"
+
+
+@dataclass(frozen=True)
+class DependencyRecovered(OutageEvent):
+    """The outage ended: the probe succeeded, or a person forced the breaker closed."""
 
     name: ClassVar[str] = "recovered"
 
-    cur: Any
-    outage: Outage
-    db: ProviderDatabase
 
-
-def tell(event: DependencyDown | DependencyRecovered) -> list[AfterCommit]:
+def tell(event: OutageEvent) -> list[AfterCommit]:
     """Tell each listener ``event`` in its transaction, each in a savepoint; the actions to run after it."""
     cur = event.cur
 

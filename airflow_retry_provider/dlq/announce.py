@@ -22,70 +22,64 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class LetterFiled(announce.Event):
+class QueueEvent(announce.Event):
+    """Something happened in the dead-letter queue of ``db``, the provider's database."""
+
+    db: ProviderDatabase
+
+
+@dataclass(frozen=True)
+class LetterFiled(QueueEvent):
     """A letter was filed: created, or changed (failed again, parked at the cap, reopened).
 
-    :param db: the provider's database it was filed in.
     :param letter: the letter as filed.
     :param result: what filing it did (its id, status, whether anything changed).
     :param context: the task's context, when a failure callback filed it.
     """
 
     name: ClassVar[str] = "filed"
-
-    db: ProviderDatabase
     letter: NewLetter
     result: FileResult
     context: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
-class ImpactAssessed(announce.Event):
-    """What a letter blocks was computed, when it was filed or refreshed by the sweeper.
-
-    :param impact: the deliveries it puts at risk (``policy.impact.Impact``).
-    """
+class ImpactAssessed(QueueEvent):
+    """What letter ``letter_id`` blocks was computed, when it was filed or refreshed by the sweeper:
+    ``impact``, the deliveries it puts at risk (``policy.impact.Impact``)."""
 
     name: ClassVar[str] = "impact"
-
-    db: ProviderDatabase
     letter_id: int
     letter: NewLetter
     impact: Impact
 
 
 @dataclass(frozen=True)
-class LetterParked(announce.Event):
-    """The sync parked a letter whose task instance or run no longer exists in Airflow."""
+class LetterParked(QueueEvent):
+    """The sync parked ``letter`` (``reason``): its task instance or run no longer exists in Airflow."""
 
     name: ClassVar[str] = "parked"
-
-    db: ProviderDatabase
     letter: Letter
     reason: str
 
 
 @dataclass(frozen=True)
-class JobFailed(announce.Event):
-    """A replay job ended with letters not cleared (``counts``: outcome -> letters)."""
+class JobFailed(QueueEvent):
+    """Replay ``job`` ended with letters not cleared (``counts``: outcome -> letters)."""
 
     name: ClassVar[str] = "job_failed"
-
-    db: ProviderDatabase
     job: ReplayJob
     counts: Mapping[str, int]
 
 
 @dataclass(frozen=True)
-class FixDeployed(announce.Event):
-    """A newer DAG version may fix a root-cause group; told in the transaction that records the notice
-    (``cur``), once per version and group."""
+class FixDeployed(QueueEvent):
+    """A newer DAG version may fix a root-cause group (``notice``); told in the transaction that
+    records the notice (``cur``, where a listener writes), once per version and group."""
 
     name: ClassVar[str] = "fix_deployed"
-
     cur: Any
     notice: FixNotice
-    db: ProviderDatabase
 
 
 def filed(
@@ -112,4 +106,4 @@ def job_failed(db: ProviderDatabase, job: ReplayJob, counts: dict[str, int]) -> 
 
 def fix_deployed(cur: Any, notice: FixNotice, db: ProviderDatabase) -> list[Callable[[], Any]]:
     """A newer DAG version may fix a root-cause group: listeners write in ``cur``; the actions to run after the commit."""
-    return announce.tell(FixDeployed(cur, notice, db))
+    return announce.tell(FixDeployed(db, cur, notice))
