@@ -25,7 +25,7 @@ from airflow_retry_provider.alerts.outbox import AlertOutbox, Delivery, safe_err
 from airflow_retry_provider.announce import AfterCommit
 from airflow_retry_provider.breaker.announce import DependencyDown, DependencyRecovered
 from airflow_retry_provider.database import ProviderDatabase
-from airflow_retry_provider.dlq.announce import (
+from airflow_retry_provider.dlq import (
     FixDeployed,
     ImpactAssessed,
     JobFailed,
@@ -76,7 +76,7 @@ def after_filing(
     """Queue and send what filing ``letter`` deserves. Never raises: errors are logged and counted."""
     impact = impact_of(context)
     try:
-        from airflow_retry_provider.dlq.store import DeadLetterStore
+        from airflow_retry_provider.dlq import DeadLetterStore
 
         stored = DeadLetterStore(db).impact(result.letter_id)
         if stored is not None:
