@@ -15,8 +15,9 @@ outcome, asking Airflow about that letter only (``OutcomeSync.sync_letter``: one
 every few seconds, until ``replay_canary_timeout_seconds``:
 success lets the rest follow at the rising pace (``jobs.PACE_STEPS``), failure or no answer in time
 stops the job with the other letters untouched in ``dlq``. ``decide.STOP_AFTER_FAILURES`` failed
-replays in a row stop it part-way. The verdicts are ``dlq/decide.py``'s (``canary_verdict``,
-``stop_rule``, ``claim_refusal``): the driver reads, asks them, and applies what they say. All of it is read from the job's row, so any driver continues it.
+replays in a row stop it part-way. All of it is read from the job's row, so any driver continues
+it. The verdicts are ``dlq/decide.py``'s (``canary_verdict``, ``stop_rule``, ``claim_refusal``):
+the driver reads, asks them, and applies what they say.
 """
 
 from __future__ import annotations
@@ -381,6 +382,7 @@ class ReplayDriver:
         if claim is not None and claim.job_id == job.id:
             return ReplayResult(letter.id, "included", claim.id, "cleared downstream of an earlier letter")
         why = claim_refusal(letter.status, letter.replay_count, self.engine.replay_cap)
+        # a dlq letter under the cap lost its claim to a concurrent one: said as before, the cap's words
         return ReplayResult(letter.id, "refused", detail=why or f"replay cap reached ({letter.replay_count})")
 
 

@@ -202,7 +202,7 @@ class OutcomeSync:
         report: dict[str, list[Any]],
     ) -> None:
         """Decide one replaying letter from its task instance as Airflow reports it (read one by one or in a batch)."""
-        replay_id = row.get("replay_id")
+        replay_id = int(row["replay_id"]) if row.get("replay_id") is not None else None
         action = replaying_step(
             ReplayingLetter(
                 letter_try_number=letter.try_number,
@@ -210,7 +210,7 @@ class OutcomeSync:
                 ti_try_number=ti.try_number,
                 ti_end_date=ti.end_date,
                 ti_note=ti.note,
-                replay_id=int(replay_id) if replay_id is not None else None,
+                replay_id=replay_id,
                 try_number_before=row.get("try_number_before"),
                 replay_outcome=row.get("replay_outcome"),
                 cleared_at=row.get("cleared_at"),
@@ -249,11 +249,11 @@ class OutcomeSync:
                 report["released"].append(letter.id)
         elif action.step is Step.ABANDON:
             assert replay_id is not None
-            if self._abandon(letter, int(replay_id), action, source):
+            if self._abandon(letter, replay_id, action, source):
                 report["released"].append(letter.id)
         elif action.step is Step.END_REPLAY:
             assert replay_id is not None
-            status = self.store.end_replay(letter.id, int(replay_id), action.detail, self.replay_cap, source)
+            status = self.store.end_replay(letter.id, replay_id, action.detail, self.replay_cap, source)
             if status is not None:
                 report["refiled"].append(letter.id)
                 if status == LetterStatus.PARKED:
@@ -261,7 +261,7 @@ class OutcomeSync:
         else:  # WAIT, or MARK_UNKNOWN and wait
             if action.step is Step.MARK_UNKNOWN:
                 assert replay_id is not None
-                self.store.mark_replay_unknown(int(replay_id), action.detail)
+                self.store.mark_replay_unknown(replay_id, action.detail)
             report["waiting"].append(letter.id)
 
     def _park_vanished(self, letter: Letter) -> None:
