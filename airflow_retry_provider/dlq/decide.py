@@ -16,10 +16,11 @@ what it returns through the store. Nothing here imports Airflow, psycopg, or the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
+from typing import Any, Protocol
 
 from airflow_retry_provider.dlq.states import ItemOutcome, LetterStatus, ReplayOutcome
 
@@ -82,37 +83,71 @@ class Step(Enum):
     """The lease expired while Airflow shows the clear happened: the replay's outcome is unknown; wait."""
 
 
+class TaskInstanceSeen(Protocol):
+    """A task instance as Airflow reports it (``hooks.airflow_api.TaskInstanceRef`` is one)."""
+
+    @property
+    def state(self) -> str | None: ...
+
+    @property
+    def try_number(self) -> int: ...
+
+    @property
+    def end_date(self) -> datetime | None: ...
+
+    @property
+    def note(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class OpenClaim:
+    """A ``replaying`` letter's open claim (its replay still ``pending`` or ``unknown``).
+
+    :param replay_id: the replay.
+    :param try_number_before: the try the claim was made at.
+    :param outcome: ``pending`` or ``unknown`` (the clear's answer was lost).
+    :param cleared_at: when Airflow confirmed the clear (None: not confirmed).
+    :param requested_at: when the claim was made.
+    :param lease_expired: the claim's lease has expired.
+    """
+
+    replay_id: int
+    try_number_before: int
+    outcome: str
+    cleared_at: datetime | None
+    requested_at: datetime | None
+    lease_expired: bool
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> OpenClaim | None:
+        """The claim of a row of ``dlq:replaying_letters`` or ``dlq:open_claims``; None when it has none."""
+        if row.get("replay_id") is None:
+            return None
+        return cls(
+            int(row["replay_id"]),
+            int(row["try_number_before"]),
+            row["replay_outcome"],
+            row.get("cleared_at"),
+            row.get("replay_requested_at"),
+            bool(row.get("lease_expired")),
+        )
+
+
 @dataclass(frozen=True)
 class ReplayingLetter:
     """One ``replaying`` letter, its open claim and its task instance as Airflow reports it.
 
     :param letter_try_number: the try the letter was filed at.
-    :param ti_state: the task instance's state in Airflow.
-    :param ti_try_number: its try number in Airflow.
-    :param ti_end_date: when its latest try ended (None: not ended).
-    :param ti_note: its note (a replay's clear leaves one: ``cleared_by``).
-    :param replay_id: the letter's open claim (None: no open claim).
-    :param try_number_before: the try the claim was made at.
-    :param replay_outcome: the claim's outcome (``pending`` or ``unknown``).
-    :param cleared_at: when Airflow confirmed the claim's clear (None: not confirmed).
-    :param requested_at: when the claim was made.
-    :param lease_expired: the claim's lease has expired.
+    :param ti: its task instance in Airflow.
+    :param claim: its open claim (None: it has none).
     :param now: the time of the decision.
     :param grace: how long a just-ended try is left to its own callback.
     :param replay_timeout: how long a cleared replay may take to end.
     """
 
     letter_try_number: int
-    ti_state: str | None
-    ti_try_number: int
-    ti_end_date: datetime | None
-    ti_note: str | None
-    replay_id: int | None
-    try_number_before: int | None
-    replay_outcome: str | None
-    cleared_at: datetime | None
-    requested_at: datetime | None
-    lease_expired: bool
+    ti: TaskInstanceSeen
+    claim: OpenClaim | None
     now: datetime
     grace: timedelta
     replay_timeout: timedelta
@@ -146,49 +181,50 @@ def replaying_step(seen: ReplayingLetter) -> SyncAction:
        ``replay_timeout``, is a failed replay;
     7. otherwise it waits, its claim marked ``unknown`` when the lease expired before any confirmation.
     """
-    if seen.ti_state == "success":
+    ti, claim = seen.ti, seen.claim
+    if ti.state == "success":
         return SyncAction(Step.RESOLVE)
-    if seen.ti_end_date is not None and seen.now - seen.ti_end_date < seen.grace:
+    if ti.end_date is not None and seen.now - ti.end_date < seen.grace:
         return SyncAction(Step.WAIT)
-    if seen.ti_state == "failed" and seen.ti_try_number > seen.letter_try_number:
+    if ti.state == "failed" and ti.try_number > seen.letter_try_number:
         return SyncAction(Step.REFILE)
-    if seen.replay_id is None:
+    if claim is None:
         return SyncAction(Step.RELEASE_UNCLAIMED)
-    still_claimed_try = seen.ti_state == "failed" and seen.ti_try_number == seen.try_number_before
+    still_claimed_try = ti.state == "failed" and ti.try_number == claim.try_number_before
     happened = (
-        seen.cleared_at is not None
+        claim.cleared_at is not None
         or not still_claimed_try
         # e.g. marked failed by hand after a clear whose answer was lost
-        or cleared_by(seen.ti_note, seen.replay_id)
+        or cleared_by(ti.note, claim.replay_id)
     )
-    lost = seen.replay_outcome == ReplayOutcome.UNKNOWN
+    lost = claim.outcome == ReplayOutcome.UNKNOWN
     if not happened:
-        if lost or seen.lease_expired:
+        if lost or claim.lease_expired:
             detail = (
-                f"the clear's answer was lost and Airflow shows try {seen.try_number_before} still failed: "
+                f"the clear's answer was lost and Airflow shows try {claim.try_number_before} still failed: "
                 "the clear never happened; back to dlq"
                 if lost
                 else "the claim's lease expired before any clear: back to dlq"
             )
             return SyncAction(Step.ABANDON, detail, lost=lost)
         return SyncAction(Step.WAIT)
-    since = seen.cleared_at or seen.requested_at
+    since = claim.cleared_at or claim.requested_at
     timed_out = since is not None and seen.now - since >= seen.replay_timeout
-    if seen.ti_state in ENDED_WITHOUT_SUCCESS:
+    if ti.state in ENDED_WITHOUT_SUCCESS:
         return SyncAction(
             Step.END_REPLAY,
-            f"the replayed task instance ended {seen.ti_state} at try {seen.ti_try_number} without succeeding",
+            f"the replayed task instance ended {ti.state} at try {ti.try_number} without succeeding",
         )
     if timed_out:
         return SyncAction(
             Step.END_REPLAY,
-            f"the replayed task instance is still {seen.ti_state} at try {seen.ti_try_number} "
+            f"the replayed task instance is still {ti.state} at try {ti.try_number} "
             f"{int(seen.replay_timeout.total_seconds())} s after the clear: the replay timed out",
         )
-    if seen.cleared_at is None and seen.replay_outcome == ReplayOutcome.PENDING and seen.lease_expired:
+    if claim.cleared_at is None and claim.outcome == ReplayOutcome.PENDING and claim.lease_expired:
         return SyncAction(
             Step.MARK_UNKNOWN,
-            f"lease expired; Airflow shows the clear happened (state {seen.ti_state}, try {seen.ti_try_number})",
+            f"lease expired; Airflow shows the clear happened (state {ti.state}, try {ti.try_number})",
         )
     return SyncAction(Step.WAIT)
 

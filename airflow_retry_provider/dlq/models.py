@@ -1,6 +1,7 @@
-"""Dead letters, replays and replay jobs as frozen values, and the pure rules of their life cycle.
+"""Dead letters, replays and replay jobs as frozen values.
 
-The bottom of ``dlq/``: the other modules of the package import these; this imports none of them.
+Near the bottom of ``dlq/``: the other modules of the package import these; this imports only the
+states (``dlq/states.py``) and the pure decisions (``dlq/decide.py``) below it.
 """
 
 from __future__ import annotations

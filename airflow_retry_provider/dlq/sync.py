@@ -26,7 +26,7 @@ from typing import Any
 from airflow_retry_provider import metrics, settings
 from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq import announce
-from airflow_retry_provider.dlq.decide import ReplayingLetter, Step, SyncAction, replaying_step
+from airflow_retry_provider.dlq.decide import OpenClaim, ReplayingLetter, Step, SyncAction, replaying_step
 from airflow_retry_provider.dlq.models import Actor, Letter, NewLetter, SyncReport
 from airflow_retry_provider.dlq.sql import query
 from airflow_retry_provider.dlq.states import LetterStatus
@@ -202,26 +202,9 @@ class OutcomeSync:
         report: dict[str, list[Any]],
     ) -> None:
         """Decide one replaying letter from its task instance as Airflow reports it (read one by one or in a batch)."""
-        replay_id = int(row["replay_id"]) if row.get("replay_id") is not None else None
-        action = replaying_step(
-            ReplayingLetter(
-                letter_try_number=letter.try_number,
-                ti_state=ti.state,
-                ti_try_number=ti.try_number,
-                ti_end_date=ti.end_date,
-                ti_note=ti.note,
-                replay_id=replay_id,
-                try_number_before=row.get("try_number_before"),
-                replay_outcome=row.get("replay_outcome"),
-                cleared_at=row.get("cleared_at"),
-                requested_at=row.get("replay_requested_at"),
-                lease_expired=bool(row.get("lease_expired")),
-                now=now,
-                grace=grace,
-                replay_timeout=self.replay_timeout,
-            )
-        )
-        self._apply(action, letter, ti, replay_id, source, report)
+        claim = OpenClaim.from_row(row)
+        seen = ReplayingLetter(letter.try_number, ti, claim, now, grace, self.replay_timeout)
+        self._apply(replaying_step(seen), letter, ti, claim.replay_id if claim else None, source, report)
 
     def _apply(
         self,

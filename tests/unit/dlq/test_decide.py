@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,7 @@ from airflow_retry_provider.dlq.decide import (
     Canary,
     CanaryState,
     FoundInstance,
+    OpenClaim,
     ReplayingLetter,
     Step,
     SweepStep,
@@ -29,23 +31,45 @@ NOW = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
 GRACE = timedelta(minutes=2)
 TIMEOUT = timedelta(hours=24)
 
+
+@dataclass(frozen=True)
+class Ti:
+    """A task instance as Airflow reports it: the four fields the decision reads."""
+
+    state: str | None
+    try_number: int
+    end_date: datetime | None
+    note: str | None
+
+
 # a letter filed at try 2, claimed at try 2, cleared an hour ago, its task instance running try 3
-SEEN = ReplayingLetter(
-    letter_try_number=2,
-    ti_state="running",
-    ti_try_number=3,
-    ti_end_date=None,
-    ti_note=None,
-    replay_id=7,
-    try_number_before=2,
-    replay_outcome="pending",
-    cleared_at=NOW - timedelta(hours=1),
-    requested_at=NOW - timedelta(hours=1),
-    lease_expired=False,
-    now=NOW,
-    grace=GRACE,
-    replay_timeout=TIMEOUT,
-)
+DEFAULTS: dict[str, Any] = {
+    "ti_state": "running",
+    "ti_try_number": 3,
+    "ti_end_date": None,
+    "ti_note": None,
+    "replay_id": 7,
+    "replay_outcome": "pending",
+    "cleared_at": NOW - timedelta(hours=1),
+    "requested_at": NOW - timedelta(hours=1),
+    "lease_expired": False,
+}
+
+
+def seen(**changes: Any) -> ReplayingLetter:
+    """The replaying letter of DEFAULTS with ``changes`` (``replay_id=None``: no open claim)."""
+    f = {**DEFAULTS, **changes}
+    ti = Ti(f["ti_state"], f["ti_try_number"], f["ti_end_date"], f["ti_note"])
+    claim = (
+        OpenClaim(
+            f["replay_id"], 2, f["replay_outcome"], f["cleared_at"], f["requested_at"], f["lease_expired"]
+        )
+        if f["replay_id"] is not None
+        else None
+    )
+    return ReplayingLetter(2, ti, claim, NOW, GRACE, TIMEOUT)
+
+
 ENDED = NOW - timedelta(minutes=10)
 UNCONFIRMED = {"cleared_at": None, "ti_state": "failed", "ti_try_number": 2, "ti_end_date": ENDED}
 
@@ -91,21 +115,21 @@ UNCONFIRMED = {"cleared_at": None, "ti_state": "failed", "ti_try_number": 2, "ti
 )
 def test_replaying_step(changes: dict, step: Step) -> None:
     """What a task instance's state means for the replay of a replaying letter."""
-    assert replaying_step(replace(SEEN, **changes)).step is step
+    assert replaying_step(seen(**changes)).step is step
 
 
 def test_abandon_says_why() -> None:
     """An abandoned claim says whether its answer was lost or its lease expired."""
-    lost = replaying_step(replace(SEEN, **UNCONFIRMED, replay_outcome="unknown"))
-    expired = replaying_step(replace(SEEN, **UNCONFIRMED, lease_expired=True))
+    lost = replaying_step(seen(**UNCONFIRMED, replay_outcome="unknown"))
+    expired = replaying_step(seen(**UNCONFIRMED, lease_expired=True))
     assert lost.lost and "answer was lost and Airflow shows try 2 still failed" in lost.detail
     assert not expired.lost and expired.detail == "the claim's lease expired before any clear: back to dlq"
 
 
 def test_end_replay_says_why() -> None:
     """A failed replay's detail names how the task instance ended, or the timeout it waited."""
-    ended = replaying_step(replace(SEEN, ti_state="skipped", ti_end_date=ENDED))
-    timed_out = replaying_step(replace(SEEN, cleared_at=NOW - TIMEOUT))
+    ended = replaying_step(seen(ti_state="skipped", ti_end_date=ENDED))
+    timed_out = replaying_step(seen(cleared_at=NOW - TIMEOUT))
     assert ended.detail == "the replayed task instance ended skipped at try 3 without succeeding"
     assert timed_out.detail == (
         "the replayed task instance is still running at try 3 86400 s after the clear: the replay timed out"
@@ -263,3 +287,18 @@ def test_sweep_step(found: FoundInstance, step: SweepStep) -> None:
 def test_resolves_at_rest(status: str, expected: bool) -> None:
     """Only letters at rest are resolved by a success a sweep finds."""
     assert resolves_at_rest(status) is expected
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        ({"replay_id": None}, None),  # replaying with no open claim
+        (
+            {"replay_id": 7, "try_number_before": 2, "replay_outcome": "unknown", "lease_expired": None},
+            OpenClaim(7, 2, "unknown", None, None, False),
+        ),  # the answer lost, never confirmed; a NULL lease reads as not expired
+    ],
+)
+def test_open_claim_from_row(row: dict[str, Any], expected: OpenClaim | None) -> None:
+    """A row of the replaying letters gives its open claim, or None without one."""
+    assert OpenClaim.from_row(row) == expected
