@@ -1,70 +1,49 @@
 """Who is told what happened: the dead-letter queue and the breakers announce, listeners act.
 
-Neither imports who listens: listeners register here (the alerts do, once, ``alerts/__init__.py``),
-the way stamina's ``instrumentation/_hooks.py`` lets its core call hooks it does not know. The
-dead-letter queue announces through ``dlq/announce.py``, the breakers through
-``breaker/announce.py``. The default listeners are the modules named in ``DEFAULT_LISTENERS``,
-imported on the first announcement (a worker's failure callback imports nothing else that would
-register them). Announcing never raises: a listener's error is logged.
+Neither imports who listens, the way stamina's ``instrumentation/_hooks.py`` lets its core call
+hooks it does not know. An announcement is one frozen dataclass, a subclass of :class:`Event`
+(the dead-letter queue's in ``dlq/announce.py``, the breakers' in ``breaker/announce.py``); a
+listener is any callable that takes one (:class:`Listener`) and ignores the events it does not
+want. Listeners register with :func:`register`, or as an entry point of the group
+``airflow_retry_provider.listeners`` (the alerts do, in ``pyproject.toml``), loaded on the first
+announcement so a worker's failure callback hears them without importing them. Announcing never
+raises: a listener's error is logged.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Literal
+from importlib.metadata import entry_points
+from typing import Any, ClassVar, Protocol
 
 log = logging.getLogger(__name__)
 
-DEFAULT_LISTENERS = ("airflow_retry_provider.alerts",)
-"""Modules that register their listeners when imported."""
+ENTRY_POINT_GROUP = "airflow_retry_provider.listeners"
+"""The entry points whose object is a listener, registered on the first announcement."""
 
-Event = Literal["filed", "impact", "parked", "job_failed", "fix_deployed", "down", "recovered", "held"]
-Hook = Callable[..., Any]
 AfterCommit = Callable[[], Any]
 
 
 @dataclass(frozen=True)
-class Listener:
-    """What one listener wants to hear; ``db`` is the :class:`~airflow_retry_provider.database.ProviderDatabase`
-    the event happened in.
+class Event:
+    """One announcement; each kind is a frozen subclass naming what happened in its fields."""
 
-    The dead-letter queue (``dlq/announce.py``):
+    name: ClassVar[str] = "event"
+    """The kind's short name, as logs say it (``filed``, ``down``)."""
 
-    :param filed: ``(db, letter, result, context)``: a letter was filed (created or changed).
-    :param impact: ``(db, letter_id, letter, impact)``: what a letter blocks was computed, when it
-        was filed or refreshed by the sweeper (``policy.impact.Impact``: its deliveries at risk).
-    :param parked: ``(db, letter, reason)``: the sync parked a letter whose task instance vanished.
-    :param job_failed: ``(db, job, counts)``: a replay job ended with letters not cleared.
-    :param fix_deployed: ``(cursor, notice, db)``: a newer DAG version may fix a root-cause group;
-        called in the transaction that records the notice (once per version and group).
-    :param held: ``(db, dependency, opened_at, held)``: the sweeper found deliveries that the tasks
-        an open breaker holds put at risk (``dlq.deliveries.HeldDelivery``, with their latest start).
 
-    The breakers (``breaker/announce.py``), called in the transaction that made the transition,
-    under the dependency's row lock:
+class Listener(Protocol):
+    """Hears every announcement and acts on the kinds it wants.
 
-    :param down: ``(cursor, outage, db)``: the outage is told as begun: at its first probe (one
-        cool-down after opening, when the tasks that tried meanwhile are held), when a person
-        forces it open, or when it ends before either.
-    :param recovered: ``(cursor, outage, db)``: the outage ended: the probe succeeded, or a person
-        forced the breaker closed.
-
-    A hook called with a cursor writes in that transaction (what it writes commits with the change
-    or not at all) and may return an action to run after the commit.
+    Called with an event that carries a cursor (the announcer's transaction), it may write in that
+    transaction (what it writes commits with the change or not at all) and return an action to run
+    after the commit; otherwise it returns None.
     """
 
-    filed: Hook | None = None
-    impact: Hook | None = None
-    parked: Hook | None = None
-    job_failed: Hook | None = None
-    fix_deployed: Hook | None = None
-    down: Hook | None = None
-    recovered: Hook | None = None
-    held: Hook | None = None
+    def __call__(self, event: Event) -> AfterCommit | None: ...
 
 
 _listeners: list[Listener] = []
@@ -77,38 +56,39 @@ def register(listener: Listener) -> None:
         _listeners.append(listener)
 
 
+def unregister(listener: Listener) -> None:
+    """Remove ``listener`` if it is registered."""
+    if listener in _listeners:
+        _listeners.remove(listener)
+
+
 def listeners() -> tuple[Listener, ...]:
-    """The registered listeners, the default ones imported first."""
+    """The registered listeners, those of the entry points loaded first."""
     global _defaults_loaded
     if not _defaults_loaded:
         _defaults_loaded = True
-        for module in DEFAULT_LISTENERS:
+        for entry_point in entry_points(group=ENTRY_POINT_GROUP):
             try:
-                importlib.import_module(module)
+                register(entry_point.load())
             except Exception:  # a listener that cannot load must not stop a letter or a breaker
-                log.exception("airflow-retry-provider: could not load the listeners of %s", module)
+                log.exception("airflow-retry-provider: could not load the listener %s", entry_point.value)
     return tuple(_listeners)
 
 
-def tell(
-    event: Event, *args: Any, each: Callable[[], AbstractContextManager[Any]] = nullcontext
-) -> list[AfterCommit]:
-    """Call each listener's ``event`` hook with ``args``; what they returned that is not None (from a
-    hook called in a transaction: the actions to run after its commit).
+def tell(event: Event, each: Callable[[], AbstractContextManager[Any]] = nullcontext) -> list[AfterCommit]:
+    """Tell each listener ``event``; what they returned that is not None (from a listener told in a
+    transaction: the actions to run after its commit).
 
-    :param each: a context around each hook (the breakers' savepoint: a hook that fails leaves
-        nothing behind in the transaction).
+    :param each: a context around each listener (the breakers' savepoint: a listener that fails
+        leaves nothing behind in the transaction).
     """
     later: list[AfterCommit] = []
     for listener in listeners():
-        hook = getattr(listener, event)
-        if hook is None:
-            continue
         try:
             with each():
-                action = hook(*args)
+                action = listener(event)
         except Exception:  # it happened whatever a listener makes of it
-            log.exception("airflow-retry-provider: a listener of %r failed", event)
+            log.exception("airflow-retry-provider: a listener of %r failed", event.name)
             continue
         if action is not None:
             later.append(action)

@@ -335,7 +335,7 @@ def _check_retries(where: str, retries: Any, profile: Profile) -> None:
 def _apply_to_mapping(
     args: MutableMapping[str, Any], profile: Profile, policy: ClassifiedRetryPolicy
 ) -> None:
-    from airflow_retry_provider.dlq.callback import file_dead_letter, resolve_dead_letter
+    from airflow_retry_provider.dlq import file_dead_letter, resolve_dead_letter
 
     _check_retries("default_args", args.get("retries"), profile)
     # may refuse: before any change
@@ -352,7 +352,7 @@ def _apply_to_operator(operator: Any, profile: Profile, policy: ClassifiedRetryP
     from airflow.sdk.bases.operator import BaseOperator
     from airflow.sdk.definitions.mappedoperator import MappedOperator
 
-    from airflow_retry_provider.dlq.callback import file_dead_letter, resolve_dead_letter
+    from airflow_retry_provider.dlq import file_dead_letter, resolve_dead_letter
 
     if not isinstance(operator, (BaseOperator, MappedOperator)):
         raise TypeError(

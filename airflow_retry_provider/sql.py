@@ -1,7 +1,10 @@
 """Named SQL: every statement lives in a ``.sql`` file as a ``-- name: x`` block, loaded once.
 
 Statements use ``%(name)s`` placeholders and run on psycopg 3 and psycopg2 alike; Python never
-builds SQL from strings, it runs a statement of these files by name. :func:`transaction` is the
+builds SQL from strings, it runs a statement of these files by name. A clause several statements
+share is written once, as a named block of a ``fragments.sql`` file, and a statement includes it
+with a line of its own, ``-- include: <package>:<name>`` (the letter filter:
+``-- include: airflow_retry_provider.dlq.sql:letter_filter``), when the file is loaded. :func:`transaction` is the
 one way the provider commits or rolls back a connection.
 """
 
@@ -16,6 +19,7 @@ from typing import Any
 
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 _COMMENT_LINE = re.compile(r"^\s*--.*$\n?", re.MULTILINE)
+_INCLUDE = re.compile(r"^[ \t]*-- include: ([\w.]+):(\w+)[ \t]*$", re.MULTILINE)
 
 
 def parse_named(text: str) -> dict[str, str]:
@@ -41,8 +45,18 @@ def read(package: str, filename: str) -> str:
 
 @functools.cache
 def named(package: str, filename: str = "queries.sql") -> dict[str, str]:
-    """Every named statement of ``filename`` in ``package``."""
-    return parse_named(read(package, filename))
+    """Every named statement of ``filename`` in ``package``, its ``-- include:`` lines replaced."""
+    return parse_named(compose(read(package, filename)))
+
+
+def compose(text: str) -> str:
+    """``text`` with each ``-- include: <package>:<name>`` line replaced by that fragment, in parentheses."""
+    return _INCLUDE.sub(lambda include: f"({fragment(include[1], include[2])})", text)
+
+
+def fragment(package: str, name: str) -> str:
+    """The clause ``name`` of ``package``'s ``fragments.sql``; ``KeyError`` names an unknown one."""
+    return named(package, "fragments.sql")[name]
 
 
 @contextmanager

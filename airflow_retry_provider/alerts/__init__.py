@@ -4,8 +4,8 @@
 what deserves a message in the PostgreSQL outbox and sends it at once; it never raises, so
 alerting cannot fail the task. Neither the dead-letter queue nor the breakers call this module by
 name: they announce (a letter filed or parked, a replay job failed, a fix deployed, a dependency
-down or recovered) through the provider's one registry, ``announce.py``, and this module listens
-(registered once, at the bottom, when it is imported). ``run_alerts`` (the sweeper DAG) sends the
+down or recovered) through the provider's one registry, ``announce.py``, and :func:`listen` hears
+them (registered like any other listener, by its entry point). ``run_alerts`` (the sweeper DAG) sends the
 summaries of ended windows and retries every message a notifier failed to send. Every function
 takes the provider's database (:class:`~airflow_retry_provider.database.ProviderDatabase`).
 """
@@ -22,7 +22,17 @@ from airflow_retry_provider.alerts import messages
 from airflow_retry_provider.alerts.messages import Alert, Impact
 from airflow_retry_provider.alerts.notifiers import AlertSettings, load_settings
 from airflow_retry_provider.alerts.outbox import AlertOutbox, Delivery, safe_error
+from airflow_retry_provider.announce import AfterCommit
+from airflow_retry_provider.breaker.announce import DependencyDown, DependencyRecovered
 from airflow_retry_provider.database import ProviderDatabase
+from airflow_retry_provider.dlq import (
+    DeliveriesHeld,
+    FixDeployed,
+    ImpactAssessed,
+    JobFailed,
+    LetterFiled,
+    LetterParked,
+)
 
 __all__ = [
     "Alert",
@@ -34,6 +44,7 @@ __all__ = [
     "deliveries_at_risk",
     "deliveries_held",
     "impact_of",
+    "listen",
     "reconciliation_alerts",
     "run_alerts",
     "send_alert",
@@ -67,7 +78,7 @@ def after_filing(
     """Queue and send what filing ``letter`` deserves. Never raises: errors are logged and counted."""
     impact = impact_of(context)
     try:
-        from airflow_retry_provider.dlq.store import DeadLetterStore
+        from airflow_retry_provider.dlq import DeadLetterStore
 
         stored = DeadLetterStore(db).impact(result.letter_id)
         if stored is not None:
@@ -237,30 +248,44 @@ def _replay_job_failed(db: ProviderDatabase, job: Any, counts: dict[str, int]) -
     )
 
 
-def _in_transaction(build: Callable[[Any, str], Alert]) -> Callable[..., Callable[[], Any] | None]:
-    """A listener told in the announcer's transaction (a fix deployed, a dependency down or recovered):
-    queue ``build(subject, base_url)`` with its cursor, send after the commit."""
-
-    def hook(cur: Any, subject: Any, db: ProviderDatabase) -> Callable[[], Any] | None:
-        settings = load_settings()
-        if not settings.enabled:
-            return None
-        outbox = AlertOutbox(db, settings)
-        ids = outbox.queue(cur, build(subject, settings.base_url))
-        return lambda: outbox.deliver(ids)
-
-    return hook
+def _in_transaction(cur: Any, db: ProviderDatabase, build: Callable[[str], Alert]) -> AfterCommit | None:
+    """An event told in the announcer's transaction (a fix deployed, a dependency down or recovered):
+    queue ``build(base_url)`` with its cursor, send after the commit."""
+    settings = load_settings()
+    if not settings.enabled:
+        return None
+    outbox = AlertOutbox(db, settings)
+    ids = outbox.queue(cur, build(settings.base_url))
+    return lambda: outbox.deliver(ids)
 
 
-announce.register(
-    announce.Listener(
-        filed=after_filing,
-        impact=deliveries_at_risk,
-        parked=_letter_parked,
-        job_failed=_replay_job_failed,
-        fix_deployed=_in_transaction(messages.fix_deployed),  # queued with the notice, in its transaction
-        down=_in_transaction(messages.dependency_down),  # queued with the breaker's transition
-        recovered=_in_transaction(messages.dependency_recovered),
-        held=deliveries_held,  # the sweeper's watch of the open breakers (issue 48)
-    )
-)
+def listen(event: announce.Event) -> AfterCommit | None:
+    """The alerts' listener: a message for each announcement that deserves one.
+
+    Registered like any other listener, by its entry point (``airflow_retry_provider.listeners`` in
+    ``pyproject.toml``). Events told in a transaction are queued with its cursor (a fix deployed
+    with the notice, a dependency down or recovered with the breaker's transition) and sent after the
+    commit (the action returned); the others are queued and sent at once.
+    """
+    if isinstance(event, LetterFiled):
+        after_filing(event.db, event.letter, event.result, event.context)
+    elif isinstance(event, ImpactAssessed):
+        deliveries_at_risk(event.db, event.letter_id, event.letter, event.impact)
+    elif isinstance(event, DeliveriesHeld):  # the sweeper's watch of the open breakers (issue 48)
+        deliveries_held(event.db, event.dependency, event.opened_at, event.held)
+    elif isinstance(event, LetterParked):
+        _letter_parked(event.db, event.letter, event.reason)
+    elif isinstance(event, JobFailed):
+        _replay_job_failed(event.db, event.job, dict(event.counts))
+    elif isinstance(event, FixDeployed):
+        notice = event.notice
+        return _in_transaction(event.cur, event.db, lambda base: messages.fix_deployed(notice, base))
+    elif isinstance(event, DependencyDown):
+        down = event.outage
+        return _in_transaction(event.cur, event.db, lambda base: messages.dependency_down(down, base))
+    elif isinstance(event, DependencyRecovered):
+        recovered = event.outage
+        return _in_transaction(
+            event.cur, event.db, lambda base: messages.dependency_recovered(recovered, base)
+        )
+    return None

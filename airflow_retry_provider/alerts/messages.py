@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from airflow_retry_provider.breaker.announce import Outage
-from airflow_retry_provider.dlq.models import FixNotice, NewLetter
+from airflow_retry_provider.dlq import FixNotice, NewLetter
 from airflow_retry_provider.policy.impact import LOST, SAVED
 from airflow_retry_provider.policy.impact import Delivery as DeliveryAtRisk
 from airflow_retry_provider.policy.impact import Impact as Blocked

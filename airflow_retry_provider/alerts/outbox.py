@@ -23,8 +23,7 @@ from airflow_retry_provider.alerts.messages import Alert, Impact
 from airflow_retry_provider.alerts.notifiers import AlertSettings, send
 from airflow_retry_provider.alerts.sql import query
 from airflow_retry_provider.database import ProviderDatabase
-from airflow_retry_provider.dlq.models import NewLetter
-from airflow_retry_provider.dlq.store import DeadLetterStore, FileResult
+from airflow_retry_provider.dlq import DeadLetterStore, FileResult, NewLetter
 from airflow_retry_provider.policy import Backoff, redact
 
 log = logging.getLogger(__name__)

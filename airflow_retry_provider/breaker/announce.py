@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_retry_provider import announce
 from airflow_retry_provider.announce import AfterCommit
@@ -66,10 +66,38 @@ class Outage:
     id: int = 0
 
 
-def tell(
-    event: Literal["down", "recovered"], cur: Any, outage: Outage, db: ProviderDatabase
-) -> list[AfterCommit]:
-    """Call each listener's ``event`` hook in the caller's transaction, each in a savepoint; the actions to run after it."""
+@dataclass(frozen=True)
+class OutageEvent(announce.Event):
+    """Something happened to an outage, told in the transaction that made the breaker's transition.
+
+    :param cur: that transaction's cursor (a listener writes in it).
+    :param outage: the outage.
+    :param db: the provider's database.
+    """
+
+    cur: Any
+    outage: Outage
+    db: ProviderDatabase
+
+
+@dataclass(frozen=True)
+class DependencyDown(OutageEvent):
+    """The outage is told as begun: at its first probe (one cool-down after opening, when the tasks
+    that tried meanwhile are held), when a person forces it open, or when it ends before either."""
+
+    name: ClassVar[str] = "down"
+
+
+@dataclass(frozen=True)
+class DependencyRecovered(OutageEvent):
+    """The outage ended: the probe succeeded, or a person forced the breaker closed."""
+
+    name: ClassVar[str] = "recovered"
+
+
+def tell(event: OutageEvent) -> list[AfterCommit]:
+    """Tell each listener ``event`` in its transaction, each in a savepoint; the actions to run after it."""
+    cur = event.cur
 
     @contextmanager
     def savepoint() -> Iterator[None]:
@@ -81,4 +109,4 @@ def tell(
             raise
         cur.execute(query("listener_release"))
 
-    return announce.tell(event, cur, outage, db, each=savepoint)
+    return announce.tell(event, each=savepoint)

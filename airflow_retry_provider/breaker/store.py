@@ -161,7 +161,7 @@ class BreakerStore(Store):
             cur.execute(query("outage_end"), {"dependency": dependency, "opened_at": before.opened_at})
             outage = self._outage_row(cur, dependency, before.opened_at)
             if outage is not None:
-                later += announce.tell("recovered", cur, outage, self.db)
+                later += announce.tell(announce.DependencyRecovered(cur, outage, self.db))
         return later
 
     def _tell_down(self, cur: Any, dependency: str, opened_at: datetime) -> list[AfterCommit]:
@@ -169,7 +169,7 @@ class BreakerStore(Store):
         if not _one(cur):
             return []  # told already
         outage = self._outage_row(cur, dependency, opened_at)
-        return announce.tell("down", cur, outage, self.db) if outage is not None else []
+        return announce.tell(announce.DependencyDown(cur, outage, self.db)) if outage is not None else []
 
     def _outage_row(self, cur: Any, dependency: str, opened_at: datetime) -> Outage | None:
         cur.execute(query("outage"), {"dependency": dependency, "opened_at": opened_at})

@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _upgrade(args: argparse.Namespace) -> int:
-    from airflow_retry_provider.dlq.schema import apply_schema
+    from airflow_retry_provider.dlq import apply_schema
 
     with closing(database_from_args(args).connect()) as conn:
         before, after = apply_schema(conn)

@@ -24,16 +24,22 @@ from airflow_retry_provider.commands import (
     api_client,
     database_from_args,
 )
+from airflow_retry_provider.dlq import LetterStatus
 
 if TYPE_CHECKING:
-    from airflow_retry_provider.dlq.models import Actor, Letter
-    from airflow_retry_provider.dlq.replay import ReplayEngine
-    from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter, StoredImpact
+    from airflow_retry_provider.dlq import (
+        Actor,
+        DeadLetterStore,
+        Letter,
+        LetterFilter,
+        ReplayEngine,
+        StoredImpact,
+    )
     from airflow_retry_provider.hooks.airflow_api import AirflowApi
 
 __all__ = ["register"]
 
-STATUSES = ("dlq", "replaying", "resolved", "parked", "dismissed")
+STATUSES = LetterStatus.values()
 FILTER_FLAGS = ("dag", "task", "category", "status", "fingerprint", "workspace", "since", "until", "id")
 
 
@@ -218,7 +224,7 @@ def _ids(values: list[str] | None, flag: str = "--id") -> list[int] | None:
 
 
 def _filter(args: argparse.Namespace) -> LetterFilter:
-    from airflow_retry_provider.dlq.store import LetterFilter
+    from airflow_retry_provider.dlq import LetterFilter
 
     if args.status is not None and args.status not in STATUSES:
         raise UsageError(f"--status: {args.status!r} is not one of {', '.join(STATUSES)}")
@@ -258,7 +264,7 @@ def _required(args: argparse.Namespace, *names: str) -> None:
 
 def _engine(args: argparse.Namespace, api: AirflowApi | None = None, rate: int | None = None) -> ReplayEngine:
     from airflow_retry_provider import settings
-    from airflow_retry_provider.dlq.replay import ReplayEngine
+    from airflow_retry_provider.dlq import ReplayEngine
 
     try:
         pace = settings.replay_rate_per_minute()
@@ -271,7 +277,7 @@ def _engine(args: argparse.Namespace, api: AirflowApi | None = None, rate: int |
 
 def _store(args: argparse.Namespace) -> DeadLetterStore:
     """The letters on the database of ``--dsn`` or ``--conn-id``."""
-    from airflow_retry_provider.dlq.store import DeadLetterStore
+    from airflow_retry_provider.dlq import DeadLetterStore
 
     return DeadLetterStore(database_from_args(args))
 
@@ -280,7 +286,7 @@ def _cli_actor(name: str | None) -> Actor:
     """``--actor`` as typed (nobody verified it) and the operating-system user who typed it."""
     import getpass
 
-    from airflow_retry_provider.dlq.models import Actor
+    from airflow_retry_provider.dlq import Actor
 
     try:
         os_user: str | None = getpass.getuser()
@@ -444,8 +450,7 @@ def run_preview(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    from airflow_retry_provider.dlq.driver import replay_and_wait
-    from airflow_retry_provider.dlq.models import ReplayRequest, ReplayResult
+    from airflow_retry_provider.dlq import ReplayRequest, ReplayResult, replay_and_wait
 
     _required(args, "actor", "reason", *(() if args.run_on_latest_version else ("fix_version",)))
     _require_selection(args, "replay")
@@ -483,7 +488,7 @@ def run_replay(args: argparse.Namespace) -> int:
     canary: bool | int = not args.no_canary
     if args.canary is not None:
         canary = _positive("--canary", args.canary)
-    from airflow_retry_provider.dlq.jobs import JobError
+    from airflow_retry_provider.dlq import JobError
 
     with engine.api:
         try:
@@ -503,7 +508,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
 
 def run_job(args: argparse.Namespace) -> int:
-    from airflow_retry_provider.dlq.jobs import JobError, JobStore
+    from airflow_retry_provider.dlq import JobError, JobStore
 
     job_id = _job_id(args)
     try:
@@ -547,7 +552,7 @@ def _job_lines(view: Any) -> list[str]:
 
 
 def run_cancel(args: argparse.Namespace) -> int:
-    from airflow_retry_provider.dlq.jobs import JobError, JobStore
+    from airflow_retry_provider.dlq import JobError, JobStore
 
     _required(args, "actor")
     job_id = _job_id(args)
@@ -565,7 +570,7 @@ def run_cancel(args: argparse.Namespace) -> int:
 def run_drive(args: argparse.Namespace) -> int:
     import threading
 
-    from airflow_retry_provider.dlq.driver import ReplayDriver
+    from airflow_retry_provider.dlq import ReplayDriver
 
     interval = None
     if args.interval is not None:

@@ -27,7 +27,7 @@ with DAG(
     @task(execution_timeout=timedelta(minutes=8))
     def sweep_dead_letters() -> dict:
         """File failed task instances of policy-managed DAGs that have no letter; sync replay outcomes."""
-        from airflow_retry_provider.dlq.sweeper import run_sweeper
+        from airflow_retry_provider.dlq import run_sweeper
 
         return run_sweeper()
 

@@ -1,1 +1,130 @@
-"""The dead-letter queue: letters in PostgreSQL, written by the failure callback and replayed by hand."""
+"""The dead-letter queue: letters in PostgreSQL, written by the failure callback and replayed by hand.
+
+The front door: the rest of the package imports what it uses of the queue from here
+(``from airflow_retry_provider.dlq import DeadLetterStore``), never from the modules inside
+(import-linter holds it, ``pyproject.toml``). Each name is loaded when first asked for, so a
+worker's failure callback that needs ``file_dead_letter`` does not load the replay driver.
+
+Inside, bottom-up (docs/ARCHITECTURE.md): ``states`` (the states, declared once) -> ``decide``
+(the pure decisions) -> ``models`` -> ``store`` -> ``announce`` -> ``jobs`` / ``replay`` / ``sync``
+/ ``impact`` -> ``driver`` -> ``sweeper``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_retry_provider.dlq.announce import (
+        DeliveriesHeld,
+        FixDeployed,
+        ImpactAssessed,
+        JobFailed,
+        LetterFiled,
+        LetterParked,
+    )
+    from airflow_retry_provider.dlq.callback import file_dead_letter, resolve_dead_letter
+    from airflow_retry_provider.dlq.driver import ReplayDriver, replay_and_wait
+    from airflow_retry_provider.dlq.jobs import JobError, JobStore, JobView
+    from airflow_retry_provider.dlq.models import (
+        STATUSES,
+        Actor,
+        FixNotice,
+        Letter,
+        NewLetter,
+        ReplayRequest,
+        ReplayResult,
+        newest_letter,
+        split_replayable,
+    )
+    from airflow_retry_provider.dlq.replay import DEFAULT_SELECTION_LIMIT, ReplayEngine
+    from airflow_retry_provider.dlq.schema import apply_schema
+    from airflow_retry_provider.dlq.states import ItemOutcome, JobStatus, LetterStatus, ReplayOutcome
+    from airflow_retry_provider.dlq.store import DeadLetterStore, FileResult, LetterFilter, StoredImpact
+    from airflow_retry_provider.dlq.sweeper import run_sweeper
+
+_EXPORTS = {
+    "DeliveriesHeld": "announce",
+    "FixDeployed": "announce",
+    "ImpactAssessed": "announce",
+    "JobFailed": "announce",
+    "LetterFiled": "announce",
+    "LetterParked": "announce",
+    "file_dead_letter": "callback",
+    "resolve_dead_letter": "callback",
+    "ReplayDriver": "driver",
+    "replay_and_wait": "driver",
+    "JobError": "jobs",
+    "JobStore": "jobs",
+    "JobView": "jobs",
+    "STATUSES": "models",
+    "Actor": "models",
+    "FixNotice": "models",
+    "Letter": "models",
+    "NewLetter": "models",
+    "ReplayRequest": "models",
+    "ReplayResult": "models",
+    "newest_letter": "models",
+    "split_replayable": "models",
+    "DEFAULT_SELECTION_LIMIT": "replay",
+    "ReplayEngine": "replay",
+    "apply_schema": "schema",
+    "ItemOutcome": "states",
+    "JobStatus": "states",
+    "LetterStatus": "states",
+    "ReplayOutcome": "states",
+    "DeadLetterStore": "store",
+    "FileResult": "store",
+    "LetterFilter": "store",
+    "StoredImpact": "store",
+    "run_sweeper": "sweeper",
+}
+"""Each name of the front door and the module of ``dlq/`` that defines it."""
+
+__all__ = [
+    "DEFAULT_SELECTION_LIMIT",
+    "STATUSES",
+    "Actor",
+    "DeadLetterStore",
+    "DeliveriesHeld",
+    "FileResult",
+    "FixDeployed",
+    "FixNotice",
+    "ImpactAssessed",
+    "ItemOutcome",
+    "JobError",
+    "JobFailed",
+    "JobStatus",
+    "JobStore",
+    "JobView",
+    "Letter",
+    "LetterFiled",
+    "LetterFilter",
+    "LetterParked",
+    "LetterStatus",
+    "NewLetter",
+    "ReplayDriver",
+    "ReplayEngine",
+    "ReplayOutcome",
+    "ReplayRequest",
+    "ReplayResult",
+    "StoredImpact",
+    "apply_schema",
+    "file_dead_letter",
+    "newest_letter",
+    "replay_and_wait",
+    "resolve_dead_letter",
+    "run_sweeper",
+    "split_replayable",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Load ``name`` from its module on first use (PEP 562)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -1,6 +1,7 @@
 """What the dead-letter queue announces: a letter filed or parked, a replay job failed, a fix deployed.
 
-The queue never imports who listens: it tells the listeners of the provider's one registry
+Each announcement is a frozen :class:`~airflow_retry_provider.announce.Event`. The queue never
+imports who listens: it tells the listeners of the provider's one registry
 (:mod:`airflow_retry_provider.announce`, where the alerts register). Announcing never raises: a
 listener's error is logged.
 """
@@ -8,8 +9,9 @@ listener's error is logged.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_retry_provider import announce
 
@@ -20,33 +22,106 @@ if TYPE_CHECKING:
     from airflow_retry_provider.policy.impact import Impact
 
 
+@dataclass(frozen=True)
+class QueueEvent(announce.Event):
+    """Something happened in the dead-letter queue of ``db``, the provider's database."""
+
+    db: ProviderDatabase
+
+
+@dataclass(frozen=True)
+class LetterFiled(QueueEvent):
+    """A letter was filed: created, or changed (failed again, parked at the cap, reopened).
+
+    :param letter: the letter as filed.
+    :param result: what filing it did (its id, status, whether anything changed).
+    :param context: the task's context, when a failure callback filed it.
+    """
+
+    name: ClassVar[str] = "filed"
+    letter: NewLetter
+    result: FileResult
+    context: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ImpactAssessed(QueueEvent):
+    """What letter ``letter_id`` blocks was computed, when it was filed or refreshed by the sweeper:
+    ``impact``, the deliveries it puts at risk (``policy.impact.Impact``)."""
+
+    name: ClassVar[str] = "impact"
+    letter_id: int
+    letter: NewLetter
+    impact: Impact
+
+
+@dataclass(frozen=True)
+class DeliveriesHeld(QueueEvent):
+    """The sweeper found deliveries that the tasks ``dependency``'s open breaker (open since
+    ``opened_at``) holds put at risk: ``held``, each a ``dlq.deliveries.HeldDelivery`` with its
+    latest start."""
+
+    name: ClassVar[str] = "held"
+    dependency: str
+    opened_at: datetime
+    held: Sequence[Any]
+
+
+@dataclass(frozen=True)
+class LetterParked(QueueEvent):
+    """The sync parked ``letter`` (``reason``): its task instance or run no longer exists in Airflow."""
+
+    name: ClassVar[str] = "parked"
+    letter: Letter
+    reason: str
+
+
+@dataclass(frozen=True)
+class JobFailed(QueueEvent):
+    """Replay ``job`` ended with letters not cleared (``counts``: outcome -> letters)."""
+
+    name: ClassVar[str] = "job_failed"
+    job: ReplayJob
+    counts: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class FixDeployed(QueueEvent):
+    """A newer DAG version may fix a root-cause group (``notice``); told in the transaction that
+    records the notice (``cur``, where a listener writes), once per version and group."""
+
+    name: ClassVar[str] = "fix_deployed"
+    cur: Any
+    notice: FixNotice
+
+
 def filed(
     db: ProviderDatabase, letter: NewLetter, result: FileResult, context: Mapping[str, Any] | None = None
 ) -> None:
     """A letter was filed: created, or changed (failed again, parked at the cap, reopened)."""
-    announce.tell("filed", db, letter, result, context)
+    announce.tell(LetterFiled(db, letter, result, context))
 
 
 def impact_assessed(db: ProviderDatabase, letter_id: int, letter: NewLetter, impact: Impact) -> None:
     """What ``letter`` blocks was computed (filed or refreshed): the deliveries it puts at risk."""
-    announce.tell("impact", db, letter_id, letter, impact)
+    announce.tell(ImpactAssessed(db, letter_id, letter, impact))
 
 
 def deliveries_held(db: ProviderDatabase, dependency: str, opened_at: datetime, held: Sequence[Any]) -> None:
     """The tasks ``dependency``'s open breaker holds put deliveries at risk (``dlq.deliveries.HeldDelivery``)."""
-    announce.tell("held", db, dependency, opened_at, held)
+    announce.tell(DeliveriesHeld(db, dependency, opened_at, held))
 
 
 def parked(db: ProviderDatabase, letter: Letter, reason: str) -> None:
     """The sync parked ``letter``: its task instance or run no longer exists in Airflow."""
-    announce.tell("parked", db, letter, reason)
+    announce.tell(LetterParked(db, letter, reason))
 
 
 def job_failed(db: ProviderDatabase, job: ReplayJob, counts: dict[str, int]) -> None:
     """Replay ``job`` ended with letters not cleared (``counts``: outcome -> letters)."""
-    announce.tell("job_failed", db, job, counts)
+    announce.tell(JobFailed(db, job, counts))
 
 
 def fix_deployed(cur: Any, notice: FixNotice, db: ProviderDatabase) -> list[Callable[[], Any]]:
     """A newer DAG version may fix a root-cause group: listeners write in ``cur``; the actions to run after the commit."""
-    return announce.tell("fix_deployed", cur, notice, db)
+    return announce.tell(FixDeployed(db, cur, notice))

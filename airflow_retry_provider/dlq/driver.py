@@ -14,8 +14,10 @@ A job with a canary (``canary_position``) clears that letter first and waits for
 outcome, asking Airflow about that letter only (``OutcomeSync.sync_letter``: one REST call a look)
 every few seconds, until ``replay_canary_timeout_seconds``:
 success lets the rest follow at the rising pace (``jobs.PACE_STEPS``), failure or no answer in time
-stops the job with the other letters untouched in ``dlq``. ``jobs.STOP_AFTER_FAILURES`` failed
-replays in a row stop it part-way. All of it is read from the job's row, so any driver continues it.
+stops the job with the other letters untouched in ``dlq``. ``decide.STOP_AFTER_FAILURES`` failed
+replays in a row stop it part-way. All of it is read from the job's row, so any driver continues
+it. The verdicts are ``dlq/decide.py``'s (``canary_verdict``, ``stop_rule``, ``claim_refusal``):
+the driver reads, asks them, and applies what they say.
 """
 
 from __future__ import annotations
@@ -29,9 +31,11 @@ import uuid
 from collections.abc import Callable, Sequence
 
 from airflow_retry_provider.dlq import announce
-from airflow_retry_provider.dlq.jobs import PACE_STEPS, STOP_AFTER_FAILURES, JobStore, step_rate
+from airflow_retry_provider.dlq.decide import Canary, canary_verdict, claim_refusal, stop_rule
+from airflow_retry_provider.dlq.jobs import PACE_STEPS, JobStore, step_rate
 from airflow_retry_provider.dlq.models import (
     JobItem,
+    Letter,
     Progress,
     ReplayJob,
     ReplayReport,
@@ -82,7 +86,7 @@ def request_of(job: ReplayJob) -> ReplayRequest:
 class ReplayDriver:
     """Claims replay jobs and clears their letters at the deployment's pace.
 
-    :param engine: the replay engine (store, replay cap, pace, lease).
+    :param engine: the replay engine (claims and clears; its store, replay cap, pace and lease are the driver's too).
     :param api_factory: returns the Airflow REST client to clear with.
     :param close_api: close the client after each job (False when the caller owns it).
     :param owner: this driver's name in the job's lease (host, pid and a random suffix by default).
@@ -101,10 +105,11 @@ class ReplayDriver:
         canary_poll: float = MAX_PACE_NAP,
     ) -> None:
         self.engine = engine
+        self.store = engine.store  # the driver's own handle: it reads letters and settles claims through it
         self.canary_timeout = canary_timeout if canary_timeout is not None else canary_timeout_seconds()
         self.pace_steps = tuple(pace_steps)
         self.canary_poll = canary_poll
-        self.jobs = JobStore(engine.store.db)
+        self.jobs = JobStore(self.store.db)
         self._api_factory = api_factory
         self._close_api = close_api
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -115,6 +120,16 @@ class ReplayDriver:
         return self.engine.lease_seconds
 
     # -- whole jobs ------------------------------------------------------------------------
+
+    def submit(self, request: ReplayRequest, letters: Sequence[Letter], canary: bool | int = False) -> int:
+        """A new job for ``letters`` (``canary``: True, the newest first; a letter id, that one); its id."""
+        if isinstance(canary, bool):
+            return self.jobs.create(request, letters, canary=canary)
+        return self.jobs.create(request, letters, canary_letter_id=canary)
+
+    def results(self, job_id: int) -> list[ReplayResult]:
+        """What the job did with each of its letters, in order."""
+        return self.jobs.results(job_id)
 
     def run_job(self, job_id: int, progress: Progress | None = None, poll: float = 1.0) -> None:
         """Drive ``job_id`` here until it is finished; while another process holds it, follow its progress."""
@@ -161,7 +176,7 @@ class ReplayDriver:
         """Decide claims whose lease expired or whose clear's answer was lost (see ``sync_outcomes``)."""
         api = self._api_factory()
         try:
-            sync = OutcomeSync(self.engine.store, api, replay_cap=self.engine.replay_cap)
+            sync = OutcomeSync(self.store, api, replay_cap=self.engine.replay_cap)
             # in batches: one call per 100 claims of a DAG a loop, never one per claim (issue 46)
             report = sync.sync_replaying_batched(
                 PageBudget(SETTLE_PAGES), source="driver", open_claims_only=True
@@ -265,25 +280,11 @@ class ReplayDriver:
         while True:
             canary = self.jobs.canary(job.id)
             assert canary is not None
-            letter = f"canary letter {canary.letter_id}"
-            if canary.replay_outcome == "succeeded":
+            verdict = canary_verdict(canary, self.canary_timeout)
+            if verdict.verdict is Canary.PASSED:
                 return self.jobs.pass_canary(job.id, self.owner)
-            if canary.outcome in ("clear-failed", "refused") or canary.replay_outcome in (
-                "failed",
-                "clear-failed",
-                "abandoned",
-            ):
-                why = canary.letter_reason if canary.replay_outcome == "failed" else None
-                why = why or canary.replay_detail or canary.detail or canary.outcome
-                back = f"; it is {canary.letter_status}" if canary.letter_status else ""
-                self._stop(job, f"{letter} failed: {why}{back}")
-                return False
-            if canary.overdue:
-                self._stop(
-                    job,
-                    f"canary undecided: the outcome of {letter} was not known within "
-                    f"{self.canary_timeout} s (replay_canary_timeout_seconds)",
-                )
+            if verdict.verdict is not Canary.WAIT:  # failed, or undecided past its deadline
+                self._stop(job, verdict.reason)
                 return False
             if deadline is not None and time.monotonic() + self.canary_poll >= deadline:
                 self.jobs.release(job.id, self.owner)
@@ -296,7 +297,7 @@ class ReplayDriver:
     def _ask_airflow(self, api: AirflowApi, letter_id: int) -> None:
         """Decide the canary's letter from Airflow's state now (one REST call, whatever else is replaying); never raises."""
         try:
-            OutcomeSync(self.engine.store, api, replay_cap=self.engine.replay_cap).sync_letter(
+            OutcomeSync(self.store, api, replay_cap=self.engine.replay_cap).sync_letter(
                 letter_id, source="driver"
             )
         except Exception as exc:  # the next look asks again; the canary's deadline bounds the wait
@@ -324,11 +325,11 @@ class ReplayDriver:
                 return False
 
     def _stop_rule(self, job: ReplayJob) -> bool:
-        """``STOP_AFTER_FAILURES`` of the job's replays failed in a row: stop it here (True)."""
-        failures = self.jobs.failures_in_a_row(job.id)
-        if failures < STOP_AFTER_FAILURES:
+        """``decide.STOP_AFTER_FAILURES`` of the job's replays failed in a row: stop it here (True)."""
+        reason = stop_rule(self.jobs.failures_in_a_row(job.id))
+        if reason is None:
             return False
-        self._stop(job, f"stop rule: {failures} replays of this job failed in a row")
+        self._stop(job, reason)
         return True
 
     def _stop(self, job: ReplayJob, reason: str) -> None:
@@ -348,7 +349,7 @@ class ReplayDriver:
                 item.replay_id,
                 "the driver stopped during this letter's clear; the sync decides from Airflow's state",
             )
-        letter = self.engine.store.get(item.letter_id)
+        letter = self.store.get(item.letter_id)
         if letter is None:
             return ReplayResult(item.letter_id, "refused", detail="the letter no longer exists")
         while True:
@@ -369,22 +370,20 @@ class ReplayDriver:
             return self.engine.clear(api, letter, claim.replay_id, request, job.id)
         except Exception as exc:  # clear() records Airflow's errors itself; anything else: the clear may or may not have happened
             detail = redact(f"clear interrupted: {type(exc).__name__}: {exc}")[:1000]
-            self.engine.store.mark_replay_unknown(claim.replay_id, detail)
+            self.store.mark_replay_unknown(claim.replay_id, detail)
             return ReplayResult(letter.id, "unknown", claim.replay_id, detail)
 
     def _not_claimed(self, job: ReplayJob, item: JobItem) -> ReplayResult:
         """Why a letter of the job could not be claimed: cleared with an earlier one, or not replayable."""
-        letter = self.engine.store.get(item.letter_id)
+        letter = self.store.get(item.letter_id)
         if letter is None:
             return ReplayResult(item.letter_id, "refused", detail="the letter no longer exists")
-        claim = self.engine.store.open_replay(letter.id)
+        claim = self.store.open_replay(letter.id)
         if claim is not None and claim.job_id == job.id:
             return ReplayResult(letter.id, "included", claim.id, "cleared downstream of an earlier letter")
-        if letter.status == "dlq":
-            why = f"replay cap reached ({letter.replay_count})"
-        else:
-            why = f"status is {letter.status}, not dlq"
-        return ReplayResult(letter.id, "refused", detail=why)
+        why = claim_refusal(letter.status, letter.replay_count, self.engine.replay_cap)
+        # a dlq letter under the cap lost its claim to a concurrent one: said as before, the cap's words
+        return ReplayResult(letter.id, "refused", detail=why or f"replay cap reached ({letter.replay_count})")
 
 
 def _result(item: JobItem) -> ReplayResult:
@@ -411,9 +410,6 @@ def replay_and_wait(
         return ReplayReport(refusals)
     api = engine.require_api()
     driver = ReplayDriver(engine, lambda: api, close_api=False)
-    if isinstance(canary, bool):
-        job_id = driver.jobs.create(request, ready, canary=canary)
-    else:
-        job_id = driver.jobs.create(request, ready, canary_letter_id=canary)
+    job_id = driver.submit(request, ready, canary)
     driver.run_job(job_id, progress)
-    return ReplayReport(tuple(driver.jobs.results(job_id)) + refusals, job_id)
+    return ReplayReport(tuple(driver.results(job_id)) + refusals, job_id)

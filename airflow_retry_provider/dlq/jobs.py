@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_retry_provider.database import ProviderDatabase, Store
+from airflow_retry_provider.dlq.decide import STOP_AFTER_FAILURES, CanaryState, failures_in_a_row
 from airflow_retry_provider.dlq.models import (
     JobItem,
     Letter,
@@ -164,9 +165,7 @@ PACE_STEPS: tuple[tuple[int, int], ...] = ((1, 1), (5, 5))
 """After the canary succeeds the rest follow at a rising pace: each ``(clears, clears per minute)``
 step in turn (one letter at 1/min, then five at 5/min), then the configured pace, never above it. A
 failed replay of the job starts the steps again from the first; ``STOP_AFTER_FAILURES`` failed
-replays in a row stop the job."""
-
-STOP_AFTER_FAILURES = 3
+replays in a row stop the job (``dlq/decide.py``)."""
 
 
 def step_rate(step_clears: int, configured: int, steps: Sequence[tuple[int, int]] = PACE_STEPS) -> int:
@@ -183,21 +182,6 @@ def pace_steps_json(steps: Sequence[tuple[int, int]] = PACE_STEPS) -> list[dict[
     return [{"clears": clears, "per_minute": rate} for clears, rate in steps] + [
         {"clears": None, "per_minute": "configured"}
     ]
-
-
-@dataclass(frozen=True)
-class CanaryState:
-    """The canary item of a job as the driver reads it while it waits."""
-
-    letter_id: int
-    outcome: str
-    replay_id: int | None
-    detail: str | None
-    replay_outcome: str | None
-    replay_detail: str | None
-    letter_status: str | None
-    letter_reason: str | None
-    overdue: bool
 
 
 class JobStore(Store):
@@ -393,12 +377,7 @@ class JobStore(Store):
         with self.db.transaction() as cur:
             cur.execute(query("last_decided_replays"), {"id": job_id, "limit": limit})
             outcomes = [row[0] for row in cur.fetchall()]
-        run = 0
-        for outcome in outcomes:
-            if outcome == "succeeded":
-                break
-            run += 1
-        return run
+        return failures_in_a_row(outcomes)
 
     def stop(self, job_id: int, owner: str, reason: str) -> int | None:
         """End the job ``stopped``: letters it has not claimed stay in ``dlq`` untouched. How many, or None."""

@@ -1,6 +1,7 @@
-"""Dead letters, replays and replay jobs as frozen values, and the pure rules of their life cycle.
+"""Dead letters, replays and replay jobs as frozen values.
 
-The bottom of ``dlq/``: the other modules of the package import these; this imports none of them.
+Near the bottom of ``dlq/``: the other modules of the package import these; this imports only the
+states (``dlq/states.py``) and the pure decisions (``dlq/decide.py``) below it.
 """
 
 from __future__ import annotations
@@ -11,13 +12,15 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+from airflow_retry_provider.dlq.decide import claim_refusal
+from airflow_retry_provider.dlq.states import LetterStatus
 from airflow_retry_provider.policy import redact
 from airflow_retry_provider.policy.text import storable
 
 if TYPE_CHECKING:  # a preview's instances: the failure callback never loads the REST client
     from airflow_retry_provider.hooks.airflow_api import TaskInstanceRef
 
-STATUSES = ("dlq", "replaying", "resolved", "parked", "dismissed")
+STATUSES = LetterStatus.values()
 SOURCES = ("callback", "sweeper", "ui", "cli", "api", "driver")
 
 
@@ -351,21 +354,6 @@ Letter._TEXT = ()  # redacted when written (DeadLetterStore.file and its status 
 Replay._TEXT = ("reason", "detail")
 
 
-def status_after_failure(status: str, replay_count: int, replay_cap: int) -> tuple[str, int]:
-    """The letter's (status, replay_count) when its task instance fails again.
-
-    A failed replay goes back to ``dlq`` with one more replay counted, or to ``parked`` at the
-    cap; a resolved or dismissed letter that fails again (a manual clear, a newer try) reopens as
-    open work, never hidden; ``dlq`` and ``parked`` keep their status.
-    """
-    if status == "replaying":
-        count = replay_count + 1
-        return ("parked" if count >= replay_cap else "dlq"), count
-    if status in ("resolved", "dismissed"):
-        return "dlq", replay_count
-    return status, replay_count
-
-
 # -- replays: what a person asks for, and what came of it -----------------------------------
 
 
@@ -603,10 +591,9 @@ def split_replayable(letters: Sequence[Letter], replay_cap: int) -> tuple[list[L
     """Replayable letters (``dlq`` under ``replay_cap``) and refusals for the rest."""
     ready, refused = [], []
     for letter in letters:
-        if letter.status != "dlq":
-            refused.append(Refusal(letter.id, letter.status, f"status is {letter.status}, not dlq"))
-        elif letter.replay_count >= replay_cap:
-            refused.append(Refusal(letter.id, letter.status, f"replay cap reached ({letter.replay_count})"))
-        else:
+        why = claim_refusal(letter.status, letter.replay_count, replay_cap)
+        if why is None:
             ready.append(letter)
+        else:
+            refused.append(Refusal(letter.id, letter.status, why))
     return ready, refused

@@ -13,9 +13,69 @@ named block of ``airflow_retry_provider/<package>/sql/queries.sql``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 CREATED = "(new)"
 DELETED = "(purged)"
+
+
+class State(str, Enum):
+    """A state as PostgreSQL stores it: compares, formats and serialises as its text (``"dlq"``)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    @classmethod
+    def values(cls) -> tuple[str, ...]:
+        """Every state's text, in the order declared (the CLI's choices, the UI's filter, the migrations' CHECK)."""
+        return tuple(str(member.value) for member in cls)
+
+
+class LetterStatus(State):
+    """``retry_dead_letters.status``: where a dead letter is in its life."""
+
+    DLQ = "dlq"
+    REPLAYING = "replaying"
+    RESOLVED = "resolved"
+    PARKED = "parked"
+    DISMISSED = "dismissed"
+
+
+class ReplayOutcome(State):
+    """``retry_replays.outcome``: what became of one replay (one clear) of a letter."""
+
+    PENDING = "pending"
+    UNKNOWN = "unknown"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CLEAR_FAILED = "clear-failed"
+    ABANDONED = "abandoned"
+
+
+class JobStatus(State):
+    """``retry_replay_jobs.status``: where a replay job is."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    CANCELLED = "cancelled"
+    STOPPED = "stopped"
+
+
+class ItemOutcome(State):
+    """``retry_replay_job_items.outcome``: what the job's driver did with one of its letters."""
+
+    PENDING = "pending"
+    CLEARED = "cleared"
+    CLEAR_FAILED = "clear-failed"
+    UNKNOWN = "unknown"
+    REFUSED = "refused"
+    INCLUDED = "included"
+    CANCELLED = "cancelled"
+    STOPPED = "stopped"
 
 
 @dataclass(frozen=True)
@@ -59,7 +119,7 @@ LETTER = Entity(
     "letter",
     "retry_dead_letters",
     "status",
-    ("dlq", "replaying", "resolved", "parked", "dismissed"),
+    LetterStatus.values(),
     {
         "dlq": "at rest: work for a person (replay, park, dismiss); each sweep asks Airflow once whether "
         "its task instance succeeded since (then resolved)",
@@ -222,7 +282,7 @@ REPLAY = Entity(
     "replay",
     "retry_replays",
     "outcome",
-    ("pending", "unknown", "succeeded", "failed", "clear-failed", "abandoned"),
+    ReplayOutcome.values(),
     {
         "pending": "before the clear: its answer (cleared_at set, clear-failed, or unknown), or its lease "
         "(at least three API timeouts) expiring, then the next driver pass or sweep (abandoned, or unknown when "
@@ -304,7 +364,7 @@ JOB = Entity(
     "job",
     "retry_replay_jobs",
     "status",
-    ("queued", "running", "done", "cancelled", "stopped"),
+    JobStatus.values(),
     {
         "queued": "a driver claims it: an api-server worker's within one driver interval, else the next sweep",
         "running": "its driver finishes it; a dead driver's lease expires and another driver (or the sweep) "
@@ -348,7 +408,7 @@ JOB_ITEM = Entity(
     "job item",
     "retry_replay_job_items",
     "outcome",
-    ("pending", "cleared", "clear-failed", "unknown", "refused", "included", "cancelled", "stopped"),
+    ItemOutcome.values(),
     {
         "pending": "the job's driver (or the one resuming it after the lease) reaches it, or the job is "
         "cancelled or stopped (unclaimed: cancelled or stopped; claimed: unknown, its replay says what happened)",

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from airflow_retry_provider.database import ProviderDatabase, Store
+from airflow_retry_provider.dlq.decide import status_after_failure
 from airflow_retry_provider.dlq.models import (
     Actor,
     FixNotice,
@@ -18,7 +19,6 @@ from airflow_retry_provider.dlq.models import (
     NewLetter,
     Replay,
     SweepState,
-    status_after_failure,
 )
 from airflow_retry_provider.dlq.sql import query
 from airflow_retry_provider.policy.impact import Impact

@@ -29,6 +29,7 @@ from typing import Any
 
 from airflow_retry_provider import metrics, settings
 from airflow_retry_provider.dlq import announce
+from airflow_retry_provider.dlq.decide import FoundInstance, SweepStep, resolves_at_rest, sweep_step
 from airflow_retry_provider.dlq.deliveries import watch_deliveries, watch_outages
 from airflow_retry_provider.dlq.driver import ReplayDriver
 from airflow_retry_provider.dlq.impact import refresh_impacts
@@ -186,7 +187,10 @@ def sweep(
             errors.append(f"{dag_id}: {redact(str(exc))}")
             continue
         for ti in failed:
-            if ti.end_date is not None and now - ti.end_date < grace:
+            if (
+                sweep_step(FoundInstance("failed", ti.end_date, managed=True), now, grace)
+                is not SweepStep.FILE
+            ):
                 continue
             outcome = _sweep_logged(store, api, ti, runs, replay_cap, errors)
             if outcome is None:
@@ -303,14 +307,15 @@ def read_changes(
         for letter in store.open_letters_of(sorted({ti_key(ti) for ti in items})):
             letters.setdefault(letter_key(letter), []).append(letter)
         for ti in items:
-            if ti.state == "success":
+            step = sweep_step(
+                FoundInstance(ti.state or "", ti.end_date, ti.dag_id in managed_ids), now, grace
+            )
+            if step is SweepStep.RESOLVE_AT_REST:
                 for letter in letters.get(ti_key(ti), []):
-                    if letter.status in ("dlq", "parked") and store.resolve_succeeded(
-                        letter.id, ti.try_number
-                    ):
+                    if resolves_at_rest(letter.status) and store.resolve_succeeded(letter.id, ti.try_number):
                         resolved.append(letter.id)
                 continue
-            if ti.dag_id not in managed_ids or (ti.end_date is not None and now - ti.end_date < grace):
+            if step is SweepStep.LEAVE:
                 continue
             outcome = _sweep_logged(store, api, ti, runs, replay_cap, errors)
             if outcome is None:

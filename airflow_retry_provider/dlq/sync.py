@@ -26,8 +26,10 @@ from typing import Any
 from airflow_retry_provider import metrics, settings
 from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq import announce
+from airflow_retry_provider.dlq.decide import OpenClaim, ReplayingLetter, Step, SyncAction, replaying_step
 from airflow_retry_provider.dlq.models import Actor, Letter, NewLetter, SyncReport
 from airflow_retry_provider.dlq.sql import query
+from airflow_retry_provider.dlq.states import LetterStatus
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.hooks.airflow_api import PAGE_SIZE, AirflowApi, AirflowApiError, TaskInstanceRef
 from airflow_retry_provider.policy import redact
@@ -35,8 +37,6 @@ from airflow_retry_provider.policy import redact
 log = logging.getLogger(__name__)
 
 SYNC_GRACE = timedelta(minutes=2)
-#: the states a cleared task instance can end in without succeeding
-ENDED_WITHOUT_SUCCESS = ("failed", "upstream_failed", "skipped", "removed")
 
 
 class OutcomeSync:
@@ -202,67 +202,50 @@ class OutcomeSync:
         report: dict[str, list[Any]],
     ) -> None:
         """Decide one replaying letter from its task instance as Airflow reports it (read one by one or in a batch)."""
-        if ti.state == "success":
+        claim = OpenClaim.from_row(row)
+        seen = ReplayingLetter(letter.try_number, ti, claim, now, grace, self.replay_timeout)
+        self._apply(replaying_step(seen), letter, ti, claim.replay_id if claim else None, source, report)
+
+    def _apply(
+        self,
+        action: SyncAction,
+        letter: Letter,
+        ti: TaskInstanceRef,
+        replay_id: int | None,
+        source: str,
+        report: dict[str, list[Any]],
+    ) -> None:
+        """Carry out what :func:`~airflow_retry_provider.dlq.decide.replaying_step` decided, through the store."""
+        if action.step is Step.RESOLVE:
             if self.store.resolve_replaying(
                 letter.dag_id, letter.run_id, letter.task_id, letter.map_index, source=source
             ):
                 report["resolved"].append(letter.id)
-            return
-        if ti.end_date is not None and now - ti.end_date < grace:  # just ended: its own callback's turn
-            report["waiting"].append(letter.id)
-            return
-        if ti.state == "failed" and ti.try_number > letter.try_number:
+        elif action.step is Step.REFILE:
             again = refiled_letter(letter, ti)
             result = self.store.file(again, self.replay_cap)
             if result.changed:
                 report["refiled"].append(letter.id)
                 announce.filed(self.store.db, again, result)
-            return
-        replay_id = row.get("replay_id")
-        if replay_id is None:  # replaying with no open claim: nothing will decide it, so it rests again
+        elif action.step is Step.RELEASE_UNCLAIMED:
             if self.store.release_unclaimed(letter.id):
                 report["released"].append(letter.id)
-            return
-        still_claimed_try = ti.state == "failed" and ti.try_number == row["try_number_before"]
-        happened = (
-            row.get("cleared_at") is not None
-            or not still_claimed_try
-            or cleared_by(
-                ti.note, int(replay_id)
-            )  # e.g. marked failed by hand after a clear whose answer was lost
-        )
-        undecided = row.get("replay_outcome") == "unknown" or bool(row.get("lease_expired"))
-        if not happened:
-            if undecided and self._abandon(letter, row, source):
+        elif action.step is Step.ABANDON:
+            assert replay_id is not None
+            if self._abandon(letter, replay_id, action, source):
                 report["released"].append(letter.id)
-            elif not undecided:
-                report["waiting"].append(letter.id)
-            return
-        since = row.get("cleared_at") or row.get("replay_requested_at")
-        timed_out = since is not None and now - since >= self.replay_timeout
-        if ti.state in ENDED_WITHOUT_SUCCESS or timed_out:
-            detail = f"the replayed task instance ended {ti.state} at try {ti.try_number} without succeeding"
-            if ti.state not in ENDED_WITHOUT_SUCCESS:
-                detail = (
-                    f"the replayed task instance is still {ti.state} at try {ti.try_number} "
-                    f"{int(self.replay_timeout.total_seconds())} s after the clear: the replay timed out"
-                )
-            status = self.store.end_replay(letter.id, int(replay_id), detail, self.replay_cap, source)
+        elif action.step is Step.END_REPLAY:
+            assert replay_id is not None
+            status = self.store.end_replay(letter.id, replay_id, action.detail, self.replay_cap, source)
             if status is not None:
                 report["refiled"].append(letter.id)
-                if status == "parked":
-                    announce.parked(self.store.db, letter, detail)
-            return
-        if (
-            row.get("cleared_at") is None
-            and row.get("replay_outcome") == "pending"
-            and row.get("lease_expired")
-        ):
-            detail = (
-                f"lease expired; Airflow shows the clear happened (state {ti.state}, try {ti.try_number})"
-            )
-            self.store.mark_replay_unknown(int(replay_id), detail)
-        report["waiting"].append(letter.id)
+                if status == LetterStatus.PARKED:
+                    announce.parked(self.store.db, letter, action.detail)
+        else:  # WAIT, or MARK_UNKNOWN and wait
+            if action.step is Step.MARK_UNKNOWN:
+                assert replay_id is not None
+                self.store.mark_replay_unknown(replay_id, action.detail)
+            report["waiting"].append(letter.id)
 
     def _park_vanished(self, letter: Letter) -> None:
         """Park a replaying letter whose task instance Airflow no longer has, and announce it (once)."""
@@ -271,25 +254,18 @@ class OutcomeSync:
             log.warning("airflow-retry-provider: letter %s parked: %s", letter.id, reason)
             announce.parked(self.store.db, letter, reason)
 
-    def _abandon(self, letter: Letter, row: Mapping[str, Any], source: str) -> bool:
-        lost = row["replay_outcome"] == "unknown"
-        detail = (
-            f"the clear's answer was lost and Airflow shows try {row['try_number_before']} still failed: "
-            "the clear never happened; back to dlq"
-            if lost
-            else "the claim's lease expired before any clear: back to dlq"
-        )
+    def _abandon(self, letter: Letter, replay_id: int, action: SyncAction, source: str) -> bool:
         with self.store.db.transaction() as cur:
-            cur.execute(query("abandon_claim"), {"replay_id": row["replay_id"], "detail": detail})
+            cur.execute(query("abandon_claim"), {"replay_id": replay_id, "detail": action.detail})
             if cur.fetchone() is None:
                 return False
             self.store.record(
                 cur,
                 letter.id,
-                "clear-failed" if lost else "lease-expired",
+                "clear-failed" if action.lost else "lease-expired",
                 Actor.system(source),
-                detail,
-                replay_id=int(row["replay_id"]),
+                action.detail,
+                replay_id=replay_id,
                 try_number=letter.try_number,
             )
         metrics.incr("replay", "abandoned")
@@ -462,11 +438,6 @@ def _sync_report(report: dict[str, list[Any]]) -> SyncReport:
         tuple(report["errors"]),
         tuple(report["released"]),
     )
-
-
-def cleared_by(note: str | None, replay_id: int) -> bool:
-    """Whether a task instance's note is the one this replay's clear left (``replay_note``): then it was cleared."""
-    return note is not None and note.startswith(f"airflow-retry replay #{replay_id} ")
 
 
 def refiled_letter(letter: Letter, ti: TaskInstanceRef) -> NewLetter:

@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_retry_provider.database import ProviderDatabase
-from airflow_retry_provider.dlq.models import Actor
-from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.dlq import Actor, DeadLetterStore
 from airflow_retry_provider.maintenance.sql import query
 
 log = logging.getLogger(__name__)

@@ -34,8 +34,7 @@ from typing import Any
 
 from airflow_retry_provider import metrics, settings
 from airflow_retry_provider.database import ProviderDatabase
-from airflow_retry_provider.dlq.models import NewLetter
-from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.dlq import DeadLetterStore, NewLetter
 from airflow_retry_provider.ledger.store import WorkUnit
 from airflow_retry_provider.maintenance.sql import query
 from airflow_retry_provider.policy import Backoff, Classification, classify, fingerprint, redact

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from airflow.api_fastapi.core_api.security import GetUserDep
 from fastapi import Depends, HTTPException, Request, status
 
-from airflow_retry_provider.dlq.models import Actor, Letter
+from airflow_retry_provider.dlq import Actor, Letter
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 from airflow_retry_provider.policy import redact
 

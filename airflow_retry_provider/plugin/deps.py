@@ -19,9 +19,7 @@ from fastapi import Depends, HTTPException, Request, status
 from fastapi.exceptions import RequestValidationError
 
 from airflow_retry_provider.database import ProviderDatabase
-from airflow_retry_provider.dlq.jobs import JobStore, JobView
-from airflow_retry_provider.dlq.replay import ReplayEngine
-from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.dlq import DeadLetterStore, JobStore, JobView, ReplayEngine
 from airflow_retry_provider.hooks.airflow_api import AirflowApi
 from airflow_retry_provider.plugin.access import AccessDep, request_token
 from airflow_retry_provider.plugin.driver_thread import DriverThread

@@ -16,9 +16,7 @@ import threading
 from collections.abc import Callable
 
 from airflow_retry_provider.database import ProviderDatabase
-from airflow_retry_provider.dlq.driver import ReplayDriver
-from airflow_retry_provider.dlq.replay import ReplayEngine
-from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.dlq import DeadLetterStore, ReplayDriver, ReplayEngine
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 
 log = logging.getLogger(__name__)

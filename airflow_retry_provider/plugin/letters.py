@@ -9,9 +9,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request, status
 
-from airflow_retry_provider.dlq.models import Letter
-from airflow_retry_provider.dlq.replay import DEFAULT_SELECTION_LIMIT
-from airflow_retry_provider.dlq.store import LetterFilter
+from airflow_retry_provider.dlq import DEFAULT_SELECTION_LIMIT, Letter, LetterFilter
 from airflow_retry_provider.hooks.airflow_api import AirflowApiError
 from airflow_retry_provider.plugin.access import Access, AccessDep, audit
 from airflow_retry_provider.plugin.deps import StoreDep, TimeZoneDep, api_for

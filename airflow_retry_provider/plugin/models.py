@@ -11,7 +11,7 @@ from fastapi import Depends, HTTPException, Path, Query, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from airflow_retry_provider.dlq.store import LetterFilter
+from airflow_retry_provider.dlq import LetterFilter
 from airflow_retry_provider.policy.text import storable
 
 PAGE_SIZE = 50

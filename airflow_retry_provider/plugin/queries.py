@@ -16,8 +16,7 @@ from urllib.parse import quote
 
 from airflow_retry_provider.airflow_compat import attempts
 from airflow_retry_provider.database import ProviderDatabase
-from airflow_retry_provider.dlq.models import Letter
-from airflow_retry_provider.dlq.store import LetterFilter
+from airflow_retry_provider.dlq import Letter, LetterFilter
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, parse_time
 from airflow_retry_provider.identity import make_work_unit_key
 from airflow_retry_provider.plugin.sql import query

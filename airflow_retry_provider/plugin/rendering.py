@@ -19,7 +19,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
-from airflow_retry_provider.dlq.models import Letter
+from airflow_retry_provider.dlq import Letter
 from airflow_retry_provider.plugin.access import Access, airflow_root
 from airflow_retry_provider.plugin.spreadsheet import safe_cell
 from airflow_retry_provider.policy import redact

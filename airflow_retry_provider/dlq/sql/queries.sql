@@ -54,19 +54,8 @@ SELECT * FROM retry_dead_letters WHERE id = %(id)s;
 -- name: list_letters
 -- Keyset pagination, newest first: pass the last row's (created_at, id) as (before_created, before_id).
 SELECT * FROM retry_dead_letters
-WHERE (%(dag_id)s::text IS NULL OR dag_id = %(dag_id)s)
-  AND (%(task_id)s::text IS NULL OR task_id = %(task_id)s)
-  AND (%(category)s::text IS NULL OR category = %(category)s)
-  AND (%(failure_class)s::text IS NULL OR failure_class = %(failure_class)s)
-  AND (%(status)s::text IS NULL OR status = %(status)s)
-  AND (%(fingerprint)s::text IS NULL OR fingerprint = %(fingerprint)s)
-  AND (%(workspace_id)s::text IS NULL OR workspace_id = %(workspace_id)s)
-  AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
-  AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
-  AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))
-  AND (NOT %(newer_version)s::boolean OR EXISTS (
-        SELECT 1 FROM retry_dag_versions v
-        WHERE v.dag_id = retry_dead_letters.dag_id AND v.version_number > retry_dead_letters.dag_version_number))
+WHERE
+  -- include: airflow_retry_provider.dlq.sql:letter_filter
   AND (%(before_created)s::timestamptz IS NULL OR (created_at, id) < (%(before_created)s::timestamptz, %(before_id)s::bigint))
 ORDER BY created_at DESC, id DESC
 LIMIT %(limit)s;

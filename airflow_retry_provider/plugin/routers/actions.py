@@ -13,9 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Request, status
 
 from airflow_retry_provider import settings
-from airflow_retry_provider.dlq.jobs import JobError
-from airflow_retry_provider.dlq.models import Letter, ReplayRequest, split_replayable
-from airflow_retry_provider.dlq.store import LetterFilter
+from airflow_retry_provider.dlq import JobError, Letter, LetterFilter, ReplayRequest, split_replayable
 from airflow_retry_provider.plugin.access import AccessDep, audit
 from airflow_retry_provider.plugin.deps import DriverDep, JobDep, JobStoreDep, StoreDep, replay_engine
 from airflow_retry_provider.plugin.letters import LettersDep, selected

@@ -12,8 +12,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
-from airflow_retry_provider.dlq.deliveries import group_impacts
-from airflow_retry_provider.dlq.models import STATUSES, newest_letter
+from airflow_retry_provider.dlq import STATUSES, group_impacts, newest_letter
 from airflow_retry_provider.plugin.access import AccessDep, airflow_root
 from airflow_retry_provider.plugin.deps import JobDep, replay_engine, tab_map_index
 from airflow_retry_provider.plugin.letters import LettersDep

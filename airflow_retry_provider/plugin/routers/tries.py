@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request, status
 from fastapi.responses import HTMLResponse
 
 from airflow_retry_provider.database import ProviderDatabase
-from airflow_retry_provider.dlq.models import Letter
+from airflow_retry_provider.dlq import Letter
 from airflow_retry_provider.plugin.access import AccessDep
 from airflow_retry_provider.plugin.deps import DatabaseDep, tab_map_index
 from airflow_retry_provider.plugin.models import Identifier, MapIndex

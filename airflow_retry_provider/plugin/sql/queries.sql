@@ -15,19 +15,8 @@ SELECT dag_id FROM dags WHERE dag_id IS NOT NULL;
 -- Keyset pagination, newest first, within the readable DAGs.
 SELECT * FROM retry_dead_letters
 WHERE dag_id = ANY(%(dag_ids)s::text[])
-  AND (%(dag_id)s::text IS NULL OR dag_id = %(dag_id)s)
-  AND (%(task_id)s::text IS NULL OR task_id = %(task_id)s)
-  AND (%(category)s::text IS NULL OR category = %(category)s)
-  AND (%(failure_class)s::text IS NULL OR failure_class = %(failure_class)s)
-  AND (%(status)s::text IS NULL OR status = %(status)s)
-  AND (%(fingerprint)s::text IS NULL OR fingerprint = %(fingerprint)s)
-  AND (%(workspace_id)s::text IS NULL OR workspace_id = %(workspace_id)s)
-  AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
-  AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
-  AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))
-  AND (NOT %(newer_version)s::boolean OR EXISTS (
-        SELECT 1 FROM retry_dag_versions v
-        WHERE v.dag_id = retry_dead_letters.dag_id AND v.version_number > retry_dead_letters.dag_version_number))
+  AND
+    -- include: airflow_retry_provider.dlq.sql:letter_filter
   AND (%(before_created)s::timestamptz IS NULL OR (created_at, id) < (%(before_created)s::timestamptz, %(before_id)s::bigint))
 ORDER BY created_at DESC, id DESC
 LIMIT %(limit)s;
@@ -37,19 +26,8 @@ LIMIT %(limit)s;
 SELECT count(*) FROM (
     SELECT 1 FROM retry_dead_letters
     WHERE dag_id = ANY(%(dag_ids)s::text[])
-      AND (%(dag_id)s::text IS NULL OR dag_id = %(dag_id)s)
-      AND (%(task_id)s::text IS NULL OR task_id = %(task_id)s)
-      AND (%(category)s::text IS NULL OR category = %(category)s)
-      AND (%(failure_class)s::text IS NULL OR failure_class = %(failure_class)s)
-      AND (%(status)s::text IS NULL OR status = %(status)s)
-      AND (%(fingerprint)s::text IS NULL OR fingerprint = %(fingerprint)s)
-      AND (%(workspace_id)s::text IS NULL OR workspace_id = %(workspace_id)s)
-      AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
-      AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
-      AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))
-      AND (NOT %(newer_version)s::boolean OR EXISTS (
-            SELECT 1 FROM retry_dag_versions v
-            WHERE v.dag_id = retry_dead_letters.dag_id AND v.version_number > retry_dead_letters.dag_version_number))
+      AND
+        -- include: airflow_retry_provider.dlq.sql:letter_filter
     LIMIT %(cap)s
 ) capped;
 
@@ -62,19 +40,8 @@ SELECT count(*) FROM (
 WITH matching AS NOT MATERIALIZED (
     SELECT id, fingerprint, status, created_at, dag_version_number FROM retry_dead_letters
     WHERE dag_id = ANY(%(dag_ids)s::text[])
-      AND (%(dag_id)s::text IS NULL OR dag_id = %(dag_id)s)
-      AND (%(task_id)s::text IS NULL OR task_id = %(task_id)s)
-      AND (%(category)s::text IS NULL OR category = %(category)s)
-      AND (%(failure_class)s::text IS NULL OR failure_class = %(failure_class)s)
-      AND (%(status)s::text IS NULL OR status = %(status)s)
-      AND (%(fingerprint)s::text IS NULL OR fingerprint = %(fingerprint)s)
-      AND (%(workspace_id)s::text IS NULL OR workspace_id = %(workspace_id)s)
-      AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
-      AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
-      AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))
-      AND (NOT %(newer_version)s::boolean OR EXISTS (
-            SELECT 1 FROM retry_dag_versions v
-            WHERE v.dag_id = retry_dead_letters.dag_id AND v.version_number > retry_dead_letters.dag_version_number))
+      AND
+        -- include: airflow_retry_provider.dlq.sql:letter_filter
 ), grouped AS (
     SELECT fingerprint, count(*) AS letters, count(*) FILTER (WHERE status = 'dlq') AS waiting,
            min(created_at) AS oldest, max(created_at) AS newest,
@@ -130,18 +97,7 @@ SELECT pg_try_advisory_xact_lock(hashtextextended(%(name)s, 0)) AS taken;
 -- server-side cursor a batch at a time.
 SELECT * FROM retry_dead_letters
 WHERE dag_id = ANY(%(dag_ids)s::text[])
-  AND (%(dag_id)s::text IS NULL OR dag_id = %(dag_id)s)
-  AND (%(task_id)s::text IS NULL OR task_id = %(task_id)s)
-  AND (%(category)s::text IS NULL OR category = %(category)s)
-  AND (%(failure_class)s::text IS NULL OR failure_class = %(failure_class)s)
-  AND (%(status)s::text IS NULL OR status = %(status)s)
-  AND (%(fingerprint)s::text IS NULL OR fingerprint = %(fingerprint)s)
-  AND (%(workspace_id)s::text IS NULL OR workspace_id = %(workspace_id)s)
-  AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
-  AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
-  AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))
-  AND (NOT %(newer_version)s::boolean OR EXISTS (
-        SELECT 1 FROM retry_dag_versions v
-        WHERE v.dag_id = retry_dead_letters.dag_id AND v.version_number > retry_dead_letters.dag_version_number))
+  AND
+    -- include: airflow_retry_provider.dlq.sql:letter_filter
 ORDER BY created_at DESC, id DESC
 LIMIT %(limit)s;

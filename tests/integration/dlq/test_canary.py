@@ -17,6 +17,7 @@ import pytest
 
 from airflow_retry_provider import announce
 from airflow_retry_provider.cli import main
+from airflow_retry_provider.dlq.announce import JobFailed
 from airflow_retry_provider.dlq.driver import ReplayDriver
 from airflow_retry_provider.dlq.jobs import JobError, JobStore, step_rate
 from airflow_retry_provider.dlq.models import ReplayRequest
@@ -39,12 +40,16 @@ def fake() -> Iterator[AnsweringAirflow]:
 def told() -> Iterator[list[Any]]:
     """The jobs announced failed or stopped (what the job_failed alert is built from)."""
     seen: list[Any] = []
-    listener = announce.Listener(job_failed=lambda db, job, counts: seen.append((job, dict(counts))))
+
+    def listener(event: announce.Event) -> None:
+        if isinstance(event, JobFailed):
+            seen.append((event.job, dict(event.counts)))
+
     announce.register(listener)
     try:
         yield seen
     finally:
-        announce._listeners.remove(listener)
+        announce.unregister(listener)
 
 
 def _file(store: DeadLetterStore, fake: AnsweringAirflow, count: int) -> list[int]:
