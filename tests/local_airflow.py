@@ -192,6 +192,30 @@ class AnsweringAirflow:
                 "end_date": None,
             }
 
+    def extract_then_publish(
+        self, dag_id: str, delivery: dict[str, Any], extract_seconds: float, publish_seconds: float
+    ) -> None:
+        """``dag_id``: extract -> publish, publish delivering as ``delivery`` says (the param
+        ``retry_provider_delivery``); each task's recent successes took the seconds given."""
+        self.tasks[dag_id] = [
+            {
+                "task_id": "extract",
+                "downstream_task_ids": ["publish"],
+                "trigger_rule": "all_success",
+                "params": {},
+            },
+            {
+                "task_id": "publish",
+                "downstream_task_ids": [],
+                "trigger_rule": "all_success",
+                "params": {"retry_provider_delivery": {"value": delivery, "source": "task"}},
+            },
+        ]
+        self.successes[dag_id] = [
+            {"task_id": "extract", "state": "success", "duration": extract_seconds},
+            {"task_id": "publish", "state": "success", "duration": publish_seconds},
+        ]
+
     def api(self) -> AirflowApi:
         return AirflowApi(ApiCredentials(self.url, "admin", "admin"), timeout=10)
 

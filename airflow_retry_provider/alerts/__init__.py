@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from airflow_retry_provider import announce, metrics
+from airflow_retry_provider import announce, dlq, metrics
 from airflow_retry_provider.airflow_compat import policy_with
 from airflow_retry_provider.alerts import messages
 from airflow_retry_provider.alerts.messages import Alert, Impact
@@ -25,14 +25,6 @@ from airflow_retry_provider.alerts.outbox import AlertOutbox, Delivery, safe_err
 from airflow_retry_provider.announce import AfterCommit
 from airflow_retry_provider.breaker.announce import DependencyDown, DependencyRecovered
 from airflow_retry_provider.database import ProviderDatabase
-from airflow_retry_provider.dlq import (
-    DeliveriesHeld,
-    FixDeployed,
-    ImpactAssessed,
-    JobFailed,
-    LetterFiled,
-    LetterParked,
-)
 
 __all__ = [
     "Alert",
@@ -267,17 +259,17 @@ def listen(event: announce.Event) -> AfterCommit | None:
     with the notice, a dependency down or recovered with the breaker's transition) and sent after the
     commit (the action returned); the others are queued and sent at once.
     """
-    if isinstance(event, LetterFiled):
+    if isinstance(event, dlq.LetterFiled):
         after_filing(event.db, event.letter, event.result, event.context)
-    elif isinstance(event, ImpactAssessed):
+    elif isinstance(event, dlq.ImpactAssessed):
         deliveries_at_risk(event.db, event.letter_id, event.letter, event.impact)
-    elif isinstance(event, DeliveriesHeld):  # the sweeper's watch of the open breakers (issue 48)
+    elif isinstance(event, dlq.DeliveriesHeld):  # the sweeper's watch of the open breakers (issue 48)
         deliveries_held(event.db, event.dependency, event.opened_at, event.held)
-    elif isinstance(event, LetterParked):
+    elif isinstance(event, dlq.LetterParked):
         _letter_parked(event.db, event.letter, event.reason)
-    elif isinstance(event, JobFailed):
+    elif isinstance(event, dlq.JobFailed):
         _replay_job_failed(event.db, event.job, dict(event.counts))
-    elif isinstance(event, FixDeployed):
+    elif isinstance(event, dlq.FixDeployed):
         notice = event.notice
         return _in_transaction(event.cur, event.db, lambda base: messages.fix_deployed(notice, base))
     elif isinstance(event, DependencyDown):

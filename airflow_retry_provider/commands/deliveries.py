@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _list(args: argparse.Namespace) -> int:
     from airflow_retry_provider.commands import database_from_args
-    from airflow_retry_provider.dlq.deliveries import todays_deliveries
+    from airflow_retry_provider.dlq import todays_deliveries
 
     now = datetime.now(timezone.utc)
     found = todays_deliveries(database_from_args(args), now)

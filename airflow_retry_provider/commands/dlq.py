@@ -350,7 +350,7 @@ def _numbered(args: argparse.Namespace, store: DeadLetterStore, letters: list[Le
     on stderr saying why."""
     if not any(letter.dag_version_number is None and letter.dag_version_id for letter in letters):
         return letters
-    from airflow_retry_provider.dlq.replay import number_letters
+    from airflow_retry_provider.dlq import number_letters
 
     try:
         api = api_client(args, sign_in=True)

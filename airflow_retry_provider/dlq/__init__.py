@@ -25,6 +25,12 @@ if TYPE_CHECKING:
         LetterParked,
     )
     from airflow_retry_provider.dlq.callback import file_dead_letter, resolve_dead_letter
+    from airflow_retry_provider.dlq.deliveries import (
+        DeliveryState,
+        group_impacts,
+        held_deliveries,
+        todays_deliveries,
+    )
     from airflow_retry_provider.dlq.driver import ReplayDriver, replay_and_wait
     from airflow_retry_provider.dlq.jobs import JobError, JobStore, JobView
     from airflow_retry_provider.dlq.models import (
@@ -38,7 +44,7 @@ if TYPE_CHECKING:
         newest_letter,
         split_replayable,
     )
-    from airflow_retry_provider.dlq.replay import DEFAULT_SELECTION_LIMIT, ReplayEngine
+    from airflow_retry_provider.dlq.replay import DEFAULT_SELECTION_LIMIT, ReplayEngine, number_letters
     from airflow_retry_provider.dlq.schema import apply_schema
     from airflow_retry_provider.dlq.states import ItemOutcome, JobStatus, LetterStatus, ReplayOutcome
     from airflow_retry_provider.dlq.store import DeadLetterStore, FileResult, LetterFilter, StoredImpact
@@ -51,6 +57,10 @@ _EXPORTS = {
     "JobFailed": "announce",
     "LetterFiled": "announce",
     "LetterParked": "announce",
+    "DeliveryState": "deliveries",
+    "group_impacts": "deliveries",
+    "held_deliveries": "deliveries",
+    "todays_deliveries": "deliveries",
     "file_dead_letter": "callback",
     "resolve_dead_letter": "callback",
     "ReplayDriver": "driver",
@@ -69,6 +79,7 @@ _EXPORTS = {
     "split_replayable": "models",
     "DEFAULT_SELECTION_LIMIT": "replay",
     "ReplayEngine": "replay",
+    "number_letters": "replay",
     "apply_schema": "schema",
     "ItemOutcome": "states",
     "JobStatus": "states",
@@ -88,6 +99,7 @@ __all__ = [
     "Actor",
     "DeadLetterStore",
     "DeliveriesHeld",
+    "DeliveryState",
     "FileResult",
     "FixDeployed",
     "FixNotice",
@@ -112,11 +124,15 @@ __all__ = [
     "StoredImpact",
     "apply_schema",
     "file_dead_letter",
+    "group_impacts",
+    "held_deliveries",
     "newest_letter",
+    "number_letters",
     "replay_and_wait",
     "resolve_dead_letter",
     "run_sweeper",
     "split_replayable",
+    "todays_deliveries",
 ]
 
 

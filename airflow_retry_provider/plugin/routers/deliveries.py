@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from airflow_retry_provider.dlq.deliveries import DeliveryState, todays_deliveries
+from airflow_retry_provider.dlq import DeliveryState, todays_deliveries
 from airflow_retry_provider.plugin.access import Access, AccessDep
 from airflow_retry_provider.plugin.deps import DatabaseDep
 from airflow_retry_provider.plugin.rendering import page

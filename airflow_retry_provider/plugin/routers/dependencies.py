@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from airflow_retry_provider.breaker.announce import Outage
 from airflow_retry_provider.breaker.store import BreakerEvent, BreakerStatus, BreakerStore
-from airflow_retry_provider.dlq.deliveries import held_deliveries
+from airflow_retry_provider.dlq import held_deliveries
 from airflow_retry_provider.hooks.airflow_api import AirflowApiError
 from airflow_retry_provider.plugin.access import Access, AccessDep, audit_action
 from airflow_retry_provider.plugin.deps import DatabaseDep, api_for

@@ -14,7 +14,7 @@ from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
 from airflow_retry_provider import settings
-from airflow_retry_provider.dlq.deliveries import group_impacts
+from airflow_retry_provider.dlq import group_impacts
 from airflow_retry_provider.plugin.access import Access, AccessDep
 from airflow_retry_provider.plugin.letters import Letters, LettersDep
 from airflow_retry_provider.plugin.models import (

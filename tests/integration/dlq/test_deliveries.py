@@ -107,6 +107,18 @@ def _configure(monkeypatch) -> None:
     monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__ALERT_BASE_URL", "http://airflow.example.test")
 
 
+def _told_at_risk(pg_dsn: str, monkeypatch) -> tuple[DeadLetterStore, Delivery, int]:
+    """A letter in r1 blocking the report's delivery (DEADLINE, one hour of path), told at risk."""
+    _configure(monkeypatch)
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    delivery = _delivery("report", DEADLINE, timedelta(hours=1))
+    letter_id = _file(store, "r1", delivery)
+    letter = store.get(letter_id)
+    assert letter is not None
+    announce.impact_assessed(store.db, letter_id, letter, store.impact(letter_id).impact)
+    return store, delivery, letter_id
+
+
 @pytest.fixture(autouse=True)
 def _clear_recorded():
     RecordingNotifier.sent.clear()
@@ -114,13 +126,7 @@ def _clear_recorded():
 
 def test_the_watch_tells_lost_once_before_the_deadline_without_asking_airflow(pg_dsn, monkeypatch):
     """Past the latest replay time with the letter still open: stored lost and told once, before the deadline."""
-    _configure(monkeypatch)
-    store = DeadLetterStore.from_dsn(pg_dsn)
-    delivery = _delivery("report", DEADLINE, timedelta(hours=1))
-    letter_id = _file(store, "r1", delivery)
-    letter = store.get(letter_id)
-    assert letter is not None
-    announce.impact_assessed(store.db, letter_id, letter, store.impact(letter_id).impact)  # told at risk
+    store, delivery, letter_id = _told_at_risk(pg_dsn, monkeypatch)
     assert [sent["title"].split(":")[0] for sent in RecordingNotifier.sent] == ["Delivery at risk"]
     assert watch_deliveries(store, delivery.latest_replay - timedelta(minutes=1)).lost == ()  # not yet
     past = delivery.latest_replay + timedelta(minutes=10)  # one sweep late: still 50 min before the deadline
@@ -136,13 +142,7 @@ def test_the_watch_tells_lost_once_before_the_deadline_without_asking_airflow(pg
 
 def test_a_replay_in_time_is_noted_once_as_saved(pg_dsn, monkeypatch):
     """Told at risk, then replayed before the latest replay time and resolved: one "Delivery saved" note."""
-    _configure(monkeypatch)
-    store = DeadLetterStore.from_dsn(pg_dsn)
-    delivery = _delivery("report", DEADLINE, timedelta(hours=1))
-    letter_id = _file(store, "r1", delivery)
-    letter = store.get(letter_id)
-    assert letter is not None
-    announce.impact_assessed(store.db, letter_id, letter, store.impact(letter_id).impact)
+    store, delivery, letter_id = _told_at_risk(pg_dsn, monkeypatch)
     _set_status(pg_dsn, letter_id, "replaying", cleared_at=NOW + timedelta(minutes=5))
     assert watch_deliveries(store, NOW + timedelta(minutes=10)).saved == ()  # replaying: not yet made it
     _set_status(pg_dsn, letter_id, "resolved")
@@ -157,13 +157,7 @@ def test_a_replay_in_time_is_noted_once_as_saved(pg_dsn, monkeypatch):
 
 def test_a_replay_too_late_is_never_noted_saved(pg_dsn, monkeypatch):
     """Replayed after the latest replay time: no saved note (it was told lost instead)."""
-    _configure(monkeypatch)
-    store = DeadLetterStore.from_dsn(pg_dsn)
-    delivery = _delivery("report", DEADLINE, timedelta(hours=1))
-    letter_id = _file(store, "r1", delivery)
-    letter = store.get(letter_id)
-    assert letter is not None
-    announce.impact_assessed(store.db, letter_id, letter, store.impact(letter_id).impact)
+    store, delivery, letter_id = _told_at_risk(pg_dsn, monkeypatch)
     _set_status(pg_dsn, letter_id, "resolved", cleared_at=delivery.latest_replay + timedelta(minutes=1))
     assert watch_deliveries(store, delivery.latest_replay + timedelta(minutes=20)).saved == ()
     assert len(RecordingNotifier.sent) == 1
@@ -206,7 +200,6 @@ def test_an_open_breaker_tells_the_deliveries_its_held_tasks_put_at_risk_once(pg
     """The sweeper's outage watch: one dependency-down message with the delivery and its latest start, once per outage."""
     from airflow_retry_provider.breaker.store import BreakerStore
     from airflow_retry_provider.dlq.deliveries import watch_outages
-    from airflow_retry_provider.policy.impact import DELIVERY_PARAM
     from tests.integration.breaker.test_alerts import LONG
     from tests.integration.breaker.test_store import open_breaker
     from tests.local_airflow import answering_airflow
@@ -219,24 +212,7 @@ def test_an_open_breaker_tells_the_deliveries_its_held_tasks_put_at_risk_once(pg
     RecordingNotifier.sent.clear()  # whatever the opening told
     delivery = {"at": "09:00", "timezone": "UTC", "days_after": 1, "validation_seconds": 600}
     with answering_airflow() as fake:
-        fake.tasks["etl"] = [
-            {
-                "task_id": "extract",
-                "downstream_task_ids": ["publish"],
-                "trigger_rule": "all_success",
-                "params": {},
-            },
-            {
-                "task_id": "publish",
-                "downstream_task_ids": [],
-                "trigger_rule": "all_success",
-                "params": {DELIVERY_PARAM: {"value": delivery, "source": "task"}},
-            },
-        ]
-        fake.successes["etl"] = [
-            {"task_id": "extract", "state": "success", "duration": 1500},
-            {"task_id": "publish", "state": "success", "duration": 600},
-        ]
+        fake.extract_then_publish("etl", delivery, extract_seconds=1500, publish_seconds=600)
         fake.runs[("etl", "r1")] = {"data_interval_end": (DEADLINE - timedelta(days=1, hours=9)).isoformat()}
         with fake.api() as api:
             assert watch_outages(store, api, NOW) == ["positions_db"]

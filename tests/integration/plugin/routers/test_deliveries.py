@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from airflow_retry_provider.breaker.store import BreakerStore
-from airflow_retry_provider.policy.impact import AT_RISK, DELIVERY_PARAM, Delivery, Impact, Names
+from airflow_retry_provider.policy.impact import AT_RISK, Delivery, Impact, Names
 from tests.integration.breaker.test_alerts import LONG
 from tests.integration.breaker.test_store import open_breaker
 from tests.integration.plugin.test_app import (  # noqa: F401 (fixtures)
@@ -110,24 +110,7 @@ def _held_dag(fake: AnsweringAirflow, dag_id: str, deadline: datetime) -> None:
     run's data interval); extract ran 20 min, publish 10 min plus 5 of validation."""
     day_before = datetime.combine(deadline.date() - timedelta(days=1), datetime.min.time(), timezone.utc)
     delivery = {"at": "23:59", "timezone": "UTC", "days_after": 1, "validation_seconds": 300}
-    fake.tasks[dag_id] = [
-        {
-            "task_id": "extract",
-            "downstream_task_ids": ["publish"],
-            "trigger_rule": "all_success",
-            "params": {},
-        },
-        {
-            "task_id": "publish",
-            "downstream_task_ids": [],
-            "trigger_rule": "all_success",
-            "params": {DELIVERY_PARAM: {"value": delivery, "source": "task"}},
-        },
-    ]
-    fake.successes[dag_id] = [
-        {"task_id": "extract", "state": "success", "duration": 1200},
-        {"task_id": "publish", "state": "success", "duration": 600},
-    ]
+    fake.extract_then_publish(dag_id, delivery, extract_seconds=1200, publish_seconds=600)
     fake.runs[(dag_id, "r1")] = {"data_interval_end": day_before.isoformat()}
 
 
