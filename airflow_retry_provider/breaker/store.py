@@ -178,16 +178,31 @@ class BreakerStore(Store):
 
     def get(self, dependency: str) -> Breaker:
         """The breaker of ``dependency`` (closed when it has never been written)."""
+        return self.peek(dependency)[0]
+
+    def peek(self, dependency: str) -> tuple[Breaker, datetime]:
+        """The breaker of ``dependency`` without a lock, and the database's clock."""
         with self.db.transaction() as cur:
             cur.execute(query("peek"), {"dependency": dependency})
             row = _one(cur)
-        return _breaker(row) if row else Breaker()
+            if not row:
+                cur.execute(query("now"))
+                return Breaker(), _one(cur)["now"]
+        return _breaker(row), row["now"]
 
     def admit(self, dependency: str, key: str, settings: BreakerSettings) -> Verdict:
-        """May task instance ``key`` use ``dependency`` now? Records a hold, or releases one."""
+        """May task instance ``key`` use ``dependency`` now? Records a hold, or releases one.
+
+        A hold lasts until the breaker's next probe (:func:`~airflow_retry_provider.policy.breaker.wake_at`):
+        the task held longest asks at the probe time, the others a slack later.
+        """
         with self.db.transaction() as cur:
             before, now = self._locked(cur, dependency)
-            admission, after = machine.admit(before, key, now, settings)
+            leads = True
+            if before.effective == machine.OPEN and before.forced is None:  # the held wake at the probe
+                cur.execute(query("leads"), {"dependency": dependency, "ti_key": key})
+                leads = bool(_one(cur)["leads"])
+            admission, after = machine.admit(before, key, now, settings, leads=leads)
             reason = f"{key} probes" if admission.kind == "probe" else admission.reason
             cur.execute(query("prune_holds"), {"dependency": dependency, "keep_seconds": KEEP_HOLDS_SECONDS})
             if admission.kind != "hold":  # released before the transition is told: a probe is not held
@@ -205,6 +220,26 @@ class BreakerStore(Store):
             hot = bool(_one(cur)["hot"]) or after.status != machine.CLOSED
         run_after_commit(later)
         return Verdict(admission, hot, held_since, expired)
+
+    def hold_failed_try(self, dependency: str, key: str, settings: BreakerSettings) -> Verdict | None:
+        """Hold task ``key`` whose try just failed unwell, when its breaker is open (Airflow 3.4's reschedule).
+
+        Counted as a hold of the outage (an attempt saved) and released like one; None when the
+        breaker would not hold that failure (:func:`~airflow_retry_provider.policy.breaker.holds_failed_try`).
+        """
+        with self.db.transaction() as cur:
+            before, now = self._locked(cur, dependency)
+            if not machine.holds_failed_try(before, key):
+                return None
+            leads = True
+            if before.status == machine.OPEN and before.forced is None:
+                cur.execute(query("leads"), {"dependency": dependency, "ti_key": key})
+                leads = bool(_one(cur)["leads"])
+            until = machine.wake_at(before, now, settings, leads=leads)
+            reason = f"held: the try failed while the breaker is {before.effective}; asking again at {until:%Y-%m-%dT%H:%M:%SZ}"
+            admission = Admission("hold", until, reason)
+            held_since, expired = self._hold(cur, dependency, key, admission, before, now, settings)
+        return Verdict(admission, True, held_since, expired)
 
     def _hold(
         self,
