@@ -204,5 +204,5 @@ def run_tries_query(conn: Any, dag_id: str, run_id: str) -> list[dict[str, Any]]
 
 
 def run_task_instances(conn: Any, dag_id: str, run_id: str) -> list[dict[str, Any]]:
-    """The live try of every task instance of one DAG run (psycopg ``conn``): ``id, task_id, map_index, state, try_number``."""
+    """The live try of every task instance of one DAG run (psycopg ``conn``): ``id, task_id, map_index, state, try_number, start_date``."""
     return _run_rows(conn, "run_task_instances", dag_id, run_id)
