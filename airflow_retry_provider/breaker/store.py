@@ -178,17 +178,17 @@ class BreakerStore(Store):
 
     def get(self, dependency: str) -> Breaker:
         """The breaker of ``dependency`` (closed when it has never been written)."""
-        return self.peek(dependency)[0]
-
-    def peek(self, dependency: str) -> tuple[Breaker, datetime]:
-        """The breaker of ``dependency`` without a lock, and the database's clock."""
         with self.db.transaction() as cur:
             cur.execute(query("peek"), {"dependency": dependency})
             row = _one(cur)
-            if not row:
-                cur.execute(query("now"))
-                return Breaker(), _one(cur)["now"]
-        return _breaker(row), row["now"]
+        return _breaker(row) if row else Breaker()
+
+    def _leads(self, cur: Any, dependency: str, key: str, breaker: Breaker) -> bool:
+        """Whether ``key`` would be the longest held of an open breaker (it asks at the probe time)."""
+        if breaker.status != machine.OPEN or breaker.forced is not None:
+            return True  # no probe time to share out
+        cur.execute(query("leads"), {"dependency": dependency, "ti_key": key})
+        return bool(_one(cur)["leads"])
 
     def admit(self, dependency: str, key: str, settings: BreakerSettings) -> Verdict:
         """May task instance ``key`` use ``dependency`` now? Records a hold, or releases one.
@@ -198,10 +198,7 @@ class BreakerStore(Store):
         """
         with self.db.transaction() as cur:
             before, now = self._locked(cur, dependency)
-            leads = True
-            if before.effective == machine.OPEN and before.forced is None:  # the held wake at the probe
-                cur.execute(query("leads"), {"dependency": dependency, "ti_key": key})
-                leads = bool(_one(cur)["leads"])
+            leads = self._leads(cur, dependency, key, before)
             admission, after = machine.admit(before, key, now, settings, leads=leads)
             reason = f"{key} probes" if admission.kind == "probe" else admission.reason
             cur.execute(query("prune_holds"), {"dependency": dependency, "keep_seconds": KEEP_HOLDS_SECONDS})
@@ -231,12 +228,11 @@ class BreakerStore(Store):
             before, now = self._locked(cur, dependency)
             if not machine.holds_failed_try(before, key):
                 return None
-            leads = True
-            if before.status == machine.OPEN and before.forced is None:
-                cur.execute(query("leads"), {"dependency": dependency, "ti_key": key})
-                leads = bool(_one(cur)["leads"])
-            until = machine.wake_at(before, now, settings, leads=leads)
-            reason = f"held: the try failed while the breaker is {before.effective}; asking again at {until:%Y-%m-%dT%H:%M:%SZ}"
+            until = machine.wake_at(before, now, settings, leads=self._leads(cur, dependency, key, before))
+            reason = (
+                f"held: the try failed while the breaker is {before.effective}; "
+                f"asking again at {until:%Y-%m-%dT%H:%M:%SZ}"
+            )
             admission = Admission("hold", until, reason)
             held_since, expired = self._hold(cur, dependency, key, admission, before, now, settings)
         return Verdict(admission, True, held_since, expired)

@@ -17,9 +17,6 @@ SELECT dependency, status, cooldown_seconds, opened_at, probe_at, probe_key, pro
   FROM retry_breakers
  WHERE dependency = %(dependency)s;
 
--- name: now
-SELECT clock_timestamp() AS now;
-
 -- name: save
 UPDATE retry_breakers
    SET status = %(status)s,
