@@ -184,10 +184,32 @@ class ClassifiedRetryPolicy(RetryPolicy):
             )
             return RetryDecision.fail(reason=reason[:MAX_REASON_CHARS])
         if isinstance(decision, Retry):
+            held = self._held(context, classification)
+            if held is not None:
+                metrics.decision(classification.failure_class, classification.category, "reschedule")
+                return held
             metrics.decision(classification.failure_class, classification.category, "retry")
             return RetryDecision.retry(delay=decision.delay, reason=reason)
         metrics.decision(classification.failure_class, decision.category, "dead_letter")
         return RetryDecision.fail(reason=reason)
+
+    def _held(self, context: Any, classification: Classification) -> RetryDecision | None:
+        """On Airflow 3.4, a retry of a guarded task whose dependency's breaker is open: rescheduled
+        until its next probe, no try spent, bounded by the breaker's ``max_hold_seconds`` (docs/BREAKER.md)."""
+        if not context:
+            return None
+        from airflow_retry_provider.breaker.guard import hold_failed_try
+
+        try:
+            hold = hold_failed_try(context, classification.category, classification.failure_class)
+        except Exception:  # the breaker never stops a decision by failing itself
+            log.warning("airflow-retry-provider: could not ask the breaker; the try is spent", exc_info=True)
+            return None
+        if hold is None:
+            return None
+        return RetryDecision.reschedule(  # type: ignore[attr-defined,unused-ignore]
+            hold.delay, reschedule_timeout=hold.max_hold, reason=storable(mask(hold.reason))
+        )
 
     def serialize(self) -> dict[str, Any]:
         return {

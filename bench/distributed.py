@@ -31,13 +31,7 @@ DAGS = Path(__file__).resolve().parent / "dags"
 DRAIN_RATIO_TARGET = 1.2
 LAG_TARGET_S = 0.5
 
-# try 1 (in the history) and try 2 (the task instance) of every mapped task of one run
-LAG_SQL = """
-SELECT h.end_date, coalesce(h.retry_delay_override, %(native_delay)s), t.start_date
-FROM task_instance_history h
-JOIN task_instance t USING (dag_id, run_id, task_id, map_index)
-WHERE h.dag_id = %(dag_id)s AND h.run_id = %(run_id)s AND h.try_number = 1 AND t.try_number = 2
-"""
+NATIVE_DELAY_S = 1.0  # the native DAGs' retry_delay: try 1 carries no override
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -52,13 +46,27 @@ def drain_seconds(run: dict[str, Any]) -> float:
 
 
 def retry_lags(metadata_dsn: str, run: dict[str, Any]) -> list[float]:
+    """How late try 2 of each task instance started after try 1's end plus its delay (seconds).
+
+    The tries are read through ``airflow_compat.run_tries_query``: 3.3 keeps try 1 in
+    ``task_instance_history``, 3.4 in an archived ``task_instance`` row.
+    """
     import psycopg
 
+    from airflow_retry_provider.airflow_compat import run_tries_query
+
     with psycopg.connect(metadata_dsn) as conn:
-        rows = conn.execute(
-            LAG_SQL, {"dag_id": run["dag_id"], "run_id": run["dag_run_id"], "native_delay": 1.0}
-        ).fetchall()
-    return [(start - (end + timedelta(seconds=delay))).total_seconds() for end, delay, start in rows]
+        rows = run_tries_query(conn, run["dag_id"], run["dag_run_id"])
+    tries = {(r["task_id"], r["map_index"], r["try_number"]): r for r in rows}
+    lags = []
+    for (task_id, map_index, number), first in tries.items():
+        second = tries.get((task_id, map_index, 2))
+        if number != 1 or second is None or first["end_date"] is None or second["start_date"] is None:
+            continue
+        delay = first["retry_delay_override"]
+        delay = NATIVE_DELAY_S if delay is None else float(delay)
+        lags.append((second["start_date"] - (first["end_date"] + timedelta(seconds=delay))).total_seconds())
+    return lags
 
 
 def letters_per_second(stack: Any, provider_dsn: str, timeout: float) -> tuple[int, float]:

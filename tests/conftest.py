@@ -90,6 +90,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if "airflow.settings" in sys.modules:  # close Airflow's pooled connections while the server is up:
         from airflow import settings  # its atexit dispose_orm would print a traceback after the stop
 
+        if getattr(settings, "async_engine", None) is not None:  # the api-server's routes, dag.test() on 3.4
+            # dispose_orm closes the async pool's connections without an event loop, which
+            # SQLAlchemy logs as MissingGreenlet for each: close them on a loop first
+            import asyncio
+
+            asyncio.run(settings.async_engine.dispose())
         settings.dispose_orm()
     server = _state.get("server")
     if server is not None:

@@ -8,7 +8,8 @@
   in the api-server) and :func:`run_tries_query` (SQL, for operator tools and tests) read both.
 - **Retry features.** 3.4 adds ``ChainRetryPolicy`` (:func:`chain_policy`, None on 3.3; a
   ``ClassifiedRetryPolicy`` may sit in one: :func:`policy_with` finds it) and keeps the policy's
-  reason on FAIL (:func:`keeps_reason_on_fail`). Its ``RetryAction.RESCHEDULE`` is not used yet.
+  reason on FAIL (:func:`keeps_reason_on_fail`); its ``RetryDecision.reschedule`` (no try spent)
+  holds a failure of a guarded task while its breaker is open (:func:`retry_policy_reschedules`).
 - **Clearing.** 3.4's ``clearTaskInstances`` takes ``keep_task_state``; 3.3 refuses it (422). The
   REST client asks the api-server which version it runs (:func:`keeps_task_state`).
 
@@ -74,6 +75,11 @@ def policy_with(task: Any, attribute: str) -> Any:
 
 def keeps_reason_on_fail() -> bool:
     """3.4 and later store the policy's reason when it decides FAIL; 3.3 stores none."""
+    return installed_version() >= (3, 4)
+
+
+def retry_policy_reschedules() -> bool:
+    """3.4 and later: a retry policy may answer ``RetryDecision.reschedule(...)`` (no try spent); 3.3 cannot."""
     return installed_version() >= (3, 4)
 
 
@@ -198,5 +204,5 @@ def run_tries_query(conn: Any, dag_id: str, run_id: str) -> list[dict[str, Any]]
 
 
 def run_task_instances(conn: Any, dag_id: str, run_id: str) -> list[dict[str, Any]]:
-    """The live try of every task instance of one DAG run (psycopg ``conn``): ``id, task_id, map_index, state, try_number``."""
+    """The live try of every task instance of one DAG run (psycopg ``conn``): ``id, task_id, map_index, state, try_number, start_date``."""
     return _run_rows(conn, "run_task_instances", dag_id, run_id)

@@ -39,14 +39,14 @@ FROM (
 ORDER BY task_id, map_index, try_number;
 
 -- name: run_task_instances_33
-SELECT id::text AS id, task_id, map_index, state, try_number
+SELECT id::text AS id, task_id, map_index, state, try_number, start_date
 FROM task_instance
 WHERE dag_id = %(dag_id)s AND run_id = %(run_id)s
 ORDER BY task_id, map_index;
 
 -- name: run_task_instances_34
 -- The live try of each task instance only (archived tries have working_set NULL).
-SELECT id::text AS id, task_id, region_index AS map_index, state, try_number
+SELECT id::text AS id, task_id, region_index AS map_index, state, try_number, start_date
 FROM task_instance
 WHERE dag_id = %(dag_id)s AND run_id = %(run_id)s AND working_set IS TRUE
 ORDER BY task_id, map_index;

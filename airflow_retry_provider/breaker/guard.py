@@ -23,12 +23,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_retry_provider import metrics
-from airflow_retry_provider.airflow_compat import policy_with
+from airflow_retry_provider.airflow_compat import policy_with, retry_policy_reschedules
 from airflow_retry_provider.callbacks import with_callback
 from airflow_retry_provider.policy.breaker import (
     UNWELL_CATEGORIES,
@@ -134,6 +135,52 @@ def on_success(context: Any) -> None:
         _store().record_success(dependency, key)
     except Exception:
         log.warning("breaker of %s: could not record a success", dependency, exc_info=True)
+
+
+@dataclass(frozen=True)
+class Hold:
+    """A failed try kept for after the outage: Airflow 3.4 reschedules the task without spending it.
+
+    :param delay: until the breaker's next probe (plus the slack), from now.
+    :param max_hold: the dependency's ``max_hold_seconds``: the reschedule's bound.
+    :param reason: one line for the task's log.
+    """
+
+    delay: timedelta
+    max_hold: timedelta
+    reason: str
+
+
+def hold_failed_try(context: Mapping[str, Any], category: str, failure_class: str) -> Hold | None:
+    """The hold for a failed try of a guarded task whose dependency's breaker is open, else None.
+
+    Only for an unwell failure (never poison) and only where Airflow can reschedule from a retry
+    policy (3.4, :func:`~airflow_retry_provider.airflow_compat.retry_policy_reschedules`); on 3.3
+    the try is spent, as before. The hold is recorded like one before a try (the recovered alert
+    counts it as an attempt saved). Never raises: when the breaker cannot be asked, None.
+    """
+    if not retry_policy_reschedules() or failure_class == "poison" or category not in UNWELL_CATEGORIES:
+        return None
+    guard_of = _guard_of(context.get("task"))
+    if guard_of is None or not guard_of.settings.enabled or "ti" not in context:
+        return None
+    key = ti_key(context)
+    try:
+        verdict = _store().hold_failed_try(guard_of.dependency, key, guard_of.settings)
+    except Exception:  # the breaker never stops work by failing itself
+        log.warning("breaker of %s: could not ask; the try is spent", guard_of.dependency, exc_info=True)
+        return None
+    if verdict is None or verdict.expired or verdict.admission.until is None:
+        return None  # closed, this task's own probe, or held its longest: the retry policy decides
+    metrics.incr("breaker", guard_of.dependency, "hold")
+    _verdicts.pop(key, None)
+    now = datetime.now(timezone.utc)
+    delay = max(verdict.admission.until - now, timedelta(seconds=1))
+    reason = (
+        f"dependency {guard_of.dependency!r} is down: {verdict.admission.reason} "
+        f"(no try spent; at most {guard_of.settings.max_hold_seconds} s held)"
+    )
+    return Hold(delay, timedelta(seconds=guard_of.settings.max_hold_seconds), reason)
 
 
 @dataclass(frozen=True)

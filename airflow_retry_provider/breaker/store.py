@@ -183,11 +183,23 @@ class BreakerStore(Store):
             row = _one(cur)
         return _breaker(row) if row else Breaker()
 
+    def _leads(self, cur: Any, dependency: str, key: str, breaker: Breaker) -> bool:
+        """Whether ``key`` would be the longest held of an open breaker (it asks at the probe time)."""
+        if breaker.status != machine.OPEN or breaker.forced is not None:
+            return True  # no probe time to share out
+        cur.execute(query("leads"), {"dependency": dependency, "ti_key": key})
+        return bool(_one(cur)["leads"])
+
     def admit(self, dependency: str, key: str, settings: BreakerSettings) -> Verdict:
-        """May task instance ``key`` use ``dependency`` now? Records a hold, or releases one."""
+        """May task instance ``key`` use ``dependency`` now? Records a hold, or releases one.
+
+        A hold lasts until the breaker's next probe (:func:`~airflow_retry_provider.policy.breaker.wake_at`):
+        the task held longest asks at the probe time, the others a slack later.
+        """
         with self.db.transaction() as cur:
             before, now = self._locked(cur, dependency)
-            admission, after = machine.admit(before, key, now, settings)
+            leads = self._leads(cur, dependency, key, before)
+            admission, after = machine.admit(before, key, now, settings, leads=leads)
             reason = f"{key} probes" if admission.kind == "probe" else admission.reason
             cur.execute(query("prune_holds"), {"dependency": dependency, "keep_seconds": KEEP_HOLDS_SECONDS})
             if admission.kind != "hold":  # released before the transition is told: a probe is not held
@@ -205,6 +217,25 @@ class BreakerStore(Store):
             hot = bool(_one(cur)["hot"]) or after.status != machine.CLOSED
         run_after_commit(later)
         return Verdict(admission, hot, held_since, expired)
+
+    def hold_failed_try(self, dependency: str, key: str, settings: BreakerSettings) -> Verdict | None:
+        """Hold task ``key`` whose try just failed unwell, when its breaker is open (Airflow 3.4's reschedule).
+
+        Counted as a hold of the outage (an attempt saved) and released like one; None when the
+        breaker would not hold that failure (:func:`~airflow_retry_provider.policy.breaker.holds_failed_try`).
+        """
+        with self.db.transaction() as cur:
+            before, now = self._locked(cur, dependency)
+            if not machine.holds_failed_try(before, key):
+                return None
+            until = machine.wake_at(before, now, settings, leads=self._leads(cur, dependency, key, before))
+            reason = (
+                f"held: the try failed while the breaker is {before.effective}; "
+                f"asking again at {until:%Y-%m-%dT%H:%M:%SZ}"
+            )
+            admission = Admission("hold", until, reason)
+            held_since, expired = self._hold(cur, dependency, key, admission, before, now, settings)
+        return Verdict(admission, True, held_since, expired)
 
     def _hold(
         self,

@@ -50,6 +50,12 @@ UNWELL_CATEGORIES = frozenset(
 )
 """Categories (docs/CLASSIFICATION.md) that say the dependency, not the work, is unwell."""
 
+WAKE_SLACK_SECONDS = 15
+"""How long after the next probe time a held task asks again (at most a cool-down): the probe runs
+first, so the others learn its outcome in one look; while a probe runs, how long a held task waits
+before it looks again. Held tasks thus start at most about this long (plus the scheduler's delay)
+after the breaker closes (docs/BREAKER.md, "When held tasks run again")."""
+
 
 class BreakerSettingsError(FieldError):
     """A breaker setting is out of range; ``path`` names the dependency."""
@@ -262,32 +268,77 @@ def after_other_failure(breaker: Breaker, key: str) -> Breaker:
     return breaker
 
 
-def admit(breaker: Breaker, key: str, now: datetime, settings: BreakerSettings) -> tuple[Admission, Breaker]:
+def wake_at(breaker: Breaker, now: datetime, settings: BreakerSettings, *, leads: bool = True) -> datetime:
+    """When a task held at ``now`` asks again: the breaker's next probe time, plus a bounded slack.
+
+    - forced open: a cool-down later (no probe is coming; a person hands it back);
+    - open: the task that ``leads`` (the longest held, which the store picks) at the probe time,
+      to be the probe; the others a slack later (:data:`WAKE_SLACK_SECONDS`, at most a
+      cool-down), when the probe has had time to end: they run if it closed the breaker, or are
+      held until the next probe if it failed, so each held task wakes once per probe;
+    - half-open (a probe runs): a slack later, never after the probe's claim lapses (then another
+      task may probe): a probe that runs longer than the slack costs its held tasks a look per slack;
+    - closed: now.
+
+    A held task waits for its breaker's next probe, not for a cool-down of its own: after a close
+    it starts within the slack, however long the cool-down has grown.
+    """
+    slack = timedelta(seconds=min(WAKE_SLACK_SECONDS, settings.cooldown_seconds))
+    if breaker.forced == "open":
+        return now + timedelta(seconds=settings.cooldown_seconds)
+    if breaker.status == OPEN:
+        probe_at = max(breaker.probe_at or now, now)
+        return probe_at if leads else probe_at + slack
+    if breaker.status == HALF_OPEN:
+        return min(breaker.probe_until or now + slack, now + slack)
+    return now
+
+
+def admit(
+    breaker: Breaker, key: str, now: datetime, settings: BreakerSettings, *, leads: bool = True
+) -> tuple[Admission, Breaker]:
     """May task ``key`` run now? The answer and the breaker after it (a probe claim changes it).
 
     Forced open: hold for a cool-down, then ask again. Forced closed or closed: run. Open before
-    ``probe_at``: hold until then. Open at or after ``probe_at``: this task becomes the probe
-    (half-open). Half-open: the probe itself may run again (it was retried); when its claim lapsed,
-    this task probes instead; otherwise hold for at most a cool-down, then ask again.
+    ``probe_at``: hold until the probe time (:func:`wake_at`: the task that ``leads`` at it, the
+    others a slack later). Open at or after ``probe_at``: this task becomes the probe (half-open).
+    Half-open: the probe itself may run again (it was retried); when its claim lapsed, this task
+    probes instead; otherwise hold for a slack, then ask again.
     """
     if not settings.enabled or breaker.forced == "closed":
         return Admission("run"), breaker
     if breaker.forced == "open":
-        until = now + timedelta(seconds=settings.cooldown_seconds)
-        return Admission("hold", until, "held: the breaker was forced open"), breaker
+        return Admission(
+            "hold", wake_at(breaker, now, settings), "held: the breaker was forced open"
+        ), breaker
     if breaker.status == CLOSED:
         return Admission("run"), breaker
     if breaker.status == OPEN:
         probe_at = breaker.probe_at or now
         if now < probe_at:
             reason = f"held: open since {_at(breaker.opened_at)}, next probe at {_at(probe_at)}"
-            return Admission("hold", probe_at, reason), breaker
+            return Admission("hold", wake_at(breaker, now, settings, leads=leads), reason), breaker
         return _probe(breaker, key, now, settings)
     # half-open
     if key == breaker.probe_key or breaker.probe_until is None or now >= breaker.probe_until:
         return _probe(breaker, key, now, settings)
-    until = min(breaker.probe_until, now + timedelta(seconds=max(breaker.cooldown_seconds, 1)))
+    until = wake_at(breaker, now, settings)
     return Admission("hold", until, f"held: a probe ({breaker.probe_key}) is running"), breaker
+
+
+def holds_failed_try(breaker: Breaker, key: str) -> bool:
+    """Whether task ``key``'s unwell failure can wait for the next probe instead of spending a try.
+
+    Airflow 3.4's ``RetryDecision.reschedule`` keeps the try; the task then asks the breaker
+    before it runs again. Yes while the breaker is open (forced or not), or half-open with another
+    task probing; never for the probe's own failure (it reopens the breaker through the failure
+    callback) nor while closed.
+    """
+    if breaker.forced == "closed":
+        return False
+    if breaker.effective == OPEN:
+        return True
+    return breaker.status == HALF_OPEN and breaker.probe_key is not None and breaker.probe_key != key
 
 
 def _probe(breaker: Breaker, key: str, now: datetime, settings: BreakerSettings) -> tuple[Admission, Breaker]:

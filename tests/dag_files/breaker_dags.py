@@ -95,3 +95,47 @@ with DAG(
 
     for made in (load_positions(), price_positions()):
         apply_capacity(apply_profile(made, "pipeline"), "positions_db", "light", dependencies=SHORT_HOLD)
+
+
+FAST_PROBE = BreakerSettings(
+    cooldown_seconds=2, max_cooldown_seconds=4, probe_seconds=60, max_hold_seconds=600
+)
+
+with DAG(
+    dag_id="breaker_fails_while_open",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
+    catchup=False,
+    tags=["test"],
+) as fails_while_open_dag:
+    from datetime import timedelta
+
+    from airflow_retry_provider.policy.backoff import Backoff
+    from airflow_retry_provider.retry_policy import ClassifiedRetryPolicy
+
+    @task(
+        retries=1,
+        retry_policy=ClassifiedRetryPolicy(
+            max_attempts=2, backoff=Backoff(base=timedelta(seconds=1), cap=timedelta(seconds=1))
+        ),
+    )
+    def read_while_the_breaker_opens() -> str:
+        """First run: the breaker opens while it runs (others' 503s), then its own call is refused.
+        Once the breaker has an outage, it is the probe, and the dependency answers."""
+        from airflow_retry_provider.breaker.store import BreakerStore
+
+        store = BreakerStore.from_conn_id()
+        if store.get("positions_db").opened_at is None:
+            for n in range(FAST_PROBE.min_failures):
+                store.record_failure(
+                    "positions_db", f"other/r/t{n}/-1", FAST_PROBE, unwell=True, reason="server-error"
+                )
+            raise ConnectionError("connection refused by positions_db")
+        return "read"
+
+    apply_capacity(
+        read_while_the_breaker_opens(),
+        "positions_db",
+        "light",
+        dependencies=DependencyMap.of(Dependency("positions_db", 2, breaker=FAST_PROBE)),
+    )

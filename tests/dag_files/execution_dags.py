@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from contextlib import closing
+from datetime import timedelta
 from typing import Any
 
 import pendulum
@@ -19,6 +20,8 @@ from airflow_retry_provider.identity import make_remote_job_id, make_work_unit_k
 from airflow_retry_provider.kill_switch import kill_switch, kill_switch_hook
 from airflow_retry_provider.operators import SqlTransformOperator
 from airflow_retry_provider.operators.remote_jobs import RemoteJob, RemoteJobOperator
+from airflow_retry_provider.policy.backoff import Backoff
+from airflow_retry_provider.policy.profiles import Profile
 
 START = pendulum.datetime(2026, 11, 1, tz="America/Sao_Paulo")
 JOB_PREFIX = "positions"
@@ -182,4 +185,24 @@ with _dag("remote_job_outcomes") as outcomes_dag:
         spec={"result": {"rows": 10}, "warnings": ["row 4: amount is null"]},
         validator=accept_few_warnings,
         retry_profile="report",
+    )
+
+
+REPLAY_PROFILE = Profile(
+    name="remote_replay",
+    max_attempts=1,
+    backoff=Backoff(base=timedelta(seconds=1), cap=timedelta(seconds=1)),
+    execution_timeout=timedelta(seconds=8),
+    description="one try: a timeout leaves the job's outcome unknown and files a letter at once",
+    safe_to_repeat=True,
+)
+
+with _dag("remote_job_replay") as remote_job_replay_dag:
+    # the job outlives the try (20 s against 8 s): the try times out with its outcome unknown, and
+    # a replay must reconnect to the job id it stored instead of submitting again
+    PgJobOperator(
+        task_id="long_job",
+        job_prefix=JOB_PREFIX,
+        spec={"result": {"rows": 3}, "run_seconds": 20},
+        retry_profile=REPLAY_PROFILE,
     )

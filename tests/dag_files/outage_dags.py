@@ -28,8 +28,9 @@ OUTAGE_PROFILE = Profile(
     description="three retries, 2 s then 4 s apart: about 10 s of retry budget",
     safe_to_repeat=True,
 )
+# the cool-down doubles to 80 s after three failed probes: held tasks must still start soon after the close
 BREAKER = BreakerSettings(
-    min_failures=3, cooldown_seconds=10, max_cooldown_seconds=20, probe_seconds=120, max_hold_seconds=900
+    min_failures=3, cooldown_seconds=10, max_cooldown_seconds=80, probe_seconds=120, max_hold_seconds=900
 )
 WITH_BREAKER = DependencyMap.of(Dependency(POOL, 8, breaker=BREAKER))
 WITHOUT_BREAKER = DependencyMap.of(Dependency(POOL, 8))

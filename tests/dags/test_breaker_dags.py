@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from airflow_retry_provider.airflow_compat import run_task_instances
+from airflow_retry_provider.airflow_compat import retry_policy_reschedules, run_task_instances
 from airflow_retry_provider.breaker.store import BreakerStore
 from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.policy.breaker import CLOSED, HALF_OPEN, OPEN
@@ -65,6 +65,20 @@ def test_a_task_held_past_max_hold_fails_at_once_without_a_retry(airflow_db, pro
     assert (ti.state, ti.try_number) == ("failed", 1)
     assert reschedules("breaker_outage", run.run_id)[("read_positions_during_outage", -1)] >= 1
     assert store.statuses()[0].held == 0
+
+
+def test_a_try_that_fails_while_the_breaker_is_open_is_kept_on_3_4(airflow_db, provider_conn):
+    """3.4: the unwell failure while open is rescheduled (try 1 kept, a hold of the outage); 3.3 spends it (try 2)."""
+    store = BreakerStore.from_dsn(provider_conn)
+    run = breaker_dags.fails_while_open_dag.test()
+    [ti] = run.get_task_instances()
+    kept = retry_policy_reschedules()
+    assert (ti.state, ti.try_number) == ("success", 1 if kept else 2)
+    [outage] = store.outages("positions_db")
+    assert outage.closed_at is not None
+    if kept:
+        assert reschedules("breaker_fails_while_open", run.run_id)[("read_while_the_breaker_opens", -1)] >= 1
+        assert outage.holds >= 1  # the kept try is an attempt saved
 
 
 def test_letters_filed_during_an_outage_name_the_dependency_and_group_under_it(airflow_db, provider_conn):

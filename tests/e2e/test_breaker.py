@@ -7,6 +7,8 @@ with a breaker and one DAG without it run through the same outage, with the same
 (about 10 s of retry budget). Without the breaker every task spends its four tries and becomes a
 letter; with it, no task spends its whole budget (tries fail only before the breaker opens, or as
 a probe), none becomes a letter, and the breaker's history is one outage: closed -> open -> ... -> closed.
+The held tasks wait for the breaker's next probe, not for a cool-down of their own: each of them
+has its successful call within 30 s of the close.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class PartnerService:
         self.first_call_at = 0.0
         self.down_until = 0.0
         self.calls: Counter[str] = Counter()
+        self.answered_at: dict[str, float] = {}  # path -> wall-clock time of its last 200
         service = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -48,6 +51,8 @@ class PartnerService:
                 service.calls[dag_id] += 1
                 if service.down and not service.first_call_at:
                     service.first_call_at = time.monotonic()
+                if not service.down:
+                    service.answered_at[self.path] = time.time()
                 self.send_response(503 if service.down else 200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -143,9 +148,20 @@ def test_an_outage_is_held_with_the_breaker_and_burns_every_retry_without_it(e2e
     statuses = [(e.from_status, e.to_status) for e in events]
     assert statuses[0] == (CLOSED, OPEN) and statuses[-1] == (HALF_OPEN, CLOSED)
     assert all(to != CLOSED for _, to in statuses[:-1])  # one outage, one recovery
+    # the held tasks start soon after the close, whatever the cool-down has grown to (up to 80 s
+    # here): each task's successful call is within 30 s of it (before #43, up to a cool-down)
+    closed_at = events[-1].at.timestamp()
+    late = {
+        path: round(at - closed_at)
+        for path, at in partner.answered_at.items()
+        if path.split("/")[1] in BREAKER_DAGS and at - closed_at > 30
+    }
+    assert not late, late
     assert store.get(POOL).status == CLOSED and store.statuses()[0].held == 0
     attempts = {dag_id: partner.calls[dag_id] for dag_id in (*BREAKER_DAGS, "outage_retries")}
+    last_start = max(at for path, at in partner.answered_at.items() if path.split("/")[1] in BREAKER_DAGS)
     print(
-        f"\ncalls to the partner: {attempts}; drained {drained_after:.0f} s after recovery; probes {sum(probes.values())}"
+        f"\ncalls to the partner: {attempts}; drained {drained_after:.0f} s after recovery; probes {sum(probes.values())}; "
+        f"last held task answered {last_start - closed_at:.0f} s after the close"
     )
     assert all(attempts[d] < attempts["outage_retries"] for d in BREAKER_DAGS), attempts

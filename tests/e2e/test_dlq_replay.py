@@ -39,6 +39,7 @@ SWEEPER_DAG = "dead_letter_sweeper"
 SWEEP_TARGET_DAG = "dlq_sweep_target"
 RUNNING_DAG = "dlq_running_target"
 RELEASE_VARIABLE = "dlq_running_target_release"
+REMOTE_JOB_DAG = "remote_job_replay"
 READER = "reader"
 
 
@@ -462,3 +463,31 @@ def _replay_through_plugin(env: Env, letter_id: int, reason: str, fix_version: s
         job = env.stack.api("GET", f"/retry-provider/api/jobs/{job['id']}")
     assert job["finished"] and job["error"] is None, job
     return dict(job)
+
+
+def test_a_replay_reconnects_to_the_remote_job_its_try_stored(env: Env):
+    """A remote job outlives its only try (timed out, outcome unknown, a letter); its replay reads the job id the try stored and submits nothing."""
+    from tests.dag_files.execution_dags import JOB_SERVICE_SQL
+
+    with psycopg.connect(env.provider_dsn) as conn:
+        conn.execute(JOB_SERVICE_SQL)
+    run_id = env.trigger(REMOTE_JOB_DAG)
+    assert env.stack.wait_for_run(REMOTE_JOB_DAG, run_id, timeout=240)["state"] == "failed"
+    letter = env.wait_letter_of(REMOTE_JOB_DAG, "long_job", lambda lt: lt.status == "dlq", run_id)
+    env.wait_ti(REMOTE_JOB_DAG, run_id, "long_job", "failed", 1)
+    with psycopg.connect(env.provider_dsn) as conn:  # the job finishes after the try gave up on it
+        [(job_id, wait)] = conn.execute(
+            "SELECT job_id, greatest(0, extract(epoch FROM finishes_at - clock_timestamp()))::float "
+            "FROM test_job_service WHERE submitted_by = 'long_job#1'"
+        ).fetchall()
+    time.sleep(wait + 1)
+    _replay_through_plugin(env, letter.id, "the job outlived the try", "v1")
+    resolved = env.wait_letter(letter.id, lambda lt: lt.status != "replaying")
+    assert resolved.status == "resolved", resolved
+    assert env.ti(REMOTE_JOB_DAG, run_id, "long_job")["state"] == "success"
+    with psycopg.connect(env.provider_dsn) as conn:
+        jobs = conn.execute("SELECT job_id, submitted_by, refused FROM test_job_service").fetchall()
+    # one job, submitted by the first try; the replay reconnected to the id it stored (Airflow 3.4
+    # keeps task state only when asked: keep_task_state=true) instead of submitting it again (a
+    # 409 would be counted as refused)
+    assert jobs == [(job_id, "long_job#1", 0)]

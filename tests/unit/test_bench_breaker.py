@@ -71,6 +71,10 @@ def test_an_outage_held_within_every_target_is_five_oks(modules):
         ({"failed_tries": 105}, ["OK", "MISSED", "OK", "OK", "OK"]),
         # the drain after recovery past 1.5x the no-outage drain (50 s)
         ({"after_recovery": 76.0}, ["OK", "OK", "OK", "OK", "MISSED"]),
+        # held tasks started within 30 s of the close: a sixth verdict, OK
+        ({"last_start_after_close": 12.0}, ["OK", "OK", "OK", "OK", "OK", "OK"]),
+        # the last held task waited a cool-down of its own after the close (the 121 s)
+        ({"last_start_after_close": 121.0}, ["OK", "OK", "OK", "OK", "OK", "MISSED"]),
     ],
 )
 def test_each_target_fails_on_its_own_figure(modules, figures, verdicts):

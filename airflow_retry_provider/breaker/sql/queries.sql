@@ -67,6 +67,22 @@ ON CONFLICT (dependency, ti_key)
 DO UPDATE SET held_until = EXCLUDED.held_until, holds = retry_breaker_holds.holds + 1
 RETURNING held_since, holds;
 
+-- Whether task ti_key leads the held tasks of a dependency: no other hold, still waiting to ask
+-- again, was held before it (its own hold's start, or now for a new one; ties by key). The
+-- leader asks at the probe time and the others a slack later (policy/breaker.py, wake_at).
+-- name: leads
+SELECT NOT EXISTS (
+    SELECT 1 FROM retry_breaker_holds o
+     WHERE o.dependency = %(dependency)s
+       AND o.ti_key <> %(ti_key)s
+       AND o.held_until >= clock_timestamp()
+       AND (o.held_since, o.ti_key) < (
+               coalesce((SELECT h.held_since FROM retry_breaker_holds h
+                          WHERE h.dependency = %(dependency)s AND h.ti_key = %(ti_key)s),
+                        clock_timestamp()),
+               %(ti_key)s)
+) AS leads;
+
 -- name: held_since
 SELECT held_since FROM retry_breaker_holds WHERE dependency = %(dependency)s AND ti_key = %(ti_key)s;
 

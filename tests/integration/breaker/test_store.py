@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import multiprocessing
+from datetime import timedelta
 
 import psycopg
 import pytest
 
 from airflow_retry_provider.breaker.store import BreakerStore
-from airflow_retry_provider.policy.breaker import CLOSED, HALF_OPEN, OPEN, BreakerSettings
+from airflow_retry_provider.policy.breaker import (
+    CLOSED,
+    HALF_OPEN,
+    OPEN,
+    WAKE_SLACK_SECONDS,
+    BreakerSettings,
+)
 
 FAST = BreakerSettings(enabled=True, cooldown_seconds=1, max_cooldown_seconds=4, probe_seconds=30)
 
@@ -85,6 +92,19 @@ def test_the_probe_closes_it_and_releases_the_holds(pg_dsn):
     assert store.statuses()[0].held == 0
     history = [(e.from_status, e.to_status) for e in reversed(store.events("positions_db"))]
     assert history == [(CLOSED, OPEN), (OPEN, HALF_OPEN), (HALF_OPEN, CLOSED)]
+
+
+def test_held_tasks_wake_at_the_next_probe_the_longest_held_first(pg_dsn):
+    """Open: the longest-held task asks again at the probe time, the others the slack after it; a long cool-down changes neither."""
+    store = BreakerStore.from_dsn(pg_dsn)
+    slow = BreakerSettings(enabled=True, cooldown_seconds=600, max_cooldown_seconds=1800)
+    open_breaker(store, settings=slow)
+    probe_at = store.get("positions_db").probe_at
+    first = store.admit("positions_db", "first/r/t/-1", slow).admission
+    second = store.admit("positions_db", "second/r/t/-1", slow).admission
+    again = store.admit("positions_db", "first/r/t/-1", slow).admission  # asking again keeps its place
+    assert (first.until, again.until) == (probe_at, probe_at)
+    assert second.until == probe_at + timedelta(seconds=WAKE_SLACK_SECONDS)
 
 
 def test_a_failed_probe_reopens_with_the_cooldown_doubled(pg_dsn):

@@ -48,7 +48,7 @@ def test_a_tripped_window_opens_the_breaker_until_its_cooldown():
 
 
 def test_exactly_one_probe_after_the_cooldown_and_others_wait_for_it():
-    """The first task after the cool-down probes (half-open); a second is held for at most a cool-down."""
+    """The first task after the cool-down probes (half-open); a second is held for the slack, not a cool-down."""
     admission, half = machine.admit(opened(), "a", at(60), S)
     assert (admission.kind, half.status, half.probe_key, half.probe_until) == (
         "probe",
@@ -57,9 +57,99 @@ def test_exactly_one_probe_after_the_cooldown_and_others_wait_for_it():
         at(960),
     )
     other, same = machine.admit(half, "b", at(61), S)
-    assert (other.kind, other.until, same) == ("hold", at(121), half)
+    assert (other.kind, other.until, same) == ("hold", at(61 + machine.WAKE_SLACK_SECONDS), half)
     again, _ = machine.admit(half, "a", at(62), S)  # the probe itself, retried, may run
     assert again.kind == "probe"
+
+
+@pytest.mark.parametrize(
+    ("breaker", "now", "leads", "expected"),
+    [
+        # open: the longest-held task wakes at the probe time, to be the probe ...
+        (Breaker(OPEN, 60, T0, at(60)), at(10), True, at(60)),
+        # ... the others a slack later, when the probe has had time to end
+        (Breaker(OPEN, 60, T0, at(60)), at(10), False, at(75)),
+        # after two failed probes the cool-down is 240 s: still the next probe, not a cool-down of its own
+        (Breaker(OPEN, 240, T0, at(500)), at(300), False, at(515)),
+        # a cool-down shorter than the slack bounds it
+        (Breaker(OPEN, 5, T0, at(5)), at(1), False, at(10)),
+        # half-open: look again after the slack, whatever the cool-down
+        (Breaker(HALF_OPEN, 1800, T0, None, "p", at(900)), at(100), True, at(115)),
+        # half-open: never after the probe's claim lapses (then another task may probe)
+        (Breaker(HALF_OPEN, 60, T0, None, "p", at(105)), at(100), False, at(105)),
+        # forced open: no probe is coming; a cool-down of the settings
+        (Breaker(OPEN, 60, T0, at(60), forced="open"), at(10), True, at(70)),
+        # closed: nothing to wait for
+        (Breaker(), at(10), False, at(10)),
+    ],
+)
+def test_a_held_task_wakes_at_the_next_probe_plus_a_bounded_slack(breaker, now, leads, expected):
+    """A held task's wake time follows the breaker's next probe (plus at most the slack), never a growing cool-down."""
+    settings = BreakerSettings(cooldown_seconds=min(breaker.cooldown_seconds or 60, 60))
+    assert machine.wake_at(breaker, now, settings, leads=leads) == expected
+
+
+def test_an_outage_releases_every_held_task_within_30_s_of_the_close_with_one_look_per_probe():
+    """A 90 s outage, 20 held tasks, 3 s probes: the probe at 60 s fails, the one at about 183 s closes; all start within 30 s, one look per probe."""
+    breaker = opened()
+    wake = {task: at(1) for task in range(20)}  # each asks first at 1 s
+    looks = dict.fromkeys(range(20), 0)
+    started: dict[int, datetime] = {}
+    probe: tuple[int, datetime] | None = None  # the task probing and when it started
+    closed_at = None
+    for second in range(2, 600):
+        now = at(second)
+        if probe is not None and now - probe[1] >= timedelta(seconds=3):  # the probe ends
+            key = str(probe[0])
+            if now >= at(90):  # the service is back
+                breaker, closed_at = machine.after_success(breaker, key), now
+                started[probe[0]] = probe[1]
+            else:
+                breaker = machine.after_failure(breaker, Window(1, 1), now, S, key=key)
+                wake[probe[0]] = now  # its retry asks again at once (and is held)
+            probe = None
+        held = sorted(task for task in wake if task not in started and (probe is None or task != probe[0]))
+        for task in held:
+            if wake[task] > now:
+                continue
+            looks[task] += 1
+            # the store's leader: the longest held (here the lowest number still held)
+            admission, breaker = machine.admit(breaker, str(task), now, S, leads=task == held[0])
+            if admission.kind == "hold":
+                wake[task] = admission.until
+            elif admission.kind == "probe":
+                probe = (task, now)
+            else:
+                started[task] = now
+        if len(started) == 20:
+            break
+    assert closed_at is not None and len(started) == 20
+    assert max(started.values()) - closed_at <= timedelta(seconds=30)
+    # its first ask, then one look per probe (two probes); the first probe's task asks once more for its retry
+    assert max(looks[task] for task in range(1, 20)) == 1 + 2
+    assert looks[0] == 1 + 2 + 1
+
+
+@pytest.mark.parametrize(
+    ("breaker", "held"),
+    [
+        # open: the failed try waits for the next probe
+        (Breaker(OPEN, 60, T0, at(60)), True),
+        # forced open: the same
+        (Breaker(CLOSED, forced="open"), True),
+        # half-open, another task probes: this one started before the outage and waits too
+        (Breaker(HALF_OPEN, 60, T0, None, "other", at(900)), True),
+        # the probe's own failure must reach the failure callback (it reopens the breaker)
+        (Breaker(HALF_OPEN, 60, T0, None, "me", at(900)), False),
+        # closed: the retry policy decides, as on 3.3 (this failure may be the one that opens it)
+        (Breaker(), False),
+        # forced closed: work runs whatever the window says
+        (Breaker(OPEN, 60, T0, at(60), forced="closed"), False),
+    ],
+)
+def test_which_failed_tries_the_breaker_holds(breaker, held):
+    """A failed try is held (3.4's reschedule) while the breaker is open, never the probe's own nor while closed."""
+    assert machine.holds_failed_try(breaker, "me") is held
 
 
 def test_the_probe_success_closes_and_its_failure_doubles_the_cooldown_up_to_the_cap():
