@@ -16,7 +16,7 @@ the at-risk mail within ``MAIL_TARGET`` seconds of the failure ("within a few se
 naming the latest replay time (not "lost": the deadline was far enough); Airflow's alert, by design,
 only at or after the deadline.
 
-Run: ``.venv/bin/python bench/impact.py [--lead 480]``.
+Run: ``.venv/bin/python bench/impact.py [--lead 540]``.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def main() -> int:
     parser.add_argument(
         "--lead",
         type=int,
-        default=480,
+        default=540,
         help="seconds from the run's logical date (the bench's start) to the deadline; the stack's start "
         "and the failure must fit before the deadline less the replay path (3 min)",
     )
