@@ -221,9 +221,10 @@ def _letter_of(airflow, run_id: str) -> tuple[int, str]:
 
 
 def _failed_at(airflow, run_id: str) -> float:
-    """When ``impact_chain.extract`` of ``run_id`` failed (its end date in Airflow), epoch seconds."""
+    """When the failing try of ``impact_chain.extract`` in ``run_id`` started (it raises at once), epoch
+    seconds; not its end date, which Airflow stamps after the failure callback that sends the mail."""
     ti = airflow.stack.api("GET", f"/api/v2/dags/impact_chain/dagRuns/{run_id}/taskInstances/extract")
-    return datetime.fromisoformat(ti["end_date"]).timestamp()
+    return datetime.fromisoformat(ti["start_date"]).timestamp()
 
 
 def _at_risk_subject(latest: datetime, deadline: datetime, name: str) -> str:
