@@ -48,6 +48,9 @@ TARGETS = {
     "breaker.py": "an outage of one dependency under 100 task instances in 4 DAGs: with the breaker at most one "
     "failed try per task plus the probes, no letter, one down and one recovered alert, drain after recovery "
     "<= 1.5x a drain with no outage; without it, the same outage's letters and tries beside (issue 28)",
+    "impact.py": "one poison failure in a chain whose last task delivers by a deadline: the delivery-at-risk mail "
+    "within 10 s of the failure, naming the latest replay time, beside Airflow's own DeadlineAlert on the same "
+    "run and instant, which fires only at the deadline (issue 48)",
 }
 # scripts run more than once, with these arguments (the same figures for each executor)
 ARGUMENTS = {

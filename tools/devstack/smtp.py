@@ -23,15 +23,18 @@ class _Keep:
         message = email.message_from_bytes(envelope.content, policy=email.policy.default)
         with self.sink.lock:
             self.sink.messages.append(message)
+            self.sink.received.append(time.time())
         return "250 OK"
 
 
 class SmtpSink:
-    """Start with ``start()``; ``messages`` are parsed e-mails; ``connection_uri`` is for Airflow."""
+    """Start with ``start()``; ``messages`` are parsed e-mails, ``received`` when each arrived (epoch
+    seconds); ``connection_json()`` is for Airflow."""
 
     def __init__(self) -> None:
         self.port = free_port()
         self.messages: list[EmailMessage] = []
+        self.received: list[float] = []
         self.lock = threading.Lock()
         self.controller = Controller(_Keep(self), hostname="127.0.0.1", port=self.port)
 
@@ -56,6 +59,11 @@ class SmtpSink:
     def subjects(self) -> list[str]:
         with self.lock:
             return [str(m["Subject"]) for m in self.messages]
+
+    def received_at(self, index: int) -> float:
+        """When message ``index`` arrived (epoch seconds)."""
+        with self.lock:
+            return self.received[index]
 
     def body(self, index: int) -> str:
         with self.lock:
