@@ -13,7 +13,7 @@ sync decides from Airflow's state (resolved, filed again, or back to ``dlq``).
 A job with a canary (``canary_position``) clears that letter first and waits for its replay's
 outcome, asking Airflow about that letter only (``OutcomeSync.sync_letter``: one REST call a look)
 every few seconds, until ``replay_canary_timeout_seconds``:
-success lets the rest follow at the rising pace (``jobs.PACE_STEPS``), failure or no answer in time
+success lets the rest follow at the rising pace (``decide.PACE_STEPS``), failure or no answer in time
 stops the job with the other letters untouched in ``dlq``. ``decide.STOP_AFTER_FAILURES`` failed
 replays in a row stop it part-way. All of it is read from the job's row, so any driver continues
 it. The verdicts are ``dlq/decide.py``'s (``canary_verdict``, ``stop_rule``, ``claim_refusal``):
@@ -31,8 +31,14 @@ import uuid
 from collections.abc import Callable, Sequence
 
 from airflow_retry_provider.dlq import announce
-from airflow_retry_provider.dlq.decide import Canary, canary_verdict, claim_refusal, stop_rule
-from airflow_retry_provider.dlq.jobs import PACE_STEPS, JobStore, step_rate
+from airflow_retry_provider.dlq.decide import (
+    PACE_STEPS,
+    Canary,
+    canary_verdict,
+    claim_refusal,
+    step_rate,
+    stop_rule,
+)
 from airflow_retry_provider.dlq.models import (
     JobItem,
     Letter,
@@ -43,7 +49,7 @@ from airflow_retry_provider.dlq.models import (
     ReplayResult,
 )
 from airflow_retry_provider.dlq.replay import DEFAULT_SELECTION_LIMIT, ReplayEngine
-from airflow_retry_provider.dlq.store import LetterFilter
+from airflow_retry_provider.dlq.store import JobStore, LetterFilter
 from airflow_retry_provider.dlq.sync import OutcomeSync, PageBudget
 from airflow_retry_provider.hooks.airflow_api import AirflowApi
 from airflow_retry_provider.policy import redact

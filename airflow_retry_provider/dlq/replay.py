@@ -16,7 +16,7 @@ Replays are only ever started by a person (UI, JSON API, CLI): each becomes a jo
 
 The task's own callbacks then resolve the letter (success) or file it again (failure: back to
 ``dlq`` with ``replay_count + 1``, ``parked`` at the cap); ``dlq/sync.py`` decides the rest from
-Airflow's state. Park, dismiss and purge are the store's (``dlq/store.py``). Every change is an
+Airflow's state. Park, dismiss and purge are the store's (``dlq/store/letters.py``). Every change is an
 event in the letter's history.
 """
 

@@ -1,8 +1,9 @@
-"""Replay jobs as rows: create, read, claim with a lease, cancel, stop. Any process reads the same job.
+"""Replay jobs and their items as rows: create, read, claim with a lease, cancel, stop. Any process reads the same job.
 
 A job of more than one letter may start with a canary (:meth:`JobStore.create`): the driver clears
 that one letter first and waits for its outcome (``dlq/driver.py``); what it waits for, until when,
-and why a job stopped are columns of the job, so any driver continues where another left off.
+and why a job stopped are columns of the job, so any driver continues where another left off. The
+rising pace after the canary and the stop rule are ``dlq/decide.py``'s.
 """
 
 from __future__ import annotations
@@ -12,7 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_retry_provider.database import ProviderDatabase, Store
-from airflow_retry_provider.dlq.decide import STOP_AFTER_FAILURES, CanaryState, failures_in_a_row
+from airflow_retry_provider.dlq.decide import (
+    STOP_AFTER_FAILURES,
+    CanaryState,
+    failures_in_a_row,
+    pace_steps_json,
+)
 from airflow_retry_provider.dlq.models import (
     JobItem,
     Letter,
@@ -159,29 +165,6 @@ class JobView:
             "wait_until": job.canary_until.isoformat() if job.canary_until else None,
             "succeeded_at": job.paced_since.isoformat() if job.paced_since else None,
         }
-
-
-PACE_STEPS: tuple[tuple[int, int], ...] = ((1, 1), (5, 5))
-"""After the canary succeeds the rest follow at a rising pace: each ``(clears, clears per minute)``
-step in turn (one letter at 1/min, then five at 5/min), then the configured pace, never above it. A
-failed replay of the job starts the steps again from the first; ``STOP_AFTER_FAILURES`` failed
-replays in a row stop the job (``dlq/decide.py``)."""
-
-
-def step_rate(step_clears: int, configured: int, steps: Sequence[tuple[int, int]] = PACE_STEPS) -> int:
-    """The clears per minute for the next clear, ``step_clears`` clears into the rising pace (at most ``configured``)."""
-    passed = 0
-    for clears, rate in steps:
-        passed += clears
-        if step_clears < passed:
-            return min(rate, configured)
-    return configured
-
-
-def pace_steps_json(steps: Sequence[tuple[int, int]] = PACE_STEPS) -> list[dict[str, Any]]:
-    return [{"clears": clears, "per_minute": rate} for clears, rate in steps] + [
-        {"clears": None, "per_minute": "configured"}
-    ]
 
 
 class JobStore(Store):

@@ -1,0 +1,22 @@
+"""The queue's store: the one owner of ``dlq/sql/queries.sql``; every statement on letters, replays, jobs and items.
+
+By table: ``letters`` (:class:`DeadLetterStore`: filing, reading, settling a letter, the sweeper's
+reads), ``replays`` (:class:`ReplayStore`: the claim, its clear's answer, a late clear, the sync's
+pages of claims) and ``jobs`` (:class:`JobStore`: jobs and their items). Each public method is one
+transaction, or takes the caller's cursor (``record``) so an atomic step stays one transaction.
+The loops above (``replay``, ``sync``, ``driver``, ``sweeper``) run no SQL of their own.
+"""
+
+from airflow_retry_provider.dlq.store.jobs import JobError, JobStore, JobView, Verdict
+from airflow_retry_provider.dlq.store.letters import DeadLetterStore, FileResult, LetterFilter, StoredImpact
+
+__all__ = [
+    "DeadLetterStore",
+    "FileResult",
+    "JobError",
+    "JobStore",
+    "JobView",
+    "LetterFilter",
+    "StoredImpact",
+    "Verdict",
+]
