@@ -1,7 +1,7 @@
 -- 0008: the provider notices a possible fix (issue 29 item 2). The sweeper keeps the newest version
 -- Airflow has of each DAG with open letters, and one notice per DAG version and root-cause group
 -- whose letters failed on an older one: the fix-deployed alert is queued with the notice, once.
--- Both are the sweeper's (dlq/store/letters.py); rows of DAGs and groups with no open letter left are
+-- Both are the sweeper's (dlq/store.py); rows of DAGs and groups with no open letter left are
 -- deleted by the same sweep, so nothing here outlives the letters it is about.
 
 CREATE TABLE IF NOT EXISTS retry_dag_versions (
