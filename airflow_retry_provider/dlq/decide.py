@@ -375,3 +375,17 @@ def pace_steps_json(steps: Sequence[tuple[int, int]] = PACE_STEPS) -> list[dict[
     return [{"clears": clears, "per_minute": rate} for clears, rate in steps] + [
         {"clears": None, "per_minute": "configured"}
     ]
+
+
+def pace_wait(clears: int, window_wait: float, since_last: float, rate_per_minute: int) -> float:
+    """Seconds to wait for the deployment's pace before a claim; 0 when a slot is free now.
+
+    At most ``rate_per_minute`` clears in any 60 seconds (``clears`` in the window, the slot freeing
+    in ``window_wait`` seconds), spaced at least ``60 / rate_per_minute`` seconds apart (the last
+    ``since_last`` seconds ago): no burst on a dependency that just recovered. A wait is never
+    shorter than 0.05 seconds.
+    """
+    wait = 60.0 / rate_per_minute - since_last
+    if clears >= rate_per_minute:
+        wait = max(wait, window_wait)
+    return max(0.05, wait) if wait > 0 else 0.0

@@ -9,6 +9,7 @@ The loops above (``replay``, ``sync``, ``driver``, ``sweeper``) run no SQL of th
 
 from airflow_retry_provider.dlq.store.jobs import JobError, JobStore, JobView, Verdict
 from airflow_retry_provider.dlq.store.letters import DeadLetterStore, FileResult, LetterFilter, StoredImpact
+from airflow_retry_provider.dlq.store.replays import ReplayStore
 
 __all__ = [
     "DeadLetterStore",
@@ -17,6 +18,7 @@ __all__ = [
     "JobStore",
     "JobView",
     "LetterFilter",
+    "ReplayStore",
     "StoredImpact",
     "Verdict",
 ]

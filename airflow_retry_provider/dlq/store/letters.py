@@ -276,6 +276,32 @@ class DeadLetterStore(Store):
                 },
             )
 
+    def resting_letters_due(
+        self, since: datetime, limit: int, dag_ids: Sequence[str] | None = None
+    ) -> builtins.list[Letter]:
+        """Letters at rest (``dlq``, ``parked``) of ``dag_ids`` (None: any) not looked at since ``since``, stamped."""
+        parameters = {
+            "since": since,
+            "limit": limit,
+            "dag_ids": builtins.list(dag_ids) if dag_ids is not None else None,
+        }
+        return self._letters("resting_letters_due", parameters)
+
+    def resting_letters_not_checked_since(self, since: datetime, limit: int) -> builtins.list[Letter]:
+        """Letters at rest not checked since ``since`` (the sweep's full pass), at most ``limit``."""
+        return self._letters("resting_letters_not_checked_since", {"since": since, "limit": limit})
+
+    def stamp_checked(self, letter_ids: Sequence[int]) -> None:
+        """Airflow answered for these letters at rest: the full pass checked them."""
+        with self.db.transaction() as cur:
+            cur.execute(query("stamp_checked"), {"ids": builtins.list(letter_ids)})
+
+    def _letters(self, name: str, parameters: dict[str, Any] | None = None) -> builtins.list[Letter]:
+        """The letters the named statement returns, in one transaction."""
+        with self.db.transaction() as cur:
+            cur.execute(query(name), parameters)
+            return [Letter.from_row(row) for row in ProviderDatabase.rows(cur)]
+
     def open_letters_of(self, keys: Sequence[tuple[str, str, str, int]]) -> builtins.list[Letter]:
         """The open letters (``dlq``, ``parked``, ``replaying``) of these task instances."""
         if not keys:
