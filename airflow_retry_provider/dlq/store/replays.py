@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from airflow_retry_provider.database import ProviderDatabase, Store
 from airflow_retry_provider.dlq.decide import pace_wait
 from airflow_retry_provider.dlq.models import Actor, Claim, Letter, ReplayRequest
 from airflow_retry_provider.dlq.sql import query
+from airflow_retry_provider.dlq.store.base import QueueStore
 from airflow_retry_provider.dlq.store.letters import DeadLetterStore
 from airflow_retry_provider.policy import redact
 
@@ -34,7 +34,7 @@ class TaskInstanceKey(Protocol):
     def map_index(self) -> int: ...
 
 
-class ReplayStore(Store):
+class ReplayStore(QueueStore):
     """Claims and clears of letters; each public method is one transaction.
 
     :param db: the provider's database.
@@ -168,10 +168,8 @@ class ReplayStore(Store):
     ) -> list[dict[str, Any]]:
         """Letters in ``replaying`` (or only the open claims that need a decision) not looked at since
         ``since``, each with its open claim, stamped as looked at; committed before any is decided."""
-        statement = query("open_claims" if open_claims_only else "replaying_letters")
-        with self.db.transaction() as cur:
-            cur.execute(statement, {"limit": limit, "since": since, "letter_id": letter_id})
-            return ProviderDatabase.rows(cur)
+        statement = "open_claims" if open_claims_only else "replaying_letters"
+        return self._rows(statement, {"limit": limit, "since": since, "letter_id": letter_id})
 
     def abandon(self, letter: Letter, replay_id: int, detail: str, *, lost: bool, source: str) -> bool:
         """A claim whose clear never happened goes back to ``dlq`` (``abandoned``), with the letter's event."""
