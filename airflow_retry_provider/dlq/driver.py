@@ -234,16 +234,16 @@ class ReplayDriver:
                     progress(result, done, total)
 
             while True:
-                if not self.jobs.renew(job.id, self.owner, self.lease_seconds):
+                turn = self.jobs.turn(job.id, self.owner, self.lease_seconds)
+                if turn is None:
                     return  # cancelled, stopped, or another driver took it over
-                job = self.jobs.require(job.id).job
+                job, item = turn.job, turn.next_item
                 if job.canary_position is not None and job.paced_since is None:
                     if not self._canary(api, job, request, report, deadline):
                         return
                     continue
-                if self._stop_rule(job):
+                if self._stop_rule(job, turn.failures):
                     return
-                item = self.jobs.next_item(job.id)
                 if item is None:
                     self.jobs.finish(job.id, self.owner)
                     self._tell_if_failed(job.id)
@@ -330,9 +330,10 @@ class ReplayDriver:
             if not self.jobs.renew(job.id, self.owner, self.lease_seconds) or self._stop_rule(job):
                 return False
 
-    def _stop_rule(self, job: ReplayJob) -> bool:
-        """``decide.STOP_AFTER_FAILURES`` of the job's replays failed in a row: stop it here (True)."""
-        reason = stop_rule(self.jobs.failures_in_a_row(job.id))
+    def _stop_rule(self, job: ReplayJob, failures: int | None = None) -> bool:
+        """``decide.STOP_AFTER_FAILURES`` of the job's replays failed in a row (``failures``, read now when
+        None): stop it here (True)."""
+        reason = stop_rule(self.jobs.failures_in_a_row(job.id) if failures is None else failures)
         if reason is None:
             return False
         self._stop(job, reason)

@@ -168,6 +168,17 @@ class JobView:
         }
 
 
+@dataclass(frozen=True)
+class JobTurn:
+    """What a driver reads before each letter of a job, its lease just renewed (:meth:`JobStore.turn`)."""
+
+    job: ReplayJob
+    failures: int
+    """How many of the job's newest decided replays failed in a row (the stop rule's input)."""
+    next_item: JobItem | None
+    """The next letter to clear, None when every one was."""
+
+
 class JobStore(QueueStore):
     """The ``retry_replay_jobs`` and ``retry_replay_job_items`` tables; each method is one transaction.
 
@@ -273,9 +284,22 @@ class JobStore(QueueStore):
         parameters = {"id": job_id, "owner": owner, "lease_seconds": lease_seconds}
         return self._row("renew_job_lease", parameters) is not None
 
-    def next_item(self, job_id: int) -> JobItem | None:
-        rows = self._rows("next_job_item", {"job_id": job_id})
-        return JobItem.from_row(rows[0]) if rows else None
+    def turn(self, job_id: int, owner: str, lease_seconds: int) -> JobTurn | None:
+        """Renew the lease and read the job, its failures in a row and its next item, in one transaction;
+        None when the job was cancelled, stopped or taken over (the driver stops)."""
+        with self.db.transaction() as cur:
+            cur.execute(
+                self._query("renew_job_lease"), {"id": job_id, "owner": owner, "lease_seconds": lease_seconds}
+            )
+            if cur.fetchone() is None:
+                return None
+            cur.execute(self._query("get_job"), {"id": job_id})
+            job = ReplayJob.from_row(ProviderDatabase.rows(cur)[0])
+            cur.execute(self._query("last_decided_replays"), {"id": job_id, "limit": STOP_AFTER_FAILURES})
+            failures = failures_in_a_row([row["outcome"] for row in ProviderDatabase.rows(cur)])
+            cur.execute(self._query("next_job_item"), {"job_id": job_id})
+            items = ProviderDatabase.rows(cur)
+        return JobTurn(job, failures, JobItem.from_row(items[0]) if items else None)
 
     def finish_item(self, item: JobItem, result: ReplayResult) -> None:
         self._run(
