@@ -29,6 +29,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import fields
 
 from airflow_retry_provider.dlq import announce
 from airflow_retry_provider.dlq.decide import (
@@ -76,17 +77,7 @@ def canary_timeout_seconds() -> int:
 
 def request_of(job: ReplayJob) -> ReplayRequest:
     """What the person asked for, as recorded on the job."""
-    return ReplayRequest(
-        actor=job.actor,
-        reason=job.reason,
-        fix_version=job.fix_version,
-        processing_version=job.processing_version,
-        downstream=job.downstream,
-        source=job.source,
-        actor_verified=job.actor_verified,
-        os_user=job.os_user,
-        run_on_latest_version=job.run_on_latest_version,
-    )
+    return ReplayRequest(**{f.name: getattr(job, f.name) for f in fields(ReplayRequest)})
 
 
 class ReplayDriver:

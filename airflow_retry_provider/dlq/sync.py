@@ -396,27 +396,7 @@ def _sync_report(report: dict[str, list[Any]]) -> SyncReport:
 
 def refiled_letter(letter: Letter, ti: TaskInstanceRef) -> NewLetter:
     """The letter again, at the task instance's newer failed try, as the sweeper saw it."""
-    return NewLetter(
-        dag_id=letter.dag_id,
-        run_id=letter.run_id,
-        task_id=letter.task_id,
-        map_index=letter.map_index,
-        try_number=ti.try_number,
-        attempts_used=letter.attempts_used,
-        max_attempts=letter.max_attempts,
-        work_unit_key=letter.work_unit_key,
-        data_interval_start=letter.data_interval_start,
-        data_interval_end=letter.data_interval_end,
-        workspace_id=letter.workspace_id,
-        failure_class=letter.failure_class,
-        category=letter.category,
-        rule=letter.rule,
-        exception_type=letter.exception_type,
-        message=letter.message,
-        reason=f"replay failed at try {ti.try_number} (seen by the sweeper; its callback filed nothing)",
-        fingerprint=letter.fingerprint,
-        code_version=letter.code_version,
-        payload_ref=letter.payload_ref,
-        filed_by="sweeper",
-        **ti.version_fields(),  # the newer try's version, as Airflow reports it
-    )
+    why = f"replay failed at try {ti.try_number} (seen by the sweeper; its callback filed nothing)"
+    again = {"try_number": ti.try_number, "reason": why, "filed_by": "sweeper"}
+    # the newer try's version, as Airflow reports it
+    return NewLetter(**{**letter.as_params(), **again, **ti.version_fields()})

@@ -173,21 +173,15 @@ class DeadLetterStore(QueueStore):
             row = cur.fetchone()
             if row is None:
                 return None
+            letter_id, why = int(row[0]), "the replayed task instance succeeded"
             cur.execute(
                 query("finish_pending_replays"),
-                {"letter_id": row[0], "outcome": "succeeded", "detail": None},
+                {"letter_id": letter_id, "outcome": "succeeded", "detail": None},
             )
             closed = cur.fetchone()
-            self.record(
-                cur,
-                int(row[0]),
-                "resolved",
-                Actor.system(source),
-                "the replayed task instance succeeded",
-                replay_id=int(closed[0]) if closed else None,
-                try_number=int(row[1]),
-            )
-            return int(row[0])
+            refs = {"replay_id": int(closed[0]) if closed else None, "try_number": int(row[1])}
+            self.record(cur, letter_id, "resolved", Actor.system(source), why, **refs)
+            return letter_id
 
     def park_vanished(self, letter_id: int, reason: str) -> bool:
         """Park a ``replaying`` letter whose task instance or run no longer exists, closing its pending replay.
@@ -206,29 +200,20 @@ class DeadLetterStore(QueueStore):
     ) -> str | None:
         """A cleared replay whose task instance ended without succeeding failed: ``dlq`` with one more replay
         counted (``parked`` at ``replay_cap``). The letter's new status, or None when the claim was closed already."""
+        parameters = {
+            "replay_id": replay_id,
+            "detail": detail,
+            "status_reason": detail[:500],
+            "replay_cap": replay_cap,
+        }
         with self.db.transaction() as cur:
-            cur.execute(
-                query("end_replay_without_success"),
-                {
-                    "replay_id": replay_id,
-                    "detail": detail,
-                    "status_reason": detail[:500],
-                    "replay_cap": replay_cap,
-                },
-            )
+            cur.execute(query("end_replay_without_success"), parameters)
             row = cur.fetchone()
             if row is None:
                 return None
-            status, try_number = str(row[1]), int(row[3])
-            why = f"{detail}; now {status}"
+            status, refs = str(row[1]), {"replay_id": replay_id, "try_number": int(row[3])}
             self.record(
-                cur,
-                letter_id,
-                "failed-again",
-                Actor.system(source),
-                why,
-                replay_id=replay_id,
-                try_number=try_number,
+                cur, letter_id, "failed-again", Actor.system(source), f"{detail}; now {status}", **refs
             )
             return status
 
