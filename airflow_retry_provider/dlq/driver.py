@@ -283,11 +283,7 @@ class ReplayDriver:
             if verdict.verdict is not Canary.WAIT:  # failed, or undecided past its deadline
                 self._stop(job, verdict.reason)
                 return False
-            if deadline is not None and time.monotonic() + self.canary_poll >= deadline:
-                self.jobs.release(job.id, self.owner)
-                return False
-            self._sleep(self.canary_poll)
-            if not self.jobs.renew(job.id, self.owner, self.lease_seconds):
+            if not self._nap(job, self.canary_poll, deadline, longest=self.canary_poll, stop_rule=False):
                 return False
             self._ask_airflow(api, canary.letter_id)
 
@@ -314,12 +310,26 @@ class ReplayDriver:
             wait = 60.0 / rate - since_clear
             if wait <= 0:
                 return True
-            if deadline is not None and time.monotonic() + wait >= deadline:
-                self.jobs.release(job.id, self.owner)
+            if not self._nap(job, wait, deadline):
                 return False
-            self._sleep(min(wait, MAX_PACE_NAP))
-            if not self.jobs.renew(job.id, self.owner, self.lease_seconds) or self._stop_rule(job):
-                return False
+
+    def _nap(
+        self,
+        job: ReplayJob,
+        wait: float,
+        deadline: float | None,
+        longest: float = MAX_PACE_NAP,
+        stop_rule: bool = True,
+    ) -> bool:
+        """Wait ``wait`` seconds (``longest`` at most) holding the job; False when the job must stop here: the
+        deadline comes first (the job is released for another driver), the lease was lost, or the stop rule says so."""
+        if deadline is not None and time.monotonic() + wait >= deadline:
+            self.jobs.release(job.id, self.owner)
+            return False
+        self._sleep(min(wait, longest))
+        return self.jobs.renew(job.id, self.owner, self.lease_seconds) and not (
+            stop_rule and self._stop_rule(job)
+        )
 
     def _stop_rule(self, job: ReplayJob, failures: int | None = None) -> bool:
         """``decide.STOP_AFTER_FAILURES`` of the job's replays failed in a row (``failures``, read now when
@@ -354,13 +364,7 @@ class ReplayDriver:
             claim = self.engine.claim_paced(letter, request, job_id=job.id, position=item.position)
             if claim.replay_id is not None or claim.wait == 0:
                 break
-            if deadline is not None and time.monotonic() + claim.wait >= deadline:
-                self.jobs.release(job.id, self.owner)
-                return None
-            self._sleep(min(claim.wait, MAX_PACE_NAP))
-            if not self.jobs.renew(job.id, self.owner, self.lease_seconds):
-                return None
-            if self._stop_rule(job):
+            if not self._nap(job, claim.wait, deadline):
                 return None
         if claim.replay_id is None:
             return self._not_claimed(job, item)
