@@ -34,10 +34,9 @@ from dlq import LETTER  # bench/dlq.py: the benchmarks' one letter (it also puts
 
 from airflow_retry_provider import metrics
 from airflow_retry_provider.dlq.driver import ReplayDriver
-from airflow_retry_provider.dlq.jobs import JobStore
 from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
 from airflow_retry_provider.dlq.schema import apply_schema
-from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.dlq.store import DeadLetterStore, JobStore
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 from devstack.postgres import server_from_env_or_start  # noqa: E402
 

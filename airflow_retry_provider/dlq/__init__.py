@@ -6,8 +6,8 @@ The front door: the rest of the package imports what it uses of the queue from h
 worker's failure callback that needs ``file_dead_letter`` does not load the replay driver.
 
 Inside, bottom-up (docs/ARCHITECTURE.md): ``states`` (the states, declared once) -> ``decide``
-(the pure decisions) -> ``models`` -> ``store`` -> ``announce`` -> ``jobs`` / ``replay`` / ``sync``
-/ ``impact`` -> ``driver`` -> ``sweeper``.
+(the pure decisions) -> ``models`` -> ``store`` (the one owner of the queue's SQL) -> ``announce``
+-> ``replay`` / ``sync`` / ``impact`` -> ``driver`` -> ``sweeper``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
         todays_deliveries,
     )
     from airflow_retry_provider.dlq.driver import ReplayDriver, replay_and_wait
-    from airflow_retry_provider.dlq.jobs import JobError, JobStore, JobView
     from airflow_retry_provider.dlq.models import (
         STATUSES,
         Actor,
@@ -47,7 +46,15 @@ if TYPE_CHECKING:
     from airflow_retry_provider.dlq.replay import DEFAULT_SELECTION_LIMIT, ReplayEngine, number_letters
     from airflow_retry_provider.dlq.schema import apply_schema
     from airflow_retry_provider.dlq.states import ItemOutcome, JobStatus, LetterStatus, ReplayOutcome
-    from airflow_retry_provider.dlq.store import DeadLetterStore, FileResult, LetterFilter, StoredImpact
+    from airflow_retry_provider.dlq.store import (
+        DeadLetterStore,
+        FileResult,
+        JobError,
+        JobStore,
+        JobView,
+        LetterFilter,
+        StoredImpact,
+    )
     from airflow_retry_provider.dlq.sweeper import run_sweeper
 
 _EXPORTS = {
@@ -65,9 +72,9 @@ _EXPORTS = {
     "resolve_dead_letter": "callback",
     "ReplayDriver": "driver",
     "replay_and_wait": "driver",
-    "JobError": "jobs",
-    "JobStore": "jobs",
-    "JobView": "jobs",
+    "JobError": "store",
+    "JobStore": "store",
+    "JobView": "store",
     "STATUSES": "models",
     "Actor": "models",
     "FixNotice": "models",

@@ -2,7 +2,7 @@
 
 As ``policy/decide.py`` is for a failure, this is for the dead-letter queue: each function states
 one rule of ``dlq/states.py``'s tables. The loops around them (``dlq/sync.py``, ``dlq/driver.py``,
-``dlq/sweeper.py``, ``dlq/jobs.py``) read from PostgreSQL and Airflow, call one of these, and apply
+``dlq/sweeper.py``) read through the store (``dlq/store/``) and Airflow, call one of these, and apply
 what it returns through the store. Nothing here imports Airflow, psycopg, or the rest of the package
 (import-linter holds it), so every rule is tested without a database (``tests/unit/dlq/test_decide.py``).
 
@@ -10,7 +10,7 @@ what it returns through the store. Nothing here imports Airflow, psycopg, or the
 - :func:`status_after_failure`: a letter's status when its task instance fails again.
 - :func:`replaying_step`: what a task instance's state means for the replay of a ``replaying`` letter.
 - :func:`canary_verdict`: may the rest of a job follow its canary, must the job stop, or wait?
-- :func:`failures_in_a_row` and :func:`stop_rule`: the job's stop rule.
+- :func:`failures_in_a_row` and :func:`stop_rule`: the job's stop rule; :func:`step_rate`: its rising pace.
 - :func:`sweep_step` and :func:`resolves_at_rest`: what a sweep does with a task instance it finds.
 """
 
@@ -351,3 +351,41 @@ def sweep_step(found: FoundInstance, now: datetime, grace: timedelta) -> SweepSt
 def resolves_at_rest(status: str) -> bool:
     """Whether a letter with ``status`` is resolved when a sweep finds its task instance succeeded."""
     return status in (LetterStatus.DLQ, LetterStatus.PARKED)
+
+
+PACE_STEPS: tuple[tuple[int, int], ...] = ((1, 1), (5, 5))
+"""After the canary succeeds the rest follow at a rising pace: each ``(clears, clears per minute)``
+step in turn (one letter at 1/min, then five at 5/min), then the configured pace, never above it. A
+failed replay of the job starts the steps again from the first; ``STOP_AFTER_FAILURES`` failed
+replays in a row stop the job."""
+
+
+def step_rate(step_clears: int, configured: int, steps: Sequence[tuple[int, int]] = PACE_STEPS) -> int:
+    """The clears per minute for the next clear, ``step_clears`` clears into the rising pace (at most ``configured``)."""
+    passed = 0
+    for clears, rate in steps:
+        passed += clears
+        if step_clears < passed:
+            return min(rate, configured)
+    return configured
+
+
+def pace_steps_json(steps: Sequence[tuple[int, int]] = PACE_STEPS) -> list[dict[str, Any]]:
+    """The steps as the progress page and the JSON API show them."""
+    return [{"clears": clears, "per_minute": rate} for clears, rate in steps] + [
+        {"clears": None, "per_minute": "configured"}
+    ]
+
+
+def pace_wait(clears: int, window_wait: float, since_last: float, rate_per_minute: int) -> float:
+    """Seconds to wait for the deployment's pace before a claim; 0 when a slot is free now.
+
+    At most ``rate_per_minute`` clears in any 60 seconds (``clears`` in the window, the slot freeing
+    in ``window_wait`` seconds), spaced at least ``60 / rate_per_minute`` seconds apart (the last
+    ``since_last`` seconds ago): no burst on a dependency that just recovered. A wait is never
+    shorter than 0.05 seconds.
+    """
+    wait = 60.0 / rate_per_minute - since_last
+    if clears >= rate_per_minute:
+        wait = max(wait, window_wait)
+    return max(0.05, wait) if wait > 0 else 0.0

@@ -2,7 +2,7 @@
 
 A delivery is known to the provider once a letter's impact names it (``retry_letter_impacts``,
 written at filing and refreshed by the sweeper): a delivery no letter ever blocked is on track and
-not listed. Its SQL is ``sql/deliveries.sql``, run only here.
+not listed. Its SQL is ``sql/deliveries.sql``, run by the store (``store/deliveries.py``).
 
 - :func:`todays_deliveries` (the plugin's Deliveries view and ``airflow-retry deliveries``): each
   delivery whose deadline is today in its own time zone, on track / at risk / lost, its latest
@@ -41,12 +41,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from airflow_retry_provider import sql
 from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq import announce
 from airflow_retry_provider.dlq.impact import ImpactReader
-from airflow_retry_provider.dlq.models import Letter
-from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.dlq.store import DeadLetterStore, DeliveryStore
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError
 from airflow_retry_provider.policy.deliveries import (
     ON_TRACK,
@@ -78,11 +76,6 @@ GROUP_LETTERS = 200
 WINDOW_BEFORE = timedelta(days=1)
 WINDOW_AFTER = timedelta(days=2)
 """Deadlines read around ``now``: wide enough that "today" in any time zone (UTC-12 to UTC+14) is inside."""
-
-
-def _query(name: str) -> str:
-    """One named statement of ``dlq/sql/deliveries.sql``."""
-    return sql.named("airflow_retry_provider.dlq.sql", "deliveries.sql")[name]
 
 
 @dataclass(frozen=True)
@@ -138,10 +131,7 @@ class DeliveryState:
 
 def _read(db: ProviderDatabase, now: datetime) -> list[DeliveryState]:
     """Every delivery with a deadline around ``now``, classified."""
-    params = {"start": now - WINDOW_BEFORE, "end": now + WINDOW_AFTER, "limit": MAX_ROWS}
-    with db.transaction() as cur:
-        cur.execute(_query("delivery_blockers"), params)
-        rows = ProviderDatabase.rows(cur)
+    rows = DeliveryStore(db).blockers(now - WINDOW_BEFORE, now + WINDOW_AFTER, MAX_ROWS)
     if len(rows) == MAX_ROWS:
         log.warning("airflow-retry-provider: more than %s delivery rows: the rest not read", MAX_ROWS)
     grouped: dict[tuple[str, str, datetime], list[dict[str, Any]]] = defaultdict(list)
@@ -189,10 +179,7 @@ def group_impacts(
     wanted = sorted(set(fingerprints))
     if not wanted:
         return {}
-    params = {"fingerprints": wanted, "dag_ids": sorted(set(dag_ids)), "per_group": GROUP_LETTERS}
-    with db.transaction() as cur:
-        cur.execute(_query("group_impacts"), params)
-        rows = ProviderDatabase.rows(cur)
+    rows = DeliveryStore(db).group_impacts(wanted, sorted(set(dag_ids)), GROUP_LETTERS)
     by_group: dict[str, list[Impact]] = defaultdict(list)
     for row in rows:
         by_group[row["fingerprint"]].append(Impact.from_json(row["impact"]))
@@ -226,9 +213,7 @@ def held_deliveries(
     """The deliveries the tasks ``dependency`` holds put at risk (only those of the DAGs
     ``readable`` keeps, when given), the earliest latest start first, and one note per task Airflow
     could not answer for."""
-    with db.transaction() as cur:
-        cur.execute(_query("held_tasks"), {"dependency": dependency, "limit": MAX_HELD_ROWS})
-        rows = ProviderDatabase.rows(cur)
+    rows = DeliveryStore(db).held_tasks(dependency, MAX_HELD_ROWS)
     tasks: dict[tuple[str, str, str], None] = {}
     for row in rows:
         dag_id, _, rest = str(row["ti_key"]).partition("/")
@@ -293,9 +278,7 @@ def watch_deliveries(store: DeadLetterStore, now: datetime) -> Watch:
 
 def _turn_lost(store: DeadLetterStore, now: datetime) -> list[int]:
     """Each open letter holding a delivery past its latest replay time: stored lost, and told."""
-    with store.db.transaction() as cur:
-        cur.execute(_query("letters_past_latest_replay"), {"now": now, "limit": WATCH_LIMIT})
-        letters = [Letter.from_row(row) for row in ProviderDatabase.rows(cur)]
+    letters = DeliveryStore(store.db).letters_past_latest_replay(now, WATCH_LIMIT)
     turned = []
     for letter in letters:
         stored = store.impact(letter.id)
@@ -315,10 +298,9 @@ def _turn_lost(store: DeadLetterStore, now: datetime) -> list[int]:
 
 def _note_saved(store: DeadLetterStore, now: datetime) -> list[str]:
     """Each delivery told at risk whose blocking letters were all replayed in time and resolved: told saved once."""
-    params = {"start": now - WINDOW_BEFORE, "end": now + WINDOW_AFTER, "limit": WATCH_LIMIT}
-    with store.db.transaction() as cur:
-        cur.execute(_query("told_at_risk_not_settled"), params)
-        told = ProviderDatabase.rows(cur)
+    told = DeliveryStore(store.db).told_at_risk_not_settled(
+        now - WINDOW_BEFORE, now + WINDOW_AFTER, WATCH_LIMIT
+    )
     if not told:
         return []
     standing = {(d.name, d.deadline): d for d in _read(store.db, now)}

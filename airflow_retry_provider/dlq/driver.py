@@ -13,7 +13,7 @@ sync decides from Airflow's state (resolved, filed again, or back to ``dlq``).
 A job with a canary (``canary_position``) clears that letter first and waits for its replay's
 outcome, asking Airflow about that letter only (``OutcomeSync.sync_letter``: one REST call a look)
 every few seconds, until ``replay_canary_timeout_seconds``:
-success lets the rest follow at the rising pace (``jobs.PACE_STEPS``), failure or no answer in time
+success lets the rest follow at the rising pace (``decide.PACE_STEPS``), failure or no answer in time
 stops the job with the other letters untouched in ``dlq``. ``decide.STOP_AFTER_FAILURES`` failed
 replays in a row stop it part-way. All of it is read from the job's row, so any driver continues
 it. The verdicts are ``dlq/decide.py``'s (``canary_verdict``, ``stop_rule``, ``claim_refusal``):
@@ -29,10 +29,17 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import fields
 
 from airflow_retry_provider.dlq import announce
-from airflow_retry_provider.dlq.decide import Canary, canary_verdict, claim_refusal, stop_rule
-from airflow_retry_provider.dlq.jobs import PACE_STEPS, JobStore, step_rate
+from airflow_retry_provider.dlq.decide import (
+    PACE_STEPS,
+    Canary,
+    canary_verdict,
+    claim_refusal,
+    step_rate,
+    stop_rule,
+)
 from airflow_retry_provider.dlq.models import (
     JobItem,
     Letter,
@@ -43,7 +50,7 @@ from airflow_retry_provider.dlq.models import (
     ReplayResult,
 )
 from airflow_retry_provider.dlq.replay import DEFAULT_SELECTION_LIMIT, ReplayEngine
-from airflow_retry_provider.dlq.store import LetterFilter
+from airflow_retry_provider.dlq.store import JobStore, LetterFilter
 from airflow_retry_provider.dlq.sync import OutcomeSync, PageBudget
 from airflow_retry_provider.hooks.airflow_api import AirflowApi
 from airflow_retry_provider.policy import redact
@@ -70,17 +77,7 @@ def canary_timeout_seconds() -> int:
 
 def request_of(job: ReplayJob) -> ReplayRequest:
     """What the person asked for, as recorded on the job."""
-    return ReplayRequest(
-        actor=job.actor,
-        reason=job.reason,
-        fix_version=job.fix_version,
-        processing_version=job.processing_version,
-        downstream=job.downstream,
-        source=job.source,
-        actor_verified=job.actor_verified,
-        os_user=job.os_user,
-        run_on_latest_version=job.run_on_latest_version,
-    )
+    return ReplayRequest(**{f.name: getattr(job, f.name) for f in fields(ReplayRequest)})
 
 
 class ReplayDriver:
@@ -228,16 +225,16 @@ class ReplayDriver:
                     progress(result, done, total)
 
             while True:
-                if not self.jobs.renew(job.id, self.owner, self.lease_seconds):
+                turn = self.jobs.turn(job.id, self.owner, self.lease_seconds)
+                if turn is None:
                     return  # cancelled, stopped, or another driver took it over
-                job = self.jobs.require(job.id).job
+                job, item = turn.job, turn.next_item
                 if job.canary_position is not None and job.paced_since is None:
                     if not self._canary(api, job, request, report, deadline):
                         return
                     continue
-                if self._stop_rule(job):
+                if self._stop_rule(job, turn.failures):
                     return
-                item = self.jobs.next_item(job.id)
                 if item is None:
                     self.jobs.finish(job.id, self.owner)
                     self._tell_if_failed(job.id)
@@ -286,11 +283,7 @@ class ReplayDriver:
             if verdict.verdict is not Canary.WAIT:  # failed, or undecided past its deadline
                 self._stop(job, verdict.reason)
                 return False
-            if deadline is not None and time.monotonic() + self.canary_poll >= deadline:
-                self.jobs.release(job.id, self.owner)
-                return False
-            self._sleep(self.canary_poll)
-            if not self.jobs.renew(job.id, self.owner, self.lease_seconds):
+            if not self._nap(job, self.canary_poll, deadline, longest=self.canary_poll, stop_rule=False):
                 return False
             self._ask_airflow(api, canary.letter_id)
 
@@ -317,16 +310,31 @@ class ReplayDriver:
             wait = 60.0 / rate - since_clear
             if wait <= 0:
                 return True
-            if deadline is not None and time.monotonic() + wait >= deadline:
-                self.jobs.release(job.id, self.owner)
-                return False
-            self._sleep(min(wait, MAX_PACE_NAP))
-            if not self.jobs.renew(job.id, self.owner, self.lease_seconds) or self._stop_rule(job):
+            if not self._nap(job, wait, deadline):
                 return False
 
-    def _stop_rule(self, job: ReplayJob) -> bool:
-        """``decide.STOP_AFTER_FAILURES`` of the job's replays failed in a row: stop it here (True)."""
-        reason = stop_rule(self.jobs.failures_in_a_row(job.id))
+    def _nap(
+        self,
+        job: ReplayJob,
+        wait: float,
+        deadline: float | None,
+        longest: float = MAX_PACE_NAP,
+        stop_rule: bool = True,
+    ) -> bool:
+        """Wait ``wait`` seconds (``longest`` at most) holding the job; False when the job must stop here: the
+        deadline comes first (the job is released for another driver), the lease was lost, or the stop rule says so."""
+        if deadline is not None and time.monotonic() + wait >= deadline:
+            self.jobs.release(job.id, self.owner)
+            return False
+        self._sleep(min(wait, longest))
+        return self.jobs.renew(job.id, self.owner, self.lease_seconds) and not (
+            stop_rule and self._stop_rule(job)
+        )
+
+    def _stop_rule(self, job: ReplayJob, failures: int | None = None) -> bool:
+        """``decide.STOP_AFTER_FAILURES`` of the job's replays failed in a row (``failures``, read now when
+        None): stop it here (True)."""
+        reason = stop_rule(self.jobs.failures_in_a_row(job.id) if failures is None else failures)
         if reason is None:
             return False
         self._stop(job, reason)
@@ -356,13 +364,7 @@ class ReplayDriver:
             claim = self.engine.claim_paced(letter, request, job_id=job.id, position=item.position)
             if claim.replay_id is not None or claim.wait == 0:
                 break
-            if deadline is not None and time.monotonic() + claim.wait >= deadline:
-                self.jobs.release(job.id, self.owner)
-                return None
-            self._sleep(min(claim.wait, MAX_PACE_NAP))
-            if not self.jobs.renew(job.id, self.owner, self.lease_seconds):
-                return None
-            if self._stop_rule(job):
+            if not self._nap(job, claim.wait, deadline):
                 return None
         if claim.replay_id is None:
             return self._not_claimed(job, item)

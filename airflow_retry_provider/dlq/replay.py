@@ -16,8 +16,9 @@ Replays are only ever started by a person (UI, JSON API, CLI): each becomes a jo
 
 The task's own callbacks then resolve the letter (success) or file it again (failure: back to
 ``dlq`` with ``replay_count + 1``, ``parked`` at the cap); ``dlq/sync.py`` decides the rest from
-Airflow's state. Park, dismiss and purge are the store's (``dlq/store.py``). Every change is an
-event in the letter's history.
+Airflow's state. Every statement is the store's (``dlq/store/``: the claim and the clear's answer
+in ``replays.py``; park, dismiss and purge in ``letters.py``). Every change is an event in the
+letter's history.
 """
 
 from __future__ import annotations
@@ -26,11 +27,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
 
 from airflow_retry_provider import metrics, settings
 from airflow_retry_provider.dlq.models import (
-    Actor,
     Claim,
     Letter,
     Preview,
@@ -40,9 +39,8 @@ from airflow_retry_provider.dlq.models import (
     ReplayResult,
     split_replayable,
 )
-from airflow_retry_provider.dlq.sql import query
-from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
-from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError, TaskInstanceRef
+from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter, ReplayStore
+from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError
 from airflow_retry_provider.policy import redact
 
 DEFAULT_SELECTION_LIMIT = 1000
@@ -81,6 +79,7 @@ class ReplayEngine:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.store = store
+        self.replays = ReplayStore(store.db)
         self.api = api
         self.replay_cap = replay_cap if replay_cap is not None else settings.replay_max_attempts()
         self.rate_per_minute = (
@@ -233,79 +232,17 @@ class ReplayEngine:
         position: int | None = None,
         paced: bool = True,
     ) -> Claim:
-        """Take a pace slot and claim ``letter`` in one transaction, or say how long to wait for a slot.
-
-        The deployment's pace, counted over every job and process under an advisory lock: at most
-        ``rate_per_minute`` clears in any 60 seconds, spaced at least ``60 / rate_per_minute``
-        seconds apart (no burst on a dependency that just recovered). The slot is the claim's
-        ``clear_sent_at``: the clear goes to Airflow right after this commits.
-        """
-        with self.store.db.transaction() as cur:
-            if paced:
-                cur.execute(query("pace_lock"))
-                cur.execute(query("clears_in_window"))
-                clears, window_wait, since_last = cur.fetchone()
-                wait = 60.0 / self.rate_per_minute - since_last.total_seconds()
-                if clears >= self.rate_per_minute:
-                    wait = max(wait, window_wait.total_seconds())
-                if wait > 0:
-                    return Claim(None, wait=max(0.05, wait))
-            if job_id is not None:  # a cancel that landed first leaves the letter alone
-                cur.execute(query("lock_pending_job_item"), {"job_id": job_id, "position": position})
-                if cur.fetchone() is None:
-                    return Claim(None)
-            cur.execute(
-                query("claim_for_replay"),
-                {
-                    "id": letter.id,
-                    "replay_cap": self.replay_cap,
-                    "status_reason": redact(
-                        f"replay requested by {request.who.label()}: {request.reason}", 500
-                    ),
-                },
-            )
-            row = cur.fetchone()
-            if row is None:
-                return Claim(None)
-            replay_id = self._insert_replay(cur, letter.id, int(row[1]), request, job_id, send=True)
-            if job_id is not None and position is not None:
-                cur.execute(
-                    query("set_job_item_replay"),
-                    {"job_id": job_id, "position": position, "replay_id": replay_id},
-                )
-            self.store.record(
-                cur,
-                letter.id,
-                "claimed",
-                request.who,
-                request.reason,
-                job_id=job_id,
-                replay_id=replay_id,
-                try_number=int(row[1]),
-            )
-            return Claim(replay_id)
-
-    def _insert_replay(
-        self,
-        cur: Any,
-        letter_id: int,
-        try_number: int,
-        request: ReplayRequest,
-        job_id: int | None,
-        send: bool,
-    ) -> int:
-        cur.execute(
-            query("insert_replay"),
-            {
-                **request.replay_params(),
-                "letter_id": letter_id,
-                "try_number_before": try_number,
-                "job_id": job_id,
-                "lease_seconds": self.lease_seconds,
-                "send": send,
-            },
+        """Take a pace slot and claim ``letter`` in one transaction, or say how long to wait for a slot
+        (:meth:`ReplayStore.claim <airflow_retry_provider.dlq.store.ReplayStore.claim>`)."""
+        return self.replays.claim(
+            letter,
+            request,
+            replay_cap=self.replay_cap,
+            lease_seconds=self.lease_seconds,
+            rate_per_minute=self.rate_per_minute if paced else None,
+            job_id=job_id,
+            position=position,
         )
-        return int(cur.fetchone()[0])
 
     def clear(
         self,
@@ -317,8 +254,6 @@ class ReplayEngine:
     ) -> ReplayResult:
         """Clear the claimed letter's task instance (and its downstream); record what Airflow answered."""
         note = replay_note(replay_id, request)
-        refs = {"job_id": job_id, "replay_id": replay_id, "try_number": letter.try_number}
-        driver = Actor.system("driver")
         try:
             cleared = api.clear_task_instance(
                 letter.dag_id,
@@ -339,100 +274,13 @@ class ReplayEngine:
                 )
         except AirflowApiError as exc:
             detail = redact(f"clear failed: {exc}", 1000)
-            if exc.outcome_unknown:
-                with self.store.db.transaction() as cur:
-                    cur.execute(query("mark_replay_unknown"), {"id": replay_id, "detail": detail})
-                    self.store.record(cur, letter.id, "unknown", driver, detail, **refs)
-                metrics.incr("replay", "unknown")
-                return ReplayResult(letter.id, "unknown", replay_id, detail)
-            with self.store.db.transaction() as cur:
-                cur.execute(
-                    query("release_failed_claim"),
-                    {"replay_id": replay_id, "detail": detail, "status_reason": detail[:500]},
-                )
-                self.store.record(cur, letter.id, "clear-failed", driver, detail, **refs)
-            metrics.incr("replay", "clear_failed")
-            return ReplayResult(letter.id, "clear-failed", replay_id, detail)
-        with self.store.db.transaction() as cur:
-            cur.execute(query("mark_replay_cleared"), {"id": replay_id, "detail": note})
-            touched = ", ".join(_ti_label(ti) for ti in cleared)
-            if (
-                cur.fetchone() is None
-            ):  # the claim was closed meanwhile (past its lease): Airflow cleared anyway
-                self._late_clear(cur, letter, replay_id, request, job_id, touched)
-            else:
-                self.store.record(cur, letter.id, "cleared", driver, f"cleared {touched}", **refs)
-            for ti in cleared:
-                if (ti.task_id, ti.map_index) != (letter.task_id, letter.map_index):
-                    self._join_downstream(cur, ti, letter, request, job_id)
+            outcome = "unknown" if exc.outcome_unknown else "clear-failed"
+            self.replays.clear_failed(letter, replay_id, job_id, detail, lost=exc.outcome_unknown)
+            metrics.incr("replay", outcome.replace("-", "_"))
+            return ReplayResult(letter.id, outcome, replay_id, detail)
+        self.replays.cleared(letter, replay_id, request, job_id, cleared, note, self.lease_seconds)
         metrics.incr("replay", "cleared")
         return ReplayResult(letter.id, "cleared", replay_id, note)
-
-    def _late_clear(
-        self,
-        cur: Any,
-        letter: Letter,
-        replay_id: int,
-        request: ReplayRequest,
-        job_id: int | None,
-        touched: str,
-    ) -> None:
-        """Airflow confirmed a clear whose claim another process had closed: the letter is replaying again.
-
-        Only a clear that outlived its lease (at least three API timeouts) gets here. The task runs
-        now: the replay another process abandoned is open again, cleared (its failure counts toward
-        the replay cap, its success resolves it). When the letter has a newer claim, it joins a new
-        replay already cleared instead (as a downstream letter joins one). A letter a person parked
-        or dismissed meanwhile keeps that status; its history says what happened.
-        """
-        why = f"Airflow confirmed the clear ({touched}) after its claim was closed"
-        cur.execute(query("reopen_late_clear"), {"id": replay_id, "detail": why, "status_reason": why[:500]})
-        if (
-            cur.fetchone() is not None
-        ):  # the claim was abandoned while its clear was on its way: it is open again
-            self.store.record(
-                cur, letter.id, "cleared", Actor.system("driver"), why, job_id=job_id, replay_id=replay_id
-            )
-            return
-        ti = TaskInstanceRef(letter.dag_id, letter.run_id, letter.task_id, letter.map_index, None, 0)
-        if not self._join(cur, ti, why, request, job_id):
-            self.store.record(cur, letter.id, "cleared", Actor.system("driver"), why, job_id=job_id)
-
-    def _join_downstream(
-        self, cur: Any, ti: TaskInstanceRef, upstream: Letter, request: ReplayRequest, job_id: int | None
-    ) -> None:
-        """A downstream task instance this clear reruns: its letter (if in ``dlq``) joins the replay."""
-        self._join(
-            cur, ti, f"cleared downstream of letter {upstream.id} ({upstream.task_id})", request, job_id
-        )
-
-    def _join(
-        self, cur: Any, ti: TaskInstanceRef, why: str, request: ReplayRequest, job_id: int | None
-    ) -> bool:
-        """The ``dlq`` letter of ``ti`` (if any) joins a clear Airflow made: ``replaying``, its replay cleared."""
-        cur.execute(
-            query("claim_letter_by_ti"),
-            {
-                "dag_id": ti.dag_id,
-                "run_id": ti.run_id,
-                "task_id": ti.task_id,
-                "map_index": ti.map_index,
-                "status_reason": redact(f"{why}, replay by {request.who.label()}")[:500],
-            },
-        )
-        row = cur.fetchone()
-        if row is None:
-            return False
-        letter_id, try_number = int(row[0]), int(row[1])
-        replay_id = self._insert_replay(cur, letter_id, try_number, request, job_id, send=False)
-        refs = {"job_id": job_id, "replay_id": replay_id, "try_number": try_number}
-        self.store.record(cur, letter_id, "claimed", request.who, why, **refs)
-        self.store.record(cur, letter_id, "cleared", Actor.system("driver"), why, **refs)
-        return True
-
-
-def _ti_label(ti: TaskInstanceRef) -> str:
-    return ti.task_id if ti.map_index == -1 else f"{ti.task_id}[{ti.map_index}]"
 
 
 def number_versions(store: DeadLetterStore, api: AirflowApi) -> tuple[int, list[str]]:

@@ -24,13 +24,11 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from airflow_retry_provider import metrics, settings
-from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq import announce
 from airflow_retry_provider.dlq.decide import OpenClaim, ReplayingLetter, Step, SyncAction, replaying_step
-from airflow_retry_provider.dlq.models import Actor, Letter, NewLetter, SyncReport
-from airflow_retry_provider.dlq.sql import query
+from airflow_retry_provider.dlq.models import Letter, NewLetter, SyncReport
 from airflow_retry_provider.dlq.states import LetterStatus
-from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.dlq.store import DeadLetterStore, ReplayStore
 from airflow_retry_provider.hooks.airflow_api import PAGE_SIZE, AirflowApi, AirflowApiError, TaskInstanceRef
 from airflow_retry_provider.policy import redact
 
@@ -59,6 +57,7 @@ class OutcomeSync:
         replay_timeout: timedelta | None = None,
     ) -> None:
         self.store = store
+        self.replays = ReplayStore(store.db)
         self.api = api
         self.replay_cap = replay_cap if replay_cap is not None else settings.replay_max_attempts()
         self.replay_timeout = (
@@ -88,10 +87,9 @@ class OutcomeSync:
         """
         now = now or datetime.now(timezone.utc)
         report = _new_report()
-        since = self._db_now()
-        statement = query("open_claims" if open_claims_only else "replaying_letters")
+        since = self.store.database_now()
         while True:
-            rows = self._page(statement, {"limit": limit, "since": since, "letter_id": None})
+            rows = self.replays.replaying_page(since, limit, open_claims_only=open_claims_only)
             for row in rows:
                 self._sync_one(row, now, grace, source, report)
             if len(rows) < limit:
@@ -112,23 +110,9 @@ class OutcomeSync:
         """
         now = now or datetime.now(timezone.utc)
         report = _new_report()
-        parameters = {"limit": 1, "since": self._db_now(), "letter_id": letter_id}
-        for row in self._page(query("replaying_letters"), parameters):
+        for row in self.replays.replaying_page(self.store.database_now(), 1, letter_id=letter_id):
             self._sync_one(row, now, grace, source, report)
         return _sync_report(report)
-
-    def _page(self, statement: str, parameters: dict[str, Any]) -> list[dict[str, Any]]:
-        """The letters ``statement`` picks (and stamps as looked at), committed before any is decided."""
-        with self.store.db.transaction() as cur:
-            cur.execute(statement, parameters)
-            return ProviderDatabase.rows(cur)
-
-    def _db_now(self) -> datetime:
-        """PostgreSQL's clock: letters stamped before it were not looked at by this pass."""
-        with self.store.db.transaction() as cur:
-            cur.execute(query("database_now"))
-            value: datetime = cur.fetchone()[0]
-        return value
 
     def _sync_one(
         self,
@@ -168,11 +152,10 @@ class OutcomeSync:
         """
         now = now or datetime.now(timezone.utc)
         report = _new_report()
-        since = self._db_now()
-        statement = query("open_claims" if open_claims_only else "replaying_letters")
+        since = self.store.database_now()
         while budget.left() > 0:
             size = min(limit, budget.left() * PAGE_SIZE)
-            rows = self._page(statement, {"limit": size, "since": since, "letter_id": None})
+            rows = self.replays.replaying_page(since, size, open_claims_only=open_claims_only)
             by_letter = {int(row["id"]): row for row in rows}
             letters = [Letter.from_row(row) for row in rows]
             try:
@@ -232,7 +215,8 @@ class OutcomeSync:
                 report["released"].append(letter.id)
         elif action.step is Step.ABANDON:
             assert replay_id is not None
-            if self._abandon(letter, replay_id, action, source):
+            if self.replays.abandon(letter, replay_id, action.detail, lost=action.lost, source=source):
+                metrics.incr("replay", "abandoned")
                 report["released"].append(letter.id)
         elif action.step is Step.END_REPLAY:
             assert replay_id is not None
@@ -254,42 +238,16 @@ class OutcomeSync:
             log.warning("airflow-retry-provider: letter %s parked: %s", letter.id, reason)
             announce.parked(self.store.db, letter, reason)
 
-    def _abandon(self, letter: Letter, replay_id: int, action: SyncAction, source: str) -> bool:
-        with self.store.db.transaction() as cur:
-            cur.execute(query("abandon_claim"), {"replay_id": replay_id, "detail": action.detail})
-            if cur.fetchone() is None:
-                return False
-            self.store.record(
-                cur,
-                letter.id,
-                "clear-failed" if action.lost else "lease-expired",
-                Actor.system(source),
-                action.detail,
-                replay_id=replay_id,
-                try_number=letter.try_number,
-            )
-        metrics.incr("replay", "abandoned")
-        return True
-
     def resolve_succeeded_in_dlq(self, dag_ids: Sequence[str] | None = None, limit: int = 500) -> list[int]:
         """Resolve letters at rest (``dlq``, ``parked``) whose task instance has since succeeded (cleared by hand).
 
         One REST call per open letter, each letter once per call of this, ``limit`` letters at a
         time: the cost is bounded by the number of open letters, not by the DAGs' history.
         """
-        since = self._db_now()
+        since = self.store.database_now()
         resolved = []
         while True:
-            with self.store.db.transaction() as cur:
-                cur.execute(
-                    query("resting_letters_due"),
-                    {
-                        "since": since,
-                        "limit": limit,
-                        "dag_ids": list(dag_ids) if dag_ids is not None else None,
-                    },
-                )
-                letters = [Letter.from_row(row) for row in ProviderDatabase.rows(cur)]
+            letters = self.store.resting_letters_due(since, limit, dag_ids)
             for letter in letters:
                 try:
                     ti = self.api.task_instance(
@@ -320,12 +278,9 @@ class OutcomeSync:
         """
         resolved: list[int] = []
         while budget.left() > 0:
-            with self.store.db.transaction() as cur:
-                cur.execute(
-                    query("resting_letters_not_checked_since"),
-                    {"since": since, "limit": min(1000, budget.left() * PAGE_SIZE)},
-                )
-                letters = [Letter.from_row(row) for row in ProviderDatabase.rows(cur)]
+            letters = self.store.resting_letters_not_checked_since(
+                since, min(1000, budget.left() * PAGE_SIZE)
+            )
             if not letters:
                 return sorted(resolved), True, None
             try:
@@ -338,8 +293,7 @@ class OutcomeSync:
                             and self.store.resolve_succeeded(letter.id, ti.try_number)
                         ):
                             resolved.append(letter.id)
-                    with self.store.db.transaction() as cur:
-                        cur.execute(query("stamp_checked"), {"ids": [letter.id for letter in chunk]})
+                    self.store.stamp_checked([letter.id for letter in chunk])
             except AirflowApiError as exc:  # the letters not stamped are the next sweep's first
                 metrics.incr("sweeper", "error")
                 return sorted(resolved), False, f"letters at rest: {redact(str(exc))}"
@@ -442,27 +396,7 @@ def _sync_report(report: dict[str, list[Any]]) -> SyncReport:
 
 def refiled_letter(letter: Letter, ti: TaskInstanceRef) -> NewLetter:
     """The letter again, at the task instance's newer failed try, as the sweeper saw it."""
-    return NewLetter(
-        dag_id=letter.dag_id,
-        run_id=letter.run_id,
-        task_id=letter.task_id,
-        map_index=letter.map_index,
-        try_number=ti.try_number,
-        attempts_used=letter.attempts_used,
-        max_attempts=letter.max_attempts,
-        work_unit_key=letter.work_unit_key,
-        data_interval_start=letter.data_interval_start,
-        data_interval_end=letter.data_interval_end,
-        workspace_id=letter.workspace_id,
-        failure_class=letter.failure_class,
-        category=letter.category,
-        rule=letter.rule,
-        exception_type=letter.exception_type,
-        message=letter.message,
-        reason=f"replay failed at try {ti.try_number} (seen by the sweeper; its callback filed nothing)",
-        fingerprint=letter.fingerprint,
-        code_version=letter.code_version,
-        payload_ref=letter.payload_ref,
-        filed_by="sweeper",
-        **ti.version_fields(),  # the newer try's version, as Airflow reports it
-    )
+    why = f"replay failed at try {ti.try_number} (seen by the sweeper; its callback filed nothing)"
+    again = {"try_number": ti.try_number, "reason": why, "filed_by": "sweeper"}
+    # the newer try's version, as Airflow reports it
+    return NewLetter(**{**letter.as_params(), **again, **ti.version_fields()})

@@ -2,7 +2,7 @@
 -- own, "-- include: airflow_retry_provider.dlq.sql:<name>" (sql.py replaces it when the file loads).
 
 -- name: letter_filter
--- The letter filter, on retry_dead_letters (unaliased): LetterFilter's fields (dlq/store.py), the
+-- The letter filter, on retry_dead_letters (unaliased): LetterFilter's fields (dlq/store/letters.py), the
 -- CLI's flags, the pages' and the exports' query parameters. Used by dlq:list_letters and the
 -- plugin's ui_list_letters, ui_count_letters, ui_fingerprint_groups and ui_export_letters: a new
 -- filter is one line here (and a field of LetterFilter).

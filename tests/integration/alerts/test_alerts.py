@@ -257,8 +257,8 @@ def test_every_link_of_an_alert_is_a_route_of_the_plugin():
 def test_a_replay_job_that_ended_with_failures_is_told(pg_dsn, monkeypatch):
     """A job whose clears Airflow refused ends with an alert naming the job and its counts; a clean job is silent."""
     from airflow_retry_provider.dlq.driver import ReplayDriver
-    from airflow_retry_provider.dlq.jobs import JobStore
     from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
+    from airflow_retry_provider.dlq.store import JobStore
     from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
     from devstack.postgres import free_port
 

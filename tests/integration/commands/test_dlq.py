@@ -347,8 +347,8 @@ def test_replay_records_the_unverified_actor_and_show_prints_the_history(
 
 def test_job_and_cancel_read_the_table_and_refuse_bad_input(pg_dsn, letters, capsys):
     """job shows a job's counts; cancel of an unknown or finished job exits 2 naming --job, changing nothing."""
-    from airflow_retry_provider.dlq.jobs import JobStore
     from airflow_retry_provider.dlq.replay import ReplayRequest
+    from airflow_retry_provider.dlq.store import JobStore
 
     store = DeadLetterStore.from_dsn(pg_dsn)
     job_id = JobStore(store.db).create(ReplayRequest("ana", "go", "v1"), [store.get(i) for i in letters])  # type: ignore[misc]

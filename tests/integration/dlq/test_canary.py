@@ -18,11 +18,11 @@ import pytest
 from airflow_retry_provider import announce
 from airflow_retry_provider.cli import main
 from airflow_retry_provider.dlq.announce import JobFailed
+from airflow_retry_provider.dlq.decide import step_rate
 from airflow_retry_provider.dlq.driver import ReplayDriver
-from airflow_retry_provider.dlq.jobs import JobError, JobStore, step_rate
 from airflow_retry_provider.dlq.models import ReplayRequest
 from airflow_retry_provider.dlq.replay import ReplayEngine
-from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.dlq.store import DeadLetterStore, JobError, JobStore
 from airflow_retry_provider.dlq.sync import OutcomeSync
 from tests.factories import new_letter
 from tests.local_airflow import AnsweringAirflow, answering_airflow

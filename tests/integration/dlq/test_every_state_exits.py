@@ -10,9 +10,8 @@ import pytest
 
 from airflow_retry_provider import settings
 from airflow_retry_provider.database import ProviderDatabase
-from airflow_retry_provider.dlq.jobs import JobStore
 from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
-from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.dlq.store import DeadLetterStore, JobStore
 from airflow_retry_provider.dlq.sync import OutcomeSync
 from tests.integration.dlq import support
 from tests.local_airflow import AnsweringAirflow, answering_airflow

@@ -17,10 +17,9 @@ import psycopg
 import pytest
 
 from airflow_retry_provider.dlq.driver import ReplayDriver, replay_and_wait
-from airflow_retry_provider.dlq.jobs import JobError, JobStore
 from airflow_retry_provider.dlq.models import Actor
 from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
-from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.dlq.store import DeadLetterStore, JobError, JobStore
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 from devstack.postgres import free_port
 from tests.conftest import VENV_BIN

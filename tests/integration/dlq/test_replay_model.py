@@ -36,10 +36,9 @@ from psycopg import sql
 
 from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.driver import ReplayDriver
-from airflow_retry_provider.dlq.jobs import JobError, JobStore
 from airflow_retry_provider.dlq.models import ReplayRequest, split_replayable
 from airflow_retry_provider.dlq.replay import ReplayEngine
-from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.dlq.store import DeadLetterStore, JobError, JobStore
 from airflow_retry_provider.dlq.sweeper import run_sweeper
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError, ApiCredentials
 from tests.factories import new_letter

@@ -527,8 +527,8 @@ def test_replay_records_the_user_reason_and_fix_and_reports_progress(ui: Ui):
 
 def test_jobs_are_read_from_the_table_and_bad_job_requests_change_nothing(ui: Ui):
     """A job created in the table is read by any app; unknown id 404, cancel 409 once finished, a replaying letter 409."""
-    from airflow_retry_provider.dlq.jobs import JobStore
     from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
+    from airflow_retry_provider.dlq.store import JobStore
 
     first, second = ui.file(2)
     jobs = JobStore(ui.store.db)

@@ -20,6 +20,7 @@ from airflow_retry_provider.dlq.decide import (
     claim_refusal,
     cleared_by,
     failures_in_a_row,
+    pace_wait,
     replaying_step,
     resolves_at_rest,
     status_after_failure,
@@ -302,3 +303,20 @@ def test_resolves_at_rest(status: str, expected: bool) -> None:
 def test_open_claim_from_row(row: dict[str, Any], expected: OpenClaim | None) -> None:
     """A row of the replaying letters gives its open claim, or None without one."""
     assert OpenClaim.from_row(row) == expected
+
+
+@pytest.mark.parametrize(
+    ("clears", "window_wait", "since_last", "rate", "expected"),
+    [
+        (0, 0.0, 120.0, 60, 0.0),  # nothing sent for two minutes: a slot now
+        (0, 0.0, 0.5, 60, 0.5),  # spaced: one a second at 60/min, the last half a second ago
+        (2, 30.0, 40.0, 2, 30.0),  # the window is full: the oldest clear leaves it in 30 s
+        (0, 0.0, 0.99, 1, 59.01),  # 1/min: a minute after the last clear
+        (0, 0.0, 0.999, 60, 0.05),  # a wait is never shorter than 0.05 s (no busy loop)
+    ],
+)
+def test_pace_wait_spaces_clears_and_caps_the_window(
+    clears: int, window_wait: float, since_last: float, rate: int, expected: float
+) -> None:
+    """The deployment's pace: clears spaced 60/rate apart, at most rate in any 60 seconds."""
+    assert pace_wait(clears, window_wait, since_last, rate) == pytest.approx(expected)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from airflow_retry_provider.database import ProviderDatabase, Store
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.decide import status_after_failure
 from airflow_retry_provider.dlq.models import (
     Actor,
@@ -21,6 +21,7 @@ from airflow_retry_provider.dlq.models import (
     SweepState,
 )
 from airflow_retry_provider.dlq.sql import query
+from airflow_retry_provider.dlq.store.base import QueueStore
 from airflow_retry_provider.policy.impact import Impact
 
 
@@ -61,7 +62,7 @@ class LetterFilter:
         return params
 
 
-class DeadLetterStore(Store):
+class DeadLetterStore(QueueStore):
     """Reads and writes letters; each public method is one transaction.
 
     :param db: the provider's database.
@@ -172,21 +173,15 @@ class DeadLetterStore(Store):
             row = cur.fetchone()
             if row is None:
                 return None
+            letter_id, why = int(row[0]), "the replayed task instance succeeded"
             cur.execute(
                 query("finish_pending_replays"),
-                {"letter_id": row[0], "outcome": "succeeded", "detail": None},
+                {"letter_id": letter_id, "outcome": "succeeded", "detail": None},
             )
             closed = cur.fetchone()
-            self.record(
-                cur,
-                int(row[0]),
-                "resolved",
-                Actor.system(source),
-                "the replayed task instance succeeded",
-                replay_id=int(closed[0]) if closed else None,
-                try_number=int(row[1]),
-            )
-            return int(row[0])
+            refs = {"replay_id": int(closed[0]) if closed else None, "try_number": int(row[1])}
+            self.record(cur, letter_id, "resolved", Actor.system(source), why, **refs)
+            return letter_id
 
     def park_vanished(self, letter_id: int, reason: str) -> bool:
         """Park a ``replaying`` letter whose task instance or run no longer exists, closing its pending replay.
@@ -205,29 +200,20 @@ class DeadLetterStore(Store):
     ) -> str | None:
         """A cleared replay whose task instance ended without succeeding failed: ``dlq`` with one more replay
         counted (``parked`` at ``replay_cap``). The letter's new status, or None when the claim was closed already."""
+        parameters = {
+            "replay_id": replay_id,
+            "detail": detail,
+            "status_reason": detail[:500],
+            "replay_cap": replay_cap,
+        }
         with self.db.transaction() as cur:
-            cur.execute(
-                query("end_replay_without_success"),
-                {
-                    "replay_id": replay_id,
-                    "detail": detail,
-                    "status_reason": detail[:500],
-                    "replay_cap": replay_cap,
-                },
-            )
+            cur.execute(query("end_replay_without_success"), parameters)
             row = cur.fetchone()
             if row is None:
                 return None
-            status, try_number = str(row[1]), int(row[3])
-            why = f"{detail}; now {status}"
+            status, refs = str(row[1]), {"replay_id": replay_id, "try_number": int(row[3])}
             self.record(
-                cur,
-                letter_id,
-                "failed-again",
-                Actor.system(source),
-                why,
-                replay_id=replay_id,
-                try_number=try_number,
+                cur, letter_id, "failed-again", Actor.system(source), f"{detail}; now {status}", **refs
             )
             return status
 
@@ -256,25 +242,45 @@ class DeadLetterStore(Store):
 
     def sweep_state(self, name: str = "dead-letters") -> SweepState:
         """The sweeper's watermark and full pass (a fresh state when none was kept, or it was lost)."""
-        with self.db.transaction() as cur:
-            cur.execute(query("sweep_state"), {"name": name})
-            row = cur.fetchone()
+        row = self._row("sweep_state", {"name": name})
         if row is None:
             return SweepState(None, 0, True, None)
         return SweepState(row[0], int(row[1]), bool(row[2]), row[3])
 
     def save_sweep_state(self, state: SweepState, name: str = "dead-letters") -> None:
-        with self.db.transaction() as cur:
-            cur.execute(
-                query("save_sweep_state"),
-                {
-                    "name": name,
-                    "watermark": state.watermark,
-                    "watermark_skip": state.watermark_skip,
-                    "caught_up": state.caught_up,
-                    "pass_started_at": state.pass_started_at,
-                },
-            )
+        self._run(
+            "save_sweep_state",
+            {
+                "name": name,
+                "watermark": state.watermark,
+                "watermark_skip": state.watermark_skip,
+                "caught_up": state.caught_up,
+                "pass_started_at": state.pass_started_at,
+            },
+        )
+
+    def resting_letters_due(
+        self, since: datetime, limit: int, dag_ids: Sequence[str] | None = None
+    ) -> builtins.list[Letter]:
+        """Letters at rest (``dlq``, ``parked``) of ``dag_ids`` (None: any) not looked at since ``since``, stamped."""
+        parameters = {
+            "since": since,
+            "limit": limit,
+            "dag_ids": builtins.list(dag_ids) if dag_ids is not None else None,
+        }
+        return self._letters("resting_letters_due", parameters)
+
+    def resting_letters_not_checked_since(self, since: datetime, limit: int) -> builtins.list[Letter]:
+        """Letters at rest not checked since ``since`` (the sweep's full pass), at most ``limit``."""
+        return self._letters("resting_letters_not_checked_since", {"since": since, "limit": limit})
+
+    def stamp_checked(self, letter_ids: Sequence[int]) -> None:
+        """Airflow answered for these letters at rest: the full pass checked them."""
+        self._run("stamp_checked", {"ids": builtins.list(letter_ids)})
+
+    def _letters(self, name: str, parameters: dict[str, Any] | None = None) -> builtins.list[Letter]:
+        """The letters the named statement returns, in one transaction."""
+        return [Letter.from_row(row) for row in self._rows(name, parameters)]
 
     def open_letters_of(self, keys: Sequence[tuple[str, str, str, int]]) -> builtins.list[Letter]:
         """The open letters (``dlq``, ``parked``, ``replaying``) of these task instances."""
@@ -287,28 +293,20 @@ class DeadLetterStore(Store):
             "task_ids": task_ids,
             "map_indexes": map_indexes,
         }
-        with self.db.transaction() as cur:
-            cur.execute(query("open_letters_of_task_instances"), parameters)
-            return [Letter.from_row(row) for row in ProviderDatabase.rows(cur)]
+        return self._letters("open_letters_of_task_instances", parameters)
 
     def open_letter_dags(self) -> builtins.list[str]:
         """The DAGs with an open letter."""
-        with self.db.transaction() as cur:
-            cur.execute(query("open_letter_dags"))
-            return [str(row[0]) for row in cur.fetchall()]
+        return [str(row["dag_id"]) for row in self._rows("open_letter_dags")]
 
     def sweep_backlog(self, since: datetime) -> tuple[int, datetime | None]:
         """Letters at rest not checked since ``since``, and the oldest check of a letter at rest."""
-        with self.db.transaction() as cur:
-            cur.execute(query("sweep_backlog"), {"since": since})
-            unchecked, oldest = cur.fetchone()
+        unchecked, oldest = self._row("sweep_backlog", {"since": since})
         return int(unchecked), oldest
 
     def database_now(self) -> datetime:
         """PostgreSQL's clock."""
-        with self.db.transaction() as cur:
-            cur.execute(query("database_now"))
-            value: datetime = cur.fetchone()[0]
+        value: datetime = self._row("database_now")[0]
         return value
 
     def has_letter(self, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int) -> bool:
@@ -320,22 +318,17 @@ class DeadLetterStore(Store):
             "map_index": map_index,
             "try_number": try_number,
         }
-        with self.db.transaction() as cur:
-            cur.execute(query("letter_exists_for_ti"), params)
-            return cur.fetchone() is not None
+        return self._row("letter_exists_for_ti", params) is not None
 
     # -- the claim of a replay (dlq/replay.py claims and clears, dlq/driver.py drives) ---------
 
     def mark_replay_unknown(self, replay_id: int, detail: str) -> None:
         """The clear's answer was lost: the letter stays ``replaying`` and the sync decides."""
-        with self.db.transaction() as cur:
-            cur.execute(query("mark_replay_unknown"), {"id": replay_id, "detail": detail})
+        self._run("mark_replay_unknown", {"id": replay_id, "detail": detail})
 
     def open_replay(self, letter_id: int) -> Replay | None:
         """The letter's open replay (the newest still pending or unknown), if any."""
-        with self.db.transaction() as cur:
-            cur.execute(query("claim_of_letter"), {"letter_id": letter_id})
-            rows = ProviderDatabase.rows(cur)
+        rows = self._rows("claim_of_letter", {"letter_id": letter_id})
         return Replay.from_row(rows[0]) if rows else None
 
     # -- park, dismiss, purge: a person's decisions ------------------------------------------
@@ -386,24 +379,15 @@ class DeadLetterStore(Store):
     def purge_closed_before(self, before: datetime, actor: Actor | None = None) -> builtins.list[int]:
         """Delete resolved and dismissed letters (and their replays) last changed before ``before``; their history stays."""
         who = actor or Actor.system("cli")
-        with self.db.transaction() as cur:
-            cur.execute(
-                query("delete_closed_before"),
-                {
-                    "before": before,
-                    **who.as_params(),
-                    "reason": f"retention: closed before {before.isoformat()}",
-                },
-            )
-            return sorted(int(row[0]) for row in cur.fetchall())
+        reason = f"retention: closed before {before.isoformat()}"
+        rows = self._rows("delete_closed_before", {"before": before, **who.as_params(), "reason": reason})
+        return sorted(int(row["id"]) for row in rows)
 
     # -- reading ---------------------------------------------------------------------------
 
     def get(self, letter_id: int) -> Letter | None:
-        with self.db.transaction() as cur:
-            cur.execute(query("get_letter"), {"id": letter_id})
-            rows = ProviderDatabase.rows(cur)
-        return Letter.from_row(rows[0]) if rows else None
+        letters = self._letters("get_letter", {"id": letter_id})
+        return letters[0] if letters else None
 
     def list(
         self,
@@ -418,28 +402,21 @@ class DeadLetterStore(Store):
             before_created=before[0] if before else None,
             before_id=before[1] if before else None,
         )
-        with self.db.transaction() as cur:
-            cur.execute(query("list_letters"), params)
-            return [Letter.from_row(row) for row in ProviderDatabase.rows(cur)]
+        return self._letters("list_letters", params)
 
     def events(self, letter_id: int) -> builtins.list[LetterEvent]:
         """The letter's history, oldest first (kept after the letter is purged)."""
-        with self.db.transaction() as cur:
-            cur.execute(query("events_of_letter"), {"letter_id": letter_id})
-            return [LetterEvent.from_row(row) for row in ProviderDatabase.rows(cur)]
+        return [LetterEvent.from_row(row) for row in self._rows("events_of_letter", {"letter_id": letter_id})]
 
     def replays(self, letter_id: int) -> builtins.list[Replay]:
-        with self.db.transaction() as cur:
-            cur.execute(query("replays_of_letter"), {"letter_id": letter_id})
-            return [Replay.from_row(row) for row in ProviderDatabase.rows(cur)]
+        return [Replay.from_row(row) for row in self._rows("replays_of_letter", {"letter_id": letter_id})]
 
     # -- DAG versions ------------------------------------------------------------------------
 
     def unnumbered_versions(self, limit: int = 500) -> builtins.list[tuple[str, str]]:
         """(dag_id, dag_version_id) of the versions letters name by UUID only, at most ``limit``."""
-        with self.db.transaction() as cur:
-            cur.execute(query("unnumbered_versions"), {"limit": limit})
-            return [(str(dag_id), str(version_id)) for dag_id, version_id in cur.fetchall()]
+        rows = self._rows("unnumbered_versions", {"limit": limit})
+        return [(str(row["dag_id"]), str(row["dag_version_id"])) for row in rows]
 
     def number_version(
         self,
@@ -451,24 +428,23 @@ class DeadLetterStore(Store):
     ) -> int:
         """Write a version's number on the letters naming it by UUID (keeping a bundle version the
         worker recorded); how many letters changed."""
-        with self.db.transaction() as cur:
-            cur.execute(
-                query("number_version"),
-                {
-                    "dag_id": dag_id,
-                    "dag_version_id": dag_version_id,
-                    "dag_version_number": number,
-                    "bundle_name": bundle_name,
-                    "bundle_version": bundle_version,
-                },
-            )
-            return int(cur.rowcount or 0)
+        return self._run(
+            "number_version",
+            {
+                "dag_id": dag_id,
+                "dag_version_id": dag_version_id,
+                "dag_version_number": number,
+                "bundle_name": bundle_name,
+                "bundle_version": bundle_version,
+            },
+        )
 
     def open_groups_by_version(self) -> builtins.list[tuple[str, str, int, int]]:
         """(dag_id, fingerprint, newest version failed on, letters) of the open letters that name a version."""
-        with self.db.transaction() as cur:
-            cur.execute(query("open_groups_by_version"))
-            return [(str(d), str(f), int(v), int(n)) for d, f, v, n in cur.fetchall()]
+        return [
+            (str(row["dag_id"]), str(row["fingerprint"]), int(row["failed_on"]), int(row["letters"]))
+            for row in self._rows("open_groups_by_version")
+        ]
 
     def record_dag_version(
         self,
@@ -488,8 +464,7 @@ class DeadLetterStore(Store):
             "bundle_version": bundle_version,
             "deployed_at": deployed_at,
         }
-        with self.db.transaction() as cur:
-            cur.execute(query("record_dag_version"), params)
+        self._run("record_dag_version", params)
 
     def notice_fix(
         self,
@@ -525,40 +500,29 @@ class DeadLetterStore(Store):
 
     def forget_closed_versions(self) -> tuple[int, int]:
         """Delete the DAG versions and notices no open letter is about; how many of each."""
-        with self.db.transaction() as cur:
-            cur.execute(query("forget_closed_versions"))
-            versions, notices = cur.fetchone()
-            return int(versions), int(notices)
+        versions, notices = self._row("forget_closed_versions")
+        return int(versions), int(notices)
 
     def fix_notices(self) -> builtins.list[FixNotice]:
-        with self.db.transaction() as cur:
-            cur.execute(query("fix_notices"))
-            return [FixNotice.from_row(row) for row in ProviderDatabase.rows(cur)]
+        return [FixNotice.from_row(row) for row in self._rows("fix_notices")]
 
     # -- impact (issue 48) -----------------------------------------------------------------------
 
     def set_impact(self, letter_id: int, impact: Impact) -> None:
         """Store what ``letter_id`` blocks, replacing what was stored."""
-        with self.db.transaction() as cur:
-            cur.execute(
-                query("upsert_letter_impact"),
-                {"letter_id": letter_id, "impact": json.dumps(impact.to_json(), sort_keys=True)},
-            )
+        self._run(
+            "upsert_letter_impact",
+            {"letter_id": letter_id, "impact": json.dumps(impact.to_json(), sort_keys=True)},
+        )
 
     def impact(self, letter_id: int) -> StoredImpact | None:
         """What ``letter_id`` blocks, as last computed; None before it was."""
-        with self.db.transaction() as cur:
-            cur.execute(query("letter_impact"), {"letter_id": letter_id})
-            row = ProviderDatabase.one(cur)
-        if row is None:
-            return None
-        return StoredImpact(Impact.from_json(row["impact"]), row["computed_at"])
+        rows = self._rows("letter_impact", {"letter_id": letter_id})
+        return StoredImpact(Impact.from_json(rows[0]["impact"]), rows[0]["computed_at"]) if rows else None
 
     def letters_due_impact(self, stale_seconds: float, limit: int) -> builtins.list[Letter]:
         """Open letters whose impact is missing or older than ``stale_seconds`` (the database's clock), longest first."""
-        with self.db.transaction() as cur:
-            cur.execute(query("letters_due_impact"), {"stale_seconds": stale_seconds, "limit": limit})
-            return [Letter.from_row(row) for row in ProviderDatabase.rows(cur)]
+        return self._letters("letters_due_impact", {"stale_seconds": stale_seconds, "limit": limit})
 
 
 @dataclass(frozen=True)

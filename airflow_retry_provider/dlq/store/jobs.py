@@ -1,8 +1,9 @@
-"""Replay jobs as rows: create, read, claim with a lease, cancel, stop. Any process reads the same job.
+"""Replay jobs and their items as rows: create, read, claim with a lease, cancel, stop. Any process reads the same job.
 
 A job of more than one letter may start with a canary (:meth:`JobStore.create`): the driver clears
 that one letter first and waits for its outcome (``dlq/driver.py``); what it waits for, until when,
-and why a job stopped are columns of the job, so any driver continues where another left off.
+and why a job stopped are columns of the job, so any driver continues where another left off. The
+rising pace after the canary and the stop rule are ``dlq/decide.py``'s.
 """
 
 from __future__ import annotations
@@ -11,8 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_retry_provider.database import ProviderDatabase, Store
-from airflow_retry_provider.dlq.decide import STOP_AFTER_FAILURES, CanaryState, failures_in_a_row
+from airflow_retry_provider.database import ProviderDatabase
+from airflow_retry_provider.dlq.decide import (
+    STOP_AFTER_FAILURES,
+    CanaryState,
+    failures_in_a_row,
+    pace_steps_json,
+)
 from airflow_retry_provider.dlq.models import (
     JobItem,
     Letter,
@@ -22,6 +28,7 @@ from airflow_retry_provider.dlq.models import (
     newest_letter,
 )
 from airflow_retry_provider.dlq.sql import query
+from airflow_retry_provider.dlq.store.base import QueueStore
 from airflow_retry_provider.policy import redact
 
 
@@ -161,30 +168,18 @@ class JobView:
         }
 
 
-PACE_STEPS: tuple[tuple[int, int], ...] = ((1, 1), (5, 5))
-"""After the canary succeeds the rest follow at a rising pace: each ``(clears, clears per minute)``
-step in turn (one letter at 1/min, then five at 5/min), then the configured pace, never above it. A
-failed replay of the job starts the steps again from the first; ``STOP_AFTER_FAILURES`` failed
-replays in a row stop the job (``dlq/decide.py``)."""
+@dataclass(frozen=True)
+class JobTurn:
+    """What a driver reads before each letter of a job, its lease just renewed (:meth:`JobStore.turn`)."""
+
+    job: ReplayJob
+    failures: int
+    """How many of the job's newest decided replays failed in a row (the stop rule's input)."""
+    next_item: JobItem | None
+    """The next letter to clear, None when every one was."""
 
 
-def step_rate(step_clears: int, configured: int, steps: Sequence[tuple[int, int]] = PACE_STEPS) -> int:
-    """The clears per minute for the next clear, ``step_clears`` clears into the rising pace (at most ``configured``)."""
-    passed = 0
-    for clears, rate in steps:
-        passed += clears
-        if step_clears < passed:
-            return min(rate, configured)
-    return configured
-
-
-def pace_steps_json(steps: Sequence[tuple[int, int]] = PACE_STEPS) -> list[dict[str, Any]]:
-    return [{"clears": clears, "per_minute": rate} for clears, rate in steps] + [
-        {"clears": None, "per_minute": "configured"}
-    ]
-
-
-class JobStore(Store):
+class JobStore(QueueStore):
     """The ``retry_replay_jobs`` and ``retry_replay_job_items`` tables; each method is one transaction.
 
     :param db: the provider's database.
@@ -264,16 +259,12 @@ class JobStore(Store):
         ]
 
     def open_ids(self) -> list[int]:
-        with self.db.transaction() as cur:
-            cur.execute(query("open_job_ids"))
-            return [int(row[0]) for row in cur.fetchall()]
+        return [int(row["id"]) for row in self._rows("open_job_ids")]
 
     def cancel(self, job_id: int, actor: str) -> int:
         """Cancel a queued or running job: letters it has not claimed stay in ``dlq``. How many were left."""
         detail = redact(f"cancelled by {actor}")[:500]
-        with self.db.transaction() as cur:
-            cur.execute(query("cancel_job"), {"id": job_id, "actor": actor, "detail": detail})
-            cancelled_id, left = cur.fetchone()
+        cancelled_id, left = self._row("cancel_job", {"id": job_id, "actor": actor, "detail": detail})
         if cancelled_id is None:
             view = self.require(job_id)
             raise JobError(
@@ -285,55 +276,54 @@ class JobStore(Store):
 
     def claim(self, owner: str, lease_seconds: int, job_id: int | None = None) -> ReplayJob | None:
         """Take the oldest open job nobody holds (or ``job_id``) for ``owner``; None when there is none."""
-        with self.db.transaction() as cur:
-            cur.execute(
-                query("claim_job"), {"owner": owner, "lease_seconds": lease_seconds, "job_id": job_id}
-            )
-            rows = ProviderDatabase.rows(cur)
+        rows = self._rows("claim_job", {"owner": owner, "lease_seconds": lease_seconds, "job_id": job_id})
         return ReplayJob.from_row(rows[0]) if rows else None
 
     def renew(self, job_id: int, owner: str, lease_seconds: int) -> bool:
         """Extend the lease; False when the job was cancelled or taken over (the driver stops)."""
+        parameters = {"id": job_id, "owner": owner, "lease_seconds": lease_seconds}
+        return self._row("renew_job_lease", parameters) is not None
+
+    def turn(self, job_id: int, owner: str, lease_seconds: int) -> JobTurn | None:
+        """Renew the lease and read the job, its failures in a row and its next item, in one transaction;
+        None when the job was cancelled, stopped or taken over (the driver stops)."""
         with self.db.transaction() as cur:
             cur.execute(
-                query("renew_job_lease"), {"id": job_id, "owner": owner, "lease_seconds": lease_seconds}
+                self._query("renew_job_lease"), {"id": job_id, "owner": owner, "lease_seconds": lease_seconds}
             )
-            return cur.fetchone() is not None
-
-    def next_item(self, job_id: int) -> JobItem | None:
-        with self.db.transaction() as cur:
-            cur.execute(query("next_job_item"), {"job_id": job_id})
-            rows = ProviderDatabase.rows(cur)
-        return JobItem.from_row(rows[0]) if rows else None
+            if cur.fetchone() is None:
+                return None
+            cur.execute(self._query("get_job"), {"id": job_id})
+            job = ReplayJob.from_row(ProviderDatabase.rows(cur)[0])
+            cur.execute(self._query("last_decided_replays"), {"id": job_id, "limit": STOP_AFTER_FAILURES})
+            failures = failures_in_a_row([row["outcome"] for row in ProviderDatabase.rows(cur)])
+            cur.execute(self._query("next_job_item"), {"job_id": job_id})
+            items = ProviderDatabase.rows(cur)
+        return JobTurn(job, failures, JobItem.from_row(items[0]) if items else None)
 
     def finish_item(self, item: JobItem, result: ReplayResult) -> None:
-        with self.db.transaction() as cur:
-            cur.execute(
-                query("finish_job_item"),
-                {
-                    "job_id": item.job_id,
-                    "position": item.position,
-                    "outcome": result.outcome,
-                    "detail": redact(result.detail)[:1000] if result.detail else None,
-                    "replay_id": result.replay_id,
-                },
-            )
+        self._run(
+            "finish_job_item",
+            {
+                "job_id": item.job_id,
+                "position": item.position,
+                "outcome": result.outcome,
+                "detail": redact(result.detail)[:1000] if result.detail else None,
+                "replay_id": result.replay_id,
+            },
+        )
 
     def finish(self, job_id: int, owner: str) -> None:
-        with self.db.transaction() as cur:
-            cur.execute(query("finish_job"), {"id": job_id, "owner": owner})
+        self._run("finish_job", {"id": job_id, "owner": owner})
 
     def release(self, job_id: int, owner: str) -> None:
-        with self.db.transaction() as cur:
-            cur.execute(query("release_job"), {"id": job_id, "owner": owner})
+        self._run("release_job", {"id": job_id, "owner": owner})
 
     # -- the canary and the rising pace (dlq/driver.py) -------------------------------------
 
     def canary(self, job_id: int) -> CanaryState | None:
         """The job's canary item, its replay's outcome and whether its wait is over; None without one."""
-        with self.db.transaction() as cur:
-            cur.execute(query("canary_of_job"), {"id": job_id})
-            rows = ProviderDatabase.rows(cur)
+        rows = self._rows("canary_of_job", {"id": job_id})
         if not rows:
             return None
         row = rows[0]
@@ -354,36 +344,26 @@ class JobStore(Store):
 
     def wait_for_canary(self, job_id: int, owner: str, timeout_seconds: int) -> None:
         """Start the canary's wait (once: a driver that takes the job over keeps the deadline)."""
-        with self.db.transaction() as cur:
-            cur.execute(
-                query("wait_for_canary"), {"id": job_id, "owner": owner, "timeout_seconds": timeout_seconds}
-            )
+        self._run("wait_for_canary", {"id": job_id, "owner": owner, "timeout_seconds": timeout_seconds})
 
     def pass_canary(self, job_id: int, owner: str) -> bool:
         """The canary resolved: the rest follow at the rising pace from now."""
-        with self.db.transaction() as cur:
-            cur.execute(query("pass_canary"), {"id": job_id, "owner": owner})
-            return cur.fetchone() is not None
+        return self._row("pass_canary", {"id": job_id, "owner": owner}) is not None
 
     def pace(self, job_id: int) -> tuple[int, float]:
         """Clears the job sent in its current pace step, and seconds since its last clear."""
-        with self.db.transaction() as cur:
-            cur.execute(query("job_pace"), {"id": job_id})
-            step_clears, since_clear = cur.fetchone()
+        step_clears, since_clear = self._row("job_pace", {"id": job_id})
         return int(step_clears), since_clear.total_seconds()
 
     def failures_in_a_row(self, job_id: int, limit: int = STOP_AFTER_FAILURES) -> int:
         """How many of the job's newest decided replays (at most ``limit``) failed, counted until a success."""
-        with self.db.transaction() as cur:
-            cur.execute(query("last_decided_replays"), {"id": job_id, "limit": limit})
-            outcomes = [row[0] for row in cur.fetchall()]
-        return failures_in_a_row(outcomes)
+        rows = self._rows("last_decided_replays", {"id": job_id, "limit": limit})
+        return failures_in_a_row([row["outcome"] for row in rows])
 
     def stop(self, job_id: int, owner: str, reason: str) -> int | None:
         """End the job ``stopped``: letters it has not claimed stay in ``dlq`` untouched. How many, or None."""
         reason = redact(reason)[:1000]
         detail = redact(f"not replayed: the job stopped ({reason})")[:1000]
-        with self.db.transaction() as cur:
-            cur.execute(query("stop_job"), {"id": job_id, "owner": owner, "reason": reason, "detail": detail})
-            stopped_id, left = cur.fetchone()
+        parameters = {"id": job_id, "owner": owner, "reason": reason, "detail": detail}
+        stopped_id, left = self._row("stop_job", parameters)
         return None if stopped_id is None else int(left)
