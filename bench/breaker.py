@@ -33,7 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from stacks import bench_stack
+from stacks import MAIL_NOTIFIER, bench_stack
 from verdict import check, exit_code, judge
 
 DAGS = Path(__file__).resolve().parent / "breaker_dags"
@@ -227,11 +227,6 @@ def main() -> int:
 
     partner = PartnerService()
     smtp = SmtpSink().start()
-    notifier = {
-        "name": "mail",
-        "class": "airflow.providers.smtp.notifications.smtp.SmtpNotifier",
-        "kwargs": {"to": "oncall@example.test", "smtp_conn_id": "smtp_alerts"},
-    }
     try:
         with bench_stack(
             "breaker",
@@ -244,7 +239,7 @@ def main() -> int:
                 "AIRFLOW__CORE__PARALLELISM": "16",
                 "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "16",
                 "AIRFLOW_CONN_SMTP_ALERTS": smtp.connection_json(),
-                "AIRFLOW__RETRY_PROVIDER__ALERT_NOTIFIERS": json.dumps([notifier]),
+                "AIRFLOW__RETRY_PROVIDER__ALERT_NOTIFIERS": json.dumps([MAIL_NOTIFIER]),
             },
             celery_shape={},
         ) as bench:

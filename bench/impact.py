@@ -30,7 +30,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from stacks import bench_stack
+from stacks import MAIL_NOTIFIER, bench_stack
 from verdict import check, exit_code, judge
 
 DAGS = Path(__file__).resolve().parent / "impact_dags"
@@ -91,11 +91,6 @@ def main() -> int:
     logical = datetime.now(timezone.utc).replace(microsecond=0)
     deadline = deadline_for(logical, args.lead)
     smtp = SmtpSink().start()
-    notifier = {
-        "name": "mail",
-        "class": "airflow.providers.smtp.notifications.smtp.SmtpNotifier",
-        "kwargs": {"to": "oncall@example.test", "smtp_conn_id": "smtp_alerts"},
-    }
     try:
         with bench_stack(
             "impact",
@@ -105,7 +100,7 @@ def main() -> int:
             {
                 **dag_env(logical, deadline),
                 "AIRFLOW_CONN_SMTP_ALERTS": smtp.connection_json(),
-                "AIRFLOW__RETRY_PROVIDER__ALERT_NOTIFIERS": json.dumps([notifier]),
+                "AIRFLOW__RETRY_PROVIDER__ALERT_NOTIFIERS": json.dumps([MAIL_NOTIFIER]),
             },
             celery_shape={},
         ) as bench:

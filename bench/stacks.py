@@ -25,6 +25,14 @@ class BenchStack:
     provider_dsn: str
 
 
+MAIL_NOTIFIER = {
+    "name": "mail",
+    "class": "airflow.providers.smtp.notifications.smtp.SmtpNotifier",
+    "kwargs": {"to": "oncall@example.test", "smtp_conn_id": "smtp_alerts"},
+}
+"""The alert notifier the benchmarks configure: Airflow's SmtpNotifier to the local SMTP sink."""
+
+
 @contextmanager
 def bench_stack(
     name: str,
