@@ -215,7 +215,12 @@ def job_items(provider_dsn: str, job_id: int) -> list[tuple[int, str, int | None
 def assert_loop_settled(faults: Faults, letters: list[Letter]) -> None:
     """What the state tables promise once the faults stop: no letter replaying, no job running, counts add up."""
     statuses = {lt.id: faults.store.get(lt.id).status for lt in letters}  # type: ignore[union-attr]
-    assert set(statuses.values()) <= SETTLED, statuses
+    unsettled = {  # what Airflow says of each letter still unsettled, to read a failure by
+        lt.id: (lt.task_id, faults.ti(lt.dag_id, lt.run_id, lt.task_id))
+        for lt in letters
+        if statuses[lt.id] not in SETTLED
+    }
+    assert set(statuses.values()) <= SETTLED, (statuses, unsettled)
     with psycopg.connect(faults.provider_dsn) as conn:
         running = conn.execute(
             "SELECT id, status FROM retry_replay_jobs WHERE status IN ('queued', 'running')"
