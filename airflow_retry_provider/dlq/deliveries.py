@@ -44,6 +44,7 @@ from typing import Any
 from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq import announce
 from airflow_retry_provider.dlq.impact import ImpactReader
+from airflow_retry_provider.dlq.models import AsJson
 from airflow_retry_provider.dlq.store import DeadLetterStore, DeliveryStore
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError
 from airflow_retry_provider.policy.deliveries import (
@@ -79,7 +80,7 @@ WINDOW_AFTER = timedelta(days=2)
 
 
 @dataclass(frozen=True)
-class BlockingLetter:
+class BlockingLetter(AsJson):
     """A letter that blocks a delivery, as the view links to it."""
 
     letter_id: int
@@ -89,17 +90,6 @@ class BlockingLetter:
     status: str
     fingerprint: str
     latest_replay: datetime
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "letter_id": self.letter_id,
-            "dag_id": self.dag_id,
-            "run_id": self.run_id,
-            "task_id": self.task_id,
-            "status": self.status,
-            "fingerprint": self.fingerprint,
-            "latest_replay": self.latest_replay.isoformat(),
-        }
 
 
 @dataclass(frozen=True)

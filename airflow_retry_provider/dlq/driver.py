@@ -28,7 +28,8 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import fields
 
 from airflow_retry_provider.dlq import announce
@@ -50,8 +51,8 @@ from airflow_retry_provider.dlq.models import (
     ReplayResult,
 )
 from airflow_retry_provider.dlq.replay import DEFAULT_SELECTION_LIMIT, ReplayEngine
-from airflow_retry_provider.dlq.store import JobStore, LetterFilter
-from airflow_retry_provider.dlq.sync import OutcomeSync, PageBudget
+from airflow_retry_provider.dlq.store import JobStore, JobTurn, JobView, LetterFilter
+from airflow_retry_provider.dlq.sync import OutcomeSync, settle_claims
 from airflow_retry_provider.hooks.airflow_api import AirflowApi
 from airflow_retry_provider.policy import redact
 
@@ -139,47 +140,55 @@ class ReplayDriver:
                 progress(result, done, total)
 
         while True:
-            job = self.jobs.claim(self.owner, self.lease_seconds, job_id)
-            if job is not None:
-                self._drive(job, mine, reported)
+            turn = self.jobs.claim(self.owner, self.lease_seconds, job_id)
+            if turn is not None:
+                self._drive(turn, mine, reported)
             view = self.jobs.require(job_id)
             done = [item for item in view.items if item.outcome != "pending"]
             for n, item in enumerate(done[reported:], start=reported + 1):
-                mine(_result(item), n, len(view.items))
+                mine(item.result(), n, len(view.items))
             if view.job.finished:
                 return
             self._sleep(poll)
 
-    def drive_one(self, deadline: float | None = None) -> int | None:
-        """Claim the oldest open job and work it until done or ``deadline`` (monotonic); its id or None."""
-        job = self.jobs.claim(self.owner, self.lease_seconds)
-        if job is None:
+    def drive_one(self, deadline: float | None = None, api: AirflowApi | None = None) -> int | None:
+        """Claim the oldest open job and work it until done or ``deadline`` (monotonic); its id or None.
+        ``api``: the round's Airflow client (a new one by default)."""
+        turn = self.jobs.claim(self.owner, self.lease_seconds)
+        if turn is None:
             return None
-        self._drive(job, None, 0, deadline)
-        return job.id
+        self._drive(turn, None, 0, deadline, api)
+        return turn.job.id
 
     def drain(self, deadline: float | None = None) -> list[int]:
-        """Settle open claims, then drive open jobs one after another until none is left or ``deadline``."""
-        self.settle()
+        """Settle open claims, then drive open jobs one after another until none is left or ``deadline``;
+        one Airflow client for the round."""
         driven: list[int] = []
-        while deadline is None or time.monotonic() < deadline:
-            job_id = self.drive_one(deadline)
-            if job_id is None:
-                break
-            driven.append(job_id)
+        with self._client() as api:
+            self.settle(api)
+            while deadline is None or time.monotonic() < deadline:
+                job_id = self.drive_one(deadline, api)
+                if job_id is None:
+                    break
+                driven.append(job_id)
         return driven
 
-    def settle(self) -> None:
+    def settle(self, api: AirflowApi | None = None) -> None:
         """Decide claims whose lease expired or whose clear's answer was lost (see ``sync_outcomes``)."""
-        api = self._api_factory()
-        try:
-            sync = OutcomeSync(self.store, api, replay_cap=self.engine.replay_cap)
-            # in batches: one call per 100 claims of a DAG a loop, never one per claim (issue 46)
-            report = sync.sync_replaying_batched(
-                PageBudget(SETTLE_PAGES), source="driver", open_claims_only=True
-            )
+        with self._client(api) as api:
+            report = settle_claims(self.store, api, self.engine.replay_cap, SETTLE_PAGES)
             if report.released or report.resolved or report.refiled:
                 log.info("airflow-retry-provider: driver settled claims %s", report.to_json())
+
+    @contextmanager
+    def _client(self, api: AirflowApi | None = None) -> Iterator[AirflowApi]:
+        """``api`` when the caller holds the round's client, else a new one, closed after (unless ``close_api`` is False)."""
+        if api is not None:
+            yield api
+            return
+        api = self._api_factory()
+        try:
+            yield api
         finally:
             if self._close_api:
                 api.close()
@@ -200,61 +209,62 @@ class ReplayDriver:
             else:
                 stop.wait(interval)
 
-    def _tell_if_failed(self, job_id: int) -> None:
+    def _tell_if_failed(self, view: JobView | None) -> None:
         """A job that ended with letters not cleared is announced (the alerts tell someone; never raises)."""
-        view = self.jobs.require(job_id)
-        counts = view.counts
-        if any(outcome not in ("cleared", "included") for outcome in counts):
-            announce.job_failed(self.jobs.db, view.job, counts)
+        if view is not None and any(outcome not in ("cleared", "included") for outcome in view.counts):
+            announce.job_failed(self.jobs.db, view.job, view.counts)
 
     # -- one job ---------------------------------------------------------------------------
 
     def _drive(
-        self, job: ReplayJob, progress: Progress | None, reported: int, deadline: float | None = None
+        self,
+        turn: JobTurn | None,
+        progress: Progress | None,
+        reported: int,
+        deadline: float | None = None,
+        client: AirflowApi | None = None,
     ) -> None:
+        """Work the job claimed (``turn``) letter by letter: each turn read in one store call, the stop rule
+        asked, the letter claimed and cleared, its outcome recorded with the next turn's read."""
+        assert turn is not None
+        job = turn.job
         request = request_of(job)
-        api = self._api_factory()
-        try:
-            total = len(self.jobs.require(job.id).items)
-            done = reported
+        with self._client(client) as api:
+            try:
+                total = turn.total
+                done = reported
 
-            def report(result: ReplayResult) -> None:
-                nonlocal done
-                done += 1
-                if progress is not None:
-                    progress(result, done, total)
+                def report(result: ReplayResult) -> None:
+                    nonlocal done
+                    done += 1
+                    if progress is not None:
+                        progress(result, done, total)
 
-            while True:
-                turn = self.jobs.turn(job.id, self.owner, self.lease_seconds)
-                if turn is None:
-                    return  # cancelled, stopped, or another driver took it over
-                job, item = turn.job, turn.next_item
-                if job.canary_position is not None and job.paced_since is None:
-                    if not self._canary(api, job, request, report, deadline):
+                while turn is not None:  # None: cancelled, stopped, or another driver took it over
+                    job, item = turn.job, turn.next_item
+                    if job.canary_position is not None and job.paced_since is None:
+                        if not self._canary(api, job, request, report, deadline):
+                            return
+                        turn = self.jobs.turn(job.id, self.owner, self.lease_seconds)
+                        continue
+                    if self._stop_rule(job, turn.failures):
                         return
-                    continue
-                if self._stop_rule(job, turn.failures):
-                    return
-                if item is None:
-                    self.jobs.finish(job.id, self.owner)
-                    self._tell_if_failed(job.id)
-                    return
-                if deadline is not None and time.monotonic() >= deadline:
-                    self.jobs.release(job.id, self.owner)
-                    return
-                if job.paced_since is not None and not self._wait_for_step(job, deadline):
-                    return
-                result = self._letter(api, job, item, request, deadline)
-                if result is None:
-                    return
-                self.jobs.finish_item(item, result)
-                report(result)
-        except BaseException:
-            self.jobs.release(job.id, self.owner)
-            raise
-        finally:
-            if self._close_api:
-                api.close()
+                    if item is None:
+                        self._tell_if_failed(self.jobs.finish(job.id, self.owner))
+                        return
+                    if deadline is not None and time.monotonic() >= deadline:
+                        self.jobs.release(job.id, self.owner)
+                        return
+                    if job.paced_since is not None and not self._wait_for_step(job, deadline):
+                        return
+                    result = self._letter(api, job, item, turn.letter, request, deadline)
+                    if result is None:
+                        return
+                    turn = self.jobs.turn(job.id, self.owner, self.lease_seconds, done=(item, result))
+                    report(result)
+            except BaseException:
+                self.jobs.release(job.id, self.owner)
+                raise
 
     def _canary(
         self,
@@ -265,13 +275,13 @@ class ReplayDriver:
         deadline: float | None,
     ) -> bool:
         """Clear the canary (once) and wait for its outcome; True when it resolved and the rest may follow."""
-        assert job.canary_position is not None
-        item = self.jobs.canary_item(job.id, job.canary_position)
+        item = self.jobs.require(job.id).canary
+        assert item is not None
         if item.outcome == "pending":
-            result = self._letter(api, job, item, request, deadline)
+            result = self._letter(api, job, item, self.store.get(item.letter_id), request, deadline)
             if result is None:
                 return False
-            self.jobs.finish_item(item, result)
+            self.jobs.turn(job.id, self.owner, self.lease_seconds, done=(item, result))
             report(result)
         self.jobs.wait_for_canary(job.id, self.owner, self.canary_timeout)
         while True:
@@ -327,14 +337,12 @@ class ReplayDriver:
             self.jobs.release(job.id, self.owner)
             return False
         self._sleep(min(wait, longest))
-        return self.jobs.renew(job.id, self.owner, self.lease_seconds) and not (
-            stop_rule and self._stop_rule(job)
-        )
+        turn = self.jobs.turn(job.id, self.owner, self.lease_seconds)
+        return turn is not None and not (stop_rule and self._stop_rule(job, turn.failures))
 
-    def _stop_rule(self, job: ReplayJob, failures: int | None = None) -> bool:
-        """``decide.STOP_AFTER_FAILURES`` of the job's replays failed in a row (``failures``, read now when
-        None): stop it here (True)."""
-        reason = stop_rule(self.jobs.failures_in_a_row(job.id) if failures is None else failures)
+    def _stop_rule(self, job: ReplayJob, failures: int) -> bool:
+        """``decide.STOP_AFTER_FAILURES`` of the job's replays failed in a row (``failures``): stop it here (True)."""
+        reason = stop_rule(failures)
         if reason is None:
             return False
         self._stop(job, reason)
@@ -342,14 +350,22 @@ class ReplayDriver:
 
     def _stop(self, job: ReplayJob, reason: str) -> None:
         """Stop the job (its unclaimed letters stay in ``dlq``) and announce it."""
-        if self.jobs.stop(job.id, self.owner, reason) is not None:
+        view = self.jobs.stop(job.id, self.owner, reason)
+        if view is not None:
             log.warning("airflow-retry-provider: replay job %s stopped: %s", job.id, redact(reason)[:500])
-            self._tell_if_failed(job.id)
+            self._tell_if_failed(view)
 
     def _letter(
-        self, api: AirflowApi, job: ReplayJob, item: JobItem, request: ReplayRequest, deadline: float | None
+        self,
+        api: AirflowApi,
+        job: ReplayJob,
+        item: JobItem,
+        letter: Letter | None,
+        request: ReplayRequest,
+        deadline: float | None,
     ) -> ReplayResult | None:
-        """Claim (after waiting for the pace) and clear one letter; None when the job must stop here."""
+        """Claim (after waiting for the pace) and clear one letter (``letter``: the item's, read with its
+        turn); None when the job must stop here."""
         if item.replay_id is not None:
             return ReplayResult(
                 item.letter_id,
@@ -357,7 +373,6 @@ class ReplayDriver:
                 item.replay_id,
                 "the driver stopped during this letter's clear; the sync decides from Airflow's state",
             )
-        letter = self.store.get(item.letter_id)
         if letter is None:
             return ReplayResult(item.letter_id, "refused", detail="the letter no longer exists")
         while True:
@@ -386,10 +401,6 @@ class ReplayDriver:
         why = claim_refusal(letter.status, letter.replay_count, self.engine.replay_cap)
         # a dlq letter under the cap lost its claim to a concurrent one: said as before, the cap's words
         return ReplayResult(letter.id, "refused", detail=why or f"replay cap reached ({letter.replay_count})")
-
-
-def _result(item: JobItem) -> ReplayResult:
-    return ReplayResult(item.letter_id, item.outcome, item.replay_id, item.detail or "")
 
 
 def replay_and_wait(

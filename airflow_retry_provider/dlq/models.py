@@ -42,7 +42,23 @@ def parse_dag_list(raw: str | None) -> list[str]:
     return [part for part in text.replace(",", " ").split() if part]
 
 
-class _Row:
+def json_of(row: Any) -> dict[str, Any]:
+    """A frozen dataclass's fields by name, a ``datetime`` as its ISO text."""
+    return {
+        f.name: (value.isoformat() if isinstance(value, datetime) else value)
+        for f in fields(row)
+        for value in [getattr(row, f.name)]
+    }
+
+
+class AsJson:
+    """``to_json`` for a frozen dataclass: :func:`json_of` it."""
+
+    def to_json(self) -> dict[str, Any]:
+        return json_of(self)
+
+
+class _Row(AsJson):
     """``from_row`` and ``to_json`` for a frozen dataclass that mirrors a table row.
 
     The free-text columns named in ``_TEXT`` are redacted again as they are read (a replay's
@@ -60,13 +76,6 @@ class _Row:
             if values[name]:
                 values[name] = redact(values[name])
         return cls(**values)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            f.name: (value.isoformat() if isinstance(value, datetime) else value)
-            for f in fields(self)  # type: ignore[arg-type]
-            for value in [getattr(self, f.name)]
-        }
 
 
 @dataclass(frozen=True)
@@ -320,6 +329,9 @@ class JobItem(_Row):
     def from_row(cls, row: Mapping[str, Any]) -> JobItem:
         return cast(JobItem, super().from_row(row))
 
+    def result(self) -> ReplayResult:
+        return ReplayResult(self.letter_id, self.outcome, self.replay_id, self.detail or "")
+
 
 @dataclass(frozen=True)
 class FixNotice(_Row):
@@ -441,15 +453,12 @@ class PreviewItem:
 
 
 @dataclass(frozen=True)
-class Refusal:
+class Refusal(AsJson):
     """A selected letter that will not be replayed, and why."""
 
     letter_id: int
     status: str
     reason: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"letter_id": self.letter_id, "status": self.status, "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -491,7 +500,7 @@ class Preview:
 
 
 @dataclass(frozen=True)
-class ReplayResult:
+class ReplayResult(AsJson):
     """What happened to one letter of a job.
 
     ``cleared``; ``clear-failed`` (Airflow refused, the letter is back in ``dlq``); ``unknown`` (the
@@ -503,14 +512,6 @@ class ReplayResult:
     outcome: str
     replay_id: int | None = None
     detail: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "letter_id": self.letter_id,
-            "outcome": self.outcome,
-            "replay_id": self.replay_id,
-            "detail": self.detail,
-        }
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from airflow_retry_provider.dlq.models import (
     NewLetter,
     SweepState,
     SyncReport,
+    json_of,
     parse_dag_list,
 )
 from airflow_retry_provider.dlq.replay import ReplayEngine, number_versions  # the sweep numbers versions too
@@ -114,15 +115,7 @@ class Backlog:
     pass_complete: bool
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "pages": self.pages,
-            "max_pages": self.max_pages,
-            "letters_unchecked": self.letters_unchecked,
-            "oldest_check_age_seconds": round(self.oldest_check_age_seconds, 1),
-            "watermark": self.watermark.isoformat() if self.watermark else None,
-            "caught_up": self.caught_up,
-            "pass_complete": self.pass_complete,
-        }
+        return {**json_of(self), "oldest_check_age_seconds": round(self.oldest_check_age_seconds, 1)}
 
 
 def managed_dag_ids(api: AirflowApi, extra: Iterable[str] = ()) -> list[str]:
@@ -192,11 +185,7 @@ def sweep(
                 is not SweepStep.FILE
             ):
                 continue
-            outcome = _sweep_logged(store, api, ti, runs, replay_cap, errors)
-            if outcome is None:
-                covered += 1
-            elif outcome:
-                filed.append(outcome)
+            covered += _sweep_logged(store, api, ti, runs, replay_cap, filed, errors)
     return SweepReport(dags, tuple(filed), covered, tuple(errors))
 
 
@@ -206,11 +195,16 @@ def _sweep_logged(
     ti: TaskInstanceRef,
     runs: dict[tuple[str, str], dict[str, Any]],
     replay_cap: int,
+    filed: list[int],
     errors: list[str],
-) -> int | None:
-    """:func:`_sweep_one`; an error is logged, counted and added to ``errors`` (0: the sweep goes on)."""
+) -> int:
+    """:func:`_sweep_one`: a letter filed is added to ``filed``; 1 when a letter already covered the task
+    instance, else 0. An error is logged, counted and added to ``errors`` (the sweep goes on)."""
     try:
-        return _sweep_one(store, api, ti, runs, replay_cap)
+        outcome = _sweep_one(store, api, ti, runs, replay_cap)
+        if outcome:
+            filed.append(outcome)
+        return 1 if outcome is None else 0
     except Exception as exc:  # one bad task instance is logged and counted; the sweep goes on
         metrics.incr("sweeper", "error")
         errors.append(
@@ -317,11 +311,7 @@ def read_changes(
                 continue
             if step is SweepStep.LEAVE:
                 continue
-            outcome = _sweep_logged(store, api, ti, runs, replay_cap, errors)
-            if outcome is None:
-                covered += 1
-            elif outcome:
-                filed.append(outcome)
+            covered += _sweep_logged(store, api, ti, runs, replay_cap, filed, errors)
         ends = [ti.end_date for ti in items if ti.end_date is not None]
         if ends and max(ends) > cursor:
             cursor = max(ends)

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from airflow_retry_provider import metrics, settings
 from airflow_retry_provider.dlq import announce
-from airflow_retry_provider.dlq.decide import OpenClaim, ReplayingLetter, Step, SyncAction, replaying_step
+from airflow_retry_provider.dlq.decide import OpenClaim, ReplayingLetter, Step, replaying_step
 from airflow_retry_provider.dlq.models import Letter, NewLetter, SyncReport
 from airflow_retry_provider.dlq.states import LetterStatus
 from airflow_retry_provider.dlq.store import DeadLetterStore, ReplayStore
@@ -85,16 +86,16 @@ class OutcomeSync:
         frequent pass); the sweeper looks at every letter. Each letter looked at is stamped, so
         letters Airflow leaves undecided rotate behind the others instead of starving them.
         """
-        now = now or datetime.now(timezone.utc)
-        report = _new_report()
-        since = self.store.database_now()
+        run = _Pass(now or datetime.now(timezone.utc), grace, source)
+        since = None
         while True:
-            rows = self.replays.replaying_page(since, limit, open_claims_only=open_claims_only)
+            page = self.replays.replaying_page(since, limit, open_claims_only=open_claims_only)
+            since, rows = page.since, page.rows
             for row in rows:
-                self._sync_one(row, now, grace, source, report)
+                self._sync_one(row, run)
             if len(rows) < limit:
                 break
-        return _sync_report(report)
+        return run.result()
 
     def sync_letter(
         self,
@@ -108,20 +109,13 @@ class OutcomeSync:
         One REST call, about that letter's task instance; none when the letter is not replaying (its
         callback decided it already) or another process is deciding it right now.
         """
-        now = now or datetime.now(timezone.utc)
-        report = _new_report()
-        for row in self.replays.replaying_page(self.store.database_now(), 1, letter_id=letter_id):
-            self._sync_one(row, now, grace, source, report)
-        return _sync_report(report)
+        run = _Pass(now or datetime.now(timezone.utc), grace, source)
+        for row in self.replays.replaying_page(None, 1, letter_id=letter_id).rows:
+            self._sync_one(row, run)
+        return run.result()
 
-    def _sync_one(
-        self,
-        row: Mapping[str, Any],
-        now: datetime,
-        grace: timedelta,
-        source: str,
-        report: dict[str, list[Any]],
-    ) -> None:
+    def _sync_one(self, row: Mapping[str, Any], run: _Pass) -> None:
+        """Decide one replaying letter from its task instance, asked of Airflow on its own."""
         letter = Letter.from_row(row)
         try:
             ti = self.api.task_instance(letter.dag_id, letter.run_id, letter.task_id, letter.map_index)
@@ -130,9 +124,9 @@ class OutcomeSync:
                 self._park_vanished(letter)
                 return
             metrics.incr("sweeper", "error")
-            report["errors"].append(f"letter {letter.id}: {redact(str(exc))}")
+            run.report["errors"].append(f"letter {letter.id}: {redact(str(exc))}")
             return
-        self._decide(row, letter, ti, now, grace, source, report)
+        self._decide(row, letter, ti, run)
 
     def sync_replaying_batched(
         self,
@@ -150,12 +144,12 @@ class OutcomeSync:
         error in the report); the letters not reached are decided at the next sweep.
         ``open_claims_only``: the driver's pass over the claims that need a decision.
         """
-        now = now or datetime.now(timezone.utc)
-        report = _new_report()
-        since = self.store.database_now()
+        run = _Pass(now or datetime.now(timezone.utc), grace, source)
+        since = None
         while budget.left() > 0:
             size = min(limit, budget.left() * PAGE_SIZE)
-            rows = self.replays.replaying_page(since, size, open_claims_only=open_claims_only)
+            page = self.replays.replaying_page(since, size, open_claims_only=open_claims_only)
+            since, rows = page.since, page.rows
             by_letter = {int(row["id"]): row for row in rows}
             letters = [Letter.from_row(row) for row in rows]
             try:
@@ -165,40 +159,23 @@ class OutcomeSync:
                         if ti is None:  # Airflow has no such task instance (any more): as a 404
                             self._park_vanished(letter)
                             continue
-                        self._decide(by_letter[letter.id], letter, ti, now, grace, source, report)
+                        self._decide(by_letter[letter.id], letter, ti, run)
             except AirflowApiError as exc:
                 metrics.incr("sweeper", "error")
-                report["errors"].append(f"replaying letters: {redact(str(exc))}")
+                run.report["errors"].append(f"replaying letters: {redact(str(exc))}")
                 break
             if len(rows) < size:
                 break
-        return _sync_report(report)
+        return run.result()
 
-    def _decide(
-        self,
-        row: Mapping[str, Any],
-        letter: Letter,
-        ti: TaskInstanceRef,
-        now: datetime,
-        grace: timedelta,
-        source: str,
-        report: dict[str, list[Any]],
-    ) -> None:
-        """Decide one replaying letter from its task instance as Airflow reports it (read one by one or in a batch)."""
+    def _decide(self, row: Mapping[str, Any], letter: Letter, ti: TaskInstanceRef, run: _Pass) -> None:
+        """Decide one replaying letter from its task instance as Airflow reports it (read one by one or in a
+        batch), and carry out what :func:`~airflow_retry_provider.dlq.decide.replaying_step` decided,
+        through the store."""
         claim = OpenClaim.from_row(row)
-        seen = ReplayingLetter(letter.try_number, ti, claim, now, grace, self.replay_timeout)
-        self._apply(replaying_step(seen), letter, ti, claim.replay_id if claim else None, source, report)
-
-    def _apply(
-        self,
-        action: SyncAction,
-        letter: Letter,
-        ti: TaskInstanceRef,
-        replay_id: int | None,
-        source: str,
-        report: dict[str, list[Any]],
-    ) -> None:
-        """Carry out what :func:`~airflow_retry_provider.dlq.decide.replaying_step` decided, through the store."""
+        seen = ReplayingLetter(letter.try_number, ti, claim, run.now, run.grace, self.replay_timeout)
+        action, replay_id = replaying_step(seen), claim.replay_id if claim else None
+        source, report = run.source, run.report
         if action.step is Step.RESOLVE:
             if self.store.resolve_replaying(
                 letter.dag_id, letter.run_id, letter.task_id, letter.map_index, source=source
@@ -300,6 +277,13 @@ class OutcomeSync:
         return sorted(resolved), False, None
 
 
+def settle_claims(store: DeadLetterStore, api: AirflowApi, replay_cap: int, pages: int) -> SyncReport:
+    """A driver's pass: decide the claims whose lease expired or whose clear's answer was lost, in batches
+    (one call per 100 claims of a DAG, never one per claim: issue 46), at most ``pages`` pages."""
+    sync = OutcomeSync(store, api, replay_cap=replay_cap)
+    return sync.sync_replaying_batched(PageBudget(pages), source="driver", open_claims_only=True)
+
+
 class PageBudget:
     """The pages of Airflow's bulk list one sweep may read (``[retry_provider] sweep_max_pages``).
 
@@ -380,18 +364,21 @@ def read_in_batches(
             yield chunk, found
 
 
-def _new_report() -> dict[str, list[Any]]:
-    return {name: [] for name in ("resolved", "refiled", "released", "waiting", "errors")}
+@dataclass(frozen=True)
+class _Pass:
+    """One pass of the sync: when it looks, the grace it leaves callbacks, who it says decided, what it did."""
 
-
-def _sync_report(report: dict[str, list[Any]]) -> SyncReport:
-    return SyncReport(
-        tuple(report["resolved"]),
-        tuple(report["refiled"]),
-        tuple(report["waiting"]),
-        tuple(report["errors"]),
-        tuple(report["released"]),
+    now: datetime
+    grace: timedelta
+    source: str
+    report: dict[str, list[Any]] = field(
+        default_factory=lambda: {
+            name: [] for name in ("resolved", "refiled", "released", "waiting", "errors")
+        }
     )
+
+    def result(self) -> SyncReport:
+        return SyncReport(**{name: tuple(found) for name, found in self.report.items()})
 
 
 def refiled_letter(letter: Letter, ti: TaskInstanceRef) -> NewLetter:

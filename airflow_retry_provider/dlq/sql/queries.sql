@@ -255,6 +255,9 @@ WHERE job_id = %(job_id)s AND outcome = 'pending'
 ORDER BY position
 LIMIT 1;
 
+-- name: job_size
+SELECT count(*) FROM retry_replay_job_items WHERE job_id = %(job_id)s;
+
 -- name: set_job_item_replay
 UPDATE retry_replay_job_items SET replay_id = %(replay_id)s
 WHERE job_id = %(job_id)s AND position = %(position)s AND outcome = 'pending' AND replay_id IS NULL;

@@ -9,7 +9,7 @@ The loops above (``replay``, ``sync``, ``driver``, ``sweeper``) run no SQL of th
 """
 
 from airflow_retry_provider.dlq.store.deliveries import DeliveryStore
-from airflow_retry_provider.dlq.store.jobs import JobError, JobStore, JobView, Verdict
+from airflow_retry_provider.dlq.store.jobs import JobError, JobStore, JobTurn, JobView, Verdict
 from airflow_retry_provider.dlq.store.letters import DeadLetterStore, FileResult, LetterFilter, StoredImpact
 from airflow_retry_provider.dlq.store.replays import ReplayStore
 
@@ -19,6 +19,7 @@ __all__ = [
     "FileResult",
     "JobError",
     "JobStore",
+    "JobTurn",
     "JobView",
     "LetterFilter",
     "ReplayStore",

@@ -6,6 +6,36 @@ from typing import Any
 
 from airflow_retry_provider import sql
 from airflow_retry_provider.database import ProviderDatabase, Store
+from airflow_retry_provider.dlq.models import Actor
+from airflow_retry_provider.dlq.sql import query
+from airflow_retry_provider.policy import redact
+from airflow_retry_provider.policy.text import storable
+
+
+def record(
+    cursor: Any,
+    letter_id: int,
+    event: str,
+    actor: Actor,
+    reason: str | None = None,
+    *,
+    job_id: int | None = None,
+    replay_id: int | None = None,
+    try_number: int | None = None,
+) -> None:
+    """Append one event to a letter's history, in the caller's transaction (every store's steps write them)."""
+    cursor.execute(
+        query("insert_event"),
+        {
+            "letter_id": letter_id,
+            "event": event,
+            **actor.as_params(),
+            "reason": storable(redact(reason)[:1000]) if reason else None,
+            "job_id": job_id,
+            "replay_id": replay_id,
+            "try_number": try_number,
+        },
+    )
 
 
 class QueueStore(Store):

@@ -25,6 +25,7 @@ from airflow_retry_provider.dlq.models import (
     ReplayJob,
     ReplayRequest,
     ReplayResult,
+    json_of,
     newest_letter,
 )
 from airflow_retry_provider.dlq.sql import query
@@ -62,13 +63,14 @@ class Verdict:
         return found
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "resolved": self.resolved,
-            "same_cause": self.same_cause,
-            "new_cause": self.new_cause,
-            "undecided": self.undecided,
-            "summary": "; ".join(self.lines()),
-        }
+        return {**json_of(self), "summary": "; ".join(self.lines())}
+
+
+# fmt: off
+_REQUEST_FIELDS = ("id", "status", "finished", "actor", "actor_verified", "os_user", "source", "reason",
+                   "fix_version", "processing_version", "downstream", "run_on_latest_version")
+# fmt: on
+"""What a job's JSON says of it first: what was asked, by whom, and where it stands."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ class JobView:
 
     job: ReplayJob
     items: tuple[JobItem, ...]
+    counts: dict[str, int]
+    """Its letters' outcomes (pending ones aside), by outcome."""
     verdict: Verdict = Verdict()
 
     @property
@@ -96,32 +100,13 @@ class JobView:
         return "rest"
 
     @property
-    def counts(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for item in self.items:
-            if item.outcome != "pending":
-                counts[item.outcome] = counts.get(item.outcome, 0) + 1
-        return counts
-
-    @property
     def done(self) -> int:
         return sum(1 for item in self.items if item.outcome != "pending")
 
     def to_json(self) -> dict[str, Any]:
-        job = self.job
+        job, shown = self.job, json_of(self.job)
         return {
-            "id": job.id,
-            "status": job.status,
-            "finished": job.finished,
-            "actor": job.actor,
-            "actor_verified": job.actor_verified,
-            "os_user": job.os_user,
-            "source": job.source,
-            "reason": job.reason,
-            "fix_version": job.fix_version,
-            "processing_version": job.processing_version,
-            "downstream": job.downstream,
-            "run_on_latest_version": job.run_on_latest_version,
+            **{name: getattr(job, name) for name in _REQUEST_FIELDS},
             "dag_ids": list(job.dag_ids),
             "phase": self.phase,
             "canary": self._canary_json(),
@@ -132,19 +117,9 @@ class JobView:
             "done": self.done,
             "counts": self.counts,
             "results": [
-                {
-                    "letter_id": item.letter_id,
-                    "outcome": item.outcome,
-                    "replay_id": item.replay_id,
-                    "replay_outcome": item.replay_outcome,
-                    "detail": item.detail or "",
-                }
-                for item in self.items
+                {**item.result().to_json(), "replay_outcome": item.replay_outcome} for item in self.items
             ],
-            "created_at": job.created_at.isoformat(),
-            "started_at": job.started_at.isoformat() if job.started_at else None,
-            "finished_at": job.finished_at.isoformat() if job.finished_at else None,
-            "cancelled_by": job.cancelled_by,
+            **{name: shown[name] for name in ("created_at", "started_at", "finished_at", "cancelled_by")},
             "error": None,
         }
 
@@ -170,13 +145,18 @@ class JobView:
 
 @dataclass(frozen=True)
 class JobTurn:
-    """What a driver reads before each letter of a job, its lease just renewed (:meth:`JobStore.turn`)."""
+    """What a driver reads before each letter of a job, its lease just taken or renewed
+    (:meth:`JobStore.claim`, :meth:`JobStore.turn`): one snapshot, read in one transaction."""
 
     job: ReplayJob
     failures: int
     """How many of the job's newest decided replays failed in a row (the stop rule's input)."""
     next_item: JobItem | None
     """The next letter to clear, None when every one was."""
+    letter: Letter | None
+    """The next item's letter, None when there is no next item or the letter no longer exists."""
+    total: int
+    """How many letters the job has."""
 
 
 class JobStore(QueueStore):
@@ -236,15 +216,23 @@ class JobStore(QueueStore):
 
     def get(self, job_id: int) -> JobView | None:
         with self.db.transaction() as cur:
-            cur.execute(query("get_job"), {"id": job_id})
-            rows = ProviderDatabase.rows(cur)
-            if not rows:
-                return None
-            cur.execute(query("job_items"), {"job_id": job_id})
-            items = tuple(JobItem.from_row(row) for row in ProviderDatabase.rows(cur))
-            cur.execute(query("job_verdict"), {"id": job_id})
-            verdict = Verdict(*(int(n) for n in cur.fetchone()))
-        return JobView(ReplayJob.from_row(rows[0]), items, verdict)
+            return self._view(cur, job_id)
+
+    def _view(self, cur: Any, job_id: int) -> JobView | None:
+        """The job with its items, their counts and its verdict, read in ``cur``'s transaction; None without it."""
+        cur.execute(query("get_job"), {"id": job_id})
+        rows = ProviderDatabase.rows(cur)
+        if not rows:
+            return None
+        cur.execute(query("job_items"), {"job_id": job_id})
+        items = tuple(JobItem.from_row(row) for row in ProviderDatabase.rows(cur))
+        counts: dict[str, int] = {}
+        for item in items:
+            if item.outcome != "pending":
+                counts[item.outcome] = counts.get(item.outcome, 0) + 1
+        cur.execute(query("job_verdict"), {"id": job_id})
+        verdict = Verdict(*(int(n) for n in cur.fetchone()))
+        return JobView(ReplayJob.from_row(rows[0]), items, counts, verdict)
 
     def require(self, job_id: int) -> JobView:
         view = self.get(job_id)
@@ -253,10 +241,7 @@ class JobStore(QueueStore):
         return view
 
     def results(self, job_id: int) -> list[ReplayResult]:
-        return [
-            ReplayResult(item.letter_id, item.outcome, item.replay_id, item.detail or "")
-            for item in self.require(job_id).items
-        ]
+        return [item.result() for item in self.require(job_id).items]
 
     def open_ids(self) -> list[int]:
         return [int(row["id"]) for row in self._rows("open_job_ids")]
@@ -274,47 +259,49 @@ class JobStore(QueueStore):
 
     # -- driving (dlq/driver.py) -------------------------------------------------------------
 
-    def claim(self, owner: str, lease_seconds: int, job_id: int | None = None) -> ReplayJob | None:
-        """Take the oldest open job nobody holds (or ``job_id``) for ``owner``; None when there is none."""
-        rows = self._rows("claim_job", {"owner": owner, "lease_seconds": lease_seconds, "job_id": job_id})
-        return ReplayJob.from_row(rows[0]) if rows else None
-
-    def renew(self, job_id: int, owner: str, lease_seconds: int) -> bool:
-        """Extend the lease; False when the job was cancelled or taken over (the driver stops)."""
-        parameters = {"id": job_id, "owner": owner, "lease_seconds": lease_seconds}
-        return self._row("renew_job_lease", parameters) is not None
-
-    def turn(self, job_id: int, owner: str, lease_seconds: int) -> JobTurn | None:
-        """Renew the lease and read the job, its failures in a row and its next item, in one transaction;
-        None when the job was cancelled, stopped or taken over (the driver stops)."""
+    def claim(self, owner: str, lease_seconds: int, job_id: int | None = None) -> JobTurn | None:
+        """Take the oldest open job nobody holds (or ``job_id``) for ``owner`` and read its first turn,
+        in one transaction; None when there is none."""
+        parameters = {"owner": owner, "lease_seconds": lease_seconds, "job_id": job_id}
         with self.db.transaction() as cur:
+            cur.execute(self._query("claim_job"), parameters)
+            rows = ProviderDatabase.rows(cur)
+            return self._turn(cur, int(rows[0]["id"])) if rows else None
+
+    def turn(
+        self, job_id: int, owner: str, lease_seconds: int, done: tuple[JobItem, ReplayResult] | None = None
+    ) -> JobTurn | None:
+        """Record the letter just done (``done``: its item and what became of it), renew the lease and read
+        the job's next turn, in one transaction; None when the job was cancelled, stopped or taken over
+        (the driver stops; the letter done is recorded all the same)."""
+        with self.db.transaction() as cur:
+            if done is not None:
+                cur.execute(self._query("finish_job_item"), _finished_item(*done))
             cur.execute(
                 self._query("renew_job_lease"), {"id": job_id, "owner": owner, "lease_seconds": lease_seconds}
             )
             if cur.fetchone() is None:
                 return None
-            cur.execute(self._query("get_job"), {"id": job_id})
-            job = ReplayJob.from_row(ProviderDatabase.rows(cur)[0])
-            cur.execute(self._query("last_decided_replays"), {"id": job_id, "limit": STOP_AFTER_FAILURES})
-            failures = failures_in_a_row([row["outcome"] for row in ProviderDatabase.rows(cur)])
-            cur.execute(self._query("next_job_item"), {"job_id": job_id})
-            items = ProviderDatabase.rows(cur)
-        return JobTurn(job, failures, JobItem.from_row(items[0]) if items else None)
+            return self._turn(cur, job_id)
 
-    def finish_item(self, item: JobItem, result: ReplayResult) -> None:
-        self._run(
-            "finish_job_item",
-            {
-                "job_id": item.job_id,
-                "position": item.position,
-                "outcome": result.outcome,
-                "detail": redact(result.detail)[:1000] if result.detail else None,
-                "replay_id": result.replay_id,
-            },
-        )
+    def _turn(self, cur: Any, job_id: int) -> JobTurn:
+        """The job, its failures in a row, its next item with its letter, and its size, in ``cur``'s transaction."""
+        cur.execute(self._query("get_job"), {"id": job_id})
+        job = ReplayJob.from_row(ProviderDatabase.rows(cur)[0])
+        cur.execute(self._query("last_decided_replays"), {"id": job_id, "limit": STOP_AFTER_FAILURES})
+        failures = failures_in_a_row([row["outcome"] for row in ProviderDatabase.rows(cur)])
+        cur.execute(self._query("next_job_item"), {"job_id": job_id})
+        item = next((JobItem.from_row(row) for row in ProviderDatabase.rows(cur)), None)
+        cur.execute(self._query("get_letter"), {"id": item.letter_id if item else None})
+        letter = next((Letter.from_row(row) for row in ProviderDatabase.rows(cur)), None)
+        cur.execute(self._query("job_size"), {"job_id": job_id})
+        return JobTurn(job, failures, item, letter, int(cur.fetchone()[0]))
 
-    def finish(self, job_id: int, owner: str) -> None:
-        self._run("finish_job", {"id": job_id, "owner": owner})
+    def finish(self, job_id: int, owner: str) -> JobView | None:
+        """The job ``done`` (this driver holds it and no item is pending), read as it ended, in one transaction."""
+        with self.db.transaction() as cur:
+            cur.execute(self._query("finish_job"), {"id": job_id, "owner": owner})
+            return self._view(cur, job_id)
 
     def release(self, job_id: int, owner: str) -> None:
         self._run("release_job", {"id": job_id, "owner": owner})
@@ -339,9 +326,6 @@ class JobStore(QueueStore):
             overdue=bool(row["overdue"]),
         )
 
-    def canary_item(self, job_id: int, position: int) -> JobItem:
-        return next(item for item in self.require(job_id).items if item.position == position)
-
     def wait_for_canary(self, job_id: int, owner: str, timeout_seconds: int) -> None:
         """Start the canary's wait (once: a driver that takes the job over keeps the deadline)."""
         self._run("wait_for_canary", {"id": job_id, "owner": owner, "timeout_seconds": timeout_seconds})
@@ -355,15 +339,24 @@ class JobStore(QueueStore):
         step_clears, since_clear = self._row("job_pace", {"id": job_id})
         return int(step_clears), since_clear.total_seconds()
 
-    def failures_in_a_row(self, job_id: int, limit: int = STOP_AFTER_FAILURES) -> int:
-        """How many of the job's newest decided replays (at most ``limit``) failed, counted until a success."""
-        rows = self._rows("last_decided_replays", {"id": job_id, "limit": limit})
-        return failures_in_a_row([row["outcome"] for row in rows])
-
-    def stop(self, job_id: int, owner: str, reason: str) -> int | None:
-        """End the job ``stopped``: letters it has not claimed stay in ``dlq`` untouched. How many, or None."""
+    def stop(self, job_id: int, owner: str, reason: str) -> JobView | None:
+        """End the job ``stopped`` (letters it has not claimed stay in ``dlq`` untouched) and read it as it
+        ended, in one transaction; None when this driver no longer held it."""
         reason = redact(reason)[:1000]
         detail = redact(f"not replayed: the job stopped ({reason})")[:1000]
         parameters = {"id": job_id, "owner": owner, "reason": reason, "detail": detail}
-        stopped_id, left = self._row("stop_job", parameters)
-        return None if stopped_id is None else int(left)
+        with self.db.transaction() as cur:
+            cur.execute(self._query("stop_job"), parameters)
+            stopped_id, _ = cur.fetchone()
+            return None if stopped_id is None else self._view(cur, job_id)
+
+
+def _finished_item(item: JobItem, result: ReplayResult) -> dict[str, Any]:
+    """The parameters of ``finish_job_item``: the item's outcome, its detail redacted."""
+    return {
+        "job_id": item.job_id,
+        "position": item.position,
+        "outcome": result.outcome,
+        "detail": redact(result.detail)[:1000] if result.detail else None,
+        "replay_id": result.replay_id,
+    }

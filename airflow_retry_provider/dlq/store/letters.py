@@ -21,7 +21,7 @@ from airflow_retry_provider.dlq.models import (
     SweepState,
 )
 from airflow_retry_provider.dlq.sql import query
-from airflow_retry_provider.dlq.store.base import QueueStore
+from airflow_retry_provider.dlq.store.base import QueueStore, record
 from airflow_retry_provider.policy.impact import Impact
 
 
@@ -68,34 +68,7 @@ class DeadLetterStore(QueueStore):
     :param db: the provider's database.
     """
 
-    @staticmethod
-    def record(
-        cursor: Any,
-        letter_id: int,
-        event: str,
-        actor: Actor,
-        reason: str | None = None,
-        *,
-        job_id: int | None = None,
-        replay_id: int | None = None,
-        try_number: int | None = None,
-    ) -> None:
-        """Append one event to the letter's history, in the caller's transaction."""
-        from airflow_retry_provider.policy import redact
-        from airflow_retry_provider.policy.text import storable
-
-        cursor.execute(
-            query("insert_event"),
-            {
-                "letter_id": letter_id,
-                "event": event,
-                **actor.as_params(),
-                "reason": storable(redact(reason)[:1000]) if reason else None,
-                "job_id": job_id,
-                "replay_id": replay_id,
-                "try_number": try_number,
-            },
-        )
+    record = staticmethod(record)
 
     @staticmethod
     def letter_in(cursor: Any, letter_id: int) -> Letter | None:

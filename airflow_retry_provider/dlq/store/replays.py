@@ -8,17 +8,24 @@ decide, these apply).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.decide import pace_wait
 from airflow_retry_provider.dlq.models import Actor, Claim, Letter, ReplayRequest
 from airflow_retry_provider.dlq.sql import query
-from airflow_retry_provider.dlq.store.base import QueueStore
-from airflow_retry_provider.dlq.store.letters import DeadLetterStore
+from airflow_retry_provider.dlq.store.base import QueueStore, record
 from airflow_retry_provider.policy import redact
 
-record = DeadLetterStore.record
+
+@dataclass(frozen=True)
+class ReplayingPage:
+    """A page of the sync's pass (:meth:`ReplayStore.replaying_page`): when the pass started, and its rows."""
+
+    since: datetime
+    rows: list[dict[str, Any]]
 
 
 class TaskInstanceKey(Protocol):
@@ -164,12 +171,23 @@ class ReplayStore(QueueStore):
     # -- the sync's reads and its one write of a claim (dlq/sync.py) ------------------------------
 
     def replaying_page(
-        self, since: datetime, limit: int, *, open_claims_only: bool = False, letter_id: int | None = None
-    ) -> list[dict[str, Any]]:
+        self,
+        since: datetime | None,
+        limit: int,
+        *,
+        open_claims_only: bool = False,
+        letter_id: int | None = None,
+    ) -> ReplayingPage:
         """Letters in ``replaying`` (or only the open claims that need a decision) not looked at since
-        ``since``, each with its open claim, stamped as looked at; committed before any is decided."""
+        ``since`` (None: a new pass, from PostgreSQL's clock now), each with its open claim, stamped as
+        looked at; committed before any is decided."""
         statement = "open_claims" if open_claims_only else "replaying_letters"
-        return self._rows(statement, {"limit": limit, "since": since, "letter_id": letter_id})
+        with self.db.transaction() as cur:
+            if since is None:
+                cur.execute(query("database_now"))
+                since = cur.fetchone()[0]
+            cur.execute(query(statement), {"limit": limit, "since": since, "letter_id": letter_id})
+            return ReplayingPage(since, ProviderDatabase.rows(cur))
 
     def abandon(self, letter: Letter, replay_id: int, detail: str, *, lost: bool, source: str) -> bool:
         """A claim whose clear never happened goes back to ``dlq`` (``abandoned``), with the letter's event."""

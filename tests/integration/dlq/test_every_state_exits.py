@@ -141,7 +141,7 @@ def test_a_cancel_between_renew_and_claim_leaves_the_letter_in_dlq(pg_dsn, fake)
     letter = store.get(letter_id)
     assert letter is not None
     job_id = jobs.create(REQUEST, [letter])
-    assert jobs.claim("driver-1", 60, job_id) is not None and jobs.renew(job_id, "driver-1", 60)
+    assert jobs.claim("driver-1", 60, job_id) is not None and jobs.turn(job_id, "driver-1", 60) is not None
     assert jobs.cancel(job_id, "bia") == 1  # reported as left in dlq
     claim = ReplayEngine(store, fake.api(), replay_cap=3).claim_paced(
         letter, REQUEST, job_id=job_id, position=0

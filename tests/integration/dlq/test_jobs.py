@@ -114,7 +114,8 @@ def test_a_job_is_claimed_by_one_driver_at_a_time_and_resumed_after_its_lease(pg
     jobs = JobStore(store.db)
     letters = [store.get(i) for i in _letters(store, 2)]
     job_id = jobs.create(ReplayRequest("ana", "go", "v1", source="api"), letters)  # type: ignore[arg-type]
-    first = jobs.claim("driver-a", lease_seconds=1)
+    turn = jobs.claim("driver-a", lease_seconds=1)
+    first = turn.job if turn is not None else None
     assert first is not None and (first.id, first.status, first.lease_owner) == (
         job_id,
         "running",
@@ -122,9 +123,10 @@ def test_a_job_is_claimed_by_one_driver_at_a_time_and_resumed_after_its_lease(pg
     )
     assert jobs.claim("driver-b", lease_seconds=30) is None
     time.sleep(1.2)
-    second = jobs.claim("driver-b", lease_seconds=30)
+    turn = jobs.claim("driver-b", lease_seconds=30)
+    second = turn.job if turn is not None else None
     assert second is not None and second.lease_owner == "driver-b"
-    assert not jobs.renew(job_id, "driver-a", 30)  # the first driver stops at its next letter
+    assert jobs.turn(job_id, "driver-a", 30) is None  # the first driver stops at its next letter
     assert jobs.get(job_id).job.status == "running"  # type: ignore[union-attr]
 
 
