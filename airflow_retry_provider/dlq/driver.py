@@ -86,7 +86,7 @@ class ReplayDriver:
 
     :param engine: the replay engine (claims and clears; its store, replay cap, pace and lease are the driver's too).
     :param api_factory: returns the Airflow REST client to clear with.
-    :param close_api: close the client after each job (False when the caller owns it).
+    :param close_api: close the client it made after each round or job (False when the caller owns it).
     :param owner: this driver's name in the job's lease (host, pid and a random suffix by default).
     """
 
