@@ -17,7 +17,7 @@ import pytest
 from airflow_retry_provider import migrations
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from devstack.postgres import free_port
-from tests.conftest import VENV_BIN, migrated_metadata_template
+from tests.conftest import VENV_BIN, fresh_database, migrated_metadata_template
 from tests.factories import new_letter
 
 
@@ -40,12 +40,8 @@ def airflow_host(pg_server, tmp_path) -> Iterator[dict[str, str]]:
 @pytest.fixture
 def empty_provider_dsn(pg_server) -> Iterator[str]:
     """A fresh database with none of the provider's tables."""
-    name = f"arp_conn_prov_{uuid.uuid4().hex[:8]}"
-    dsn = pg_server.create_database(name)
-    try:
+    with fresh_database(pg_server, template=None) as dsn:
         yield dsn
-    finally:
-        pg_server.drop_database(name)
 
 
 def _run(env: dict[str, str], program: str, *argv: str) -> subprocess.CompletedProcess[str]:
