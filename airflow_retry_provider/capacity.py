@@ -22,7 +22,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainValidator, ValidationError
+from annotated_types import Ge
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainValidator, Strict, ValidationError
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from airflow_retry_provider.policy.breaker import BreakerSettings, BreakerSettingsError
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 DEFAULT_WEIGHTS: Mapping[str, int] = MappingProxyType({"heavy": 2, "light": 1})
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,256}$")
+_NAME_RULE = "dependency name must be letters, digits, '_', '-' or '.'"
 
 
 class CapacityError(FieldError):
@@ -46,35 +48,10 @@ class CapacityError(FieldError):
 # -- the map's fields, checked by pydantic ------------------------------------------------------
 
 
-def _problem(message: str) -> PydanticCustomError:
-    return PydanticCustomError("capacity", "{problem}", {"problem": message})
-
-
 def _name(value: object) -> str:
     if not isinstance(value, str) or not _NAME.match(value):
-        raise _problem(f"dependency name must be letters, digits, '_', '-' or '.', got {value!r}")
+        raise PydanticCustomError("capacity", f"{_NAME_RULE}, got {value!r}")
     return value
-
-
-def _at_least_one(what: str) -> PlainValidator:
-    def check(value: object) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise _problem(f"{what}must be an integer >= 1, got {value!r}")
-        return value
-
-    return PlainValidator(check)
-
-
-def _flag(value: object) -> bool:
-    if not isinstance(value, bool):
-        raise _problem(f"include_deferred must be true or false, got {value!r}")
-    return value
-
-
-def _text(value: object) -> str:
-    if value is not None and not isinstance(value, str):
-        raise _problem("description must be text")
-    return value or ""
 
 
 def _breaker(value: object) -> BreakerSettings:
@@ -83,27 +60,26 @@ def _breaker(value: object) -> BreakerSettings:
     try:
         return BreakerSettings.from_value(value)
     except BreakerSettingsError as exc:
-        raise _problem(exc.problem) from None
+        raise PydanticCustomError("capacity", exc.problem) from None
 
 
-def _slots_alone(value: object) -> object:
-    """A dependency written as a number is its slots: ``positions_db: 2``."""
-    return {"slots": value} if isinstance(value, int) and not isinstance(value, bool) else value
-
-
-Name = Annotated[str, BeforeValidator(str), PlainValidator(_name)]
-Weight = Annotated[int, _at_least_one("")]
+Count = Annotated[int, Strict(), Ge(1)]  # a bool is not a count
 
 
 class _Entry(BaseModel):
     """One dependency's settings as the map writes them (its name is the key)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    slots: Annotated[int, _at_least_one("slots ")]
-    include_deferred: Annotated[bool, PlainValidator(_flag)] = False
-    description: Annotated[str, PlainValidator(_text)] = ""
+    slots: Count
+    include_deferred: bool = False
+    description: Annotated[str, BeforeValidator(lambda v: "" if v is None else v)] = ""
     breaker: Annotated[BreakerSettings, PlainValidator(_breaker)] = BreakerSettings(enabled=False)
+
+
+def _slots_alone(value: object) -> object:
+    """A dependency written as a number is its slots: ``positions_db: 2``."""
+    return {"slots": value} if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 class _MapFile(BaseModel):
@@ -112,12 +88,25 @@ class _MapFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     dependencies: Annotated[
-        dict[Name, Annotated[_Entry, BeforeValidator(_slots_alone)]], BeforeValidator(lambda v: v or {})
+        dict[
+            Annotated[str, BeforeValidator(str), PlainValidator(_name)],
+            Annotated[_Entry, BeforeValidator(_slots_alone)],
+        ],
+        BeforeValidator(lambda v: v or {}),
     ] = {}
     weights: Annotated[
-        dict[Annotated[str, BeforeValidator(str)], Weight],
+        dict[Annotated[str, BeforeValidator(str)], Count],
         BeforeValidator(lambda v: dict(DEFAULT_WEIGHTS) if v is None else v),
     ] = dict(DEFAULT_WEIGHTS)
+
+
+# pydantic's complaints about a value, in the map's words
+_MUST_BE = {
+    "int_type": "must be an integer >= 1, got {!r}",
+    "greater_than_equal": "must be an integer >= 1, got {!r}",
+    "bool_type": "must be true or false, got {!r}",
+    "string_type": "must be text",
+}
 
 
 def _complaint(errors: list[ErrorDetails]) -> str:
@@ -126,6 +115,7 @@ def _complaint(errors: list[ErrorDetails]) -> str:
     error = (unknown or errors)[0]
     loc, kind = error["loc"], error["type"]
     keys = sorted(str(e["loc"][-1]) for e in unknown if e["loc"][:-1] == loc[:-1])
+    must_be = _MUST_BE.get(kind, "").format(error["input"])
     match loc:
         case () if kind == "model_type":
             return "expected a mapping with 'dependencies' and 'weights'"
@@ -133,26 +123,26 @@ def _complaint(errors: list[ErrorDetails]) -> str:
             return f"unknown top-level keys {keys}"
         case ("dependencies",):
             return "'dependencies' must map names to settings"
-        case ("weights",) if kind == "dict_type":
+        case ("weights",):
             return "'weights' must map names to integers"
         case ("weights", key):
-            return f"weight {key!r} {error['msg']}"
+            return f"weight {key!r} {must_be}"
         case ("dependencies", name) if kind == "model_type":
             return f"dependency {name!r} must be a mapping or a number of slots"
         case ("dependencies", name, _) if kind == "extra_forbidden":
             return f"dependency {name!r} has unknown keys {keys}"
         case ("dependencies", name, "slots") if kind == "missing":
             return f"dependency {name!r} needs 'slots'"
-        case ("dependencies", _, "[key]"):
-            return str(error["msg"])
-        case ("dependencies", name, _):
+        case ("dependencies", name, field_name) if must_be:
+            return f"dependency {name!r}: {field_name} {must_be}"
+        case ("dependencies", name, field_name) if field_name != "[key]":
             return f"dependency {name!r}: {error['msg']}"
     return str(error["msg"])
 
 
-def _validated(model: type[_Entry] | type[_MapFile], data: object, path: str) -> Any:
+def _validated(data: object, path: str) -> _MapFile:
     try:
-        return model.model_validate(data)
+        return _MapFile.model_validate(data)
     except ValidationError as exc:
         raise CapacityError(_complaint(exc.errors(include_url=False)), path=path) from None
 
@@ -175,12 +165,10 @@ class Dependency:
     breaker: BreakerSettings = field(default_factory=lambda: BreakerSettings(enabled=False))
 
     def __post_init__(self) -> None:
-        try:
-            _name(self.name)
-        except PydanticCustomError as exc:
-            raise CapacityError(exc.message()) from None
+        if not isinstance(self.name, str):
+            raise CapacityError(f"{_NAME_RULE}, got {self.name!r}")
         settings = {key: getattr(self, key) for key in _Entry.model_fields}
-        checked = _validated(_Entry, settings, f"dependency {self.name!r}")
+        checked = _validated({"dependencies": {self.name: settings}}, "").dependencies[self.name]
         for key in _Entry.model_fields:
             object.__setattr__(self, key, getattr(checked, key))
 
@@ -209,7 +197,7 @@ class DependencyMap:
         for name, dep in self.dependencies.items():
             if not isinstance(dep, Dependency) or dep.name != name:
                 raise CapacityError(f"dependencies[{name!r}] must be a Dependency named {name!r}")
-        weights = _validated(_MapFile, {"weights": self.weights}, "").weights
+        weights = _validated({"weights": self.weights}, "").weights
         object.__setattr__(self, "dependencies", MappingProxyType(dict(self.dependencies)))
         object.__setattr__(self, "weights", MappingProxyType(weights))
 
@@ -221,7 +209,7 @@ class DependencyMap:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "dependency map") -> DependencyMap:
         """From ``{"dependencies": {name: {slots, include_deferred, description}}, "weights": {...}}``."""
-        parsed = _validated(_MapFile, data, source)
+        parsed = _validated(data, source)
         return cls(
             {name: Dependency(name, **dict(entry)) for name, entry in parsed.dependencies.items()},
             parsed.weights,
