@@ -20,7 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from annotated_types import Ge
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainValidator, Strict, ValidationError
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 from airflow_retry_provider.policy.breaker import BreakerSettings, BreakerSettingsError
 from airflow_retry_provider.policy.fields import FieldError
@@ -30,6 +34,7 @@ if TYPE_CHECKING:
 
 DEFAULT_WEIGHTS: Mapping[str, int] = MappingProxyType({"heavy": 2, "light": 1})
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,256}$")
+_NAME_RULE = "dependency name must be letters, digits, '_', '-' or '.'"
 
 
 class CapacityError(FieldError):
@@ -38,6 +43,108 @@ class CapacityError(FieldError):
     ``path`` names where: the map's file, ``dependency 'name'`` or ``task 'id'`` (empty when
     the problem is not at one place).
     """
+
+
+# -- the map's fields, checked by pydantic ------------------------------------------------------
+
+
+def _name(value: object) -> str:
+    if not isinstance(value, str) or not _NAME.match(value):
+        raise PydanticCustomError("capacity", f"{_NAME_RULE}, got {value!r}")
+    return value
+
+
+def _breaker(value: object) -> BreakerSettings:
+    if isinstance(value, BreakerSettings):
+        return value
+    try:
+        return BreakerSettings.from_value(value)
+    except BreakerSettingsError as exc:
+        raise PydanticCustomError("capacity", exc.problem) from None
+
+
+Count = Annotated[int, Strict(), Ge(1)]  # a bool is not a count
+
+
+class _Entry(BaseModel):
+    """One dependency's settings as the map writes them (its name is the key)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    slots: Count
+    include_deferred: bool = False
+    description: Annotated[str, BeforeValidator(lambda v: "" if v is None else v)] = ""
+    breaker: Annotated[BreakerSettings, PlainValidator(_breaker)] = BreakerSettings(enabled=False)
+
+
+def _slots_alone(value: object) -> object:
+    """A dependency written as a number is its slots: ``positions_db: 2``."""
+    return {"slots": value} if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+class _MapFile(BaseModel):
+    """The map as YAML or a dict writes it; no value for a key is its default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dependencies: Annotated[
+        dict[
+            Annotated[str, BeforeValidator(str), PlainValidator(_name)],
+            Annotated[_Entry, BeforeValidator(_slots_alone)],
+        ],
+        BeforeValidator(lambda v: v or {}),
+    ] = {}
+    weights: Annotated[
+        dict[Annotated[str, BeforeValidator(str)], Count],
+        BeforeValidator(lambda v: dict(DEFAULT_WEIGHTS) if v is None else v),
+    ] = dict(DEFAULT_WEIGHTS)
+
+
+# pydantic's complaints about a value, in the map's words
+_MUST_BE = {
+    "int_type": "must be an integer >= 1, got {!r}",
+    "greater_than_equal": "must be an integer >= 1, got {!r}",
+    "bool_type": "must be true or false, got {!r}",
+    "string_type": "must be text",
+}
+
+
+def _complaint(errors: list[ErrorDetails]) -> str:
+    """Pydantic's first complaint about a map, in the map's words (unknown keys before anything else)."""
+    unknown = [e for e in errors if e["type"] == "extra_forbidden"]
+    error = (unknown or errors)[0]
+    loc, kind = error["loc"], error["type"]
+    keys = sorted(str(e["loc"][-1]) for e in unknown if e["loc"][:-1] == loc[:-1])
+    must_be = _MUST_BE.get(kind, "").format(error["input"])
+    match loc:
+        case () if kind == "model_type":
+            return "expected a mapping with 'dependencies' and 'weights'"
+        case (_,) if kind == "extra_forbidden":
+            return f"unknown top-level keys {keys}"
+        case ("dependencies",):
+            return "'dependencies' must map names to settings"
+        case ("weights",):
+            return "'weights' must map names to integers"
+        case ("weights", key):
+            return f"weight {key!r} {must_be}"
+        case ("dependencies", name) if kind == "model_type":
+            return f"dependency {name!r} must be a mapping or a number of slots"
+        case ("dependencies", name, _) if kind == "extra_forbidden":
+            return f"dependency {name!r} has unknown keys {keys}"
+        case ("dependencies", name, "slots") if kind == "missing":
+            return f"dependency {name!r} needs 'slots'"
+        case ("dependencies", name, field_name) if must_be:
+            return f"dependency {name!r}: {field_name} {must_be}"
+        case ("dependencies", name, field_name) if field_name != "[key]":
+            return f"dependency {name!r}: {error['msg']}"
+    return str(error["msg"])
+
+
+def _validated(data: object, path: str) -> _MapFile:
+    try:
+        return _MapFile.model_validate(data)
+    except ValidationError as exc:
+        raise CapacityError(_complaint(exc.errors(include_url=False)), path=path) from None
 
 
 @dataclass(frozen=True)
@@ -58,25 +165,12 @@ class Dependency:
     breaker: BreakerSettings = field(default_factory=lambda: BreakerSettings(enabled=False))
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _NAME.match(self.name):
-            raise CapacityError(
-                f"dependency name must be letters, digits, '_', '-' or '.', got {self.name!r}"
-            )
-        if isinstance(self.slots, bool) or not isinstance(self.slots, int) or self.slots < 1:
-            raise CapacityError(
-                f"slots must be an integer >= 1, got {self.slots!r}", path=f"dependency {self.name!r}"
-            )
-        if not isinstance(self.include_deferred, bool):
-            raise CapacityError(
-                f"include_deferred must be true or false, got {self.include_deferred!r}",
-                path=f"dependency {self.name!r}",
-            )
-        if not isinstance(self.description, str):
-            raise CapacityError("description must be text", path=f"dependency {self.name!r}")
-        if not isinstance(self.breaker, BreakerSettings):
-            raise CapacityError(
-                f"breaker must be BreakerSettings, got {self.breaker!r}", path=f"dependency {self.name!r}"
-            )
+        if not isinstance(self.name, str):
+            raise CapacityError(f"{_NAME_RULE}, got {self.name!r}")
+        settings = {key: getattr(self, key) for key in _Entry.model_fields}
+        checked = _validated({"dependencies": {self.name: settings}}, "").dependencies[self.name]
+        for key in _Entry.model_fields:
+            object.__setattr__(self, key, getattr(checked, key))
 
     @property
     def pool(self) -> str:
@@ -103,11 +197,9 @@ class DependencyMap:
         for name, dep in self.dependencies.items():
             if not isinstance(dep, Dependency) or dep.name != name:
                 raise CapacityError(f"dependencies[{name!r}] must be a Dependency named {name!r}")
-        for name, weight in self.weights.items():
-            if isinstance(weight, bool) or not isinstance(weight, int) or weight < 1:
-                raise CapacityError(f"weight {name!r} must be an integer >= 1, got {weight!r}")
+        weights = _validated({"weights": self.weights}, "").weights
         object.__setattr__(self, "dependencies", MappingProxyType(dict(self.dependencies)))
-        object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
+        object.__setattr__(self, "weights", MappingProxyType(weights))
 
     @classmethod
     def of(cls, *dependencies: Dependency, weights: Mapping[str, int] | None = None) -> DependencyMap:
@@ -117,44 +209,11 @@ class DependencyMap:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "dependency map") -> DependencyMap:
         """From ``{"dependencies": {name: {slots, include_deferred, description}}, "weights": {...}}``."""
-        if not isinstance(data, Mapping):
-            raise CapacityError("expected a mapping with 'dependencies' and 'weights'", path=source)
-        unknown = set(data) - {"dependencies", "weights"}
-        if unknown:
-            raise CapacityError(f"unknown top-level keys {sorted(unknown)}", path=source)
-        raw_deps = data.get("dependencies") or {}
-        if not isinstance(raw_deps, Mapping):
-            raise CapacityError("'dependencies' must map names to settings", path=source)
-        deps = {}
-        for name, spec in raw_deps.items():
-            if isinstance(spec, int) and not isinstance(spec, bool):
-                spec = {"slots": spec}
-            if not isinstance(spec, Mapping):
-                raise CapacityError(
-                    f"dependency {name!r} must be a mapping or a number of slots", path=source
-                )
-            extra = set(spec) - {"slots", "include_deferred", "description", "breaker"}
-            if extra:
-                raise CapacityError(f"dependency {name!r} has unknown keys {sorted(extra)}", path=source)
-            if "slots" not in spec:
-                raise CapacityError(f"dependency {name!r} needs 'slots'", path=source)
-            try:
-                breaker = BreakerSettings.from_value(spec.get("breaker"))
-            except BreakerSettingsError as exc:
-                raise CapacityError(f"dependency {name!r}: {exc.problem}", path=source) from None
-            deps[str(name)] = Dependency(
-                name=str(name),
-                slots=spec["slots"],
-                include_deferred=spec.get("include_deferred", False),
-                description=spec.get("description", "") or "",
-                breaker=breaker,
-            )
-        weights = data.get("weights")
-        if weights is None:
-            weights = dict(DEFAULT_WEIGHTS)
-        if not isinstance(weights, Mapping):
-            raise CapacityError("'weights' must map names to integers", path=source)
-        return cls(deps, {str(k): v for k, v in weights.items()})
+        parsed = _validated(data, source)
+        return cls(
+            {name: Dependency(name, **dict(entry)) for name, entry in parsed.dependencies.items()},
+            parsed.weights,
+        )
 
     @classmethod
     def from_yaml(cls, text: str, source: str = "<yaml>") -> DependencyMap:

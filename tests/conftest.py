@@ -210,15 +210,22 @@ def pg_server():
     return _state["server"]
 
 
-@pytest.fixture
-def pg_dsn(pg_server) -> Iterator[str]:
-    """A fresh database holding the provider's schema, copied from the session's template."""
+@contextmanager
+def fresh_database(pg_server, template: str | None = TEMPLATE_DB) -> Iterator[str]:
+    """A database of its own, a copy of ``template`` (the provider's schema; None: no table), dropped after."""
     name = f"arp_t_{uuid.uuid4().hex[:12]}"
-    dsn = pg_server.create_database(name, template=TEMPLATE_DB, replace=False)
+    dsn = pg_server.create_database(name, template=template, replace=False)
     try:
         yield dsn
     finally:
         pg_server.drop_database(name)
+
+
+@pytest.fixture
+def pg_dsn(pg_server) -> Iterator[str]:
+    """A fresh database holding the provider's schema, copied from the session's template."""
+    with fresh_database(pg_server) as dsn:
+        yield dsn
 
 
 @pytest.fixture

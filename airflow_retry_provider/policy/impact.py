@@ -292,10 +292,6 @@ class Impact:
     deliveries: tuple[Delivery, ...] = ()
     delivery_count: int = 0
 
-    @property
-    def at_risk(self) -> tuple[Delivery, ...]:
-        return tuple(delivery for delivery in self.deliveries if delivery.status == AT_RISK)
-
     def to_json(self) -> dict[str, Any]:
         return {
             "blocked_tasks": self.blocked_tasks.to_json(),

@@ -13,7 +13,7 @@ No I/O, no clock.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta, timezone
 from functools import cache
 from typing import Annotated, Any, ClassVar, Literal, Self, get_args
@@ -226,6 +226,11 @@ class _FromDict:
         parsed: Self = _parse(cls, data, cls.where if path is None else path)
         return parsed
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict of the fields in order, timestamps in ISO 8601 UTC (what ``from_dict`` reads)."""
+        values = {field.name: getattr(self, field.name) for field in fields(self)}  # type: ignore[arg-type]
+        return {name: format_timestamp(v) if isinstance(v, datetime) else v for name, v in values.items()}
+
 
 # --------------------------------------------------------------------------- trail rows
 
@@ -418,18 +423,6 @@ class Finding(_FromDict, where="finding"):
     observed_at: Timestamp | None
     action: Text
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict, timestamps in ISO 8601 UTC."""
-        return {
-            "workspace_id": self.workspace_id,
-            "layer": self.layer,
-            "kind": self.kind,
-            "subject": self.subject,
-            "expected_after": format_timestamp(self.expected_after),
-            "observed_at": format_timestamp(self.observed_at),
-            "action": self.action,
-        }
-
 
 @dataclass(frozen=True)
 class ConnectorHealth(_FromDict, where="connector"):
@@ -458,18 +451,3 @@ class ConnectorHealth(_FromDict, where="connector"):
     last_run_at: Timestamp | None
     freshness_seconds: Number | None
     status: Annotated[HealthStatus, _one_of(HealthStatus)]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict, timestamps in ISO 8601 UTC."""
-        return {
-            "workspace_id": self.workspace_id,
-            "connector_id": self.connector_id,
-            "runs": self.runs,
-            "failed_runs": self.failed_runs,
-            "error_rate": self.error_rate,
-            "p50_ms": self.p50_ms,
-            "p95_ms": self.p95_ms,
-            "last_run_at": format_timestamp(self.last_run_at),
-            "freshness_seconds": self.freshness_seconds,
-            "status": self.status,
-        }

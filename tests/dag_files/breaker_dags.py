@@ -7,6 +7,8 @@ without spending a try, one probes after the cool-down and closes it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pendulum
 from airflow.sdk import DAG, task
 
@@ -25,14 +27,20 @@ SHORT_HOLD = DependencyMap.of(
     )
 )
 
-with DAG(
-    dag_id="breaker_guarded",
-    schedule=None,
-    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
-    catchup=False,
-    tags=["test"],
-    default_args={"retries": 2},
-) as guarded_dag:
+
+def _test_dag(dag_id: str, **kwargs: Any) -> DAG:
+    """A DAG the tests trigger by hand (no schedule, no catch-up), tagged ``test``."""
+    return DAG(
+        dag_id=dag_id,
+        schedule=None,
+        start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
+        catchup=False,
+        tags=["test"],
+        **kwargs,
+    )
+
+
+with _test_dag("breaker_guarded", default_args={"retries": 2}) as guarded_dag:
 
     @task
     def outage_begins() -> None:
@@ -60,14 +68,7 @@ with DAG(
     )
 
 
-with DAG(
-    dag_id="breaker_outage",
-    schedule=None,
-    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
-    catchup=False,
-    tags=["test"],
-    default_args={"retries": 2},
-) as outage_dag:
+with _test_dag("breaker_outage", default_args={"retries": 2}) as outage_dag:
 
     @task
     def read_positions_during_outage() -> str:
@@ -76,13 +77,7 @@ with DAG(
     apply_capacity(read_positions_during_outage(), "positions_db", "light", dependencies=SHORT_HOLD)
 
 
-with DAG(
-    dag_id="breaker_outage_letters",
-    schedule=None,
-    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
-    catchup=False,
-    tags=["test"],
-) as outage_letters_dag:
+with _test_dag("breaker_outage_letters") as outage_letters_dag:
     from airflow_retry_provider.retry_policy import apply_profile
 
     @task
@@ -101,13 +96,7 @@ FAST_PROBE = BreakerSettings(
     cooldown_seconds=2, max_cooldown_seconds=4, probe_seconds=60, max_hold_seconds=600
 )
 
-with DAG(
-    dag_id="breaker_fails_while_open",
-    schedule=None,
-    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
-    catchup=False,
-    tags=["test"],
-) as fails_while_open_dag:
+with _test_dag("breaker_fails_while_open") as fails_while_open_dag:
     from datetime import timedelta
 
     from airflow_retry_provider.policy.backoff import Backoff

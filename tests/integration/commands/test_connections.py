@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -17,35 +16,27 @@ import pytest
 from airflow_retry_provider import migrations
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from devstack.postgres import free_port
-from tests.conftest import VENV_BIN, migrated_metadata_template
+from tests.conftest import VENV_BIN, fresh_database, migrated_metadata_template
 from tests.factories import new_letter
 
 
 @pytest.fixture
 def airflow_host(pg_server, tmp_path) -> Iterator[dict[str, str]]:
     """The environment of a host with its own migrated metadata database and no provider connection."""
-    name = f"arp_conn_meta_{uuid.uuid4().hex[:8]}"
-    pg_server.create_database(name, template=migrated_metadata_template(pg_server))
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_")}
-    env.update(
-        AIRFLOW_HOME=str(tmp_path),
-        AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=pg_server.sqlalchemy_url(name),
-    )
-    try:
+    with fresh_database(pg_server, template=migrated_metadata_template(pg_server)) as dsn:
+        name = dsn.rsplit("/", 1)[1]  # the database's name ends its DSN
+        env.update(
+            AIRFLOW_HOME=str(tmp_path), AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=pg_server.sqlalchemy_url(name)
+        )
         yield env
-    finally:
-        pg_server.drop_database(name)
 
 
 @pytest.fixture
 def empty_provider_dsn(pg_server) -> Iterator[str]:
     """A fresh database with none of the provider's tables."""
-    name = f"arp_conn_prov_{uuid.uuid4().hex[:8]}"
-    dsn = pg_server.create_database(name)
-    try:
+    with fresh_database(pg_server, template=None) as dsn:
         yield dsn
-    finally:
-        pg_server.drop_database(name)
 
 
 def _run(env: dict[str, str], program: str, *argv: str) -> subprocess.CompletedProcess[str]:

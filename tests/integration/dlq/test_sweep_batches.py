@@ -9,7 +9,6 @@ keeps the sweep's place, a lost watermark made up by the full pass.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import datetime, timedelta, timezone
@@ -24,7 +23,7 @@ from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.dlq.sweeper import DEFAULT_LOOKBACK, check_one_by_one, sweep_in_batches
 from airflow_retry_provider.dlq.sync import OutcomeSync
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
-from tests.conftest import TEMPLATE_DB
+from tests.conftest import fresh_database
 from tests.factories import new_letter
 from tests.local_airflow import FAULT_DAG, FaultAirflow, TaskInstance, fault_airflow
 
@@ -45,12 +44,8 @@ GROUP BY l.id ORDER BY l.run_id, l.task_id, l.try_number, l.status
 @pytest.fixture
 def second_dsn(pg_server) -> Iterator[str]:
     """A second fresh database with the provider's schema (the other sweep's)."""
-    name = f"arp_t_{uuid.uuid4().hex[:12]}"
-    dsn = pg_server.create_database(name, template=TEMPLATE_DB, replace=False)
-    try:
+    with fresh_database(pg_server) as dsn:
         yield dsn
-    finally:
-        pg_server.drop_database(name)
 
 
 def _api(url: str) -> AirflowApi:

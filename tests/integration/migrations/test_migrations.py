@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 
 from airflow_retry_provider import migrations
 from airflow_retry_provider.dlq.schema import apply_schema
-from tests.conftest import VENV_BIN
+from tests.conftest import VENV_BIN, fresh_database
 
 BEFORE_VERSIONING = Path(__file__).parent / "fixtures" / "schema_before_versioning.sql"
 
@@ -55,12 +54,8 @@ TABLES = (
 @pytest.fixture
 def empty_dsn(pg_server) -> Iterator[str]:
     """A fresh database with no table at all."""
-    name = f"arp_mig_{uuid.uuid4().hex[:12]}"
-    dsn = pg_server.create_database(name)
-    try:
+    with fresh_database(pg_server, template=None) as dsn:
         yield dsn
-    finally:
-        pg_server.drop_database(name)
 
 
 def _snapshot(conn: psycopg.Connection, columns_of: dict | None = None) -> dict[str, list[dict]]:

@@ -18,34 +18,8 @@ from airflow_retry_provider.cli import main
 from airflow_retry_provider.commands import policy as policy_commands
 from airflow_retry_provider.policy import Backoff, get_profile
 
-CASE: dict[str, Any] = {
-    "asOf": 1000,
-    "deadline": 10_000,
-    "maxObservationAge": 60,
-    "policy": {"maxAttempts": 3, "initialDelay": 100, "maxDelay": 1000, "multiplier": 2},
-    "tasks": [
-        {
-            "id": "load",
-            "state": "retryable",
-            "safeRepeat": True,
-            "attempts": 1,
-            "observedAt": 1000,
-            "lastFinishedAt": 950,
-            "duration": 100,
-            "validation": 10,
-        },
-        {
-            "id": "extract",
-            "state": "running",
-            "safeRepeat": True,
-            "attempts": 1,
-            "observedAt": 990,
-            "lastFinishedAt": None,
-            "duration": 100,
-            "validation": 0,
-        },
-    ],
-}
+# the case `decide --example` prints: one task waiting out its backoff, one still running
+CASE: dict[str, Any] = policy_commands.EXAMPLE_CASE
 
 
 def set_stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
