@@ -292,8 +292,10 @@ class JobStore(QueueStore):
         failures = failures_in_a_row([row["outcome"] for row in ProviderDatabase.rows(cur)])
         cur.execute(self._query("next_job_item"), {"job_id": job_id})
         item = next((JobItem.from_row(row) for row in ProviderDatabase.rows(cur)), None)
-        cur.execute(self._query("get_letter"), {"id": item.letter_id if item else None})
-        letter = next((Letter.from_row(row) for row in ProviderDatabase.rows(cur)), None)
+        letter = None
+        if item is not None:
+            cur.execute(self._query("get_letter"), {"id": item.letter_id})
+            letter = next((Letter.from_row(row) for row in ProviderDatabase.rows(cur)), None)
         cur.execute(self._query("job_size"), {"job_id": job_id})
         return JobTurn(job, failures, item, letter, int(cur.fetchone()[0]))
 
