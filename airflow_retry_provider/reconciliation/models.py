@@ -67,10 +67,6 @@ class SnapshotError(FieldError):
 # --------------------------------------------------------------------------- field types
 
 
-class _Problem(ValueError):
-    """What is wrong with one value (the caller adds where it is)."""
-
-
 def _problem(message: str) -> PydanticCustomError:
     return PydanticCustomError("snapshot", "{problem}", {"problem": message})
 
@@ -88,11 +84,11 @@ def _utc(value: object) -> datetime:
         except ValueError:
             parsed = None
     if parsed is None or parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise _Problem(f"{show(value)} is not an ISO 8601 timestamp with offset")
+        raise _problem(f"{show(value)} is not an ISO 8601 timestamp with offset")
     try:
         return parsed.astimezone(timezone.utc)
     except OverflowError:
-        raise _Problem(f"{show(value)} is out of range in UTC") from None
+        raise _problem(f"{show(value)} is out of range in UTC") from None
 
 
 def parse_timestamp(value: object, path: str) -> datetime:
@@ -102,22 +98,13 @@ def parse_timestamp(value: object, path: str) -> datetime:
     :param path: the field path named in the error, e.g. ``bronze_tables[3].processed_at``.
     :raises SnapshotError: when the value is not a timestamp or has no offset.
     """
-    try:
-        return _utc(value)
-    except _Problem as exc:
-        raise SnapshotError(str(exc), path=path) from None
+    parsed: datetime = _parse(Timestamp, value, path)
+    return parsed
 
 
 def format_timestamp(value: datetime | None) -> str | None:
     """Render a timestamp as ISO 8601 in UTC (``2026-11-30T10:00:00+00:00``); ``None`` stays ``None``."""
     return None if value is None else value.astimezone(timezone.utc).isoformat()
-
-
-def _timestamp(value: object) -> datetime:
-    try:
-        return _utc(value)
-    except _Problem as exc:
-        raise _problem(str(exc)) from None
 
 
 def _count(maximum: int | None = None) -> PlainValidator:
@@ -150,7 +137,7 @@ def _one_of(choices: Any) -> PlainValidator:
 
 Text = Annotated[str, Strict(), MinLen(1)]
 Flag = Annotated[bool, Strict()]
-Timestamp = Annotated[datetime, PlainValidator(_timestamp)]
+Timestamp = Annotated[datetime, PlainValidator(_utc)]
 Count = Annotated[int, _count()]
 Number = Annotated[float, PlainValidator(_number)]
 Inputs = Annotated[tuple[Text, ...], BeforeValidator(lambda value: () if value is None else value)]

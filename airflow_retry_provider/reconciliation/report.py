@@ -290,8 +290,7 @@ def store_reports(conn: Any, reports: Sequence[WorkspaceReport]) -> list[Workspa
         }
         for r in reports
     ]
-    cursor = conn.cursor()
-    try:
+    with conn.cursor() as cursor:
         cursor.execute(
             query("upsert_reports"),
             {"as_of": as_of, "window_seconds": window.total_seconds(), "reports": _json(reports_json)},
@@ -305,8 +304,6 @@ def store_reports(conn: Any, reports: Sequence[WorkspaceReport]) -> list[Workspa
         findings = [{**d, "report_id": r.report_id} for r in stored for d in r._dicts.findings]
         if findings:
             cursor.execute(query("insert_findings"), {"findings": _json(findings)})
-    finally:
-        cursor.close()
     return stored
 
 

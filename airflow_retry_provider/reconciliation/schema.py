@@ -33,12 +33,9 @@ def apply_trail_schema(conn: Any, *, commit: bool = True) -> None:
 
 def missing_trail_tables(conn: Any) -> list[str]:
     """The tables of ``TRAIL_TABLES`` that do not exist yet (a catalogue query: no DDL, no lock)."""
-    cursor = conn.cursor()
-    try:
+    with conn.cursor() as cursor:
         cursor.execute(query("missing_trail_tables"), {"names": list(TRAIL_TABLES)})
         return [row[0] for row in cursor.fetchall()]
-    finally:
-        cursor.close()
 
 
 def ensure_trail_schema(conn: Any) -> bool:

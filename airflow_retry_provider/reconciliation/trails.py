@@ -50,21 +50,15 @@ __all__ = [
 
 def fetch_all(conn: Any, name: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Run the named statement and return its rows as dicts keyed by column name."""
-    cursor = conn.cursor()
-    try:
+    with conn.cursor() as cursor:
         cursor.execute(query(name), params)
         return ProviderDatabase.rows(cursor)
-    finally:
-        cursor.close()
 
 
 def _execute(conn: Any, name: str, params: Mapping[str, Any]) -> Any:
-    cursor = conn.cursor()
-    try:
+    with conn.cursor() as cursor:
         cursor.execute(query(name), params)
         return cursor.fetchone() if cursor.description is not None else None
-    finally:
-        cursor.close()
 
 
 # --------------------------------------------------------------------------- reading
@@ -137,12 +131,9 @@ def _utc(value: datetime | None) -> datetime | None:
 
 def _rows(conn: Any, name: str, params: Mapping[str, Any]) -> list[Any]:
     """Run the named statement and return its rows as the driver gives them (tuples)."""
-    cursor = conn.cursor()
-    try:
+    with conn.cursor() as cursor:
         cursor.execute(query(name), params)
         return list(cursor.fetchall())
-    finally:
-        cursor.close()
 
 
 def load_snapshot(conn: Any, workspace_id: str) -> Snapshot:
