@@ -168,9 +168,19 @@ class Dependency:
         if not isinstance(self.name, str):
             raise CapacityError(f"{_NAME_RULE}, got {self.name!r}")
         settings = {key: getattr(self, key) for key in _Entry.model_fields}
-        checked = _validated({"dependencies": {self.name: settings}}, "").dependencies[self.name]
+        self._take(_validated({"dependencies": {self.name: settings}}, "").dependencies[self.name])
+
+    def _take(self, entry: _Entry) -> None:
         for key in _Entry.model_fields:
-            object.__setattr__(self, key, getattr(checked, key))
+            object.__setattr__(self, key, getattr(entry, key))
+
+    @classmethod
+    def _of_entry(cls, name: str, entry: _Entry) -> Dependency:
+        """From a map entry pydantic has checked already (the map's ``from_dict``): not checked twice."""
+        dependency = cls.__new__(cls)
+        object.__setattr__(dependency, "name", name)
+        dependency._take(entry)
+        return dependency
 
     @property
     def pool(self) -> str:
@@ -211,7 +221,7 @@ class DependencyMap:
         """From ``{"dependencies": {name: {slots, include_deferred, description}}, "weights": {...}}``."""
         parsed = _validated(data, source)
         return cls(
-            {name: Dependency(name, **dict(entry)) for name, entry in parsed.dependencies.items()},
+            {name: Dependency._of_entry(name, entry) for name, entry in parsed.dependencies.items()},
             parsed.weights,
         )
 
