@@ -257,7 +257,7 @@ class ClassifiedRetryPolicy(RetryPolicy):
             max_attempts=max_attempts,
             deadline=deadline,
         )
-        self._remember(context, try_number, evaluation)
+        _remember(self._evaluations, context, try_number, evaluation)
         return evaluation
 
     def evaluation_for(self, context: Mapping[str, Any], try_number: int) -> Evaluation | None:
@@ -302,18 +302,18 @@ class ClassifiedRetryPolicy(RetryPolicy):
             deadline = spec(context)
         return None if deadline is None else check_aware("deadline", deadline)
 
-    def _remember(self, context: Any, try_number: int, evaluation: Evaluation) -> None:
-        if not context or "ti" not in context:
-            return
-        evaluations = self._evaluations
-        evaluations[_ti_key(context, try_number)] = evaluation
-        if len(evaluations) > 256:
-            del evaluations[next(iter(evaluations))]
-
 
 def _ti_key(context: Mapping[str, Any], try_number: int) -> tuple[Any, ...]:
     ti = context["ti"]
     return (ti.dag_id, ti.run_id, ti.task_id, getattr(ti, "map_index", -1), try_number)
+
+
+def _remember(memory: dict[tuple[Any, ...], Any], context: Any, try_number: int, value: Any) -> None:
+    """Keep ``value`` for this try of the task instance in ``context`` (the last 256 tries, oldest dropped)."""
+    if context and "ti" in context:
+        memory[_ti_key(context, try_number)] = value
+        if len(memory) > 256:
+            del memory[next(iter(memory))]
 
 
 # -- applying a profile ------------------------------------------------------------------------
@@ -386,9 +386,8 @@ def _apply_to_operator(operator: Any, profile: Profile, policy: ClassifiedRetryP
     composed = composed_policy(f"task {operator.task_id!r}", getattr(operator, "retry_policy", None), policy)
     operator.retries = profile.retries
     operator.retry_policy = composed
-    operator.retry_delay = (
-        policy.backoff.base
-    )  # used only where the policy is not consulted (a killed worker)
+    # used only where the policy is not consulted (a killed worker)
+    operator.retry_delay = policy.backoff.base
     if operator.execution_timeout is None:
         operator.execution_timeout = profile.execution_timeout
     operator.on_failure_callback = with_callback(operator.on_failure_callback, file_dead_letter)
@@ -466,10 +465,7 @@ def _remembering_chain() -> type | None:
             self, exception: BaseException, try_number: int, max_tries: int, context: Any = None
         ) -> Any:
             decision = super().evaluate(exception, try_number, max_tries, context)
-            if context and "ti" in context:
-                self._decisions[_ti_key(context, try_number)] = decision
-                if len(self._decisions) > 256:
-                    del self._decisions[next(iter(self._decisions))]
+            _remember(self._decisions, context, try_number, decision)
             return decision
 
         def decision_for(self, context: Mapping[str, Any], try_number: int) -> Any:

@@ -59,8 +59,6 @@ __all__ = [
     "artifact_paths",
 ]
 
-#: Environment variable naming the directory for artifacts (default ``$AIRFLOW_HOME/reconciliation``).
-
 _UNHEALTHY = ("failing", "degraded", "stopped")
 
 
