@@ -17,13 +17,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
+from typing import TypeVar
 
 from airflow_retry_provider.reconciliation.models import (
     LAYERS,
     BronzeTable,
     Finding,
-    FindingKind,
-    Layer,
     Snapshot,
     SourceRun,
     Transform,
@@ -31,6 +30,7 @@ from airflow_retry_provider.reconciliation.models import (
 
 __all__ = ["find_gaps", "finding_sort_key"]
 
+_Row = TypeVar("_Row", SourceRun, BronzeTable, Transform)
 _LAYER_RANK = {layer: rank for rank, layer in enumerate(LAYERS)}
 
 
@@ -46,19 +46,9 @@ def find_gaps(snapshot: Snapshot, workspace: str | None = None) -> list[Finding]
     :param workspace: when given, only this workspace's rows are read.
     :returns: findings sorted by workspace, layer (bronze, silver, gold) and subject.
     """
-    runs: dict[str, list[SourceRun]] = defaultdict(list)
-    tables: dict[str, list[BronzeTable]] = defaultdict(list)
-    transforms: dict[str, list[Transform]] = defaultdict(list)
-    for run in snapshot.source_runs:
-        if workspace is None or run.workspace_id == workspace:
-            runs[run.workspace_id].append(run)
-    for table in snapshot.bronze_tables:
-        if workspace is None or table.workspace_id == workspace:
-            tables[table.workspace_id].append(table)
-    for transform in snapshot.transforms:
-        if workspace is None or transform.workspace_id == workspace:
-            transforms[transform.workspace_id].append(transform)
-
+    runs = _by_workspace(snapshot.source_runs, workspace)
+    tables = _by_workspace(snapshot.bronze_tables, workspace)
+    transforms = _by_workspace(snapshot.transforms, workspace)
     findings: list[Finding] = []
     for ws in set(runs) | set(tables) | set(transforms):
         findings.extend(_bronze_gaps(ws, runs[ws], tables[ws]))
@@ -66,6 +56,15 @@ def find_gaps(snapshot: Snapshot, workspace: str | None = None) -> list[Finding]
         findings.extend(_gold_gaps(ws, transforms[ws]))
     findings.sort(key=finding_sort_key)
     return findings
+
+
+def _by_workspace(rows: Iterable[_Row], workspace: str | None) -> defaultdict[str, list[_Row]]:
+    """``rows`` by workspace id (only ``workspace``'s when given)."""
+    grouped: defaultdict[str, list[_Row]] = defaultdict(list)
+    for row in rows:
+        if workspace is None or row.workspace_id == workspace:
+            grouped[row.workspace_id].append(row)
+    return grouped
 
 
 def _bronze_gaps(workspace: str, runs: list[SourceRun], tables: list[BronzeTable]) -> Iterable[Finding]:
@@ -81,13 +80,13 @@ def _bronze_gaps(workspace: str, runs: list[SourceRun], tables: list[BronzeTable
             continue
         if table.processed_at is None:
             action = f"Run source '{table.source_id}' to load bronze table '{table.key}', which it has never loaded."
-            yield _finding(workspace, "bronze", "missing", table.key, expected, None, action)
+            yield Finding(workspace, "bronze", "missing", table.key, expected, None, action)
         elif table.processed_at < expected:
             action = (
                 f"Re-run source '{table.source_id}' to reload bronze table '{table.key}', "
                 "last loaded before the source's latest ok run."
             )
-            yield _finding(workspace, "bronze", "stale", table.key, expected, table.processed_at, action)
+            yield Finding(workspace, "bronze", "stale", table.key, expected, table.processed_at, action)
 
 
 def _silver_gaps(workspace: str, tables: list[BronzeTable], transforms: list[Transform]) -> Iterable[Finding]:
@@ -135,29 +134,9 @@ def _transform_gap(
     layer = transform.layer
     if transform.last_run_at is None:
         action = f"Run {layer} transform '{transform.transform_id}', which has never run."
-        yield _finding(workspace, layer, "missing", transform.transform_id, expected, None, action)
+        yield Finding(workspace, layer, "missing", transform.transform_id, expected, None, action)
     elif transform.last_run_at < expected:
         action = f"Re-run {layer} transform '{transform.transform_id}' to pick up {inputs}."
-        yield _finding(
+        yield Finding(
             workspace, layer, "stale", transform.transform_id, expected, transform.last_run_at, action
         )
-
-
-def _finding(
-    workspace: str,
-    layer: Layer,
-    kind: FindingKind,
-    subject: str,
-    expected_after: datetime,
-    observed_at: datetime | None,
-    action: str,
-) -> Finding:
-    return Finding(
-        workspace_id=workspace,
-        layer=layer,
-        kind=kind,
-        subject=subject,
-        expected_after=expected_after,
-        observed_at=observed_at,
-        action=action,
-    )
