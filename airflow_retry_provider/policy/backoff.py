@@ -23,6 +23,7 @@ from fractions import Fraction
 FNV32_OFFSET_BASIS = 2166136261
 FNV32_PRIME = 16777619
 _TWO_TO_32 = 2**32
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def fnv1a_32(data: bytes) -> int:
@@ -45,10 +46,6 @@ def jitter_hash(seed: str, attempt: int) -> int:
 def jitter_fraction(seed: str, attempt: int) -> Fraction:
     """``u`` of the formula: ``jitter_hash(seed, attempt) / 2**32``, in [0, 1)."""
     return Fraction(jitter_hash(seed, attempt), _TWO_TO_32)
-
-
-def _microseconds(value: timedelta) -> int:
-    return (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
 
 
 def _exact(value: float) -> Fraction:
@@ -111,7 +108,7 @@ class Backoff:
         """Exact ``min(cap, base * multiplier ** (attempt - 1))``, in microseconds."""
         if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
             raise ValueError(f"attempt must be an integer >= 1, got {attempt!r}")
-        base, cap = _microseconds(self.base), _microseconds(self.cap)
+        base, cap = self.base // _MICROSECOND, self.cap // _MICROSECOND
         multiplier = self._exact_multiplier
         if base == 0 or multiplier == 1:
             return Fraction(base)

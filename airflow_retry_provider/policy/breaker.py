@@ -218,16 +218,8 @@ def _opened(breaker: Breaker, now: datetime, cooldown: int, failures: int) -> Br
 
 
 def _closed(breaker: Breaker) -> Breaker:
-    return replace(
-        breaker,
-        status=CLOSED,
-        cooldown_seconds=0,
-        opened_at=None,
-        probe_at=None,
-        probe_key=None,
-        probe_until=None,
-        failures_at_open=0,
-    )
+    """Closed: every field back to its default, but whether a person forced it."""
+    return Breaker(forced=breaker.forced)
 
 
 def after_failure(

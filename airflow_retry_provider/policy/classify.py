@@ -154,9 +154,13 @@ def classify(
             if now is not None and rule.failure_class == "retryable":
                 if evidence.http_status in RETRY_AFTER_STATUSES:
                     wait = retry_after(link, now)
-            return _result(link, text, rule.failure_class, rule.category, rule.name, wait)
+            message = redact(text, MAX_MESSAGE_CHARS)
+            return Classification(
+                rule.failure_class, rule.category, rule.name, type(link).__qualname__, message, wait
+            )
     # nothing matched: the outer exception, whose text was the chain's first
-    return _result(exc, outer_text or "", "retryable", "unclassified", "default", None)
+    message = redact(outer_text or "", MAX_MESSAGE_CHARS)
+    return Classification("retryable", "unclassified", "default", type(exc).__qualname__, message)
 
 
 def exception_chain(exc: BaseException) -> list[BaseException]:
@@ -174,22 +178,3 @@ def exception_chain(exc: BaseException) -> list[BaseException]:
         else:
             current = None
     return chain
-
-
-def _result(
-    exc: BaseException,
-    text: str,
-    failure_class: FailureClass,
-    category: str,
-    rule: str,
-    wait: timedelta | None,
-) -> Classification:
-    message = redact(text, MAX_MESSAGE_CHARS)
-    return Classification(
-        failure_class=failure_class,
-        category=category,
-        rule=rule,
-        exception_type=type(exc).__qualname__,
-        message=message,
-        retry_after=wait,
-    )
