@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_retry_provider.policy.impact import MAX_DELIVERIES, Delivery, Impact, Names
+from airflow_retry_provider.policy.impact import MAX_DELIVERIES, NAME_LISTS, Delivery, Impact, Names
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,8 @@ def merge_impacts(impacts: Iterable[Impact]) -> GroupImpact:
     if not found:
         return GroupImpact()
     exact = True
-    merged: dict[str, Names] = {}
-    for name in ("blocked_tasks", "assets", "consumer_dags", "workspaces"):
+    merged: dict[str, Any] = {}
+    for name in NAME_LISTS:
         merged[name], complete = _union([getattr(impact, name) for impact in found])
         exact = exact and complete
     deliveries: dict[tuple[str, object], Delivery] = {}
@@ -62,10 +62,7 @@ def merge_impacts(impacts: Iterable[Impact]) -> GroupImpact:
     ordered = sorted(deliveries.values(), key=lambda d: (d.latest_replay, d.dag_id, d.task_id))
     return GroupImpact(
         impact=Impact(
-            blocked_tasks=merged["blocked_tasks"],
-            assets=merged["assets"],
-            consumer_dags=merged["consumer_dags"],
-            workspaces=merged["workspaces"],
+            **merged,
             deliveries=tuple(ordered[:MAX_DELIVERIES]),
             delivery_count=len(ordered),
         ),

@@ -280,6 +280,10 @@ def _stamp(value: datetime) -> str:
     return value.strftime("%Y-%m-%d %H:%M %Z").strip() or value.isoformat()
 
 
+NAME_LISTS = ("blocked_tasks", "assets", "consumer_dags", "workspaces")
+"""The fields of an :class:`Impact` that are :class:`Names`, in its order."""
+
+
 @dataclass(frozen=True)
 class Impact:
     """What one failed task blocks. ``deliveries`` holds at most :data:`MAX_DELIVERIES`, the
@@ -294,21 +298,16 @@ class Impact:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "blocked_tasks": self.blocked_tasks.to_json(),
-            "assets": self.assets.to_json(),
-            "consumer_dags": self.consumer_dags.to_json(),
-            "workspaces": self.workspaces.to_json(),
+            **{name: getattr(self, name).to_json() for name in NAME_LISTS},
             "deliveries": [delivery.to_json() for delivery in self.deliveries],
             "delivery_count": self.delivery_count,
         }
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> Impact:
+        names: dict[str, Any] = {name: Names.from_json(value[name]) for name in NAME_LISTS}
         return cls(
-            blocked_tasks=Names.from_json(value["blocked_tasks"]),
-            assets=Names.from_json(value["assets"]),
-            consumer_dags=Names.from_json(value["consumer_dags"]),
-            workspaces=Names.from_json(value["workspaces"]),
+            **names,
             deliveries=tuple(Delivery.from_json(item) for item in value["deliveries"]),
             delivery_count=int(value["delivery_count"]),
         )
