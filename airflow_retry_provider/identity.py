@@ -58,16 +58,7 @@ def make_work_unit_key(
 
 def work_unit_key(context: Mapping[str, Any], version: str | None = None) -> str:
     """The work-unit key of the task instance in an Airflow task ``context``."""
-    ti = context["ti"]
-    return make_work_unit_key(
-        ti.dag_id,
-        ti.task_id,
-        _map_index(ti),
-        context.get("data_interval_start"),
-        context.get("data_interval_end"),
-        ti.run_id,
-        version,
-    )
+    return make_work_unit_key(**key_parts(context), version=version)
 
 
 def make_remote_job_id(key: str, prefix: str) -> str:
