@@ -98,7 +98,10 @@ def parse_timestamp(value: object, path: str) -> datetime:
     :param path: the field path named in the error, e.g. ``bronze_tables[3].processed_at``.
     :raises SnapshotError: when the value is not a timestamp or has no offset.
     """
-    parsed: datetime = _parse(Timestamp, value, path)
+    try:
+        parsed: datetime = _adapter(Timestamp).validate_python(value)
+    except ValidationError as exc:
+        raise SnapshotError(exc.errors(include_url=False)[0]["msg"], path=path) from None
     return parsed
 
 
