@@ -47,6 +47,24 @@ CursorCount = Annotated[
     int | None, Query(ge=0, le=INT64_MAX, description="the letters of the last group of the page")
 ]
 CursorText = Annotated[str | None, Query(max_length=MAX_FILTER), Storable]
+
+
+def letters_cursor(
+    before_created: datetime | None = None, before_id: CursorId = None
+) -> tuple[datetime, int] | None:
+    """The last letter of the previous page (``before_created``, ``before_id``), None without both."""
+    return (before_created, before_id) if before_created and before_id is not None else None
+
+
+def groups_cursor(
+    after_letters: CursorCount = None, after_fingerprint: CursorText = None
+) -> tuple[int, str] | None:
+    """The last group of the previous page (``after_letters``, ``after_fingerprint``), None without a count."""
+    return (after_letters, after_fingerprint or "") if after_letters is not None else None
+
+
+LettersCursor = Annotated[tuple[datetime, int] | None, Depends(letters_cursor)]
+GroupsCursor = Annotated[tuple[int, str] | None, Depends(groups_cursor)]
 QueryIds = Annotated[list[int], Query(max_length=MAX_IDS)]
 MapIndex = Annotated[int, Query(ge=-1, le=INT32_MAX)]
 Identifier = Annotated[str, Query(min_length=1, max_length=MAX_IDENTIFIER), Storable]

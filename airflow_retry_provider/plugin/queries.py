@@ -84,6 +84,10 @@ class GroupPage:
     total_letters: int
     after: tuple[int, str] | None
 
+    def next_page(self) -> dict[str, Any] | None:
+        """The query parameters of the next page; None on the last page."""
+        return {"after_letters": self.after[0], "after_fingerprint": self.after[1]} if self.after else None
+
 
 @dataclass(frozen=True)
 class Try:
@@ -113,6 +117,13 @@ class Try:
             "end_date": self.end_date.isoformat() if self.end_date else None,
             "duration": self.duration,
         }
+
+
+def next_letters(page: list[Letter], limit: int) -> dict[str, Any] | None:
+    """The query parameters of the page after ``page`` of ``limit`` letters; None when it is not full (the last)."""
+    if len(page) < limit:
+        return None
+    return {"before_created": page[-1].created_at.isoformat(), "before_id": page[-1].id}
 
 
 def _params(where: LetterFilter, dag_ids: Collection[str]) -> dict[str, Any]:
