@@ -4,7 +4,7 @@ No ``from __future__ import annotations`` here: FastAPI reads the annotations at
 """
 
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
 from fastapi import Depends, HTTPException, Path, Query, status
@@ -101,24 +101,14 @@ class Filters(BaseModel):
         return {k: v.strip() for k, v in self.model_dump().items() if isinstance(v, str) and v.strip()}
 
     def to_letter_filter(self, tz: ZoneInfo) -> LetterFilter:
-        values = self.cleaned()
+        values: dict[str, Any] = self.cleaned()
         try:
             since = instant(values.pop("since", None), tz, end=False)
             until = instant(values.pop("until", None), tz, end=True)
         except (ValueError, OverflowError) as exc:  # not a date, or outside the supported range
             raise HTTPException(status.HTTP_400_BAD_REQUEST, f"bad date: {exc}") from None
-        return LetterFilter(
-            dag_id=values.get("dag_id"),
-            task_id=values.get("task_id"),
-            category=values.get("category"),
-            failure_class=values.get("failure_class"),
-            status=values.get("status"),
-            fingerprint=values.get("fingerprint"),
-            workspace_id=values.get("workspace_id"),
-            since=since,
-            until=until,
-            newer_version=values.get("newer_version") == "yes",
-        )
+        newer_version = values.pop("newer_version", None) == "yes"
+        return LetterFilter(**values, since=since, until=until, newer_version=newer_version)
 
 
 def filters_from_query(

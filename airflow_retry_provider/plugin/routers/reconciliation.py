@@ -25,13 +25,12 @@ from datetime import datetime, timezone
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
-from airflow.api_fastapi.core_api.security import GetUserDep
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
 from airflow_retry_provider.database import ProviderDatabase
-from airflow_retry_provider.plugin.access import Access
+from airflow_retry_provider.plugin.access import Access, AccessDep
 from airflow_retry_provider.plugin.deps import DatabaseDep, TimeZoneDep
 from airflow_retry_provider.plugin.rendering import page
 from airflow_retry_provider.plugin.rendering import query as query_string
@@ -300,11 +299,8 @@ def _short(value: float) -> str:
 # -- routes ---------------------------------------------------------------------------------------
 
 
-def reader(user: GetUserDep) -> Access:
+def reader(access: AccessDep) -> Access:
     """The signed-in user, if they may read ``medallion_reconciliation``; else 403."""
-    from airflow.api_fastapi.app import get_auth_manager
-
-    access = Access(user, get_auth_manager())
     access.require([RECONCILIATION_DAG_ID], "GET")
     return access
 
