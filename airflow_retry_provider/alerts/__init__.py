@@ -83,26 +83,16 @@ def after_filing(
 def deliveries_at_risk(db: ProviderDatabase, letter_id: int, letter: Any, blocked: Any) -> Delivery:
     """Tell each delivery ``letter`` puts at risk (or lost), once per root cause, delivery, deadline
     and status (``retry_delivery_alerts``). Never raises."""
-    from airflow_retry_provider.alerts.sql import query
 
     def queue(outbox: AlertOutbox) -> list[int]:
         ids: list[int] = []
         with db.transaction() as cur:
             for delivery in blocked.deliveries:
-                params = {
-                    "fingerprint": letter.fingerprint,
-                    "delivery": delivery.name,
-                    "deadline": delivery.deadline,
-                    "status": delivery.status,
-                    "letter_id": letter_id,
-                }
-                cur.execute(query("tell_delivery"), params)
-                if cur.fetchone() is None:  # told already for this root cause
-                    continue
-                alert = messages.delivery_at_risk(
-                    letter, letter_id, delivery, blocked, outbox.settings.base_url
-                )
-                ids += outbox.queue(cur, alert)
+                if _first_telling(cur, letter.fingerprint, delivery, delivery.status, letter_id):
+                    alert = messages.delivery_at_risk(
+                        letter, letter_id, delivery, blocked, outbox.settings.base_url
+                    )
+                    ids += outbox.queue(cur, alert)
         return ids
 
     if not blocked.deliveries:
@@ -114,22 +104,11 @@ def deliveries_held(db: ProviderDatabase, dependency: str, opened_at: Any, held:
     """Tell the deliveries an open breaker's held tasks put at risk: once per outage, delivery and
     deadline (``retry_delivery_alerts``, its root cause ``dependency:<name>:<opened_at>``, letter 0),
     one message with the new ones. Never raises."""
-    from airflow_retry_provider.alerts.sql import query
+    root_cause = f"dependency:{dependency}:{opened_at.isoformat()}"
 
     def queue(outbox: AlertOutbox) -> list[int]:
         with db.transaction() as cur:
-            new = []
-            for item in held:
-                params = {
-                    "fingerprint": f"dependency:{dependency}:{opened_at.isoformat()}",
-                    "delivery": item.delivery.name,
-                    "deadline": item.delivery.deadline,
-                    "status": "held",
-                    "letter_id": 0,
-                }
-                cur.execute(query("tell_delivery"), params)
-                if cur.fetchone() is not None:
-                    new.append(item)
+            new = [item for item in held if _first_telling(cur, root_cause, item.delivery, "held", 0)]
             if not new:
                 return []
             return outbox.queue(
@@ -139,6 +118,22 @@ def deliveries_held(db: ProviderDatabase, dependency: str, opened_at: Any, held:
     if not held:
         return Delivery()
     return _never_raising(db, queue)
+
+
+def _first_telling(cur: Any, fingerprint: str, delivery: Any, status: str, letter_id: int) -> bool:
+    """Record that ``delivery`` is told ``status`` for the root cause ``fingerprint``; False when it
+    was told already (``retry_delivery_alerts``: once per root cause, delivery, deadline and status)."""
+    from airflow_retry_provider.alerts.sql import query
+
+    params = {
+        "fingerprint": fingerprint,
+        "delivery": delivery.name,
+        "deadline": delivery.deadline,
+        "status": status,
+        "letter_id": letter_id,
+    }
+    cur.execute(query("tell_delivery"), params)
+    return cur.fetchone() is not None
 
 
 def send_alert(db: ProviderDatabase, build: Callable[[str], Alert]) -> Delivery:
@@ -170,7 +165,6 @@ ALERTED_STATUSES = ("stopped", "failing")
 def reconciliation_alerts(db: ProviderDatabase, summary: Mapping[str, Any]) -> Delivery:
     """Tell about a reconciliation run: its new findings, and each connector that turned stopped or
     failing or recovered since the last message (remembered in PostgreSQL). Never raises."""
-    from airflow_retry_provider.alerts import messages
     from airflow_retry_provider.alerts.sql import query
 
     def queue(outbox: AlertOutbox) -> list[int]:
@@ -221,25 +215,6 @@ def run_alerts(db: ProviderDatabase | None = None) -> dict[str, Any]:
     return report
 
 
-def _letter_parked(db: ProviderDatabase, letter: Any, reason: str) -> Delivery:
-    from airflow_retry_provider.alerts.messages import letter_parked
-
-    return send_alert(
-        db, lambda base: letter_parked(letter, letter.id, letter.replay_count, base, reason=reason)
-    )
-
-
-def _replay_job_failed(db: ProviderDatabase, job: Any, counts: dict[str, int]) -> Delivery:
-    from airflow_retry_provider.alerts.messages import replay_job_failed
-
-    return send_alert(
-        db,
-        lambda base: replay_job_failed(
-            job.id, job.actor, job.reason, job.dag_ids, counts, base, job.stop_reason
-        ),
-    )
-
-
 def _in_transaction(cur: Any, db: ProviderDatabase, build: Callable[[str], Alert]) -> AfterCommit | None:
     """An event told in the announcer's transaction (a fix deployed, a dependency down or recovered):
     queue ``build(base_url)`` with its cursor, send after the commit."""
@@ -266,9 +241,19 @@ def listen(event: announce.Event) -> AfterCommit | None:
     elif isinstance(event, dlq.DeliveriesHeld):  # the sweeper's watch of the open breakers (issue 48)
         deliveries_held(event.db, event.dependency, event.opened_at, event.held)
     elif isinstance(event, dlq.LetterParked):
-        _letter_parked(event.db, event.letter, event.reason)
+        letter, reason = event.letter, event.reason
+        send_alert(
+            event.db,
+            lambda base: messages.letter_parked(letter, letter.id, letter.replay_count, base, reason=reason),
+        )
     elif isinstance(event, dlq.JobFailed):
-        _replay_job_failed(event.db, event.job, dict(event.counts))
+        job, counts = event.job, dict(event.counts)
+        send_alert(
+            event.db,
+            lambda base: messages.replay_job_failed(
+                job.id, job.actor, job.reason, job.dag_ids, counts, base, job.stop_reason
+            ),
+        )
     elif isinstance(event, dlq.FixDeployed):
         notice = event.notice
         return _in_transaction(event.cur, event.db, lambda base: messages.fix_deployed(notice, base))

@@ -108,7 +108,7 @@ def on_failure(context: Any) -> None:
     """Record a failed try against its dependency's breaker (``on_retry_callback`` and ``on_failure_callback``)."""
     task = context.get("task")
     guard_of = _guard_of(task)
-    if guard_of is None or not guard_of.settings.enabled:
+    if guard_of is None:
         return
     exception = context.get("exception")
     if exception is None or isinstance(exception, DependencyOutage):
@@ -162,7 +162,7 @@ def hold_failed_try(context: Mapping[str, Any], category: str, failure_class: st
     if not retry_policy_reschedules() or failure_class == "poison" or category not in UNWELL_CATEGORIES:
         return None
     guard_of = _guard_of(context.get("task"))
-    if guard_of is None or not guard_of.settings.enabled or "ti" not in context:
+    if guard_of is None or "ti" not in context:
         return None
     key = ti_key(context)
     try:
@@ -199,7 +199,7 @@ def outage_cause(context: Mapping[str, Any]) -> OutageCause | None:
     raises: when the breaker cannot be read, the letter keeps its own root cause.
     """
     guard_of = _guard_of(context.get("task"))
-    if guard_of is None or not guard_of.settings.enabled:
+    if guard_of is None:
         return None
     try:
         breaker = _store().get(guard_of.dependency)
@@ -230,10 +230,11 @@ def _classification(task: Any, context: Any, exception: BaseException) -> tuple[
 
 
 def _guard_of(task: Any) -> BeforeTry | None:
+    """The breaker wired onto ``task`` by :func:`guard`, when it is enabled."""
     hook = getattr(task, "_pre_execute_hook", None)
     while hook is not None and not isinstance(hook, BeforeTry):
         hook = getattr(hook, "previous", None)
-    return hook
+    return hook if hook is not None and hook.settings.enabled else None
 
 
 def guard(operator: Any, dependency: str, settings: BreakerSettings) -> None:

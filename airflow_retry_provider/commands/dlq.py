@@ -35,7 +35,6 @@ if TYPE_CHECKING:
         ReplayEngine,
         StoredImpact,
     )
-    from airflow_retry_provider.hooks.airflow_api import AirflowApi
 
 __all__ = ["register"]
 
@@ -262,7 +261,7 @@ def _required(args: argparse.Namespace, *names: str) -> None:
             raise UsageError(f"--{name.replace('_', '-')}: missing (required for {args.dlq_command})")
 
 
-def _engine(args: argparse.Namespace, api: AirflowApi | None = None, rate: int | None = None) -> ReplayEngine:
+def _engine(args: argparse.Namespace, rate: int | None = None) -> ReplayEngine:
     from airflow_retry_provider import settings
     from airflow_retry_provider.dlq import ReplayEngine
 
@@ -270,7 +269,7 @@ def _engine(args: argparse.Namespace, api: AirflowApi | None = None, rate: int |
         pace = settings.replay_rate_per_minute()
         if rate is not None and rate > pace:
             raise UsageError(f"--rate: {rate} is above the deployment's pace of {pace} clears per minute")
-        return ReplayEngine(_store(args), api, rate_per_minute=rate)
+        return ReplayEngine(_store(args), rate_per_minute=rate)
     except ValueError as exc:  # a bad [retry_provider] setting
         raise UsageError(str(exc)) from None
 
@@ -293,10 +292,6 @@ def _cli_actor(name: str | None) -> Actor:
     except (KeyError, OSError):
         os_user = None
     return Actor(name, "cli", verified=False, os_user=os_user)
-
-
-def _job_id(args: argparse.Namespace) -> int:
-    return _positive("--job", args.job)
 
 
 def _emit_json(document: Any) -> None:
@@ -418,11 +413,16 @@ def _impact_lines(impact: StoredImpact | None) -> list[str]:
     return [*lines, f"as of {impact.computed_at:%Y-%m-%d %H:%M:%S%z}"]
 
 
-def run_preview(args: argparse.Namespace) -> int:
+def _selection(args: argparse.Namespace) -> tuple[ReplayEngine, LetterFilter, int, list[Letter]]:
+    """The engine at ``--rate``, the filter, ``--limit`` and the letters they select now."""
     where, limit = _filter(args), _positive("--limit", args.limit)
-    rate = _positive("--rate", args.rate) if args.rate else None
-    engine = _engine(args, rate=rate)
-    letters = engine.select(where=where, limit=limit)
+    rate = getattr(args, "rate", None)  # park and dismiss have no --rate
+    engine = _engine(args, rate=_positive("--rate", rate) if rate else None)
+    return engine, where, limit, engine.select(where=where, limit=limit)
+
+
+def run_preview(args: argparse.Namespace) -> int:
+    engine, where, limit, letters = _selection(args)
     if not letters:
         _say("no letter matched")
         return 1
@@ -454,11 +454,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
     _required(args, "actor", "reason", *(() if args.run_on_latest_version else ("fix_version",)))
     _require_selection(args, "replay")
-    where, limit = _filter(args), _positive("--limit", args.limit)
-    rate = _positive("--rate", args.rate) if args.rate else None
-    who = _cli_actor(args.actor)
-    engine = _engine(args, rate=rate)
-    selected = engine.select(where=where, limit=limit)
+    engine, where, limit, selected = _selection(args)
     if not selected:
         _say("no letter matched")
         return 1
@@ -475,7 +471,7 @@ def run_replay(args: argparse.Namespace) -> int:
             downstream=not args.task_only,
             source="cli",
             actor_verified=False,
-            os_user=who.os_user,
+            os_user=_cli_actor(args.actor).os_user,
             run_on_latest_version=True if args.run_on_latest_version else None,
         )
     except ValueError as exc:
@@ -510,7 +506,7 @@ def run_replay(args: argparse.Namespace) -> int:
 def run_job(args: argparse.Namespace) -> int:
     from airflow_retry_provider.dlq import JobError, JobStore
 
-    job_id = _job_id(args)
+    job_id = _positive("--job", args.job)
     try:
         view = JobStore(database_from_args(args)).require(job_id)
     except JobError as exc:
@@ -555,7 +551,7 @@ def run_cancel(args: argparse.Namespace) -> int:
     from airflow_retry_provider.dlq import JobError, JobStore
 
     _required(args, "actor")
-    job_id = _job_id(args)
+    job_id = _positive("--job", args.job)
     try:
         left = JobStore(database_from_args(args)).cancel(job_id, _cli_actor(args.actor).label())
     except JobError as exc:
@@ -611,9 +607,7 @@ def run_dismiss(args: argparse.Namespace) -> int:
 
 
 def _change_status(args: argparse.Namespace, change: Any) -> int:
-    where, limit = _filter(args), _positive("--limit", args.limit)
-    engine = _engine(args)
-    letters = engine.select(where=where, limit=limit)
+    engine, _, _, letters = _selection(args)
     changed = change(engine, [letter.id for letter in letters]) if letters else []
     unchanged = sorted({letter.id for letter in letters} - set(changed))
     if args.json:

@@ -229,7 +229,6 @@ class WorkSweeper:
     def _sweep_unit(self, key: str) -> str | None:
         from airflow_retry_provider.alerts import after_filing
 
-        filed: tuple[NewLetter, Any] | None = None
         with self.db.transaction() as cur:
             cur.execute(query("lock_stale_unit"), {"key": key})
             rows = ProviderDatabase.rows(cur)
@@ -252,11 +251,10 @@ class WorkSweeper:
         log.info("airflow-retry-provider: work unit %s: %s (%s)", key, action.kind, action.detail)
         if letter is not None:
             result = self.letters.file(letter, replay_cap=1)
-            filed = (letter, result)
-        if filed is not None and action.kind == "park":
-            self._alert_parked(unit, action, filed[1].letter_id)
-        elif filed is not None:
-            after_filing(self.db, *filed)
+            if action.kind == "park":
+                self._alert_parked(unit, action, result.letter_id)
+            else:
+                after_filing(self.db, letter, result)
         return action.kind
 
     def _look_up(self, unit: WorkUnit) -> tuple[Any, str | None]:

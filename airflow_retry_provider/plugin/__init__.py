@@ -20,61 +20,42 @@ DEPENDENCIES_ROUTE = "dependencies"
 DELIVERIES_ROUTE = "deliveries"
 
 
+#: The task instance a tab is opened on, as Airflow fills in a tab's link.
+TI_QUERY = "dag_id={DAG_ID}&run_id={RUN_ID}&task_id={TASK_ID}&map_index={MAP_INDEX}"
+
+
+def browse_link(name: str, path: str, url_route: str) -> dict[str, str]:
+    """An entry of Airflow's Browse menu opening the app's page ``path``."""
+    return {
+        "name": name,
+        "href": f"{URL_PREFIX}/{path}",
+        "destination": "nav",
+        "category": "browse",
+        "url_route": url_route,
+    }
+
+
+def task_instance_tab(name: str, path: str, url_route: str) -> dict[str, str]:
+    """A tab on each task instance opening the app's page ``path`` for that instance."""
+    return {
+        "name": name,
+        "href": f"{URL_PREFIX}/{path}?{TI_QUERY}",
+        "destination": "task_instance",
+        "url_route": url_route,
+    }
+
+
 class RetryProviderPlugin(AirflowPlugin):
     """Airflow Retry Provider: the dead-letter pages, in Airflow's UI and behind its login."""
 
     name = "retry_provider"
     fastapi_apps = [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "Dead letters"}]
     external_views = [
-        {
-            "name": "Dead letters",
-            "href": f"{URL_PREFIX}/",
-            "destination": "nav",
-            "category": "browse",
-            "url_route": NAV_ROUTE,
-        },
-        {
-            "name": "Medallion gaps",
-            "href": f"{URL_PREFIX}/medallion-gaps",
-            "destination": "nav",
-            "category": "browse",
-            "url_route": GAPS_ROUTE,
-        },
-        {
-            "name": "Connector health",
-            "href": f"{URL_PREFIX}/connector-health",
-            "destination": "nav",
-            "category": "browse",
-            "url_route": HEALTH_ROUTE,
-        },
-        {
-            "name": "Dependencies",
-            "href": f"{URL_PREFIX}/dependencies",
-            "destination": "nav",
-            "category": "browse",
-            "url_route": DEPENDENCIES_ROUTE,
-        },
-        {
-            "name": "Deliveries",
-            "href": f"{URL_PREFIX}/deliveries",
-            "destination": "nav",
-            "category": "browse",
-            "url_route": DELIVERIES_ROUTE,
-        },
-        {
-            "name": "Dead letters",
-            "href": (
-                f"{URL_PREFIX}/ti?dag_id={{DAG_ID}}&run_id={{RUN_ID}}&task_id={{TASK_ID}}&map_index={{MAP_INDEX}}"
-            ),
-            "destination": "task_instance",
-            "url_route": TI_TAB_ROUTE,
-        },
-        {
-            "name": "Retries",
-            "href": (
-                f"{URL_PREFIX}/tries?dag_id={{DAG_ID}}&run_id={{RUN_ID}}&task_id={{TASK_ID}}&map_index={{MAP_INDEX}}"
-            ),
-            "destination": "task_instance",
-            "url_route": RETRIES_ROUTE,
-        },
+        browse_link("Dead letters", "", NAV_ROUTE),
+        browse_link("Medallion gaps", "medallion-gaps", GAPS_ROUTE),
+        browse_link("Connector health", "connector-health", HEALTH_ROUTE),
+        browse_link("Dependencies", "dependencies", DEPENDENCIES_ROUTE),
+        browse_link("Deliveries", "deliveries", DELIVERIES_ROUTE),
+        task_instance_tab("Dead letters", "ti", TI_TAB_ROUTE),
+        task_instance_tab("Retries", "tries", RETRIES_ROUTE),
     ]

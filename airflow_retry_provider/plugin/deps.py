@@ -11,7 +11,8 @@ No ``from __future__ import annotations`` here: FastAPI reads the annotations at
 """
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated
 from zoneinfo import ZoneInfo
 
@@ -141,9 +142,12 @@ def api_for(request: Request) -> AirflowApi:
     return factory(request, token)
 
 
-def replay_engine(request: Request | None, store: DeadLetterStore) -> ReplayEngine:
-    """The replay engine on the store; with Airflow's API as the user when ``request`` is given."""
-    try:
-        return ReplayEngine(store, api_for(request) if request is not None else None)
-    except ValueError as exc:
-        raise HTTPException(status.HTTP_500_INTERNAL_SERVER_ERROR, str(exc)) from None
+@contextmanager
+def replay_engine(request: Request, store: DeadLetterStore) -> Iterator[tuple[ReplayEngine, AirflowApi]]:
+    """The replay engine on the store and Airflow's API as the signed-in user, closed on the way out."""
+    with api_for(request) as api:
+        try:
+            engine = ReplayEngine(store, api)
+        except ValueError as exc:
+            raise HTTPException(status.HTTP_500_INTERNAL_SERVER_ERROR, str(exc)) from None
+        yield engine, api

@@ -4,7 +4,7 @@ No ``from __future__ import annotations`` here: FastAPI reads the annotations at
 """
 
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
 from fastapi import Depends, HTTPException, Path, Query, status
@@ -47,6 +47,24 @@ CursorCount = Annotated[
     int | None, Query(ge=0, le=INT64_MAX, description="the letters of the last group of the page")
 ]
 CursorText = Annotated[str | None, Query(max_length=MAX_FILTER), Storable]
+
+
+def letters_cursor(
+    before_created: datetime | None = None, before_id: CursorId = None
+) -> tuple[datetime, int] | None:
+    """The last letter of the previous page (``before_created``, ``before_id``), None without both."""
+    return (before_created, before_id) if before_created and before_id is not None else None
+
+
+def groups_cursor(
+    after_letters: CursorCount = None, after_fingerprint: CursorText = None
+) -> tuple[int, str] | None:
+    """The last group of the previous page (``after_letters``, ``after_fingerprint``), None without a count."""
+    return (after_letters, after_fingerprint or "") if after_letters is not None else None
+
+
+LettersCursor = Annotated[tuple[datetime, int] | None, Depends(letters_cursor)]
+GroupsCursor = Annotated[tuple[int, str] | None, Depends(groups_cursor)]
 QueryIds = Annotated[list[int], Query(max_length=MAX_IDS)]
 MapIndex = Annotated[int, Query(ge=-1, le=INT32_MAX)]
 Identifier = Annotated[str, Query(min_length=1, max_length=MAX_IDENTIFIER), Storable]
@@ -83,24 +101,14 @@ class Filters(BaseModel):
         return {k: v.strip() for k, v in self.model_dump().items() if isinstance(v, str) and v.strip()}
 
     def to_letter_filter(self, tz: ZoneInfo) -> LetterFilter:
-        values = self.cleaned()
+        values: dict[str, Any] = self.cleaned()
         try:
             since = instant(values.pop("since", None), tz, end=False)
             until = instant(values.pop("until", None), tz, end=True)
         except (ValueError, OverflowError) as exc:  # not a date, or outside the supported range
             raise HTTPException(status.HTTP_400_BAD_REQUEST, f"bad date: {exc}") from None
-        return LetterFilter(
-            dag_id=values.get("dag_id"),
-            task_id=values.get("task_id"),
-            category=values.get("category"),
-            failure_class=values.get("failure_class"),
-            status=values.get("status"),
-            fingerprint=values.get("fingerprint"),
-            workspace_id=values.get("workspace_id"),
-            since=since,
-            until=until,
-            newer_version=values.get("newer_version") == "yes",
-        )
+        newer_version = values.pop("newer_version", None) == "yes"
+        return LetterFilter(**values, since=since, until=until, newer_version=newer_version)
 
 
 def filters_from_query(

@@ -28,6 +28,10 @@ Keyset = tuple[datetime, int]
 FINISHED_STATES = frozenset({"success", "failed", "skipped", "upstream_failed", "removed"})
 
 
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
 @dataclass(frozen=True)
 class Group:
     """Letters sharing one fingerprint (one root cause), with the newest of them as the sample."""
@@ -66,10 +70,7 @@ class Group:
         return " + ".join(part for part in (named, unknown) if part) or "unknown"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            name: (value.isoformat() if isinstance(value, datetime) else value)
-            for name, value in self.__dict__.items()
-        }
+        return _fields_json(self)
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,10 @@ class GroupPage:
     total_groups: int
     total_letters: int
     after: tuple[int, str] | None
+
+    def next_page(self) -> dict[str, Any] | None:
+        """The query parameters of the next page; None on the last page."""
+        return {"after_letters": self.after[0], "after_fingerprint": self.after[1]} if self.after else None
 
 
 @dataclass(frozen=True)
@@ -106,13 +111,21 @@ class Try:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "try_number": self.try_number,
-            "state": self.state,
-            "start_date": self.start_date.isoformat() if self.start_date else None,
-            "end_date": self.end_date.isoformat() if self.end_date else None,
-            "duration": self.duration,
-        }
+        return _fields_json(self)
+
+
+def _fields_json(item: Any) -> dict[str, Any]:
+    """A dataclass's fields, in order, as JSON values (times in ISO 8601)."""
+    return {
+        name: _iso(value) if isinstance(value, datetime) else value for name, value in item.__dict__.items()
+    }
+
+
+def next_letters(page: list[Letter], limit: int) -> dict[str, Any] | None:
+    """The query parameters of the page after ``page`` of ``limit`` letters; None when it is not full (the last)."""
+    if len(page) < limit:
+        return None
+    return {"before_created": page[-1].created_at.isoformat(), "before_id": page[-1].id}
 
 
 def _params(where: LetterFilter, dag_ids: Collection[str]) -> dict[str, Any]:
@@ -288,10 +301,6 @@ def task_instance_tries(api: AirflowApi, dag_id: str, run_id: str, task_id: str,
 
 
 # -- the Retries tab: every try from Airflow's metadata database -------------------------------
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
 
 
 def _try_json(row: Any) -> dict[str, Any]:

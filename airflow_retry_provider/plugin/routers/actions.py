@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request, status
 
 from airflow_retry_provider import settings
 from airflow_retry_provider.dlq import JobError, Letter, LetterFilter, ReplayRequest, split_replayable
-from airflow_retry_provider.plugin.access import AccessDep, audit
+from airflow_retry_provider.plugin.access import Access, AccessDep, audit
 from airflow_retry_provider.plugin.deps import DriverDep, JobDep, JobStoreDep, StoreDep, replay_engine
 from airflow_retry_provider.plugin.letters import LettersDep, selected
 from airflow_retry_provider.plugin.models import DismissBody, ParkBody, PreviewBody, ReplayBody
@@ -37,16 +37,12 @@ dismiss_selection = selected(DismissBody, DISMISS_EVENT)
 def preview(request: Request, access: AccessDep, body: PreviewBody, letters: LettersDep) -> dict[str, Any]:
     """Exactly what a replay of the selection would touch (Airflow's dry-run, same flags), its count and pace."""
     chosen = letters.select(access, body)
-    engine = replay_engine(request, letters.store)
-    try:
+    with replay_engine(request, letters.store) as (engine, _):
         return engine.preview(
             ids=[letter.id for letter in chosen],
             downstream=body.downstream,
             run_on_latest_version=body.run_on_latest_version,
         ).to_json()
-    finally:
-        if engine.api is not None:
-            engine.api.close()
 
 
 @router.post(
@@ -70,13 +66,8 @@ def replay(
     letters, body = selection
     fix_version = body.fix_version or ""
     if not fix_version and body.run_on_latest_version:
-        engine = replay_engine(request, store)
-        try:
-            assert engine.api is not None
-            fix_version = engine.latest_fix_version(engine.api, sorted({lt.dag_id for lt in letters})) or ""
-        finally:
-            if engine.api is not None:
-                engine.api.close()
+        with replay_engine(request, store) as (engine, api):
+            fix_version = engine.latest_fix_version(api, sorted({lt.dag_id for lt in letters})) or ""
     try:
         ask = ReplayRequest(
             access.actor,
@@ -153,16 +144,8 @@ def park(
 ) -> dict[str, Any]:
     """``dlq`` (or ``replaying`` not mid-clear) -> ``parked``: kept for inspection, replays refused."""
     letters, body = selection
-    ids = [letter.id for letter in letters]
-    changed = store.park(ids, access.who(), body.reason)
-    audit(
-        access.actor,
-        PARK_EVENT,
-        [x for x in letters if x.id in changed],
-        outcome="parked",
-        reason=body.reason,
-    )
-    return {"changed": changed, "unchanged": [i for i in ids if i not in changed]}
+    changed = store.park([letter.id for letter in letters], access.who(), body.reason)
+    return status_changed(access, PARK_EVENT, "parked", letters, changed, body.reason)
 
 
 @router.post(
@@ -176,16 +159,16 @@ def dismiss(
 ) -> dict[str, Any]:
     """``dlq``, ``parked`` (or ``replaying`` not mid-clear) -> ``dismissed``: closed without a replay, with a reason."""
     letters, body = selection
-    ids = [letter.id for letter in letters]
     try:
-        changed = store.dismiss(ids, access.who(), body.reason)
+        changed = store.dismiss([letter.id for letter in letters], access.who(), body.reason)
     except ValueError as exc:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
-    audit(
-        access.actor,
-        DISMISS_EVENT,
-        [x for x in letters if x.id in changed],
-        outcome="dismissed",
-        reason=body.reason,
-    )
-    return {"changed": changed, "unchanged": [i for i in ids if i not in changed]}
+    return status_changed(access, DISMISS_EVENT, "dismissed", letters, changed, body.reason)
+
+
+def status_changed(
+    access: Access, event: str, outcome: str, letters: list[Letter], changed: list[int], reason: str
+) -> dict[str, Any]:
+    """Audit the letters a park or dismiss changed; the answer lists the ids changed and those left as they were."""
+    audit(access.actor, event, [x for x in letters if x.id in changed], outcome=outcome, reason=reason)
+    return {"changed": changed, "unchanged": [x.id for x in letters if x.id not in changed]}

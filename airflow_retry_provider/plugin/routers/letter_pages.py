@@ -3,7 +3,6 @@
 No ``from __future__ import annotations`` here: FastAPI reads the annotations at runtime.
 """
 
-from datetime import datetime
 from typing import Any, Literal
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
@@ -21,16 +20,16 @@ from airflow_retry_provider.plugin.models import (
     FAILURE_CLASSES,
     GROUP_PAGE_SIZE,
     PAGE_SIZE,
-    CursorCount,
-    CursorId,
-    CursorText,
+    GroupsCursor,
     Identifier,
+    LettersCursor,
     PathLetterId,
     QueryFilters,
     QueryIds,
     SelectionBody,
     query_error,
 )
+from airflow_retry_provider.plugin.queries import next_letters
 from airflow_retry_provider.plugin.rendering import page, query, ti_links
 
 router = APIRouter(include_in_schema=False)
@@ -43,10 +42,8 @@ def letters_page(
     filters: QueryFilters,
     letters: LettersDep,
     view: Literal["list", "groups"] = "list",
-    before_created: datetime | None = None,
-    before_id: CursorId = None,
-    after_letters: CursorCount = None,
-    after_fingerprint: CursorText = None,
+    before: LettersCursor = None,
+    after: GroupsCursor = None,
 ):
     """The queue: filters, the list (newest first) or the groups by fingerprint, and the actions."""
     where = filters.to_letter_filter(letters.tz)
@@ -67,34 +64,20 @@ def letters_page(
             "count_cap": COUNT_CAP,
         }
         if view == "groups":
-            after = (after_letters, after_fingerprint or "") if after_letters is not None else None
             groups = q.groups(where, dags, GROUP_PAGE_SIZE, after)
             context["groups"] = groups
             fingerprints = (g.fingerprint for g in groups.groups)
             context["group_impacts"] = group_impacts(letters.store.db, fingerprints, dags)
-            if groups.after:
-                context["next_query"] = query(
-                    {
-                        **filters.cleaned(),
-                        "view": "groups",
-                        "after_letters": groups.after[0],
-                        "after_fingerprint": groups.after[1],
-                    }
-                )
+            following = groups.next_page()
+            if following:
+                context["next_query"] = query({**filters.cleaned(), "view": "groups", **following})
         else:
-            before = (before_created, before_id) if before_created and before_id is not None else None
             shown = q.letters(where, dags, PAGE_SIZE, before)
             context["letters"] = shown
             context["count"] = q.count(where, dags, COUNT_CAP + 1)
-            if len(shown) == PAGE_SIZE:
-                last = shown[-1]
-                context["next_query"] = query(
-                    {
-                        **filters.cleaned(),
-                        "before_created": last.created_at.isoformat(),
-                        "before_id": last.id,
-                    }
-                )
+            following = next_letters(shown, PAGE_SIZE)
+            if following:
+                context["next_query"] = query({**filters.cleaned(), **following})
     return page(request, "letters.html", access, **context)
 
 
@@ -140,17 +123,18 @@ def preview_page(
     except ValidationError as exc:  # too many ids, or one out of range
         raise query_error(exc) from None
     chosen = letters.select(access, body)
-    engine = replay_engine(request, letters.store)
-    try:
+    with replay_engine(request, letters.store) as (engine, _):
         preview = engine.preview(
             ids=[letter.id for letter in chosen],
             downstream=not task_only,
             run_on_latest_version=True if latest else None,
         )
-    finally:
-        if engine.api is not None:
-            engine.api.close()
     ready = [item.letter for item in preview.items if item.error is None]
+    same = {
+        **filters.cleaned(),
+        "ids": ids,
+        "all_matching": all_matching or None,
+    }  # the links toggle one flag
     return page(
         request,
         "preview.html",
@@ -161,24 +145,8 @@ def preview_page(
         ready_ids=[letter.id for letter in ready],
         canary_id=newest_letter(ready).id if len(ready) > 1 else None,
         back_query=query(filters.cleaned()),
-        task_only_query=query(
-            {
-                **filters.cleaned(),
-                "ids": ids,
-                "all_matching": all_matching or None,
-                "task_only": not task_only or None,
-                "latest": latest or None,
-            }
-        ),
-        latest_query=query(
-            {
-                **filters.cleaned(),
-                "ids": ids,
-                "all_matching": all_matching or None,
-                "task_only": task_only or None,
-                "latest": not latest or None,
-            }
-        ),
+        task_only_query=query({**same, "task_only": not task_only or None, "latest": latest or None}),
+        latest_query=query({**same, "task_only": task_only or None, "latest": not latest or None}),
     )
 
 

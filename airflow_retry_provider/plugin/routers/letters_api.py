@@ -4,7 +4,6 @@ No ``from __future__ import annotations`` here: FastAPI reads the annotations at
 """
 
 from collections.abc import Iterator
-from datetime import datetime
 from typing import Annotated, Any
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
@@ -21,16 +20,15 @@ from airflow_retry_provider.plugin.models import (
     COUNT_CAP,
     GROUP_PAGE_SIZE,
     PAGE_SIZE,
-    CursorCount,
-    CursorId,
-    CursorText,
     Filters,
+    GroupsCursor,
     Identifier,
+    LettersCursor,
     MapIndex,
     PathLetterId,
     QueryFilters,
 )
-from airflow_retry_provider.plugin.queries import ExportsBusy, LetterExport
+from airflow_retry_provider.plugin.queries import ExportsBusy, LetterExport, next_letters
 from airflow_retry_provider.plugin.rendering import csv_stream, json_lines
 
 router = APIRouter(prefix="/api")
@@ -42,26 +40,19 @@ def list_letters(
     filters: QueryFilters,
     letters: LettersDep,
     limit: Annotated[int, Query(ge=1, le=500)] = PAGE_SIZE,
-    before_created: datetime | None = None,
-    before_id: CursorId = None,
+    before: LettersCursor = None,
 ) -> dict[str, Any]:
     """Letters of the DAGs you may read, newest first; pass ``next`` back for the following page."""
     where = filters.to_letter_filter(letters.tz)
-    before = (before_created, before_id) if before_created and before_id is not None else None
     with letters.views().reading() as q:
         dags = letters.readable(access, q)
         shown = q.letters(where, dags, limit, before)
         count = q.count(where, dags, COUNT_CAP + 1)
-    following = (
-        {"before_created": shown[-1].created_at.isoformat(), "before_id": shown[-1].id}
-        if len(shown) == limit
-        else None
-    )
     return {
         "letters": [letter.to_json() for letter in shown],
         "count": min(count, COUNT_CAP),
         "count_is_capped": count > COUNT_CAP,
-        "next": following,
+        "next": next_letters(shown, limit),
     }
 
 
@@ -71,12 +62,10 @@ def list_groups(
     filters: QueryFilters,
     letters: LettersDep,
     limit: Annotated[int, Query(ge=1, le=500)] = GROUP_PAGE_SIZE,
-    after_letters: CursorCount = None,
-    after_fingerprint: CursorText = None,
+    after: GroupsCursor = None,
 ) -> dict[str, Any]:
     """Letters grouped by fingerprint (one root cause each), biggest group first; each with what its
     letters still in the way block (``impact``: summed and deduplicated, null before any is computed)."""
-    after = (after_letters, after_fingerprint or "") if after_letters is not None else None
     with letters.views().reading() as q:
         dags = letters.readable(access, q)
         groups = q.groups(filters.to_letter_filter(letters.tz), dags, limit, after)
@@ -88,9 +77,7 @@ def list_groups(
         ],
         "total_groups": groups.total_groups,
         "total_letters": groups.total_letters,
-        "next": {"after_letters": groups.after[0], "after_fingerprint": groups.after[1]}
-        if groups.after
-        else None,
+        "next": groups.next_page(),
     }
 
 

@@ -25,13 +25,12 @@ from datetime import datetime, timezone
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
-from airflow.api_fastapi.core_api.security import GetUserDep
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
 from airflow_retry_provider.database import ProviderDatabase
-from airflow_retry_provider.plugin.access import Access
+from airflow_retry_provider.plugin.access import Access, AccessDep
 from airflow_retry_provider.plugin.deps import DatabaseDep, TimeZoneDep
 from airflow_retry_provider.plugin.rendering import page
 from airflow_retry_provider.plugin.rendering import query as query_string
@@ -264,30 +263,27 @@ class Charts:
                 )
             )
         labels = self._x_labels(entries)
+
+        def spark(name: str, points: list[Point], color: str, title: str, unit: str, y_format: Any) -> Markup:
+            """One sparkline of the connector (both share the size, the axis labels and the style)."""
+            series = [Series(f"{connector_id} {name}", tuple(points), color)]
+            return Markup(
+                line_chart(
+                    series,
+                    title=title,
+                    width=240,
+                    height=72,
+                    y_label=unit,
+                    x_labels=labels,
+                    y_format=y_format,
+                    css_class="chart spark",
+                )
+            )
+
         return {
-            "p95": Markup(
-                line_chart(
-                    [Series(f"{connector_id} p95", tuple(p95), "#0b69a3")],
-                    title=f"p95 of {connector_id}",
-                    width=240,
-                    height=72,
-                    y_label="ms",
-                    x_labels=labels,
-                    y_format=_short,
-                    css_class="chart spark",
-                )
-            ),
-            "error_rate": Markup(
-                line_chart(
-                    [Series(f"{connector_id} error rate", tuple(errors), "#b44d12")],
-                    title=f"Error rate of {connector_id}",
-                    width=240,
-                    height=72,
-                    y_label="%",
-                    x_labels=labels,
-                    y_format=lambda v: f"{v:.0f}",
-                    css_class="chart spark",
-                )
+            "p95": spark("p95", p95, "#0b69a3", f"p95 of {connector_id}", "ms", _short),
+            "error_rate": spark(
+                "error rate", errors, "#b44d12", f"Error rate of {connector_id}", "%", lambda v: f"{v:.0f}"
             ),
         }
 
@@ -303,11 +299,8 @@ def _short(value: float) -> str:
 # -- routes ---------------------------------------------------------------------------------------
 
 
-def reader(user: GetUserDep) -> Access:
+def reader(access: AccessDep) -> Access:
     """The signed-in user, if they may read ``medallion_reconciliation``; else 403."""
-    from airflow.api_fastapi.app import get_auth_manager
-
-    access = Access(user, get_auth_manager())
     access.require([RECONCILIATION_DAG_ID], "GET")
     return access
 
@@ -328,21 +321,19 @@ def selection(
 ) -> tuple[list[Report], Report | None]:
     """Every workspace's latest report, and the report to show (404 for an unknown one)."""
     latest = views.latest_reports(views.workspaces())
-    if not workspace_id:
-        if report_id is not None:
-            raise HTTPException(status.HTTP_400_BAD_REQUEST, "report_id needs a workspace_id")
-        return latest, (latest[0] if latest else None)
+    if workspace_id:
+        return latest, one_report(views, workspace_id, report_id)
+    if report_id is not None:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "report_id needs a workspace_id")
+    return latest, (latest[0] if latest else None)
+
+
+def one_report(views: ReportViews, workspace_id: str, report_id: int | None) -> Report:
+    """The workspace's latest report, or its report ``report_id`` (404 when there is none)."""
     shown = views.report(workspace_id, report_id)
     if shown is None:
         what = f"report {report_id} of workspace" if report_id is not None else "report for workspace"
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no {what} {workspace_id!r}")
-    return latest, shown
-
-
-def one_report(views: ReportViews, workspace_id: str, report_id: int | None) -> Report:
-    shown = views.report(workspace_id, report_id)
-    if shown is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no such report for workspace {workspace_id!r}")
     return shown
 
 
