@@ -467,20 +467,15 @@ def sweep_in_batches(
 
 
 def check_one_by_one(
-    store: DeadLetterStore,
-    api: AirflowApi,
-    outcomes: OutcomeSync,
-    managed: Iterable[str],
-    replay_cap: int,
-    lookback: timedelta = DEFAULT_LOOKBACK,
-    grace: timedelta = SYNC_GRACE,
+    outcomes: OutcomeSync, managed: Iterable[str], grace: timedelta = SYNC_GRACE
 ) -> tuple[SweepReport, list[int], SyncReport]:
     """The sweep's reads as they were before issue 46: one REST call per open letter, a DAG's failures listed each time.
 
     Kept as the reference ``sweep_in_batches`` is tested against (the same letters resolved,
-    filed again, released) and as the benchmark's anchor; no sweep runs it.
+    filed again, released) and as the benchmark's anchor; no sweep runs it. The store, the API and
+    the replay cap are ``outcomes``'s.
     """
-    report = sweep(store, api, managed, replay_cap, lookback=lookback, grace=grace)
+    report = sweep(outcomes.store, outcomes.api, managed, outcomes.replay_cap, grace=grace)
     sync = outcomes.sync_outcomes(grace=grace)
     resolved = outcomes.resolve_succeeded_in_dlq()
     return report, resolved, sync
