@@ -7,6 +7,7 @@ states (``dlq/states.py``) and the pure decisions (``dlq/decide.py``) below it.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
@@ -503,9 +504,7 @@ class ReplayReport:
         return self.ids("cleared")
 
     def to_json(self) -> dict[str, Any]:
-        counts: dict[str, int] = {}
-        for result in self.results:
-            counts[result.outcome] = counts.get(result.outcome, 0) + 1
+        counts = dict(Counter(r.outcome for r in self.results))
         return {"job_id": self.job_id, "counts": counts, "results": [r.to_json() for r in self.results]}
 
 
@@ -529,11 +528,8 @@ class SyncReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "resolved": list(self.resolved),
-            "refiled": list(self.refiled),
-            "released": list(self.released),
-            "waiting": list(self.waiting),
-            "errors": list(self.errors),
+            name: list(getattr(self, name))
+            for name in ("resolved", "refiled", "released", "waiting", "errors")
         }
 
 

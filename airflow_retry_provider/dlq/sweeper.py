@@ -370,14 +370,7 @@ def notice_fixes(store: DeadLetterStore, api: AirflowApi) -> tuple[list[int], li
         if not versions:
             continue
         newest = max(versions, key=lambda version: version.version_number)
-        store.record_dag_version(
-            dag_id,
-            newest.version_number,
-            newest.id,
-            newest.bundle_name,
-            newest.bundle_version,
-            newest.created_at,
-        )
+        store.record_dag_version(newest)
         for root_cause, failed_on, letters in of_dag:
             if newest.version_number <= failed_on:
                 continue
