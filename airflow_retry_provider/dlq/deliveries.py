@@ -298,14 +298,7 @@ def _note_saved(store: DeadLetterStore, now: datetime) -> list[str]:
         ]
         if not mine:
             continue
-        note = Impact(
-            blocked_tasks=stored.impact.blocked_tasks,
-            assets=stored.impact.assets,
-            consumer_dags=stored.impact.consumer_dags,
-            workspaces=stored.impact.workspaces,
-            deliveries=(replace(mine[0], status=SAVED),),
-            delivery_count=1,
-        )
+        note = replace(stored.impact, deliveries=(replace(mine[0], status=SAVED),), delivery_count=1)
         announce.impact_assessed(store.db, letter.id, letter, note)
         noted.append(delivery.name)
     return noted
