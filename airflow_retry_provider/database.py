@@ -12,12 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow_retry_provider.sql import transaction
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 Connect = Callable[[], Any]
 AnyStore = TypeVar("AnyStore", bound="Store")  # typing.Self is Python 3.11+; the package supports 3.10
+Value = TypeVar("Value", bound="DataclassInstance")
 
 DEFAULT_CONN_ID = "retry_provider_default"
 
@@ -99,6 +104,12 @@ class ProviderDatabase:
         if isinstance(row, Mapping):
             return dict(row)
         return dict(zip([column[0] for column in cursor.description], row, strict=True))
+
+
+def from_row(cls: type[Value], row: Mapping[str, Any], **columns: str) -> Value:
+    """The dataclass ``cls`` from a row whose columns bear its fields' names; ``columns`` names the
+    column of a field whose name differs (``dag_id="letter_dag_id"``)."""
+    return cls(**{f.name: row[columns.get(f.name, f.name)] for f in fields(cls)})
 
 
 class _Pinned:

@@ -237,7 +237,7 @@ def anchor_sweep(store: DeadLetterStore, api: AirflowApi) -> None:
     with api, store.db.pinned() as db:
         pinned = DeadLetterStore(db)
         outcomes = OutcomeSync(pinned, api, replay_cap=3)
-        check_one_by_one(pinned, api, outcomes, managed_dag_ids(api), 3, grace=timedelta(0))
+        check_one_by_one(outcomes, managed_dag_ids(api), grace=timedelta(0))
         number_versions(pinned, api)
         notice_fixes(pinned, api)
 

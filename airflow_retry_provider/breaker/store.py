@@ -9,7 +9,6 @@ lock: the first becomes the probe, the second sees the probe and is held.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -19,7 +18,7 @@ from airflow_retry_provider.announce import AfterCommit, run_after_commit
 from airflow_retry_provider.breaker import announce
 from airflow_retry_provider.breaker.announce import Outage
 from airflow_retry_provider.breaker.sql import query
-from airflow_retry_provider.database import ProviderDatabase, Store
+from airflow_retry_provider.database import ProviderDatabase, Store, from_row
 from airflow_retry_provider.policy import breaker as machine
 from airflow_retry_provider.policy.breaker import Admission, Breaker, BreakerSettings, Forced, Window
 from airflow_retry_provider.policy.text import storable
@@ -84,19 +83,6 @@ class Verdict:
     expired: bool = False
 
 
-def _breaker(row: Mapping[str, Any]) -> Breaker:
-    return Breaker(
-        status=row["status"],
-        cooldown_seconds=int(row["cooldown_seconds"]),
-        opened_at=row["opened_at"],
-        probe_at=row["probe_at"],
-        probe_key=row["probe_key"],
-        probe_until=row["probe_until"],
-        forced=row["forced"],
-        failures_at_open=int(row["failures_at_open"]),
-    )
-
-
 class BreakerStore(Store):
     """The breakers of every dependency, shared by every DAG and worker.
 
@@ -107,7 +93,7 @@ class BreakerStore(Store):
         cur.execute(query("ensure"), {"dependency": dependency})
         cur.execute(query("lock"), {"dependency": dependency})
         row = _one(cur)
-        return _breaker(row), row["now"]
+        return from_row(Breaker, row), row["now"]
 
     def _save(
         self,
@@ -181,7 +167,7 @@ class BreakerStore(Store):
         with self.db.transaction() as cur:
             cur.execute(query("peek"), {"dependency": dependency})
             row = _one(cur)
-        return _breaker(row) if row else Breaker()
+        return from_row(Breaker, row) if row else Breaker()
 
     def _leads(self, cur: Any, dependency: str, key: str, breaker: Breaker) -> bool:
         """Whether ``key`` would be the longest held of an open breaker (it asks at the probe time)."""
@@ -334,7 +320,7 @@ class BreakerStore(Store):
         return [
             BreakerStatus(
                 row["dependency"],
-                _breaker(row),
+                from_row(Breaker, row),
                 int(row["held"]),
                 int(row["failures_10m"]),
                 int(row["calls_10m"]),

@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from airflow_retry_provider.database import ProviderDatabase
+from airflow_retry_provider.database import ProviderDatabase, from_row
 from airflow_retry_provider.dlq import announce
 from airflow_retry_provider.dlq.impact import ImpactReader
 from airflow_retry_provider.dlq.models import AsJson
@@ -126,6 +126,7 @@ def _read(db: ProviderDatabase, now: datetime) -> list[DeliveryState]:
         log.warning("airflow-retry-provider: more than %s delivery rows: the rest not read", MAX_ROWS)
     grouped: dict[tuple[str, str, datetime], list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
+        row["latest_replay"] = datetime.fromisoformat(row["latest_replay"])
         deadline = datetime.fromisoformat(row["deadline"])
         grouped[(row["dag_id"], row["task_id"], deadline)].append(row)
     found = []
@@ -133,22 +134,11 @@ def _read(db: ProviderDatabase, now: datetime) -> list[DeliveryState]:
         blockers = []
         letters = []
         for row in group:
-            latest = datetime.fromisoformat(row["latest_replay"])
             started = None
             if row["status"] in STARTED:  # the clear of its newest replay, else when it was seen resolved
                 started = row["cleared_at"] or row["updated_at"]
-            blockers.append(Blocker(int(row["letter_id"]), row["status"], latest, started))
-            letters.append(
-                BlockingLetter(
-                    letter_id=int(row["letter_id"]),
-                    dag_id=row["letter_dag_id"],
-                    run_id=row["run_id"],
-                    task_id=row["letter_task_id"],
-                    status=row["status"],
-                    fingerprint=row["fingerprint"],
-                    latest_replay=latest,
-                )
-            )
+            blockers.append(Blocker(int(row["letter_id"]), row["status"], row["latest_replay"], started))
+            letters.append(from_row(BlockingLetter, row, dag_id="letter_dag_id", task_id="letter_task_id"))
         standing = classify_delivery(blockers, now)
         found.append(DeliveryState(dag_id, task_id, deadline, standing, tuple(letters)))
     found.sort(key=lambda d: (STATUSES.index(d.standing.status), d.standing.latest_replay, d.name))
@@ -308,14 +298,7 @@ def _note_saved(store: DeadLetterStore, now: datetime) -> list[str]:
         ]
         if not mine:
             continue
-        note = Impact(
-            blocked_tasks=stored.impact.blocked_tasks,
-            assets=stored.impact.assets,
-            consumer_dags=stored.impact.consumer_dags,
-            workspaces=stored.impact.workspaces,
-            deliveries=(replace(mine[0], status=SAVED),),
-            delivery_count=1,
-        )
+        note = replace(stored.impact, deliveries=(replace(mine[0], status=SAVED),), delivery_count=1)
         announce.impact_assessed(store.db, letter.id, letter, note)
         noted.append(delivery.name)
     return noted

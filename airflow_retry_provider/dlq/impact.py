@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import quote
 
 from airflow_retry_provider.dlq import announce
-from airflow_retry_provider.dlq.models import Letter, NewLetter
+from airflow_retry_provider.dlq.models import NewLetter
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError, parse_time
 from airflow_retry_provider.masking import mask
@@ -250,9 +250,3 @@ def refresh_impacts(
     if errors:
         log.warning("airflow-retry-provider: impacts not refreshed: %s", errors)
     return refreshed, errors
-
-
-def letter_impact(store: DeadLetterStore, letter: Letter) -> dict[str, Any] | None:
-    """The stored impact of ``letter`` as JSON (the API and the CLI), or None."""
-    stored = store.impact(letter.id)
-    return None if stored is None else stored.to_json()

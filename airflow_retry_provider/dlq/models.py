@@ -7,11 +7,13 @@ states (``dlq/states.py``) and the pure decisions (``dlq/decide.py``) below it.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from airflow_retry_provider.database import from_row
 from airflow_retry_provider.dlq.decide import claim_refusal
 from airflow_retry_provider.dlq.states import LetterStatus
 from airflow_retry_provider.policy import redact
@@ -20,6 +22,7 @@ from airflow_retry_provider.policy.text import storable
 if TYPE_CHECKING:  # a preview's instances: the failure callback never loads the REST client
     from airflow_retry_provider.hooks.airflow_api import TaskInstanceRef
 
+AnyRow = TypeVar("AnyRow", bound="_Row")
 STATUSES = LetterStatus.values()
 SOURCES = ("callback", "sweeper", "ui", "cli", "api", "driver")
 
@@ -70,12 +73,10 @@ class _Row(AsJson):
     _TEXT: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Any:
-        values = {f.name: row[f.name] for f in fields(cls)}  # type: ignore[arg-type]
-        for name in cls._TEXT:
-            if values[name]:
-                values[name] = redact(values[name])
-        return cls(**values)
+    def from_row(cls: type[AnyRow], row: Mapping[str, Any]) -> AnyRow:
+        read = from_row(cls, row)  # type: ignore[type-var]  # each subclass is a dataclass
+        texts = {name: redact(value) for name in cls._TEXT if (value := getattr(read, name))}
+        return replace(read, **texts) if texts else read  # type: ignore[type-var]
 
 
 @dataclass(frozen=True)
@@ -167,10 +168,6 @@ class Letter(_Row, NewLetter):
     created_at: datetime
     updated_at: datetime
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Letter:
-        return cast(Letter, super().from_row(row))
-
 
 @dataclass(frozen=True)
 class Replay(_Row):
@@ -195,10 +192,6 @@ class Replay(_Row):
     downstream: bool = False
     lease_until: datetime | None = None
     clear_sent_at: datetime | None = None
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Replay:
-        return cast(Replay, super().from_row(row))
 
 
 @dataclass(frozen=True)
@@ -258,10 +251,6 @@ class LetterEvent(_Row):
     replay_id: int | None
     try_number: int | None
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> LetterEvent:
-        return cast(LetterEvent, super().from_row(row))
-
     def line(self) -> str:
         """One line of history: time, event, who (and from where), why."""
         who = Actor(self.actor, self.source, self.actor_verified, self.os_user).label()
@@ -303,10 +292,6 @@ class ReplayJob(_Row):
 
     _TEXT: ClassVar[tuple[str, ...]] = ("stop_reason",)
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> ReplayJob:
-        return cast(ReplayJob, super().from_row(row))
-
     @property
     def finished(self) -> bool:
         return self.status in ("done", "cancelled", "stopped")
@@ -324,10 +309,6 @@ class JobItem(_Row):
     detail: str | None
     done_at: datetime | None
     replay_outcome: str | None = None
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> JobItem:
-        return cast(JobItem, super().from_row(row))
 
     def result(self) -> ReplayResult:
         return ReplayResult(self.letter_id, self.outcome, self.replay_id, self.detail or "")
@@ -350,10 +331,6 @@ class FixNotice(_Row):
     letters: int
     deployed_at: datetime | None
     noticed_at: datetime
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> FixNotice:
-        return cast(FixNotice, super().from_row(row))
 
     def line(self) -> str:
         """``failed on version 3; version 5 deployed at 2026-12-02 14:02 UTC``."""
@@ -527,9 +504,7 @@ class ReplayReport:
         return self.ids("cleared")
 
     def to_json(self) -> dict[str, Any]:
-        counts: dict[str, int] = {}
-        for result in self.results:
-            counts[result.outcome] = counts.get(result.outcome, 0) + 1
+        counts = dict(Counter(r.outcome for r in self.results))
         return {"job_id": self.job_id, "counts": counts, "results": [r.to_json() for r in self.results]}
 
 
@@ -553,11 +528,8 @@ class SyncReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "resolved": list(self.resolved),
-            "refiled": list(self.refiled),
-            "released": list(self.released),
-            "waiting": list(self.waiting),
-            "errors": list(self.errors),
+            name: list(getattr(self, name))
+            for name in ("resolved", "refiled", "released", "waiting", "errors")
         }
 
 

@@ -370,14 +370,7 @@ def notice_fixes(store: DeadLetterStore, api: AirflowApi) -> tuple[list[int], li
         if not versions:
             continue
         newest = max(versions, key=lambda version: version.version_number)
-        store.record_dag_version(
-            dag_id,
-            newest.version_number,
-            newest.id,
-            newest.bundle_name,
-            newest.bundle_version,
-            newest.created_at,
-        )
+        store.record_dag_version(newest)
         for root_cause, failed_on, letters in of_dag:
             if newest.version_number <= failed_on:
                 continue
@@ -467,20 +460,15 @@ def sweep_in_batches(
 
 
 def check_one_by_one(
-    store: DeadLetterStore,
-    api: AirflowApi,
-    outcomes: OutcomeSync,
-    managed: Iterable[str],
-    replay_cap: int,
-    lookback: timedelta = DEFAULT_LOOKBACK,
-    grace: timedelta = SYNC_GRACE,
+    outcomes: OutcomeSync, managed: Iterable[str], grace: timedelta = SYNC_GRACE
 ) -> tuple[SweepReport, list[int], SyncReport]:
     """The sweep's reads as they were before issue 46: one REST call per open letter, a DAG's failures listed each time.
 
     Kept as the reference ``sweep_in_batches`` is tested against (the same letters resolved,
-    filed again, released) and as the benchmark's anchor; no sweep runs it.
+    filed again, released) and as the benchmark's anchor; no sweep runs it. The store, the API and
+    the replay cap are ``outcomes``'s.
     """
-    report = sweep(store, api, managed, replay_cap, lookback=lookback, grace=grace)
+    report = sweep(outcomes.store, outcomes.api, managed, outcomes.replay_cap, grace=grace)
     sync = outcomes.sync_outcomes(grace=grace)
     resolved = outcomes.resolve_succeeded_in_dlq()
     return report, resolved, sync

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from airflow_retry_provider import settings
-from airflow_retry_provider.database import ProviderDatabase, Store
+from airflow_retry_provider.database import ProviderDatabase, Store, from_row
 from airflow_retry_provider.ledger.sql import query
 from airflow_retry_provider.policy import redact
 from airflow_retry_provider.policy.text import storable, storable_value
@@ -82,22 +82,7 @@ class WorkUnit:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> WorkUnit:
-        return cls(
-            key=row["work_unit_key"],
-            status=row["status"],
-            owner=row["owner"],
-            owner_ti=row["owner_ti"],
-            owner_try=row["owner_try"],
-            claims=int(row["claims"]),
-            claimed_from=row["claimed_from"],
-            remote_job_id=row["remote_job_id"],
-            result_ref=row["result_ref"],
-            error=row["error"],
-            claimed_at=row["claimed_at"],
-            lease_expires_at=row["lease_expires_at"],
-            finished_at=row["finished_at"],
-            dedup_expires_at=row["dedup_expires_at"],
-        )
+        return from_row(cls, row, key="work_unit_key")
 
 
 @dataclass(frozen=True)

@@ -461,7 +461,7 @@ ORDER BY dag_id, fingerprint;
 
 -- name: record_dag_version
 INSERT INTO retry_dag_versions (dag_id, version_number, version_id, bundle_name, bundle_version, deployed_at)
-VALUES (%(dag_id)s, %(version_number)s, %(version_id)s, %(bundle_name)s, %(bundle_version)s, %(deployed_at)s)
+VALUES (%(dag_id)s, %(version_number)s, %(id)s, %(bundle_name)s, %(bundle_version)s, %(created_at)s)
 ON CONFLICT (dag_id) DO UPDATE SET
     version_number = EXCLUDED.version_number, version_id = EXCLUDED.version_id,
     bundle_name = EXCLUDED.bundle_name, bundle_version = EXCLUDED.bundle_version,

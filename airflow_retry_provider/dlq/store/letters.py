@@ -5,9 +5,9 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.decide import status_after_failure
@@ -23,6 +23,9 @@ from airflow_retry_provider.dlq.models import (
 from airflow_retry_provider.dlq.sql import query
 from airflow_retry_provider.dlq.store.base import QueueStore, record
 from airflow_retry_provider.policy.impact import Impact
+
+if TYPE_CHECKING:
+    from airflow_retry_provider.hooks.airflow_api import DagVersion
 
 
 @dataclass(frozen=True)
@@ -221,16 +224,7 @@ class DeadLetterStore(QueueStore):
         return SweepState(row[0], int(row[1]), bool(row[2]), row[3])
 
     def save_sweep_state(self, state: SweepState, name: str = "dead-letters") -> None:
-        self._run(
-            "save_sweep_state",
-            {
-                "name": name,
-                "watermark": state.watermark,
-                "watermark_skip": state.watermark_skip,
-                "caught_up": state.caught_up,
-                "pass_started_at": state.pass_started_at,
-            },
-        )
+        self._run("save_sweep_state", {"name": name, **asdict(state)})
 
     def resting_letters_due(
         self, since: datetime, limit: int, dag_ids: Sequence[str] | None = None
@@ -419,25 +413,9 @@ class DeadLetterStore(QueueStore):
             for row in self._rows("open_groups_by_version")
         ]
 
-    def record_dag_version(
-        self,
-        dag_id: str,
-        version_number: int,
-        version_id: str,
-        bundle_name: str | None,
-        bundle_version: str | None,
-        deployed_at: datetime | None,
-    ) -> None:
-        """The newest version Airflow has of ``dag_id``, as the sweeper just saw it."""
-        params = {
-            "dag_id": dag_id,
-            "version_number": version_number,
-            "version_id": version_id,
-            "bundle_name": bundle_name,
-            "bundle_version": bundle_version,
-            "deployed_at": deployed_at,
-        }
-        self._run("record_dag_version", params)
+    def record_dag_version(self, version: DagVersion) -> None:
+        """The newest version Airflow has of its DAG, as the sweeper just saw it."""
+        self._run("record_dag_version", asdict(version))
 
     def notice_fix(
         self,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -41,36 +43,45 @@ def _success(task_id: str, minutes: float) -> dict[str, Any]:
     return {"task_id": task_id, "state": "success", "duration": minutes * 60}
 
 
-def _seed(fake: AnsweringAirflow) -> None:
-    """A chain extract -> transform -> publish (publish delivers at 09:00 and produces an asset),
-    and gold_risk_report scheduled on that asset (a DAG-level deadline: its last task delivers)."""
-    delivery = {"at": "09:00", "timezone": "UTC", "days_after": 1, "validation_seconds": 600}
-    fake.tasks["etl"] = [
-        _task("extract", ("transform",)),
-        _task("transform", ("publish",)),
-        _task("publish", (), **{DELIVERY_PARAM: delivery}),
-    ]
-    fake.successes["etl"] = [
-        _success("extract", 20),
-        _success("extract", 25),  # the longest recent run counts
-        _success("transform", 30),
-        _success("publish", 10),
-    ]
-    dag_delivery = {"at": "10:00", "timezone": "UTC", "days_after": 1}
-    fake.tasks["gold_risk_report"] = [
-        _task("build", ("report",), workspace_id="acme", _source="dag", **{DELIVERY_PARAM: dag_delivery}),
-        _task("report", (), workspace_id="acme", _source="dag", **{DELIVERY_PARAM: dag_delivery}),
-    ]
-    fake.successes["gold_risk_report"] = [_success("build", 15), _success("report", 5)]
-    fake.assets = [
-        {
-            "id": 1,
-            "name": ASSET,
-            "uri": "s3://lake/silver/orders",
-            "producing_tasks": [{"dag_id": "etl", "task_id": "publish"}],
-            "scheduled_dags": [{"dag_id": "gold_risk_report"}],
-        }
-    ]
+@contextmanager
+def _seeded() -> Iterator[AnsweringAirflow]:
+    """A fake Airflow with a chain extract -> transform -> publish (publish delivers at 09:00 and produces
+    an asset), and gold_risk_report scheduled on that asset (a DAG-level deadline: its last task delivers)."""
+    with answering_airflow() as fake:
+        delivery = {"at": "09:00", "timezone": "UTC", "days_after": 1, "validation_seconds": 600}
+        fake.tasks["etl"] = [
+            _task("extract", ("transform",)),
+            _task("transform", ("publish",)),
+            _task("publish", (), **{DELIVERY_PARAM: delivery}),
+        ]
+        fake.successes["etl"] = [
+            _success("extract", 20),
+            _success("extract", 25),  # the longest recent run counts
+            _success("transform", 30),
+            _success("publish", 10),
+        ]
+        dag_delivery = {"at": "10:00", "timezone": "UTC", "days_after": 1}
+        fake.tasks["gold_risk_report"] = [
+            _task("build", ("report",), workspace_id="acme", _source="dag", **{DELIVERY_PARAM: dag_delivery}),
+            _task("report", (), workspace_id="acme", _source="dag", **{DELIVERY_PARAM: dag_delivery}),
+        ]
+        fake.successes["gold_risk_report"] = [_success("build", 15), _success("report", 5)]
+        fake.assets = [
+            {
+                "id": 1,
+                "name": ASSET,
+                "uri": "s3://lake/silver/orders",
+                "producing_tasks": [{"dag_id": "etl", "task_id": "publish"}],
+                "scheduled_dags": [{"dag_id": "gold_risk_report"}],
+            }
+        ]
+        yield fake
+
+
+def _refresh(store: DeadLetterStore) -> tuple[list[int], list[str]]:
+    """``refresh_impacts`` at ``NOW`` against the seeded fake Airflow."""
+    with _seeded() as fake, fake.api() as api:
+        return refresh_impacts(store, api, NOW)
 
 
 def _letter(**fields: Any):
@@ -87,8 +98,7 @@ def _letter(**fields: Any):
 
 def test_the_reader_turns_airflows_answers_into_the_impact():
     """Blocked tasks, the asset, the consumer DAG, the workspaces and both deliveries' latest replay times."""
-    with answering_airflow() as fake:
-        _seed(fake)
+    with _seeded() as fake:
         fake.assets.append(  # an asset etl is scheduled on: its other consumers are not etl's to block
             {
                 "id": 2,
@@ -126,8 +136,7 @@ def test_the_reader_turns_airflows_answers_into_the_impact():
 
 def test_a_bad_declaration_is_noted_and_the_task_counts_without_it():
     """A deadline param with a bad time names the field; the impact is still computed."""
-    with answering_airflow() as fake:
-        _seed(fake)
+    with _seeded() as fake:
         fake.tasks["etl"][2] = _task("publish", (), **{DELIVERY_PARAM: {"at": "25:00"}})
         with fake.api() as api:
             reader = ImpactReader(api)
@@ -154,8 +163,7 @@ def test_stored_and_told_once_per_delivery_and_root_cause(pg_dsn, monkeypatch):
     first = store.file(letter, replay_cap=3)
     second_letter = _letter(run_id="r2")  # same root cause, another run
     second = store.file(second_letter, replay_cap=3)
-    with answering_airflow() as fake:
-        _seed(fake)
+    with _seeded() as fake:
         with fake.api() as api:
             record_impact(store, api, first.letter_id, letter, NOW)
             titles = [sent["title"] for sent in RecordingNotifier.sent]
@@ -199,8 +207,7 @@ def test_one_mail_names_the_blocked_tasks_asset_dag_workspace_and_replay_time(pg
         store = DeadLetterStore.from_dsn(pg_dsn)
         letter = _letter()
         result = store.file(letter, replay_cap=3)
-        with answering_airflow() as fake:
-            _seed(fake)
+        with _seeded() as fake:
             fake.tasks["gold_risk_report"] = []  # only the chain's own delivery
             with fake.api() as api:
                 record_impact(store, api, result.letter_id, letter, NOW)
@@ -229,13 +236,10 @@ def test_the_sweep_refreshes_open_letters_and_stamps_a_vanished_dag(pg_dsn):
     gone = store.file(new_letter(dag_id="deleted_dag", task_id="x"), replay_cap=3)
     closed = store.file(_letter(run_id="r9"), replay_cap=3)
     store.dismiss([closed.letter_id], "tester", "not needed")
-    with answering_airflow() as fake:
-        _seed(fake)
-        with fake.api() as api:
-            refreshed, errors = refresh_impacts(store, api, NOW)
-            assert refreshed == [filed.letter_id]
-            assert len(errors) == 1 and "deleted_dag" in errors[0]
-            assert refresh_impacts(store, api, NOW) == ([], [])  # both fresh now
+    refreshed, errors = _refresh(store)
+    assert refreshed == [filed.letter_id]
+    assert len(errors) == 1 and "deleted_dag" in errors[0]
+    assert _refresh(store) == ([], [])  # both fresh now
     assert store.impact(filed.letter_id).impact.blocked_tasks.count == 4  # type: ignore[union-attr]
     assert store.impact(gone.letter_id).impact.blocked_tasks.count == 0  # type: ignore[union-attr]
     assert store.impact(closed.letter_id) is None
@@ -253,8 +257,7 @@ def test_filing_computes_the_impact_and_the_root_cause_alert_shows_it(pg_dsn, mo
     store = DeadLetterStore.from_dsn(pg_dsn)
     letter = _letter(data_interval_end=datetime.now(timezone.utc) - timedelta(days=1))
     result = store.file(letter, replay_cap=3)
-    with answering_airflow() as fake:
-        _seed(fake)
+    with _seeded() as fake:
         monkeypatch.setenv(
             "AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API", fake.url.replace("http://", "http://admin:admin@")
         )
@@ -286,10 +289,7 @@ def test_a_letter_whose_task_left_its_dag_gets_an_empty_impact(pg_dsn):
     store = DeadLetterStore.from_dsn(pg_dsn)
     gone = store.file(_letter(task_id="renamed_away"), replay_cap=3)
     kept = store.file(_letter(run_id="r2"), replay_cap=3)
-    with answering_airflow() as fake:
-        _seed(fake)
-        with fake.api() as api:
-            refreshed, errors = refresh_impacts(store, api, NOW)
+    refreshed, errors = _refresh(store)
     assert refreshed == [kept.letter_id]
     assert len(errors) == 1 and "failed: is not among the tasks" in errors[0]
     assert store.impact(gone.letter_id).impact.blocked_tasks.count == 0  # type: ignore[union-attr]

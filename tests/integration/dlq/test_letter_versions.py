@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.hooks.airflow_api import DagVersion
 from tests.factories import new_letter
 
 
@@ -33,7 +34,7 @@ def test_a_fix_is_noticed_once_and_forgotten_with_its_last_open_letter(pg_dsn):
     store = DeadLetterStore.from_dsn(pg_dsn)
     filed = store.file(new_letter(dag_version_number=3, fingerprint="fp-a"), replay_cap=3)
     assert store.open_groups_by_version() == [("etl", "fp-a", 3, 1)]
-    store.record_dag_version("etl", 5, _uuid(5), "repo", None, None)
+    store.record_dag_version(DagVersion(_uuid(5), "etl", 5, "repo", None, None))
     told: list[Any] = []
 
     def tell(cur: Any, notice: Any, connect: Any) -> list:

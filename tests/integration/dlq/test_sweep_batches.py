@@ -118,7 +118,7 @@ def test_the_batched_sweep_decides_every_letter_as_one_call_per_letter_did(pg_ds
 
         store_a, api_a = DeadLetterStore.from_dsn(pg_dsn), stack.enter_context(_api(url_a))
         one_report, one_resolved, one_sync = check_one_by_one(
-            store_a, api_a, OutcomeSync(store_a, api_a, replay_cap=CAP), [FAULT_DAG], CAP, grace=NO_GRACE
+            OutcomeSync(store_a, api_a, replay_cap=CAP), [FAULT_DAG], grace=NO_GRACE
         )
         store_b, api_b = DeadLetterStore.from_dsn(second_dsn), stack.enter_context(_api(url_b))
         report, resolved, sync, behind = sweep_in_batches(
