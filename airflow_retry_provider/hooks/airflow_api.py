@@ -393,13 +393,7 @@ class AirflowApi:
         self, dag_id: str, ended_after: datetime | None = None
     ) -> Iterator[TaskInstanceRef]:
         """Every failed task instance of ``dag_id`` (all runs), optionally only those ended after a time."""
-        return self.task_instances(dag_id, "failed", ended_after)
-
-    def task_instances(
-        self, dag_id: str, state: str, ended_after: datetime | None = None
-    ) -> Iterator[TaskInstanceRef]:
-        """Every task instance of ``dag_id`` (all runs) in ``state``, optionally only those ended after a time."""
-        params: dict[str, Any] = {"state": state, "order_by": "id"}
+        params: dict[str, Any] = {"state": "failed", "order_by": "id"}
         if ended_after is not None:
             params["end_date_gte"] = ended_after.isoformat()
         path = f"/api/v2/dags/{quote(dag_id, safe='')}/dagRuns/~/taskInstances"
