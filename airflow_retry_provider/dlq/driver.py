@@ -166,11 +166,13 @@ class ReplayDriver:
         driven: list[int] = []
         with self._client() as api:
             self.settle(api)
-            while deadline is None or time.monotonic() < deadline:
-                job_id = self.drive_one(deadline, api)
-                if job_id is None:
+            more = True  # a job that ends says whether another waits: no claim then finds none
+            while more and (deadline is None or time.monotonic() < deadline):
+                turn = self.jobs.claim(self.owner, self.lease_seconds)
+                if turn is None:
                     break
-                driven.append(job_id)
+                more = self._drive(turn, None, 0, deadline, api)
+                driven.append(turn.job.id)
         return driven
 
     def settle(self, api: AirflowApi | None = None) -> None:
@@ -223,9 +225,10 @@ class ReplayDriver:
         reported: int,
         deadline: float | None = None,
         client: AirflowApi | None = None,
-    ) -> None:
+    ) -> bool:
         """Work the job claimed (``turn``) letter by letter: each turn read in one store call, the stop rule
-        asked, the letter claimed and cleared, its outcome recorded with the next turn's read."""
+        asked, the letter claimed and cleared, its outcome recorded with the next turn's read (the
+        turn that finds none left ends the job). False when the job ended and no other job waits."""
         assert turn is not None
         job = turn.job
         request = request_of(job)
@@ -242,26 +245,28 @@ class ReplayDriver:
 
                 while turn is not None:  # None: cancelled, stopped, or another driver took it over
                     job, item = turn.job, turn.next_item
+                    if turn.ended is not None:  # none left: the store ended the job with this turn
+                        self._tell_if_failed(turn.ended)
+                        return turn.another_waits
                     if job.canary_position is not None and job.paced_since is None:
                         if not self._canary(api, job, request, report, deadline):
-                            return
+                            return True
                         turn = self.jobs.turn(job.id, self.owner, self.lease_seconds)
                         continue
                     if self._stop_rule(job, turn.failures):
-                        return
-                    if item is None:
-                        self._tell_if_failed(self.jobs.finish(job.id, self.owner))
-                        return
+                        return True
+                    assert item is not None  # none left: the turn ended the job, or the stop rule stopped it
                     if deadline is not None and time.monotonic() >= deadline:
                         self.jobs.release(job.id, self.owner)
-                        return
+                        return True
                     if job.paced_since is not None and not self._wait_for_step(job, deadline):
-                        return
+                        return True
                     result = self._letter(api, job, item, turn.letter, request, deadline)
                     if result is None:
-                        return
+                        return True
                     turn = self.jobs.turn(job.id, self.owner, self.lease_seconds, done=(item, result))
                     report(result)
+                return True
             except BaseException:
                 self.jobs.release(job.id, self.owner)
                 raise

@@ -97,19 +97,13 @@ class OutcomeSync:
                 break
         return run.result()
 
-    def sync_letter(
-        self,
-        letter_id: int,
-        grace: timedelta = SYNC_GRACE,
-        now: datetime | None = None,
-        source: str = "driver",
-    ) -> SyncReport:
-        """Decide one letter in ``replaying`` (the canary a driver waits for) as ``sync_outcomes`` does.
+    def sync_letter(self, letter_id: int, source: str = "driver") -> SyncReport:
+        """Decide one letter in ``replaying`` (the canary a driver waits for) as ``sync_outcomes`` does, now.
 
         One REST call, about that letter's task instance; none when the letter is not replaying (its
         callback decided it already) or another process is deciding it right now.
         """
-        run = _Pass(now or datetime.now(timezone.utc), grace, source)
+        run = _Pass(datetime.now(timezone.utc), SYNC_GRACE, source)
         for row in self.replays.replaying_page(None, 1, letter_id=letter_id).rows:
             self._sync_one(row, run)
         return run.result()

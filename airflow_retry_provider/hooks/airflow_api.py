@@ -393,28 +393,11 @@ class AirflowApi:
         self, dag_id: str, ended_after: datetime | None = None
     ) -> Iterator[TaskInstanceRef]:
         """Every failed task instance of ``dag_id`` (all runs), optionally only those ended after a time."""
-        return self.task_instances(dag_id, "failed", ended_after)
-
-    def task_instances(
-        self, dag_id: str, state: str, ended_after: datetime | None = None
-    ) -> Iterator[TaskInstanceRef]:
-        """Every task instance of ``dag_id`` (all runs) in ``state``, optionally only those ended after a time."""
-        params: dict[str, Any] = {"state": state, "limit": PAGE_SIZE, "order_by": "id"}
+        params: dict[str, Any] = {"state": "failed", "order_by": "id"}
         if ended_after is not None:
             params["end_date_gte"] = ended_after.isoformat()
-        offset = 0
-        while True:
-            page = self.request(
-                "GET",
-                f"/api/v2/dags/{quote(dag_id, safe='')}/dagRuns/~/taskInstances",
-                params={**params, "offset": offset},
-            )
-            items = list(page.get("task_instances", []))
-            for item in items:
-                yield TaskInstanceRef.from_json(item)
-            offset += len(items)
-            if not items or len(items) < PAGE_SIZE:
-                return
+        path = f"/api/v2/dags/{quote(dag_id, safe='')}/dagRuns/~/taskInstances"
+        return (TaskInstanceRef.from_json(item) for item in self._paged(path, "task_instances", params))
 
     def task_instances_batch(
         self,
@@ -455,45 +438,28 @@ class AirflowApi:
 
     def dag_versions(self, dag_id: str) -> list[DagVersion]:
         """Every version Airflow still has of ``dag_id``, oldest first (``GET .../dagVersions``)."""
-        found: list[DagVersion] = []
-        offset = 0
-        while True:
-            page = self.request(
-                "GET",
-                f"/api/v2/dags/{quote(dag_id, safe='')}/dagVersions",
-                params={"limit": PAGE_SIZE, "offset": offset, "order_by": "version_number"},
-            )
-            versions = list(page.get("dag_versions", []))
-            found.extend(DagVersion.from_json(item) for item in versions)
-            offset += len(versions)
-            if not versions or len(versions) < PAGE_SIZE:
-                return found
+        path = f"/api/v2/dags/{quote(dag_id, safe='')}/dagVersions"
+        versions = self._paged(path, "dag_versions", {"order_by": "version_number"})
+        return [DagVersion.from_json(item) for item in versions]
 
     def dag_ids_tagged(self, tag: str) -> list[str]:
         """The ids of every DAG carrying ``tag`` (paused or not)."""
-        found: list[str] = []
-        offset = 0
-        while True:
-            page = self.request(
-                "GET", "/api/v2/dags", params={"tags": tag, "limit": PAGE_SIZE, "offset": offset}
-            )
-            dags = list(page.get("dags", []))
-            found.extend(str(dag["dag_id"]) for dag in dags)
-            offset += len(dags)
-            if not dags or len(dags) < PAGE_SIZE:
-                return found
+        return [str(dag["dag_id"]) for dag in self._paged("/api/v2/dags", "dags", {"tags": tag})]
 
     def pools(self) -> dict[str, dict[str, Any]]:
         """Every pool by name."""
-        found: dict[str, dict[str, Any]] = {}
+        return {str(pool["name"]): dict(pool) for pool in self._paged("/api/v2/pools", "pools")}
+
+    def _paged(self, path: str, key: str, params: Mapping[str, Any] | None = None) -> Iterator[Any]:
+        """Every item of a list endpoint (its pages' ``key``), ``PAGE_SIZE`` a request, as the pages are read."""
         offset = 0
         while True:
-            page = self.request("GET", "/api/v2/pools", params={"limit": PAGE_SIZE, "offset": offset})
-            pools = list(page.get("pools", []))
-            found.update((str(pool["name"]), dict(pool)) for pool in pools)
-            offset += len(pools)
-            if not pools or len(pools) < PAGE_SIZE:
-                return found
+            page = self.request("GET", path, params={**(params or {}), "limit": PAGE_SIZE, "offset": offset})
+            items = list(page.get(key, []))
+            yield from items
+            offset += len(items)
+            if len(items) < PAGE_SIZE:
+                return
 
     def create_pool(self, body: Mapping[str, Any]) -> None:
         self.request("POST", "/api/v2/pools", json=dict(body))

@@ -268,9 +268,16 @@ UPDATE retry_replay_job_items SET
 WHERE job_id = %(job_id)s AND position = %(position)s AND outcome = 'pending';
 
 -- name: finish_job
+-- The job done (its holder's, nothing pending); and whether another open job nobody holds waits (as
+-- claim_job would find one), so a driver's round ends without a claim that finds none.
 UPDATE retry_replay_jobs SET status = 'done', finished_at = now(), lease_until = NULL
 WHERE id = %(id)s AND status = 'running' AND lease_owner = %(owner)s
-  AND NOT EXISTS (SELECT 1 FROM retry_replay_job_items WHERE job_id = %(id)s AND outcome = 'pending');
+  AND NOT EXISTS (SELECT 1 FROM retry_replay_job_items WHERE job_id = %(id)s AND outcome = 'pending')
+RETURNING EXISTS (
+    SELECT 1 FROM retry_replay_jobs
+    WHERE id <> %(id)s AND status IN ('queued', 'running')
+      AND (lease_until IS NULL OR lease_until < clock_timestamp())
+) AS another_waits;
 
 -- name: release_job
 -- A driver that stops (shutdown) hands its job back at once instead of waiting for the lease.

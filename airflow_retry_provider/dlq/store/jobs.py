@@ -9,7 +9,7 @@ rising pace after the canary and the stop rule are ``dlq/decide.py``'s.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from airflow_retry_provider.database import ProviderDatabase
@@ -18,6 +18,7 @@ from airflow_retry_provider.dlq.decide import (
     CanaryState,
     failures_in_a_row,
     pace_steps_json,
+    stop_rule,
 )
 from airflow_retry_provider.dlq.models import (
     JobItem,
@@ -146,7 +147,11 @@ class JobView:
 @dataclass(frozen=True)
 class JobTurn:
     """What a driver reads before each letter of a job, its lease just taken or renewed
-    (:meth:`JobStore.claim`, :meth:`JobStore.turn`): one snapshot, read in one transaction."""
+    (:meth:`JobStore.claim`, :meth:`JobStore.turn`): one snapshot, read in one transaction.
+
+    A turn that finds nothing left to clear, past its canary, with ``decide.stop_rule`` silent, ends
+    the job ``done`` in the same transaction (``ended``).
+    """
 
     job: ReplayJob
     failures: int
@@ -157,6 +162,10 @@ class JobTurn:
     """The next item's letter, None when there is no next item or the letter no longer exists."""
     total: int
     """How many letters the job has."""
+    ended: JobView | None = None
+    """The job as it ended ``done`` with this turn, None while it goes on."""
+    another_waits: bool = False
+    """With ``ended``: another open job nobody holds waits (a driver's round goes on to claim it)."""
 
 
 class JobStore(QueueStore):
@@ -266,7 +275,7 @@ class JobStore(QueueStore):
         with self.db.transaction() as cur:
             cur.execute(self._query("claim_job"), parameters)
             rows = ProviderDatabase.rows(cur)
-            return self._turn(cur, int(rows[0]["id"])) if rows else None
+            return self._turn(cur, int(rows[0]["id"]), owner) if rows else None
 
     def turn(
         self, job_id: int, owner: str, lease_seconds: int, done: tuple[JobItem, ReplayResult] | None = None
@@ -282,10 +291,11 @@ class JobStore(QueueStore):
             )
             if cur.fetchone() is None:
                 return None
-            return self._turn(cur, job_id)
+            return self._turn(cur, job_id, owner)
 
-    def _turn(self, cur: Any, job_id: int) -> JobTurn:
-        """The job, its failures in a row, its next item with its letter, and its size, in ``cur``'s transaction."""
+    def _turn(self, cur: Any, job_id: int, owner: str) -> JobTurn:
+        """The job, its failures in a row, its next item with its letter, and its size, in ``cur``'s
+        transaction; the job ended ``done`` when nothing is left to clear and the stop rule is silent."""
         cur.execute(self._query("get_job"), {"id": job_id})
         job = ReplayJob.from_row(ProviderDatabase.rows(cur)[0])
         cur.execute(self._query("last_decided_replays"), {"id": job_id, "limit": STOP_AFTER_FAILURES})
@@ -297,13 +307,14 @@ class JobStore(QueueStore):
             cur.execute(self._query("get_letter"), {"id": item.letter_id})
             letter = next((Letter.from_row(row) for row in ProviderDatabase.rows(cur)), None)
         cur.execute(self._query("job_size"), {"job_id": job_id})
-        return JobTurn(job, failures, item, letter, int(cur.fetchone()[0]))
-
-    def finish(self, job_id: int, owner: str) -> JobView | None:
-        """The job ``done`` (this driver holds it and no item is pending), read as it ended, in one transaction."""
-        with self.db.transaction() as cur:
-            cur.execute(self._query("finish_job"), {"id": job_id, "owner": owner})
-            return self._view(cur, job_id)
+        turn = JobTurn(job, failures, item, letter, int(cur.fetchone()[0]))
+        in_canary = job.canary_position is not None and job.paced_since is None
+        if item is not None or in_canary or stop_rule(failures) is not None:
+            return turn
+        cur.execute(self._query("finish_job"), {"id": job_id, "owner": owner})
+        row = cur.fetchone()
+        assert row is not None  # the job is this turn's: claimed or its lease renewed in this transaction
+        return replace(turn, ended=self._view(cur, job_id), another_waits=bool(row[0]))
 
     def release(self, job_id: int, owner: str) -> None:
         self._run("release_job", {"id": job_id, "owner": owner})

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from airflow_retry_provider.dlq.driver import ReplayDriver, replay_and_wait
-from airflow_retry_provider.dlq.models import Actor
+from airflow_retry_provider.dlq.models import Actor, ReplayResult
 from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
 from airflow_retry_provider.dlq.store import DeadLetterStore, JobError, JobStore
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
@@ -128,6 +128,32 @@ def test_a_job_is_claimed_by_one_driver_at_a_time_and_resumed_after_its_lease(pg
     assert second is not None and second.lease_owner == "driver-b"
     assert jobs.turn(job_id, "driver-a", 30) is None  # the first driver stops at its next letter
     assert jobs.get(job_id).job.status == "running"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "second_job",
+    [
+        False,  # the round's last job: the driver learns no claim would find another
+        True,  # another job is queued: the round goes on to claim it
+    ],
+)
+def test_a_jobs_last_turn_ends_it_done_and_says_whether_another_waits(pg_dsn, second_job):
+    """The turn that records a job's last letter ends the job done in that transaction, and says whether another job waits."""
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    jobs = JobStore(store.db)
+    request = ReplayRequest("ana", "go", "v1", source="api")
+    ids = _letters(store, 2)
+    job_id = jobs.create(request, [store.get(ids[0])])  # type: ignore[list-item]
+    if second_job:
+        jobs.create(request, [store.get(ids[1])])  # type: ignore[list-item]
+    turn = jobs.claim("driver-a", lease_seconds=30, job_id=job_id)
+    assert turn is not None and turn.next_item is not None and turn.ended is None
+    refused = ReplayResult(ids[0], "refused", detail="not replayable")
+    last = jobs.turn(job_id, "driver-a", 30, done=(turn.next_item, refused))
+    assert last is not None and last.next_item is None
+    assert last.ended is not None and last.ended.job.status == "done" and last.ended.counts == {"refused": 1}
+    assert last.another_waits is second_job
+    assert jobs.require(job_id).job.status == "done"
 
 
 def test_a_resumed_job_never_clears_a_letter_claimed_by_the_driver_that_died(pg_dsn):

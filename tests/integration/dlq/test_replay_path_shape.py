@@ -87,9 +87,9 @@ def _short(name: str) -> str:
 # ceiling: more fails; fewer is progress, then lower the number). Before the driver read a job through
 # one snapshot a turn, they were dlq/store/jobs.py 10, hooks/airflow_api.py 8, dlq/store/letters.py 6.
 MEASURED = {
-    # the route's create; the driver's claim (with its first turn), the turn that records the letter
-    # done and reads the next, finish; the round's claim that finds no job left
-    "dlq.store.jobs": 5,
+    # the route's create; the driver's claim (with its first turn) and the turn that records the letter
+    # done, finds none left, ends the job and sees no other job waiting (the round ends without a claim)
+    "dlq.store.jobs": 3,
     # the round's client built (credentials, client), the clear, closed; the sweeper's batch read
     "hooks.airflow_api": 5,
     # the claim, the clear's answer; a page of the driver's settle and of the sweeper's sync
