@@ -7,6 +7,8 @@ api-server and tells Airflow's UI where to show it: "Dead letters", "Medallion g
 
 from __future__ import annotations
 
+from typing import Any
+
 from airflow.plugins_manager import AirflowPlugin
 
 from airflow_retry_provider.plugin.app import URL_PREFIX, create_app
@@ -24,8 +26,8 @@ DELIVERIES_ROUTE = "deliveries"
 TI_QUERY = "dag_id={DAG_ID}&run_id={RUN_ID}&task_id={TASK_ID}&map_index={MAP_INDEX}"
 
 
-def browse_link(name: str, path: str, url_route: str) -> dict[str, str]:
-    """An entry of Airflow's Browse menu opening the app's page ``path``."""
+def browse_link(name: str, path: str, url_route: str) -> Any:
+    """An entry of Airflow's Browse menu opening the app's page ``path`` (an ``ExternalViewDict`` on 3.4, a dict on 3.3)."""
     return {
         "name": name,
         "href": f"{URL_PREFIX}/{path}",
@@ -35,8 +37,8 @@ def browse_link(name: str, path: str, url_route: str) -> dict[str, str]:
     }
 
 
-def task_instance_tab(name: str, path: str, url_route: str) -> dict[str, str]:
-    """A tab on each task instance opening the app's page ``path`` for that instance."""
+def task_instance_tab(name: str, path: str, url_route: str) -> Any:
+    """A tab on each task instance opening the app's page ``path`` for that instance (as :func:`browse_link`)."""
     return {
         "name": name,
         "href": f"{URL_PREFIX}/{path}?{TI_QUERY}",
