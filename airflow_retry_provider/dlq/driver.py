@@ -248,7 +248,7 @@ class ReplayDriver:
                     if turn.ended is not None:  # none left: the store ended the job with this turn
                         self._tell_if_failed(turn.ended)
                         return turn.another_waits
-                    if job.canary_position is not None and job.paced_since is None:
+                    if job.in_canary:
                         if not self._canary(api, job, request, report, deadline):
                             return True
                         turn = self.jobs.turn(job.id, self.owner, self.lease_seconds)

@@ -296,6 +296,11 @@ class ReplayJob(_Row):
     def finished(self) -> bool:
         return self.status in ("done", "cancelled", "stopped")
 
+    @property
+    def in_canary(self) -> bool:
+        """Its canary's outcome is awaited: a canary was chosen and the rest are not yet paced."""
+        return self.canary_position is not None and self.paced_since is None
+
 
 @dataclass(frozen=True)
 class JobItem(_Row):

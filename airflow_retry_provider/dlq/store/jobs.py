@@ -96,7 +96,7 @@ class JobView:
         job = self.job
         if job.finished:
             return job.status
-        if job.canary_position is not None and job.paced_since is None:
+        if job.in_canary:
             return "canary"
         return "rest"
 
@@ -308,8 +308,7 @@ class JobStore(QueueStore):
             letter = next((Letter.from_row(row) for row in ProviderDatabase.rows(cur)), None)
         cur.execute(self._query("job_size"), {"job_id": job_id})
         turn = JobTurn(job, failures, item, letter, int(cur.fetchone()[0]))
-        in_canary = job.canary_position is not None and job.paced_since is None
-        if item is not None or in_canary or stop_rule(failures) is not None:
+        if item is not None or job.in_canary or stop_rule(failures) is not None:
             return turn
         cur.execute(self._query("finish_job"), {"id": job_id, "owner": owner})
         row = cur.fetchone()
