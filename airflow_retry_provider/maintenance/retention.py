@@ -16,7 +16,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -44,15 +44,25 @@ class RetentionPolicy:
         """Each field from ``[retry_provider] retention_<field>``; a bad value is an error naming the key."""
         from airflow_retry_provider import settings
 
-        return cls(**{field.name: getattr(settings, f"retention_{field.name}")() for field in fields(cls)})
+        return cls(
+            letters_days=settings.retention_letters_days(),
+            reports_days=settings.retention_reports_days(),
+            events_days=settings.retention_events_days(),
+            ledger_days=settings.retention_ledger_days(),
+            alerts_days=settings.retention_alerts_days(),
+            batch_size=settings.retention_batch_size(),
+        )
 
     def cutoffs(self, now: datetime) -> dict[str, datetime]:
-        """The cut-off time of each kind of row (``letters`` from ``letters_days``, ...)."""
-        return {
-            field.name.removesuffix("_days"): now - timedelta(days=getattr(self, field.name))
-            for field in fields(self)
-            if field.name.endswith("_days")
+        """The cut-off time of each kind of row."""
+        days = {
+            "letters": self.letters_days,
+            "reports": self.reports_days,
+            "events": self.events_days,
+            "ledger": self.ledger_days,
+            "alerts": self.alerts_days,
         }
+        return {kind: now - timedelta(days=n) for kind, n in days.items()}
 
 
 # table -> (kind of cut-off, count query); the order is the order of deletion
