@@ -11,7 +11,9 @@ answers its calls (an :class:`Answerer`):
   is in flight; each body is kept in ``clears``; a ``keep_task_state`` sent to a 3.3 is a 422, as
   Airflow 3.3 answers it), the bulk list ``POST .../dagRuns/~/taskInstances/list`` (its id lists
   and states), ``GET .../dagVersions`` (``versions``: a DAG with none answers 404) and ``GET
-  /api/v2/version`` (``version``, "3.3.2" unless a test sets it). Every other path answers 404.
+  /api/v2/version`` (``version``, "3.3.2" unless a test sets it), and ``GET`` / ``PATCH`` one DAG
+  run (``runs``: a run the test did not set answers 404; a ``PATCH`` updates the run, as a state
+  ``queued`` does in Airflow). Every other path answers 404.
   ``calls`` counts the requests by kind. For a letter's impact (issue 48): ``GET .../tasks``
   (``tasks``: a DAG with none answers 404), ``GET .../dagRuns/~/taskInstances`` (``successes``: the
   successful task instances of a DAG, whatever the query) and ``GET /api/v2/assets`` (``assets``,
@@ -88,6 +90,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         self._serve("POST")
+
+    def do_PATCH(self) -> None:  # noqa: N802
+        self._serve("PATCH")
 
     def _serve(self, method: str) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -279,13 +284,14 @@ class AnsweringAirflow:
         if method == "GET" and path == "/api/v2/assets":
             self.calls["assets"] += 1
             return 200, {"assets": self.assets, "total_entries": len(self.assets)}
-        if (
-            method == "GET"
-            and (match := RUN_PATH.match(path))
-            and (unquote(match[1]), unquote(match[2])) in self.runs
-        ):
-            self.calls["dag_run"] += 1
-            return 200, dict(self.runs[(unquote(match[1]), unquote(match[2]))])
+        if method in ("GET", "PATCH") and (match := RUN_PATH.match(path)):
+            self.calls["dag_run" if method == "GET" else "patch_dag_run"] += 1
+            with self.lock:
+                run = self.runs.get((unquote(match[1]), unquote(match[2])))
+                if run is None:
+                    return 404, {"detail": "no such DAG run"}
+                run.update(body if method == "PATCH" else {})
+                return 200, dict(run)
         self.calls["other"] += 1
         return 404, {"detail": f"not served here: {method} {path}"}
 

@@ -8,6 +8,7 @@ error message. Build it from the documented Airflow connection ``retry_provider_
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,10 +17,14 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from airflow_retry_provider.airflow_compat import keeps_task_state
+from airflow_retry_provider.policy.redact import redact
+
+log = logging.getLogger(__name__)
 
 API_CONN_ID = "retry_provider_airflow_api"
 API_CONN_ENV = "AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API"
 PAGE_SIZE = 100
+FINISHED_RUN_STATES = frozenset({"success", "failed"})
 
 
 class AirflowApiError(RuntimeError):
@@ -358,7 +363,42 @@ class AirflowApi:
         if keeps_task_state(version):
             body["keep_task_state"] = keep_task_state
         answer = self.request("POST", f"/api/v2/dags/{quote(dag_id, safe='')}/clearTaskInstances", json=body)
-        return [TaskInstanceRef.from_json(item) for item in (answer or {}).get("task_instances", [])]
+        cleared = [TaskInstanceRef.from_json(item) for item in (answer or {}).get("task_instances", [])]
+        if cleared and not dry_run:
+            self._queue_run_left_finished(dag_id, run_id)
+        return cleared
+
+    def _queue_run_left_finished(self, dag_id: str, run_id: str) -> None:
+        """Queue the run again when the scheduler finished it while the clear was being committed.
+
+        Airflow's clear queues a finished run, but reads the run's state without waiting for the
+        scheduler's lock on it. When the scheduler is deciding that running run at that moment, it
+        marks the run failed (or success) from the task states it read before the clear, and commits
+        first; the clear then commits its task instances without a state, in a finished run that no
+        scheduler looks at again: the replay would never run. So a run seen finished right after the
+        clear's answer was left behind, and is queued as the clear meant (``PATCH`` state
+        ``queued``: the scheduler starts it and runs what has no state). Never raises: the clear
+        happened; when this look fails, the sync's replay timeout still ends the replay.
+        """
+        path = f"/api/v2/dags/{quote(dag_id, safe='')}/dagRuns/{quote(run_id, safe='')}"
+        try:
+            state = (self.request("GET", path) or {}).get("state")
+            if state in FINISHED_RUN_STATES:
+                self.request("PATCH", path, json={"state": "queued"})
+                log.warning(
+                    "airflow-retry-provider: the DAG run %s of %s was %s right after its clear "
+                    "(the scheduler finished it while the clear was committed): queued it again",
+                    run_id,
+                    dag_id,
+                    state,
+                )
+        except AirflowApiError as exc:
+            log.warning(
+                "airflow-retry-provider: could not check the run %s of %s after its clear: %s",
+                run_id,
+                dag_id,
+                redact(str(exc))[:500],
+            )
 
     def airflow_version(self) -> str:
         """The version of the Airflow answering (``GET /api/v2/version``), asked once per client."""

@@ -7,6 +7,8 @@ module; its metadata and provider databases are fresh databases on the session's
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
@@ -16,6 +18,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from airflow_retry_provider.airflow_compat import one_row_per_try
 from airflow_retry_provider.cli import main
 from airflow_retry_provider.dlq.callback import UNFILED_EVENT
 from airflow_retry_provider.dlq.driver import replay_and_wait
@@ -294,6 +297,62 @@ def test_replay_after_the_fix_resolves_the_letter(env: Env):
     assert (replay.outcome, replay.fix_version, replay.processing_version) == ("succeeded", "v2", "p2")
     assert resolved.work_unit_key == letter.work_unit_key  # identity is kept; the new version is recorded
     env.wait_counted(counted)
+
+
+def test_a_clear_the_scheduler_overtook_is_queued_again_and_the_fix_resolves_the_letter(env: Env):
+    """The scheduler fails the run while a replay's clear commits (its race, played here): the driver sees the run
+    failed right after the clear, queues it again, and the cleared task runs and resolves the letter.
+
+    On Airflow 3.4 the clear locks the run first, so the race cannot happen through its REST API: the
+    same steps end resolved with nothing for the driver to do.
+
+    The test plays the scheduler's part (``tests/dags/test_clear_race.py`` shows it in Airflow's code):
+    the real scheduler paused, the run set running and locked as the scheduler's loop locks it, the
+    replay asked of the plugin, and once the clear waits for that lock, the run failed and committed.
+    """
+    env.set_variable("policy_fix_applied", "no")
+    run_id = env.trigger(FIX_DAG)
+    assert env.stack.wait_for_run(FIX_DAG, run_id, timeout=240)["state"] == "failed"
+    letter = env.wait_letter_of(FIX_DAG, "load_positions", lambda lt: lt.status == "dlq", run_id)
+    env.wait_ti(FIX_DAG, run_id, "load_positions", "failed", 1)
+    env.set_variable("policy_fix_applied", "yes")
+    metadata = env.stack.metadata_url.replace("postgresql+psycopg2://", "postgresql://", 1)
+    key = (FIX_DAG, run_id)
+    scheduler = env.stack.process_tree("scheduler")
+    for pid in scheduler:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        with psycopg.connect(metadata) as played, psycopg.connect(metadata, autocommit=True) as watch:
+            played.execute("UPDATE dag_run SET state = 'running' WHERE dag_id = %s AND run_id = %s", key)
+            played.commit()
+            played.execute("SELECT 1 FROM dag_run WHERE dag_id = %s AND run_id = %s FOR UPDATE", key)
+            body = {  # on the run's own version: moving a run to the latest, 3.4's clear locks it first
+                "ids": [letter.id],
+                "reason": "positions_v3 created",
+                "fix_version": "v2",
+                "run_on_latest_version": False,
+            }
+            job = env.stack.api("POST", "/retry-provider/api/replays", json=body)
+            deadline = time.monotonic() + 60
+            waiting = 0
+            while not waiting and time.monotonic() < deadline:  # the clear waits for the run's lock
+                time.sleep(0.2)
+                (waiting,) = watch.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND wait_event_type = 'Lock' AND query ILIKE '%%dag_run%%'"
+                ).fetchone()  # type: ignore[misc]
+            assert waiting, "the replay's clear never waited for the run's lock"
+            played.execute("UPDATE dag_run SET state = 'failed' WHERE dag_id = %s AND run_id = %s", key)
+    finally:  # the transaction committed on leaving the block: the clear commits into a failed run
+        for pid in scheduler:
+            os.kill(pid, signal.SIGCONT)
+    resolved = env.wait_letter(letter.id, lambda lt: lt.status != "replaying")
+    assert (resolved.status, resolved.replay_count) == ("resolved", 0)
+    assert env.stack.wait_for_run(FIX_DAG, run_id, timeout=240)["state"] == "success"
+    assert env.stack.api("GET", f"/retry-provider/api/jobs/{job['id']}")["finished"]
+    # 3.3: the driver's look queued the run. 3.4 locks the run in its clear (lock_dag_runs) before
+    # reading it, so its clear saw the run failed and queued it itself: the look changed nothing.
+    assert ("queued it again" in env.stack.log_tail("api-server", 200_000)) is not one_row_per_try()
 
 
 def test_sweeper_files_the_letter_once_postgres_is_back(env: Env, poison_run: str):

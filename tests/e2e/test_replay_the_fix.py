@@ -291,7 +291,12 @@ def _the_fix_resolves_all_20_at_the_rising_pace(versioned: Stack, ids: list[int]
     gaps = [(b - a).total_seconds() for a, b in zip(sent, sent[1:], strict=False)]
     assert gaps[0] >= 59  # after the canary's success, one at 1/min
     assert all(gap >= 11.5 for gap in gaps[1:6])  # then five at 5/min
-    sample_until(lambda: {status for status, _ in versioned.states().values()} == {"resolved"}, timeout=300)
+    try:
+        sample_until(
+            lambda: {status for status, _ in versioned.states().values()} == {"resolved"}, timeout=300
+        )
+    except TimeoutError:  # say which letters did not end resolved, and how
+        raise AssertionError(f"letters not all resolved: {versioned.states()}") from None
     assert sorted(count for _, count in versioned.states().values()) == [0] * (PARTS - 1) + [1]
     verdict = versioned.stack.api("GET", f"/retry-provider/api/jobs/{second['id']}")["verdict"]
     assert verdict["summary"] == "20 resolved by the fix"
