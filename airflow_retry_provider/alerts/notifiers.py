@@ -116,12 +116,18 @@ def load_settings() -> AlertSettings:
     """Alert settings from ``[retry_provider]``; the UI address defaults to Airflow's ``[api] base_url``."""
     from airflow_retry_provider import settings
 
-    base_url = settings.alert_base_url() or _airflow_base_url()
     return AlertSettings(
         notifiers=parse_notifiers(settings.alert_notifiers()),
         repeat_minutes=settings.alert_repeat_minutes(),
-        base_url=base_url.rstrip("/"),
+        base_url=ui_base_url(),
     )
+
+
+def ui_base_url() -> str:
+    """The Airflow UI address links point at: ``[retry_provider] alert_base_url``, else ``[api] base_url``."""
+    from airflow_retry_provider import settings
+
+    return (settings.alert_base_url() or _airflow_base_url()).rstrip("/")
 
 
 def _airflow_base_url() -> str:

@@ -58,6 +58,12 @@ def ti_key(context: Mapping[str, Any]) -> str:
     return f"{ti.dag_id}/{ti.run_id}/{ti.task_id}/{getattr(ti, 'map_index', -1)}"
 
 
+def verdict_of(ti: Any) -> tuple[str, Any] | None:
+    """The dependency and the verdict (``breaker.store.Verdict``) its breaker gave ``ti``'s current try
+    in this process, while the callbacks have kept it (a hold that ended in :class:`DependencyOutage`)."""
+    return _verdicts.get(f"{ti.dag_id}/{ti.run_id}/{ti.task_id}/{getattr(ti, 'map_index', -1)}")
+
+
 def _store() -> Any:
     from airflow_retry_provider.breaker.store import BreakerStore
 

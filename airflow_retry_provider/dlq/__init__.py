@@ -26,7 +26,12 @@ if TYPE_CHECKING:
         LetterFiled,
         LetterParked,
     )
-    from airflow_retry_provider.dlq.callback import file_dead_letter, resolve_dead_letter
+    from airflow_retry_provider.dlq.callback import (
+        closed_replay,
+        file_dead_letter,
+        filed_letter,
+        resolve_dead_letter,
+    )
     from airflow_retry_provider.dlq.deliveries import (
         DeliveryState,
         group_impacts,
@@ -37,6 +42,7 @@ if TYPE_CHECKING:
     from airflow_retry_provider.dlq.models import (
         STATUSES,
         Actor,
+        ClosedReplay,
         FixNotice,
         Letter,
         NewLetter,
@@ -72,6 +78,8 @@ _EXPORTS = {
     "todays_deliveries": "deliveries",
     "file_dead_letter": "callback",
     "resolve_dead_letter": "callback",
+    "filed_letter": "callback",
+    "closed_replay": "callback",
     "ReplayDriver": "driver",
     "replay_and_wait": "driver",
     "JobError": "store",
@@ -84,6 +92,7 @@ _EXPORTS = {
     "NewLetter": "models",
     "ReplayRequest": "models",
     "ReplayResult": "models",
+    "ClosedReplay": "models",
     "newest_letter": "models",
     "split_replayable": "models",
     "DEFAULT_SELECTION_LIMIT": "replay",

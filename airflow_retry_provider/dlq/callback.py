@@ -26,6 +26,7 @@ from airflow_retry_provider.policy import Classification, DeadLetter, classify, 
 from airflow_retry_provider.policy.text import storable
 
 if TYPE_CHECKING:  # imported where a letter is filed: a task that succeeds never loads it
+    from airflow_retry_provider.dlq.models import ClosedReplay
     from airflow_retry_provider.dlq.store import DeadLetterStore, FileResult
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,34 @@ log = logging.getLogger(__name__)
 WRITE_ATTEMPTS = 3
 WRITE_PAUSE_SECONDS = 0.5
 UNFILED_EVENT = "airflow-retry-provider: dead letter not written"
+
+# What this task process's callbacks did for a try, by (dag_id, run_id, task_id, map_index,
+# try_number): the letter filed, the replay its outcome closed. The lineage facet (``lineage/``) reads them
+# after the callbacks ran, in the same process (or a fork of it), with no I/O of its own.
+_filed: dict[tuple[Any, ...], int] = {}
+_replays: dict[tuple[Any, ...], ClosedReplay] = {}
+_REMEMBERED_TRIES = 256
+
+
+def _try_key(ti: Any) -> tuple[Any, ...]:
+    return (ti.dag_id, ti.run_id, ti.task_id, getattr(ti, "map_index", -1), ti.try_number)
+
+
+def _keep(memory: dict[tuple[Any, ...], Any], ti: Any, value: Any) -> None:
+    memory[_try_key(ti)] = value
+    while len(memory) > _REMEMBERED_TRIES:
+        del memory[next(iter(memory))]
+
+
+def filed_letter(ti: Any) -> int | None:
+    """The id of the letter this process's failure callback filed for ``ti``'s current try, if any."""
+    return _filed.get(_try_key(ti))
+
+
+def closed_replay(ti: Any) -> ClosedReplay | None:
+    """The replay ``ti``'s current try was the outcome of, as this process's callbacks closed it
+    (resolved by a success, or failed again), if any."""
+    return _replays.get(_try_key(ti))
 
 
 def _setting(context: Mapping[str, Any], name: str) -> str | None:
@@ -291,6 +320,9 @@ def file_dead_letter(context: Mapping[str, Any]) -> None:
         letter, store, settings.replay_max_attempts(), swept=lambda: sweeper_fate(context, letter.dag_id)
     )
     if result is not None:
+        _keep(_filed, context["ti"], result.letter_id)
+        if result.replay is not None:
+            _keep(_replays, context["ti"], result.replay)
         if result.changed:
             metrics.letter("created" if result.created else result.status, letter.category)
             record_impact_now(store, result.letter_id, letter)
@@ -380,12 +412,13 @@ def resolve_dead_letter(context: Mapping[str, Any]) -> None:
     try:
         from airflow_retry_provider.dlq.store import DeadLetterStore
 
-        letter_id = DeadLetterStore.from_conn_id().resolve_replaying(
+        resolved = DeadLetterStore.from_conn_id().resolve_replaying(
             parts["dag_id"], parts["run_id"], parts["task_id"], parts["map_index"]
         )
     except Exception as exc:  # the sweeper resolves it later from Airflow's state
         log.warning("airflow-retry-provider: could not resolve the letter now: %s", mask(redact(str(exc))))
         return
-    if letter_id is not None:
+    if resolved is not None:
+        _keep(_replays, context["ti"], resolved)
         metrics.letter("resolved")
-        log.info("airflow-retry-provider: dead letter %s resolved by a successful replay", letter_id)
+        log.info("airflow-retry-provider: dead letter %s resolved by a successful replay", resolved.letter_id)

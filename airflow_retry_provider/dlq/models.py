@@ -514,6 +514,29 @@ class ReplayReport:
 
 
 @dataclass(frozen=True)
+class ClosedReplay:
+    """A replayed task instance ended: its letter and the replay its outcome closed
+    (:meth:`~airflow_retry_provider.dlq.store.DeadLetterStore.resolve_replaying` on a success,
+    :meth:`~airflow_retry_provider.dlq.store.DeadLetterStore.file` on a failure at a newer try).
+
+    :param letter_id: the letter.
+    :param try_number: the try the letter was filed for (the one the replay ran again).
+    :param replay_id: the replay closed (``succeeded`` or ``failed``); None (and the fields after
+        it) when no replay was open (the sync closed it first).
+    :param job_id: its replay job, when a job drove it.
+    :param actor: who asked for the replay.
+    :param fix_version: the fix it was asked for.
+    """
+
+    letter_id: int
+    try_number: int
+    replay_id: int | None = None
+    job_id: int | None = None
+    actor: str | None = None
+    fix_version: str | None = None
+
+
+@dataclass(frozen=True)
 class Claim:
     """A claim attempt: the replay id when the letter was claimed, or the seconds to wait for the pace."""
 

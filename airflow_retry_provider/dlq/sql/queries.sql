@@ -40,7 +40,7 @@ WHERE id = %(id)s;
 -- Closes the letter's open replay: one still waiting ('pending') or whose clear's answer was lost ('unknown').
 UPDATE retry_replays SET outcome = %(outcome)s, outcome_at = now(), detail = %(detail)s, lease_until = NULL
 WHERE letter_id = %(letter_id)s AND outcome IN ('pending', 'unknown')
-RETURNING id;
+RETURNING id, job_id, actor, fix_version;
 
 -- name: resolve_replaying_letter
 UPDATE retry_dead_letters SET status = 'resolved', status_reason = %(status_reason)s, updated_at = now()

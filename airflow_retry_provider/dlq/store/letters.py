@@ -13,6 +13,7 @@ from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.decide import status_after_failure
 from airflow_retry_provider.dlq.models import (
     Actor,
+    ClosedReplay,
     FixNotice,
     Letter,
     LetterEvent,
@@ -39,6 +40,23 @@ class FileResult:
     changed: bool
     reopened: bool = False
     """A dismissed letter failed again at a newer try and is open work again."""
+    replay: ClosedReplay | None = None
+    """The replay this failure closed as ``failed`` (a replayed try failed again)."""
+
+
+def _closed_replay(letter_id: int, try_number: int, closed: Any) -> ClosedReplay:
+    """The letter and the replay ``finish_pending_replays`` closed (its row: id, job_id, actor, fix_version; or None)."""
+    if closed is None:
+        return ClosedReplay(letter_id, try_number)
+    replay_id, job_id, actor, fix_version = closed
+    return ClosedReplay(
+        letter_id,
+        try_number,
+        replay_id=int(replay_id),
+        job_id=int(job_id) if job_id is not None else None,
+        actor=str(actor),
+        fix_version=str(fix_version),
+    )
 
 
 @dataclass(frozen=True)
@@ -118,7 +136,7 @@ class DeadLetterStore(QueueStore):
                     "status_reason": f"{why} (try {letter.try_number})",
                 },
             )
-            replay_id = None
+            replay_id, replay = None, None
             if status == "replaying":
                 cur.execute(
                     query("finish_pending_replays"),
@@ -126,6 +144,7 @@ class DeadLetterStore(QueueStore):
                 )
                 closed = cur.fetchone()
                 replay_id = int(closed[0]) if closed else None
+                replay = _closed_replay(letter_id, try_number, closed)
             self.record(
                 cur,
                 letter_id,
@@ -136,13 +155,20 @@ class DeadLetterStore(QueueStore):
                 try_number=letter.try_number,
             )
             return FileResult(
-                letter_id, new_status, new_count, created=False, changed=True, reopened=status == "dismissed"
+                letter_id,
+                new_status,
+                new_count,
+                created=False,
+                changed=True,
+                reopened=status == "dismissed",
+                replay=replay,
             )
 
     def resolve_replaying(
         self, dag_id: str, run_id: str, task_id: str, map_index: int, source: str = "callback"
-    ) -> int | None:
-        """A replayed task instance succeeded: its letter becomes ``resolved``. Returns the letter id."""
+    ) -> ClosedReplay | None:
+        """A replayed task instance succeeded: its letter becomes ``resolved``. Returns the letter and
+        the replay it closed (None when no letter of that task instance was replaying)."""
         ti = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index}
         with self.db.transaction() as cur:
             cur.execute(query("resolve_replaying_letter"), {**ti, "status_reason": "replay succeeded"})
@@ -157,7 +183,7 @@ class DeadLetterStore(QueueStore):
             closed = cur.fetchone()
             refs = {"replay_id": int(closed[0]) if closed else None, "try_number": int(row[1])}
             self.record(cur, letter_id, "resolved", Actor.system(source), why, **refs)
-            return letter_id
+            return _closed_replay(letter_id, int(row[1]), closed)
 
     def park_vanished(self, letter_id: int, reason: str) -> bool:
         """Park a ``replaying`` letter whose task instance or run no longer exists, closing its pending replay.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from airflow_retry_provider.dlq.models import ClosedReplay
 from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
 from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
 from tests.integration.dlq import support
@@ -31,6 +32,25 @@ def test_a_later_try_updates_the_letter_and_a_failed_replay_counts(pg_dsn):
     assert (row["try_number"], row["message"], row["status"]) == (2, "still missing", "dlq")
     assert row["status_reason"] == "replay failed (try 2)"  # not the stale "replay requested ..."
     assert [r.outcome for r in store.replays(letter_id)] == ["failed"]
+
+
+def test_the_outcome_of_a_replay_names_the_replay_it_closed(pg_dsn):
+    """A replayed try that fails again, then one that succeeds: each returns the letter, the try it replayed and the replay's actor and fix (the lineage facet reads them)."""
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    letter_id = store.file(support.letter(), replay_cap=3).letter_id
+    engine = ReplayEngine(store, replay_cap=3)
+    assert engine.claim(store.get(letter_id), ReplayRequest("ana", "retry", "v1")) is not None  # type: ignore[arg-type]
+    failed = store.file(support.letter(try_number=2), replay_cap=3).replay
+    (first,) = store.replays(letter_id)
+    assert failed == ClosedReplay(
+        letter_id, 1, replay_id=first.id, job_id=None, actor="ana", fix_version="v1"
+    )
+    assert engine.claim(store.get(letter_id), ReplayRequest("bia", "fixed", "v2")) is not None  # type: ignore[arg-type]
+    lt = support.letter()
+    resolved = store.resolve_replaying(lt.dag_id, lt.run_id, lt.task_id, lt.map_index)
+    second = next(r for r in store.replays(letter_id) if r.id != first.id)
+    assert resolved == ClosedReplay(letter_id, 2, replay_id=second.id, actor="bia", fix_version="v2")
+    assert store.resolve_replaying(lt.dag_id, lt.run_id, lt.task_id, lt.map_index) is None  # resolved already
 
 
 def test_keyset_pages_cover_every_letter_once_newest_first(pg_dsn):
