@@ -51,7 +51,7 @@ ARGS34 ?= tests/unit tests/integration tests/dags/test_composed_policies.py test
 	tests/dags/test_breaker_dags.py tests/dags/test_executor_failure.py tests/dags/test_clear_race.py \
 	tests/e2e/test_retries_browser.py tests/e2e/test_dlq_replay.py tests/e2e/test_breaker.py \
 	tests/e2e/test_ui_browser.py tests/e2e/test_install.py tests/e2e/test_provider_discovery.py \
-	tests/e2e/test_pools.py
+	tests/e2e/test_pools.py tests/e2e/test_lineage.py
 install-34: $(STAMP34)
 
 $(STAMP34): pyproject.toml tools/venv34.sh
