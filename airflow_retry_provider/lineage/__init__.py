@@ -49,8 +49,10 @@ def run_facets(ti: Any, ti_state: Any) -> dict[str, Any]:
 
 
 def _run_facets(ti: Any, state: str) -> dict[str, Any]:
-    if getattr(ti, "task", None) is None or not hasattr(ti, "get_template_context"):
-        return {}  # an ORM task instance changed outside the task runner: nothing of ours ran
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+    if not isinstance(ti, RuntimeTaskInstance):
+        return {}  # an ORM task instance (scheduler, api-server): no callback of ours ran there
     from airflow_retry_provider.lineage import facts
     from airflow_retry_provider.lineage.facets import RetryProviderRunFacet, RetryRunFacet
 

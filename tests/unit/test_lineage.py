@@ -201,8 +201,7 @@ def test_the_provider_imports_and_decides_without_openlineage(tmp_path):
         from airflow.providers_manager import ProvidersManager
         assert "apache-airflow-providers-openlineage" not in ProvidersManager().providers
         decision = ClassifiedRetryPolicy("report").evaluate(PermissionError("access denied"), 1, 2)
-        ti = SimpleNamespace(dag_id="d", run_id="r", task_id="t", map_index=-1, try_number=1,
-                             task=SimpleNamespace(retry_policy=None), get_template_context=dict)
+        ti = SimpleNamespace(dag_id="d", run_id="r", task_id="t", map_index=-1, try_number=1)
         print(decision.action.value, lineage.run_facets(ti, "failed"))
         """
     )
