@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -213,10 +214,15 @@ def test_the_provider_imports_and_decides_without_openlineage(tmp_path):
 
 
 def test_openlineage_installed_without_a_transport_stays_off():
-    """The test extra installs the OpenLineage provider; with no transport configured it is disabled (no event, no fork)."""
-    from airflow.providers.openlineage import conf
-
-    assert conf.is_disabled()
+    """The test extra installs the OpenLineage provider; with no transport configured its plugin has no listener, so no event and no fork."""
+    code = (
+        "from airflow.providers.openlineage.plugins.openlineage import OpenLineageProviderPlugin as P; "
+        "print(P.listeners)"
+    )
+    env = {k: v for k, v in os.environ.items() if "OPENLINEAGE" not in k.upper()}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_facets_keys():
