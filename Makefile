@@ -48,7 +48,7 @@ test: check-postgres check-chromium check-redis $(STAMP)
 VENV34 ?= .venv34
 STAMP34 := $(VENV34)/.installed
 ARGS34 ?= tests/unit tests/integration tests/dags/test_composed_policies.py tests/dags/test_policy_dags.py \
-	tests/dags/test_breaker_dags.py tests/dags/test_executor_failure.py tests/dags/test_clear_race.py \
+	tests/dags/test_breaker_dags.py tests/dags/test_executor_failure.py tests/dags/test_clear_race.py tests/dags/test_lineage_facets.py \
 	tests/e2e/test_retries_browser.py tests/e2e/test_dlq_replay.py tests/e2e/test_breaker.py \
 	tests/e2e/test_ui_browser.py tests/e2e/test_install.py tests/e2e/test_provider_discovery.py \
 	tests/e2e/test_pools.py tests/e2e/test_lineage.py
