@@ -72,11 +72,24 @@ def build_letter(context: Mapping[str, Any], filed_by: str = "callback") -> NewL
         f"{classification.exception_type}: {classification.message}"
     )
     rule = classification.rule
+    policy_error = (
+        policy.error_for(context, ti.try_number)
+        if evaluation is None and policy is not None and hasattr(policy, "error_for")
+        else None
+    )
     decided_elsewhere = (
-        None if evaluation is not None else other_policy_decision(task, context, ti.try_number)
+        None
+        if evaluation is not None or policy_error is not None
+        else other_policy_decision(task, context, ti.try_number)
     )
     if isinstance(decision, DeadLetter):
         category, reason = decision.category, decision.reason
+    elif policy_error is not None:  # our policy raised while deciding: the task failed for review
+        category = rule = POLICY_ERROR
+        reason = (
+            f"[attempt {attempts_used}/{max_attempts or '?'}] dead letter {POLICY_ERROR}: the retry policy "
+            f"could not decide ({redact(policy_error, limit=200)}), so the task failed for review; {failure}"
+        )
     elif decided_elsewhere is not None:  # another policy (alone, or before ours in a chain) decided
         name, said = decided_elsewhere
         left = max_attempts is None or attempts_used < max_attempts
@@ -113,6 +126,10 @@ def build_letter(context: Mapping[str, Any], filed_by: str = "callback") -> NewL
         **ran_version(ti),
     ).storable()  # NUL or a lone surrogate anywhere (message, ids from params) would lose the row
 
+
+# The category (and rule) of a letter filed after the retry policy itself raised while deciding
+# (a bug or a bad argument of its own): the failure was never judged, so nothing says it is exhausted.
+POLICY_ERROR = "policy-error"
 
 # The category of a letter filed after a policy other than ClassifiedRetryPolicy decided to fail
 # with attempts left (Airflow's ExceptionRetryPolicy, common-ai's LLM or classifier policy, ...).
