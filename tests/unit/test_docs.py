@@ -190,3 +190,40 @@ def test_the_first_hours_answers_are_in_the_docs(doc: str, line: str) -> None:
 def test_every_page_links_to_the_glossary(doc: Path) -> None:
     """A reader meeting "letter", "park" or "canary" on any page finds its definition one link away."""
     assert "(GLOSSARY.md)" in doc.read_text(encoding="utf-8"), doc.name
+
+
+FOLDER_TEST = """
+from datetime import timedelta
+
+from airflow_retry_provider import ClassifiedRetryPolicy
+
+
+def test_a_retry_waits_at_most_a_second():
+    decision = ClassifiedRetryPolicy("report").evaluate(ConnectionResetError("reset"), 1, 2, None)
+    assert timedelta(0) < decision.retry_delay <= timedelta(seconds=1), decision.retry_delay
+"""
+
+
+def test_the_folder_recipe_of_testing_md_makes_a_folders_retries_fast(tmp_path: Path) -> None:
+    """docs/TESTING.md's conftest.py for a whole folder, run literally by pytest: a test there that
+    does not name the fixture still gets testing_delays() (a 'report' retry waits at most 1 s)."""
+    import subprocess
+    import sys
+
+    text = (REPO / "docs" / "TESTING.md").read_text(encoding="utf-8")
+    recipe = text.split("For every test of a folder", 1)[1]
+    conftest = re.search(r"```python\n(.*?)```", recipe, re.DOTALL)
+    assert conftest is not None
+    folder = tmp_path / "dags_tests"
+    folder.mkdir()
+    (folder / "conftest.py").write_text(conftest.group(1), encoding="utf-8")
+    (folder / "test_fast.py").write_text(FOLDER_TEST, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", str(folder)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout
