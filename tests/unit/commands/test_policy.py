@@ -44,7 +44,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
         (
             ["--type", "airflow.sdk.exceptions.AirflowTaskTimeout", "Timeout, PID: 7"],
             ["unknown", "task-timeout", "type-task-timeout"],
-        ),  # Airflow's timeout without importing Airflow
+        ),  # Airflow's timeout, the real class
         (["--status", "429", "slow down"], ["retryable", "rate-limited", "http-rate-limited"]),  # HTTP status
         (
             ["--sqlstate", "40P01", "deadlock detected"],
@@ -68,6 +68,25 @@ def test_classify_text(capsys: pytest.CaptureFixture[str]) -> None:
         "poison/not-found (rule: http-not-found)\n",
         "",
     )
+
+
+def test_classify_resolves_a_dotted_type_to_the_real_class(capsys: pytest.CaptureFixture[str]) -> None:
+    """--type psycopg.errors.UndefinedTable classifies as the real exception does in a task (its SQLSTATE)."""
+    code, out, err = run(capsys, "classify", "--type", "psycopg.errors.UndefinedTable", "x", "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == {
+        "failure_class": "poison",
+        "category": "not-found",
+        "rule": "sqlstate-not-found",
+    }
+
+
+def test_classify_says_when_a_dotted_type_cannot_be_imported(capsys: pytest.CaptureFixture[str]) -> None:
+    """A dotted --type that cannot be imported is judged by its name, and stderr says so."""
+    code, out, err = run(capsys, "classify", "--type", "nowhere_pkg.errors.Gone", "x")
+    assert (code, out) == (0, "retryable/unclassified (rule: default)\n")
+    assert err.startswith("airflow-retry: note: cannot import 'nowhere_pkg.errors.Gone' (ModuleNotFoundError")
+    assert "classified by its name alone" in err
 
 
 @pytest.mark.parametrize(
