@@ -99,7 +99,9 @@ def _list(args: argparse.Namespace) -> int:
     store = _store(args)
     statuses = store.statuses()
     if not statuses:
-        print("no breaker has been used yet")
+        from airflow_retry_provider.commands import empty
+
+        return empty(args, "no breaker has been used yet")
     for status in statuses:
         b = status.breaker
         since = f", open since {b.opened_at:%Y-%m-%d %H:%M:%S %Z}" if b.opened_at else ""

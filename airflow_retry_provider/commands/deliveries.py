@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from airflow_retry_provider.commands import database_from_args
+    from airflow_retry_provider.commands import database_from_args, empty
     from airflow_retry_provider.dlq import todays_deliveries
 
     now = datetime.now(timezone.utc)
@@ -29,9 +29,10 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         document = {"as_of": now.isoformat(), "deliveries": [d.to_json() for d in found]}
         print(json.dumps(document, sort_keys=True, indent=2))
-        return 0
     if not found:
-        print("no delivery due today is blocked by a dead letter")
+        return empty(args, "no delivery due today is blocked by a dead letter")
+    if args.json:
+        return 0
     for delivery in found:
         standing = delivery.standing
         print(

@@ -17,12 +17,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_retry_provider.commands import (
+    EXIT_EMPTY,
     Unavailable,
     UsageError,
     add_api_flags,
     add_database_flags,
     api_client,
     database_from_args,
+    empty,
 )
 from airflow_retry_provider.dlq import LetterStatus
 
@@ -47,10 +49,7 @@ def register(subparsers: Any) -> None:
     dlq = subparsers.add_parser(
         "dlq",
         help="inspect, replay, park, dismiss and purge dead letters",
-        description=(
-            "The dead-letter queue in PostgreSQL. Exit 0 ok, 1 nothing matched, 2 bad input or no "
-            "connection configured, 3 database or Airflow API unavailable, 4 unexpected error."
-        ),
+        description="The dead-letter queue in PostgreSQL.",
     )
     actions = dlq.add_subparsers(dest="dlq_command", metavar="ACTION", required=True)
 
@@ -334,7 +333,10 @@ def run_list(args: argparse.Namespace) -> int:
             print(HEADER)
         for letter in letters:
             print(_row(letter))
-    return 0 if letters else 1
+    if not letters:
+        filtered = any(getattr(args, flag) for flag in FILTER_FLAGS) or args.after
+        return empty(args, "no letter matches these filters" if filtered else "no letter in the queue")
+    return 0
 
 
 def _numbered(args: argparse.Namespace, store: DeadLetterStore, letters: list[Letter]) -> list[Letter]:
@@ -402,7 +404,10 @@ def run_show(args: argparse.Namespace) -> int:
             for event in events:
                 print(f"{'history':>20}: {event.line()}")
             print()
-    return 0 if found else 1
+    missing = [str(letter_id) for letter_id in ids if letter_id not in {shown[0] for shown in found}]
+    if missing:
+        print(f"no letter {', '.join(missing)}: never filed, or purged long ago", file=sys.stderr)
+    return 0 if found else EXIT_EMPTY
 
 
 def _impact_lines(impact: StoredImpact | None) -> list[str]:
@@ -608,6 +613,8 @@ def run_dismiss(args: argparse.Namespace) -> int:
 
 def _change_status(args: argparse.Namespace, change: Any) -> int:
     engine, _, _, letters = _selection(args)
+    if not letters and not args.json:
+        return empty(args, "no letter matches these filters")
     changed = change(engine, [letter.id for letter in letters]) if letters else []
     unchanged = sorted({letter.id for letter in letters} - set(changed))
     if args.json:

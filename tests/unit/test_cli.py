@@ -88,3 +88,14 @@ def test_no_help_points_at_a_file_of_the_clone_without_saying_so():
     ]
     assert problems == []
     assert any("docs/BREAKER.md in the repository" in " ".join(text.split()) for _, text in _helps())
+
+
+def test_every_help_lists_the_exit_codes_the_cli_returns():
+    """Each command's --help ends with the one exit-code convention, 0 to 5 (dlq --help listed 0-4; 5 is returned)."""
+    from airflow_retry_provider.commands import EXIT_CODES
+
+    assert "5 the provider's schema is missing" in EXIT_CODES and "1 nothing matched" in EXIT_CODES
+    missing = [path for path, text in _helps() if " ".join(EXIT_CODES.split()) not in " ".join(text.split())]
+    assert missing == []
+    dlq = dict(_helps())["airflow-retry dlq"]
+    assert "4 unexpected error." not in dlq  # the old, partial list is gone

@@ -455,3 +455,16 @@ def test_list_without_an_api_connection_prints_the_letters_and_says_why_v_is_unk
         line
     )
     assert "'v?' until the next sweep" in line
+
+
+def test_empty_answers_say_they_are_empty_and_exit_1(pg_dsn, capsys):
+    """An empty queue, a filter that matches nothing and an unknown id each say so (exit 1), not silence."""
+    assert _run(capsys, "dlq", "list", "--dsn", pg_dsn) == (1, "no letter in the queue\n", "")
+    code, out, _ = _run(capsys, "dlq", "list", "--category", "notfound", "--dsn", pg_dsn)
+    assert (code, out) == (1, "no letter matches these filters\n")
+    code, out, err = _run(capsys, "dlq", "show", "--id", "99", "--dsn", pg_dsn)
+    assert (code, out, err) == (1, "", "no letter 99: never filed, or purged long ago\n")
+    code, out, err = _run(capsys, "dlq", "list", "--json", "--dsn", pg_dsn)
+    assert (code, json.loads(out)["count"], err) == (1, 0, "no letter in the queue\n")
+    park = ["dlq", "park", "--dag", "nope", "--actor", "a", "--reason", "r", "--dsn", pg_dsn]
+    assert _run(capsys, *park) == (1, "no letter matches these filters\n", "")
