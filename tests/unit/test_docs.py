@@ -227,3 +227,30 @@ def test_the_folder_recipe_of_testing_md_makes_a_folders_retries_fast(tmp_path: 
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "1 passed" in done.stdout
+
+
+def test_the_readme_dag_is_importable_as_the_testing_page_imports_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``from positions_daily import dag`` (docs/TESTING.md) gets the README's DAG: its ``with DAG(...)`` says ``as dag``."""
+    import importlib
+
+    from airflow.sdk import DAG
+
+    monkeypatch.syspath_prepend(str(REPO / "dags"))
+    monkeypatch.delitem(__import__("sys").modules, "positions_daily", raising=False)
+    module = importlib.import_module("positions_daily")
+    for doc in DOCS:
+        for names in re.findall(r"^from positions_daily import ([\w, ]+)", doc.read_text("utf-8"), re.M):
+            for name in names.split(","):
+                assert hasattr(module, name.strip()), f"{doc.name}: from positions_daily import {name}"
+    assert isinstance(module.dag, DAG) and module.dag.dag_id == "positions_daily"
+
+
+def test_the_glossarys_example_dependency_is_in_the_example_map() -> None:
+    """Each dependency the glossary's examples name (``apply_capacity(task, "x", ...)``) is in the shipped map."""
+    from airflow_retry_provider.capacity import DependencyMap, example_dependencies_path
+
+    declared = DependencyMap.from_file(example_dependencies_path()).dependencies
+    named = re.findall(
+        r'apply_capacity\([^,]+, "([^"]+)"', (REPO / "docs" / "GLOSSARY.md").read_text("utf-8")
+    )
+    assert named and all(name in declared for name in named), (named, sorted(declared))
