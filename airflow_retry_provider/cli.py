@@ -4,7 +4,7 @@ Exit codes (``commands.EXIT_CODES``, printed by every command's ``--help``): 0 d
 matched (an empty answer, which says so), 2 bad input or missing configuration, 3 a service down
 (the database, Airflow's API), 4 an unexpected error, 5 the provider's schema is missing or older
 than this release (run ``airflow-retry db upgrade``). Every failure is one line on stderr; the
-traceback only with ``--debug`` (anywhere on the command line).
+traceback only with ``--debug`` (anywhere on the command line), which keeps the exit code.
 
 Connections are looked up as Airflow's own CLI does (``airflow connections get``): the secrets
 backend configured in ``[secrets] backend``, then ``AIRFLOW_CONN_*`` environment variables, then
@@ -21,6 +21,7 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -104,8 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Unavailable as exc:
         return _fail(3, str(exc))
     except Exception as exc:
-        if debug:
-            raise
+        if debug:  # the traceback, then the same line and exit code as without --debug
+            traceback.print_exc()
         code, message = explain(exc, getattr(args, "conn_id", None) or "retry_provider_default")
         return _fail(code, message)
     finally:

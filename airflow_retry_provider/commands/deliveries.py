@@ -14,6 +14,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "deliveries",
         help="today's deliveries with a deadline that a dead letter blocks: on track, at risk or lost, "
         "the latest replay time and the blocking letters (docs/DEAD_LETTERS.md in the repository)",
+        description=(
+            "Today's deliveries (a task's delivery deadline, from its retry profile or its params) that a "
+            "dead letter blocks or blocked: on track, at risk or lost, the latest time a replay can still "
+            "meet the deadline, and each blocking letter with the time to replay it by."
+        ),
     )
     deliveries.add_argument("--json", action="store_true", help="print JSON")
     add_database_flags(deliveries)

@@ -297,20 +297,52 @@ def _emit_json(document: Any) -> None:
     print(json.dumps(document, sort_keys=True, indent=2, default=str))
 
 
-# the columns of _row, for the header of `dlq list`
-HEADER = (
-    f"{'id':>8}  {'status':<9} {'replays':>7}  {'filed':<24}  dag/task  run  class/category  fingerprint  "
-    "dag version"
+# the columns of `dlq list`, and which are aligned to the right
+COLUMNS = (
+    "id",
+    "status",
+    "replays",
+    "filed",
+    "dag/task",
+    "run",
+    "class/category",
+    "fingerprint",
+    "dag version",
 )
+RIGHT = frozenset({"id", "replays"})
+
+
+def _cells(letter: Letter) -> tuple[str, ...]:
+    label = letter.task_id if letter.map_index < 0 else f"{letter.task_id}[{letter.map_index}]"
+    version = f"v{letter.dag_version_number}" if letter.dag_version_number is not None else "v?"
+    return (
+        str(letter.id),
+        letter.status,
+        str(letter.replay_count),
+        f"{letter.created_at:%Y-%m-%d %H:%M:%S%z}",
+        f"{letter.dag_id}/{label}",
+        letter.run_id,
+        f"{letter.failure_class}/{letter.category}",
+        letter.fingerprint,
+        version,
+    )
+
+
+def _table(rows: list[tuple[str, ...]], header: bool = True) -> list[str]:
+    """``rows`` as lines whose columns line up with each other and with the header's."""
+    shown = [COLUMNS, *rows] if header else rows
+    widths = [max(len(row[i]) for row in [COLUMNS, *rows]) for i in range(len(COLUMNS))]
+    return [
+        "  ".join(
+            cell.rjust(width) if name in RIGHT else cell.ljust(width)
+            for name, cell, width in zip(COLUMNS, row, widths, strict=True)
+        ).rstrip()
+        for row in shown
+    ]
 
 
 def _row(letter: Letter) -> str:
-    label = letter.task_id if letter.map_index < 0 else f"{letter.task_id}[{letter.map_index}]"
-    return (
-        f"{letter.id:>8}  {letter.status:<9} {letter.replay_count:>7}  {letter.created_at:%Y-%m-%d %H:%M:%S%z}  "
-        f"{letter.dag_id}/{label}  {letter.run_id}  {letter.failure_class}/{letter.category}  {letter.fingerprint}"
-        f"  {'v' + str(letter.dag_version_number) if letter.dag_version_number is not None else 'v?'}"
-    )
+    return _table([_cells(letter)], header=False)[0]
 
 
 # -- actions -----------------------------------------------------------------------------------
@@ -329,10 +361,8 @@ def run_list(args: argparse.Namespace) -> int:
     if args.json:
         _emit_json({"letters": [letter.to_json() for letter in letters], "count": len(letters)})
     else:
-        if letters and not args.no_header:
-            print(HEADER)
-        for letter in letters:
-            print(_row(letter))
+        if letters:
+            print("\n".join(_table([_cells(letter) for letter in letters], header=not args.no_header)))
     if not letters:
         filtered = any(getattr(args, flag) for flag in FILTER_FLAGS) or args.after
         return empty(args, "no letter matches these filters" if filtered else "no letter in the queue")

@@ -219,6 +219,8 @@ def run_classify(args: argparse.Namespace) -> int:
     """Print the classification of the described failure."""
     if args.sqlstate is not None and not (len(args.sqlstate) == 5 and args.sqlstate.isalnum()):
         raise UsageError(f"--sqlstate must be five letters or digits (e.g. 40P01), got {args.sqlstate!r}")
+    if args.status is not None and not 100 <= args.status <= 599:
+        raise UsageError(f"--status must be an HTTP status from 100 to 599 (e.g. 503), got {args.status}")
     try:
         rules = load_rules_file(args.rules)
     except RulesFileError as error:
@@ -391,6 +393,11 @@ def run_decide(args: argparse.Namespace) -> int:
     try:
         result = plan(case)
     except PlanInputError as error:
-        raise UsageError(str(error)) from None
+        hint = (
+            "; `airflow-retry policy decide --example` prints a whole case"
+            if "missing" in error.problem
+            else ""
+        )
+        raise UsageError(f"{error}{hint}") from None
     print(json.dumps(result, sort_keys=True, indent=2))
     return 0

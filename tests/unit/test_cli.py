@@ -99,3 +99,16 @@ def test_every_help_lists_the_exit_codes_the_cli_returns():
     assert missing == []
     dlq = dict(_helps())["airflow-retry dlq"]
     assert "4 unexpected error." not in dlq  # the old, partial list is gone
+
+
+def test_every_command_has_a_description_in_its_help():
+    """A command's --help says what it does, not only its flags (deliveries --help had no description)."""
+    helps = dict(_helps())
+    assert "Today's deliveries" in helps["airflow-retry deliveries"]
+
+
+def test_retention_without_dry_run_or_yes_deletes_nothing_and_says_how(capsys):
+    """``airflow-retry retention`` alone refuses (exit 2) before it reaches a database: --dry-run or --yes."""
+    assert main(["retention", "--dsn", "postgresql://nobody@127.0.0.1:1/none"]) == 2
+    err = capsys.readouterr().err
+    assert "pass --dry-run to count them first, or --yes to delete them now" in err

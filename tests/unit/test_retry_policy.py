@@ -225,7 +225,7 @@ def test_a_naive_clock_or_deadline_fails_for_review(clock, deadline):
 @pytest.mark.parametrize("field", ["expected_duration", "validation"])
 def test_durations_are_checked_when_the_policy_is_built(field):
     """A negative duration is an error at DAG parse time, naming the field and the value."""
-    with pytest.raises(ValueError, match=rf"{field} must be a timedelta >= 0, got .*days=-1"):
+    with pytest.raises(ValueError, match=rf"{field} must be a timedelta >= 0, got -1 s$"):
         ClassifiedRetryPolicy("report", **{field: timedelta(seconds=-1)})
 
 

@@ -95,6 +95,7 @@ def test_classify_says_when_a_dotted_type_cannot_be_imported(capsys: pytest.Capt
         (["--type", "not a name", "x"], "--type must be an exception name"),  # not an identifier
         (["--type", "UnicodeDecodeError", "x"], "--type UnicodeDecodeError cannot be built from a message"),
         (["--sqlstate", "4000", "x"], "--sqlstate must be five letters or digits"),  # too short
+        (["--status", "999", "x"], "--status must be an HTTP status from 100 to 599"),  # not an HTTP status
     ],
 )
 def test_classify_bad_input(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
@@ -325,6 +326,11 @@ def test_decide(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[s
             "tasks[0].observedAt: must be between 0 and asOf (1000), got 2000",
         ),  # a future observation
         (b" " * 1_000_001, "input: larger than 1000000 bytes, refused"),  # over 1 MB
+        (
+            b"{}",
+            'input: missing "asOf" (it needs asOf, deadline, maxObservationAge, policy, tasks), it has nothing; '
+            "`airflow-retry policy decide --example` prints a whole case",
+        ),  # an empty case: the missing field named in the user's words, not "got []"
     ],
 )
 def test_decide_bad_input(
