@@ -73,6 +73,15 @@ def policy_with(task: Any, attribute: str) -> Any:
     return next((p for p in policies_in(getattr(task, "retry_policy", None)) if hasattr(p, attribute)), None)
 
 
+def in_dag_test() -> bool:
+    """True inside ``dag.test()``: the task runs in this process under Airflow's in-process test
+    supervisor (``InProcessSupervisorComms``), not under a worker's."""
+    import sys
+
+    runner = sys.modules.get("airflow.sdk.execution_time.task_runner")
+    return type(getattr(runner, "SUPERVISOR_COMMS", None)).__name__ == "InProcessSupervisorComms"
+
+
 def keeps_reason_on_fail() -> bool:
     """3.4 and later store the policy's reason when it decides FAIL; 3.3 stores none."""
     return installed_version() >= (3, 4)

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_retry_provider import metrics, settings
-from airflow_retry_provider.airflow_compat import policies_in, policy_with
+from airflow_retry_provider.airflow_compat import in_dag_test, policies_in, policy_with
 from airflow_retry_provider.dlq.models import MANAGED_TAG, SWEEP_VARIABLE, NewLetter, parse_dag_list
 from airflow_retry_provider.identity import key_parts, make_work_unit_key
 from airflow_retry_provider.masking import mask
@@ -221,8 +221,13 @@ def file_letter(
             return store.file(letter, replay_cap)
         except Exception as exc:  # unreachable database, failover, ...: try again, then hand over
             last = exc
+            if _no_connection(exc):  # no connection defined: trying again cannot help
+                break
             if attempt < attempts:
                 sleep(pause * 2 ** (attempt - 1))
+    if _no_connection(last) and in_dag_test():
+        _say_not_filed_in_test(letter)
+        return None
     record = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in asdict(letter).items()}
     log.error(
         "%s (%s); %s: %s",
@@ -232,6 +237,32 @@ def file_letter(
         json.dumps(record, sort_keys=True),
     )
     return None
+
+
+def _no_connection(exc: BaseException | None) -> bool:
+    """The provider's connection is not defined here (Airflow's ``AirflowNotFoundException``)."""
+    return type(exc).__name__ == "AirflowNotFoundException"
+
+
+_TOLD_RUNS: set[tuple[str, str]] = set()
+
+
+def _say_not_filed_in_test(letter: NewLetter) -> None:
+    """Under ``dag.test()`` without the provider's connection: one info line per run, not an error per
+    failure (no sweeper files a ``dag.test()`` run's letters; the policy's decisions are unchanged)."""
+    from airflow_retry_provider.database import DEFAULT_CONN_ID
+
+    run = (letter.dag_id, letter.run_id)
+    if run in _TOLD_RUNS:
+        return
+    _TOLD_RUNS.add(run)
+    log.info(
+        "airflow-retry-provider: dead letters are not filed in this dag.test() run of %r: no connection %r "
+        "(add it, on a PostgreSQL upgraded with `airflow-retry db upgrade`, to file them); the retry "
+        "decisions are the same",
+        letter.dag_id,
+        DEFAULT_CONN_ID,
+    )
 
 
 def _fate(dag_id: str, listed: bool | None, why: str = "") -> str:
