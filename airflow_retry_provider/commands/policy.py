@@ -222,7 +222,8 @@ def run_classify(args: argparse.Namespace) -> int:
     if args.status is not None and not 100 <= args.status <= 599:
         raise UsageError(f"--status must be an HTTP status from 100 to 599 (e.g. 503), got {args.status}")
     try:
-        rules = load_rules_file(args.rules)
+        path = args.rules if args.rules is not None else _configured_rules_file()
+        rules = load_rules_file(path) if path is not None else ()
     except RulesFileError as error:
         raise UsageError(str(error)) from None
     exception, note = _build_exception(args.exc_type, args.message, args.status, args.sqlstate)
@@ -235,6 +236,18 @@ def run_classify(args: argparse.Namespace) -> int:
     else:
         print(f"{result.failure_class}/{result.category} (rule: {result.rule})")
     return 0
+
+
+def _configured_rules_file() -> str | None:
+    """``[retry_provider] rules_file`` read without importing Airflow where it can be, so ``classify``
+    answers as fast as ``schedule``; None when unset."""
+    from airflow_retry_provider import settings
+
+    try:
+        path = settings.rules_file.read_without_airflow()
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    return str(path) if path else None
 
 
 # schedule
