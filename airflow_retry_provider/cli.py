@@ -1,9 +1,10 @@
 """The ``airflow-retry`` console script.
 
-Exit codes: 0 done, 1 nothing matched, 2 bad input or missing configuration, 3 a service down
+Exit codes (``commands.EXIT_CODES``, printed by every command's ``--help``): 0 done, 1 nothing
+matched (an empty answer, which says so), 2 bad input or missing configuration, 3 a service down
 (the database, Airflow's API), 4 an unexpected error, 5 the provider's schema is missing or older
 than this release (run ``airflow-retry db upgrade``). Every failure is one line on stderr; the
-traceback only with ``--debug`` (anywhere on the command line).
+traceback only with ``--debug`` (anywhere on the command line), which keeps the exit code.
 
 Connections are looked up as Airflow's own CLI does (``airflow connections get``): the secrets
 backend configured in ``[secrets] backend``, then ``AIRFLOW_CONN_*`` environment variables, then
@@ -20,11 +21,13 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from airflow_retry_provider import __version__
 from airflow_retry_provider.commands import (
+    EXIT_CODES,
     EXIT_SCHEMA_BEHIND,
     Unavailable,
     UsageError,
@@ -55,7 +58,13 @@ COMMAND_MODULES = (
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports a bad flag as any bad input: a UsageError (one line, exit code 2)."""
+    """argparse that reports a bad flag as any bad input: a UsageError (one line, exit code 2); every
+    command's ``--help`` ends with the exit codes (``EXIT_CODES``), one convention for all."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        epilog = kwargs.get("epilog")
+        kwargs["epilog"] = f"{epilog}\n\n{EXIT_CODES}" if epilog else EXIT_CODES
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         command = self.prog.removeprefix(PROG).strip()
@@ -96,8 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Unavailable as exc:
         return _fail(3, str(exc))
     except Exception as exc:
-        if debug:
-            raise
+        if debug:  # the traceback, then the same line and exit code as without --debug
+            traceback.print_exc()
         code, message = explain(exc, getattr(args, "conn_id", None) or "retry_provider_default")
         return _fail(code, message)
     finally:

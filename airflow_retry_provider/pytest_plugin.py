@@ -7,11 +7,14 @@ every decision and letter as in production::
     def test_my_dag(retry_testing_delays):
         run = my_dag.test()  # a 5-minute retry waits 0.3 s
 
-Every test of a folder, in its ``conftest.py``::
+Every test of a folder, in its ``conftest.py`` (a ``pytestmark`` there applies to nothing)::
 
     import pytest
 
-    pytestmark = pytest.mark.usefixtures("retry_testing_delays")  # or an autouse fixture asking for it
+
+    @pytest.fixture(autouse=True)
+    def _fast_retries(retry_testing_delays):
+        pass  # every test of this folder runs inside testing_delays()
 
 Without the entry point (``-p no:airflow_retry_provider``), ``pytest_plugins =
 ["airflow_retry_provider.pytest_plugin"]`` in a ``conftest.py`` loads the same fixture.

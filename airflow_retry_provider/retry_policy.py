@@ -142,14 +142,17 @@ class ClassifiedRetryPolicy(RetryPolicy):
         safe_to_repeat: bool | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
+        _check_arguments(profile=profile, rules=rules, backoff=backoff, deadline=deadline, clock=clock)
         self.profile = get_profile(profile) if isinstance(profile, str) else profile
         self.rules = tuple(rules)
         # compiled once, used by every evaluate; a bad rule file fails here, at parse time
         self._rule_book = rule_book((*self.rules, *load_rules_file()))
         self.backoff = backoff or (self.profile.backoff if self.profile else DEFAULT_BACKOFF)
+        if max_attempts is not None and (
+            isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1
+        ):
+            raise ValueError(f"max_attempts must be an integer >= 1, got {_kind(max_attempts)}")
         self.max_attempts = max_attempts or (self.profile.max_attempts if self.profile else None)
-        if self.max_attempts is not None and (isinstance(self.max_attempts, bool) or self.max_attempts < 1):
-            raise ValueError(f"max_attempts must be an integer >= 1, got {max_attempts!r}")
         self.deadline = deadline
         self.expected_duration = check_duration("expected_duration", expected_duration)
         self.validation = check_duration("validation", validation)
@@ -158,6 +161,7 @@ class ClassifiedRetryPolicy(RetryPolicy):
         self.safe_to_repeat = safe_to_repeat
         self.clock = clock or (lambda: datetime.now(timezone.utc))
         self._evaluations: dict[tuple[Any, ...], Evaluation] = {}  # oldest first
+        self._errors: dict[tuple[Any, ...], str] = {}  # the policy's own failures, oldest first
 
     # -- RetryPolicy ------------------------------------------------------------------------
 
@@ -179,6 +183,7 @@ class ClassifiedRetryPolicy(RetryPolicy):
             reason = storable(mask(reason))
         except Exception as exc:  # never let Airflow fall back to blind retries
             log.exception("airflow-retry-provider: retry policy failed; failing the task for review")
+            _remember(self._errors, context, try_number, f"{type(exc).__name__}: {exc}")
             reason = (
                 f"[policy error] {type(exc).__name__}: the retry policy could not decide; sent for review"
             )
@@ -264,6 +269,10 @@ class ClassifiedRetryPolicy(RetryPolicy):
         """The evaluation made for ``try_number`` of the task instance in ``context``, if any."""
         return self._evaluations.get(_ti_key(context, try_number))
 
+    def error_for(self, context: Mapping[str, Any], try_number: int) -> str | None:
+        """What made this policy fail to decide ``try_number`` of the task instance in ``context``, if it did."""
+        return self._errors.get(_ti_key(context, try_number))
+
     def _profile_as_configured(self) -> str | None:
         """The profile's name, if its backoff and ceiling are the ones used (the Retries tab plans with them)."""
         profile = self.profile
@@ -301,6 +310,39 @@ class ClassifiedRetryPolicy(RetryPolicy):
         else:
             deadline = spec(context)
         return None if deadline is None else check_aware("deadline", deadline)
+
+
+def _kind(value: Any) -> str:
+    return f"{value!r} (a {type(value).__name__})"
+
+
+def _check_arguments(*, profile: Any, rules: Any, backoff: Any, deadline: Any, clock: Any) -> None:
+    """Refuse an argument of the wrong type where the policy is built (the DAG's parse), naming it,
+    its value and what is accepted: a wrong one would otherwise fail only at the first failed try."""
+    if profile is not None and not isinstance(profile, (str, Profile)):
+        raise TypeError(f"profile must be a profile name or a Profile, got {_kind(profile)}")
+    if isinstance(rules, (str, bytes)) or not all(
+        isinstance(rule, Rule) for rule in (rules if isinstance(rules, Sequence) else [rules])
+    ):
+        raise TypeError(f"rules must be a list of Rule, got {_kind(rules)}")
+    if backoff is not None and not isinstance(backoff, Backoff):
+        raise TypeError(
+            f"backoff must be a Backoff, e.g. Backoff(base=timedelta(minutes=5)), got {_kind(backoff)}"
+        )
+    if deadline is not None and not (
+        isinstance(deadline, (DeliveryDeadline, datetime)) or callable(deadline)
+    ):
+        raise TypeError(
+            f"deadline must be a DeliveryDeadline (e.g. DeliveryDeadline(at={deadline!r}) for a time of day), "
+            f"a timezone-aware datetime or a callable(context) returning one, got {_kind(deadline)}"
+            if isinstance(deadline, str)
+            else "deadline must be a DeliveryDeadline, a timezone-aware datetime or a callable(context) "
+            f"returning one, got {_kind(deadline)}"
+        )
+    if isinstance(deadline, datetime):
+        check_aware("deadline", deadline)
+    if clock is not None and not callable(clock):
+        raise TypeError(f"clock must be a callable returning a timezone-aware datetime, got {_kind(clock)}")
 
 
 def _ti_key(context: Mapping[str, Any], try_number: int) -> tuple[Any, ...]:

@@ -149,6 +149,39 @@ class Setting(Generic[T]):
             self.check(value)
         return value
 
+    def read_without_airflow(self) -> T:
+        """The parsed value, read without importing Airflow (which takes seconds) where that is certain:
+        ``AIRFLOW__RETRY_PROVIDER__<KEY>``, else the option in airflow.cfg (``AIRFLOW_CONFIG``, else
+        ``$AIRFLOW_HOME/airflow.cfg``), else the default. Anything this does not read itself (a ``_cmd``
+        or ``_secret`` variant, the deprecated variable, a file that does not parse) is read by :meth:`read`.
+        For a command line tool that answers at once (``policy classify``); a task reads :meth:`__call__`.
+        """
+        import configparser
+
+        if self.legacy_env and os.environ.get(self.legacy_env, "").strip():
+            return self.read()
+        if any(f"{self.env}{suffix}" in os.environ for suffix in ("_CMD", "_SECRET")):
+            return self.read()
+        raw = os.environ.get(self.env)
+        if raw is None:
+            home = os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow")
+            path = os.environ.get("AIRFLOW_CONFIG") or os.path.join(home, "airflow.cfg")
+            parser = configparser.ConfigParser(interpolation=None, strict=False)
+            try:
+                parser.read(path, encoding="utf-8")
+            except (configparser.Error, OSError, UnicodeDecodeError):
+                return self.read()
+            options = parser[SECTION] if parser.has_section(SECTION) else {}
+            if any(f"{self.key}{suffix}" in options for suffix in ("_cmd", "_secret")):
+                return self.read()
+            raw = options.get(self.key, self.default)
+        raw = raw.strip() or self.default
+        source = f"[{SECTION}] {self.key} ({self.env})"
+        try:
+            return self.parser.parse(raw)
+        except ValueError as exc:
+            raise ValueError(f"{source} must be {exc}, got {raw!r}") from None
+
     def read(self) -> T:
         """The parsed value; a bad one is a ``ValueError`` naming where it came from and what it was.
 

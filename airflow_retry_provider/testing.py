@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
+from airflow_retry_provider.policy.fields import show
+
 __all__ = ["DEFAULT_AT_MOST", "DEFAULT_SCALE", "scaled_delay", "testing_delays"]
 
 DEFAULT_SCALE = 0.001  # 5 min -> 0.3 s, 1 h -> 3.6 s
@@ -43,7 +45,7 @@ def _check(scale: float, at_most: timedelta | None) -> None:
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 <= scale <= 1:
         raise ValueError(f"testing_delays: scale must be a number from 0 to 1, got {scale!r}")
     if at_most is not None and (not isinstance(at_most, timedelta) or at_most < timedelta(0)):
-        raise ValueError(f"testing_delays: at_most must be a timedelta >= 0 or None, got {at_most!r}")
+        raise ValueError(f"testing_delays: at_most must be a timedelta >= 0 or None, got {show(at_most)}")
 
 
 @contextmanager

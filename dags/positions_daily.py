@@ -34,7 +34,7 @@ with DAG(
         expected_duration=timedelta(minutes=15),
         validation=timedelta(minutes=5),
     ),
-):
+) as dag:
 
     @task
     def load_positions(data_interval_start=None, data_interval_end=None) -> int:

@@ -73,6 +73,33 @@ def policy_with(task: Any, attribute: str) -> Any:
     return next((p for p in policies_in(getattr(task, "retry_policy", None)) if hasattr(p, attribute)), None)
 
 
+def dag_id_under_test() -> str | None:
+    """The id of the DAG whose ``dag.test()`` is running in this thread, or None.
+
+    Read from the call stack: ``DAG.test`` (``airflow/sdk/definitions/dag.py``) is the caller when its
+    DagBag parses the file and runs the cluster policies; nothing else tells a policy it runs there.
+    """
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "test" and code.co_filename.replace("\\", "/").endswith("sdk/definitions/dag.py"):
+            dag_id = getattr(frame.f_locals.get("self"), "dag_id", None)
+            return dag_id if isinstance(dag_id, str) else None
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+def in_dag_test() -> bool:
+    """True inside ``dag.test()``: the task runs in this process under Airflow's in-process test
+    supervisor (``InProcessSupervisorComms``), not under a worker's."""
+    import sys
+
+    runner = sys.modules.get("airflow.sdk.execution_time.task_runner")
+    return type(getattr(runner, "SUPERVISOR_COMMS", None)).__name__ == "InProcessSupervisorComms"
+
+
 def keeps_reason_on_fail() -> bool:
     """3.4 and later store the policy's reason when it decides FAIL; 3.3 stores none."""
     return installed_version() >= (3, 4)

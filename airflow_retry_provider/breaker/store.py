@@ -115,8 +115,8 @@ class BreakerStore(Store):
                 query("event"),
                 {
                     "dependency": dependency,
-                    "from_status": _label(before),
-                    "to_status": _label(after),
+                    "from_status": state_words(before),
+                    "to_status": state_words(after),
                     "actor": storable(actor)[:200],
                     "reason": storable(reason)[:MAX_REASON_CHARS],
                 },
@@ -344,8 +344,11 @@ class BreakerStore(Store):
         return [Outage(**row) for row in rows]
 
 
-def _label(breaker: Breaker) -> str:
-    return f"{breaker.status} (forced {breaker.forced})" if breaker.forced else breaker.status
+def state_words(breaker: Breaker) -> str:
+    """The breaker's state as people read it: ``closed``, or ``forced open (automatic state: closed)``."""
+    if breaker.forced:
+        return f"forced {breaker.forced} (automatic state: {breaker.status})"
+    return breaker.status
 
 
 def _one(cur: Any) -> dict[str, Any]:

@@ -14,7 +14,14 @@ if TYPE_CHECKING:
     from airflow_retry_provider.hooks.airflow_api import AirflowApi
 
 
+EXIT_EMPTY = 1  # the answer is empty (nothing matched): the command says so
 EXIT_SCHEMA_BEHIND = 5  # the provider's tables are missing or older than this release: run `db upgrade`
+EXIT_CODES = (
+    "Exit codes (every command): 0 done, 1 nothing matched (an empty answer, which says so), "
+    "2 bad input or missing configuration, 3 a service down (the database, Airflow's API), "
+    "4 an unexpected error, 5 the provider's schema is missing or older than this release "
+    "(run `airflow-retry db upgrade`)."
+)
 
 
 class UsageError(Exception):
@@ -25,6 +32,12 @@ class UsageError(Exception):
 class Unavailable(Exception):
     """Something the command needs did not answer (the database, Airflow's API): ``cli.main`` prints
     ``airflow-retry: <which>: <why>`` as one line on stderr and exits with code 3."""
+
+
+def empty(args: argparse.Namespace, text: str) -> int:
+    """An empty answer: ``text`` on stdout (on stderr under ``--json``, whose stdout is the document); EXIT_EMPTY."""
+    print(text, file=sys.stderr if getattr(args, "json", False) else sys.stdout)
+    return EXIT_EMPTY
 
 
 def deprecated_alias(subparsers: Any, old: str, new: str, add: Any) -> None:

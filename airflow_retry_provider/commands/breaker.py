@@ -26,6 +26,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action.add_argument("dependency", help="the dependency's name in the map")
         action.add_argument("--reason", required=True, help="why (recorded with your name)")
         action.add_argument("--actor", default=None, help="who (default: the login name)")
+        action.add_argument(
+            "--file",
+            help="the dependency map (YAML) the name must be in; default [retry_provider] dependencies_file",
+        )
         add_database_flags(action)
         action.set_defaults(func=_force, state=state)
 
@@ -50,24 +54,59 @@ def _force(args: argparse.Namespace) -> int:
             raise UsageError(f"{flag}: {value!r} holds a character the database cannot store")
     if not args.reason.strip():
         raise UsageError("--reason: say why the breaker is forced (it is recorded)")
+    from airflow_retry_provider.breaker.store import state_words
+
     actor = f"user:{args.actor or getpass.getuser()}"
-    breaker = _store(args).force(args.dependency, args.state, actor, args.reason.strip())
-    forced = f" (forced {breaker.forced})" if breaker.forced else ""
-    print(f"{args.dependency}: {breaker.status}{forced}")
+    store = _store(args)
+    _check_known(args, store)
+    breaker = store.force(args.dependency, args.state, actor, args.reason.strip())
+    print(f"{args.dependency}: {state_words(breaker)}")
     return 0
 
 
+def _check_known(args: argparse.Namespace, store) -> None:
+    """A name in the dependency map (``--file`` or ``[retry_provider] dependencies_file``) or with a
+    breaker already; else a usage error listing the known names (a misspelling would force a breaker
+    no task asks)."""
+    from airflow_retry_provider import settings
+    from airflow_retry_provider.capacity import load_dependencies
+    from airflow_retry_provider.commands import UsageError
+
+    used = {status.dependency for status in store.statuses()}
+    if args.dependency in used and args.file is None:
+        return
+    path = args.file or settings.dependencies_file() or None
+    try:
+        declared = set(load_dependencies(path).dependencies) if path else set()
+    except ValueError as exc:  # CapacityError: unreadable or invalid map
+        raise UsageError(f"--file: {exc}") from exc
+    if args.dependency in declared | used:
+        return
+    known = ", ".join(sorted(declared | used)) or "none"
+    where = (
+        f"in the dependency map {path}"
+        if path
+        else "with a breaker, and no dependency map is set (--file, or [retry_provider] dependencies_file)"
+    )
+    raise UsageError(
+        f"dependency: unknown dependency {args.dependency!r} {where}; known dependencies: {known}"
+    )
+
+
 def _list(args: argparse.Namespace) -> int:
+    from airflow_retry_provider.breaker.store import state_words
+
     store = _store(args)
     statuses = store.statuses()
     if not statuses:
-        print("no breaker has been used yet")
+        from airflow_retry_provider.commands import empty
+
+        return empty(args, "no breaker has been used yet")
     for status in statuses:
         b = status.breaker
-        forced = f", forced {b.forced}" if b.forced else ""
         since = f", open since {b.opened_at:%Y-%m-%d %H:%M:%S %Z}" if b.opened_at else ""
         print(
-            f"{status.dependency}: {b.status}{forced}{since}; {status.held} held; "
+            f"{status.dependency}: {state_words(b)}{since}; {status.held} held; "
             f"{status.failures_10m} failures in {status.calls_10m} calls (10 min)"
         )
     if args.history:

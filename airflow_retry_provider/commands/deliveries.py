@@ -14,6 +14,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "deliveries",
         help="today's deliveries with a deadline that a dead letter blocks: on track, at risk or lost, "
         "the latest replay time and the blocking letters (docs/DEAD_LETTERS.md in the repository)",
+        description=(
+            "Today's deliveries (a task's delivery deadline, from its retry profile or its params) that a "
+            "dead letter blocks or blocked: on track, at risk or lost, the latest time a replay can still "
+            "meet the deadline, and each blocking letter with the time to replay it by."
+        ),
     )
     deliveries.add_argument("--json", action="store_true", help="print JSON")
     add_database_flags(deliveries)
@@ -21,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from airflow_retry_provider.commands import database_from_args
+    from airflow_retry_provider.commands import database_from_args, empty
     from airflow_retry_provider.dlq import todays_deliveries
 
     now = datetime.now(timezone.utc)
@@ -29,9 +34,10 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         document = {"as_of": now.isoformat(), "deliveries": [d.to_json() for d in found]}
         print(json.dumps(document, sort_keys=True, indent=2))
-        return 0
     if not found:
-        print("no delivery due today is blocked by a dead letter")
+        return empty(args, "no delivery due today is blocked by a dead letter")
+    if args.json:
+        return 0
     for delivery in found:
         standing = delivery.standing
         print(

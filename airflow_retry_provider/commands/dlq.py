@@ -17,12 +17,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_retry_provider.commands import (
+    EXIT_EMPTY,
     Unavailable,
     UsageError,
     add_api_flags,
     add_database_flags,
     api_client,
     database_from_args,
+    empty,
 )
 from airflow_retry_provider.dlq import LetterStatus
 
@@ -47,10 +49,7 @@ def register(subparsers: Any) -> None:
     dlq = subparsers.add_parser(
         "dlq",
         help="inspect, replay, park, dismiss and purge dead letters",
-        description=(
-            "The dead-letter queue in PostgreSQL. Exit 0 ok, 1 nothing matched, 2 bad input or no "
-            "connection configured, 3 database or Airflow API unavailable, 4 unexpected error."
-        ),
+        description="The dead-letter queue in PostgreSQL.",
     )
     actions = dlq.add_subparsers(dest="dlq_command", metavar="ACTION", required=True)
 
@@ -298,20 +297,52 @@ def _emit_json(document: Any) -> None:
     print(json.dumps(document, sort_keys=True, indent=2, default=str))
 
 
-# the columns of _row, for the header of `dlq list`
-HEADER = (
-    f"{'id':>8}  {'status':<9} {'replays':>7}  {'filed':<24}  dag/task  run  class/category  fingerprint  "
-    "dag version"
+# the columns of `dlq list`, and which are aligned to the right
+COLUMNS = (
+    "id",
+    "status",
+    "replays",
+    "filed",
+    "dag/task",
+    "run",
+    "class/category",
+    "fingerprint",
+    "dag version",
 )
+RIGHT = frozenset({"id", "replays"})
+
+
+def _cells(letter: Letter) -> tuple[str, ...]:
+    label = letter.task_id if letter.map_index < 0 else f"{letter.task_id}[{letter.map_index}]"
+    version = f"v{letter.dag_version_number}" if letter.dag_version_number is not None else "v?"
+    return (
+        str(letter.id),
+        letter.status,
+        str(letter.replay_count),
+        f"{letter.created_at:%Y-%m-%d %H:%M:%S%z}",
+        f"{letter.dag_id}/{label}",
+        letter.run_id,
+        f"{letter.failure_class}/{letter.category}",
+        letter.fingerprint,
+        version,
+    )
+
+
+def _table(rows: list[tuple[str, ...]], header: bool = True) -> list[str]:
+    """``rows`` as lines whose columns line up with each other and with the header's."""
+    shown = [COLUMNS, *rows] if header else rows
+    widths = [max(len(row[i]) for row in [COLUMNS, *rows]) for i in range(len(COLUMNS))]
+    return [
+        "  ".join(
+            cell.rjust(width) if name in RIGHT else cell.ljust(width)
+            for name, cell, width in zip(COLUMNS, row, widths, strict=True)
+        ).rstrip()
+        for row in shown
+    ]
 
 
 def _row(letter: Letter) -> str:
-    label = letter.task_id if letter.map_index < 0 else f"{letter.task_id}[{letter.map_index}]"
-    return (
-        f"{letter.id:>8}  {letter.status:<9} {letter.replay_count:>7}  {letter.created_at:%Y-%m-%d %H:%M:%S%z}  "
-        f"{letter.dag_id}/{label}  {letter.run_id}  {letter.failure_class}/{letter.category}  {letter.fingerprint}"
-        f"  {'v' + str(letter.dag_version_number) if letter.dag_version_number is not None else 'v?'}"
-    )
+    return _table([_cells(letter)], header=False)[0]
 
 
 # -- actions -----------------------------------------------------------------------------------
@@ -330,11 +361,12 @@ def run_list(args: argparse.Namespace) -> int:
     if args.json:
         _emit_json({"letters": [letter.to_json() for letter in letters], "count": len(letters)})
     else:
-        if letters and not args.no_header:
-            print(HEADER)
-        for letter in letters:
-            print(_row(letter))
-    return 0 if letters else 1
+        if letters:
+            print("\n".join(_table([_cells(letter) for letter in letters], header=not args.no_header)))
+    if not letters:
+        filtered = any(getattr(args, flag) for flag in FILTER_FLAGS) or args.after
+        return empty(args, "no letter matches these filters" if filtered else "no letter in the queue")
+    return 0
 
 
 def _numbered(args: argparse.Namespace, store: DeadLetterStore, letters: list[Letter]) -> list[Letter]:
@@ -402,7 +434,10 @@ def run_show(args: argparse.Namespace) -> int:
             for event in events:
                 print(f"{'history':>20}: {event.line()}")
             print()
-    return 0 if found else 1
+    missing = [str(letter_id) for letter_id in ids if letter_id not in {shown[0] for shown in found}]
+    if missing:
+        print(f"no letter {', '.join(missing)}: never filed, or purged long ago", file=sys.stderr)
+    return 0 if found else EXIT_EMPTY
 
 
 def _impact_lines(impact: StoredImpact | None) -> list[str]:
@@ -608,6 +643,8 @@ def run_dismiss(args: argparse.Namespace) -> int:
 
 def _change_status(args: argparse.Namespace, change: Any) -> int:
     engine, _, _, letters = _selection(args)
+    if not letters and not args.json:
+        return empty(args, "no letter matches these filters")
     changed = change(engine, [letter.id for letter in letters]) if letters else []
     unchanged = sorted({letter.id for letter in letters} - set(changed))
     if args.json:

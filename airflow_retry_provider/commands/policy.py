@@ -74,7 +74,8 @@ def _add_classify(subparsers: Any, name: str, help_text: str | None) -> argparse
         dest="exc_type",
         default="Exception",
         metavar="EXC_TYPE",
-        help="a builtin exception (TimeoutError) or a dotted name (requests.exceptions.ConnectTimeout); "
+        help="a builtin exception (TimeoutError) or a dotted name (psycopg.errors.UndefinedTable), "
+        "imported when it can be, so it classifies as in a task (a note on stderr says when it cannot be); "
         "default: %(default)s",
     )
     parser.add_argument("--status", type=int, metavar="N", help="an HTTP status carried by the exception")
@@ -155,51 +156,98 @@ def _add_decide(subparsers: Any, name: str, help_text: str | None) -> argparse.A
 # classify
 
 
-def _exception_class(name: str) -> type[BaseException]:
-    """A builtin exception class, or a synthetic Exception subclass carrying the dotted name."""
+def _exception_class(name: str) -> tuple[type[BaseException], str | None]:
+    """The class ``name`` names, and a note when it is not the real one.
+
+    A builtin (``TimeoutError``), or the class a dotted name imports (``psycopg.errors.UndefinedTable``),
+    so the CLI classifies as a task does; when the name cannot be imported, a synthetic Exception
+    subclass carrying the dotted name, and a note saying so (only its name is matched then).
+    """
     builtin = getattr(builtins, name, None) if "." not in name else None
     if isinstance(builtin, type) and issubclass(builtin, BaseException):
-        return builtin
+        return builtin, None
     parts = name.split(".")
     if not all(part.isidentifier() for part in parts):
         raise UsageError(
             f"--type must be an exception name like TimeoutError or pkg.module.Error, got {name!r}"
         )
     module = ".".join(parts[:-1]) or "__main__"
-    return type(parts[-1], (Exception,), {"__module__": module, "__qualname__": parts[-1]})
+    why = f"{name!r} is not a builtin exception"
+    if len(parts) > 1:
+        import importlib
+
+        try:
+            found = getattr(importlib.import_module(module), parts[-1])
+        except Exception as error:  # not installed here, or no such name: judged by its name alone
+            why = f"cannot import {name!r} ({type(error).__name__}: {error})"
+        else:
+            if isinstance(found, type) and issubclass(found, BaseException):
+                return found, None
+            why = f"{name!r} is not an exception class"
+    synthetic = type(parts[-1], (Exception,), {"__module__": module, "__qualname__": parts[-1]})
+    return synthetic, f"{why}: classified by its name alone, as a task's exception of that name would be"
 
 
 def build_exception(
     type_name: str, message: str, status: int | None = None, sqlstate: str | None = None
 ) -> BaseException:
     """The exception ``classify`` looks at, carrying ``status_code`` / ``sqlstate`` when given."""
-    cls = _exception_class(type_name)
+    return _build_exception(type_name, message, status, sqlstate)[0]
+
+
+def _build_exception(
+    type_name: str, message: str, status: int | None, sqlstate: str | None
+) -> tuple[BaseException, str | None]:
+    cls, note = _exception_class(type_name)
     try:
         exc = cls(message)
     except Exception as error:
         raise UsageError(f"--type {type_name} cannot be built from a message: {error}") from None
-    if status is not None:
-        exc.status_code = status  # type: ignore[attr-defined]
-    if sqlstate is not None:
-        exc.sqlstate = sqlstate  # type: ignore[attr-defined]
-    return exc
+    for attribute, value in (("status_code", status), ("sqlstate", sqlstate)):
+        if value is not None:
+            try:
+                setattr(exc, attribute, value)
+            except Exception:  # a real class whose attribute is read-only (psycopg's sqlstate)
+                flag = "--status" if attribute == "status_code" else "--sqlstate"
+                raise UsageError(
+                    f"{flag}: --type {type_name} sets its own {attribute}; leave {flag} out"
+                ) from None
+    return exc, note
 
 
 def run_classify(args: argparse.Namespace) -> int:
     """Print the classification of the described failure."""
     if args.sqlstate is not None and not (len(args.sqlstate) == 5 and args.sqlstate.isalnum()):
         raise UsageError(f"--sqlstate must be five letters or digits (e.g. 40P01), got {args.sqlstate!r}")
+    if args.status is not None and not 100 <= args.status <= 599:
+        raise UsageError(f"--status must be an HTTP status from 100 to 599 (e.g. 503), got {args.status}")
     try:
-        rules = load_rules_file(args.rules)
+        path = args.rules if args.rules is not None else _configured_rules_file()
+        rules = load_rules_file(path) if path is not None else ()
     except RulesFileError as error:
         raise UsageError(str(error)) from None
-    result = classify(build_exception(args.exc_type, args.message, args.status, args.sqlstate), rules)
+    exception, note = _build_exception(args.exc_type, args.message, args.status, args.sqlstate)
+    if note is not None:
+        print(f"airflow-retry: note: {note}", file=sys.stderr)
+    result = classify(exception, rules)
     if args.json:
         output = {"failure_class": result.failure_class, "category": result.category, "rule": result.rule}
         print(json.dumps(output))
     else:
         print(f"{result.failure_class}/{result.category} (rule: {result.rule})")
     return 0
+
+
+def _configured_rules_file() -> str | None:
+    """``[retry_provider] rules_file`` read without importing Airflow where it can be, so ``classify``
+    answers as fast as ``schedule``; None when unset."""
+    from airflow_retry_provider import settings
+
+    try:
+        path = settings.rules_file.read_without_airflow()
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    return str(path) if path else None
 
 
 # schedule
@@ -358,6 +406,11 @@ def run_decide(args: argparse.Namespace) -> int:
     try:
         result = plan(case)
     except PlanInputError as error:
-        raise UsageError(str(error)) from None
+        hint = (
+            "; `airflow-retry policy decide --example` prints a whole case"
+            if "missing" in error.problem
+            else ""
+        )
+        raise UsageError(f"{error}{hint}") from None
     print(json.dumps(result, sort_keys=True, indent=2))
     return 0

@@ -1,6 +1,7 @@
-"""``airflow-retry retention [--dry-run]``: delete rows past their age now, or count them.
+"""``airflow-retry retention --dry-run | --yes``: count the rows past their age, or delete them now.
 
-The ages come from the ``[retry_provider] retention_*`` settings (see docs/CONFIGURATION.md); exit 0 done, 2 bad input.
+The ages come from the ``[retry_provider] retention_*`` settings (see docs/CONFIGURATION.md). Deleting
+asks for ``--yes``: without it or ``--dry-run`` the command refuses (exit 2) and deletes nothing.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "retention",
         help="delete old letters, reports, events, ledger rows and alerts (or count them)",
-        description="Retention as the retry_provider_retention DAG runs it. Exit 0 done, 2 bad input.",
+        description="Retention as the retry_provider_retention DAG runs it: --dry-run counts, --yes deletes.",
     )
     add_database_flags(parser)
     parser.add_argument("--dry-run", action="store_true", help="print what would be deleted; delete nothing")
+    parser.add_argument("--yes", action="store_true", help="delete the rows past their age now")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run_retention_command)
 
@@ -32,6 +34,10 @@ def run_retention_command(args: argparse.Namespace) -> int:
     from airflow_retry_provider.maintenance.retention import Retention, RetentionPolicy
     from airflow_retry_provider.reconciliation.report import default_output_dir
 
+    if not (args.dry_run or args.yes):
+        raise UsageError(
+            "retention deletes rows: pass --dry-run to count them first, or --yes to delete them now"
+        )
     try:
         policy = RetentionPolicy.from_settings()
     except ValueError as exc:

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_retry_provider import metrics, settings
-from airflow_retry_provider.airflow_compat import policies_in, policy_with
+from airflow_retry_provider.airflow_compat import in_dag_test, policies_in, policy_with
 from airflow_retry_provider.dlq.models import MANAGED_TAG, SWEEP_VARIABLE, NewLetter, parse_dag_list
 from airflow_retry_provider.identity import key_parts, make_work_unit_key
 from airflow_retry_provider.masking import mask
@@ -101,11 +101,24 @@ def build_letter(context: Mapping[str, Any], filed_by: str = "callback") -> NewL
         f"{classification.exception_type}: {classification.message}"
     )
     rule = classification.rule
+    policy_error = (
+        policy.error_for(context, ti.try_number)
+        if evaluation is None and policy is not None and hasattr(policy, "error_for")
+        else None
+    )
     decided_elsewhere = (
-        None if evaluation is not None else other_policy_decision(task, context, ti.try_number)
+        None
+        if evaluation is not None or policy_error is not None
+        else other_policy_decision(task, context, ti.try_number)
     )
     if isinstance(decision, DeadLetter):
         category, reason = decision.category, decision.reason
+    elif policy_error is not None:  # our policy raised while deciding: the task failed for review
+        category = rule = POLICY_ERROR
+        reason = (
+            f"[attempt {attempts_used}/{max_attempts or '?'}] dead letter {POLICY_ERROR}: the retry policy "
+            f"could not decide ({redact(policy_error, limit=200)}), so the task failed for review; {failure}"
+        )
     elif decided_elsewhere is not None:  # another policy (alone, or before ours in a chain) decided
         name, said = decided_elsewhere
         left = max_attempts is None or attempts_used < max_attempts
@@ -142,6 +155,10 @@ def build_letter(context: Mapping[str, Any], filed_by: str = "callback") -> NewL
         **ran_version(ti),
     ).storable()  # NUL or a lone surrogate anywhere (message, ids from params) would lose the row
 
+
+# The category (and rule) of a letter filed after the retry policy itself raised while deciding
+# (a bug or a bad argument of its own): the failure was never judged, so nothing says it is exhausted.
+POLICY_ERROR = "policy-error"
 
 # The category of a letter filed after a policy other than ClassifiedRetryPolicy decided to fail
 # with attempts left (Airflow's ExceptionRetryPolicy, common-ai's LLM or classifier policy, ...).
@@ -233,8 +250,13 @@ def file_letter(
             return store.file(letter, replay_cap)
         except Exception as exc:  # unreachable database, failover, ...: try again, then hand over
             last = exc
+            if _no_connection(exc):  # no connection defined: trying again cannot help
+                break
             if attempt < attempts:
                 sleep(pause * 2 ** (attempt - 1))
+    if _no_connection(last) and in_dag_test():
+        _say_not_filed_in_test(letter)
+        return None
     record = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in asdict(letter).items()}
     log.error(
         "%s (%s); %s: %s",
@@ -244,6 +266,32 @@ def file_letter(
         json.dumps(record, sort_keys=True),
     )
     return None
+
+
+def _no_connection(exc: BaseException | None) -> bool:
+    """The provider's connection is not defined here (Airflow's ``AirflowNotFoundException``)."""
+    return type(exc).__name__ == "AirflowNotFoundException"
+
+
+_TOLD_RUNS: set[tuple[str, str]] = set()
+
+
+def _say_not_filed_in_test(letter: NewLetter) -> None:
+    """Under ``dag.test()`` without the provider's connection: one info line per run, not an error per
+    failure (no sweeper files a ``dag.test()`` run's letters; the policy's decisions are unchanged)."""
+    from airflow_retry_provider.database import DEFAULT_CONN_ID
+
+    run = (letter.dag_id, letter.run_id)
+    if run in _TOLD_RUNS:
+        return
+    _TOLD_RUNS.add(run)
+    log.info(
+        "airflow-retry-provider: dead letters are not filed in this dag.test() run of %r: no connection %r "
+        "(add it, on a PostgreSQL upgraded with `airflow-retry db upgrade`, to file them); the retry "
+        "decisions are the same",
+        letter.dag_id,
+        DEFAULT_CONN_ID,
+    )
 
 
 def _fate(dag_id: str, listed: bool | None, why: str = "") -> str:

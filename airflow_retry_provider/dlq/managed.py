@@ -78,14 +78,27 @@ def retries_contradiction(task: Any) -> str | None:
     )
 
 
+class RetriesContradictionInTest(BaseException):
+    """A contradicting ``retries`` in the DAG that ``dag.test()`` runs: it stops the test at once with
+    the message. A BaseException on purpose: the DagBag of ``dag.test()`` turns every ``Exception`` of
+    a policy into an import error it only logs, and the test then fails later with "the dag is not
+    serialized", without the reason."""
+
+
 def check_retries(dag: Any) -> None:
     """Refuse ``dag`` (Airflow's ``AirflowClusterPolicyViolation``, an import error of its file) when a
-    task's ``retries`` contradicts its retry policy: see :func:`retries_contradiction`."""
+    task's ``retries`` contradicts its retry policy: see :func:`retries_contradiction`. Under
+    ``dag.test()`` of that DAG, :class:`RetriesContradictionInTest` instead, which ends the test there."""
     problems = [problem for task in dag.tasks if (problem := retries_contradiction(task))]
     if problems:
         from airflow.exceptions import AirflowClusterPolicyViolation
 
-        raise AirflowClusterPolicyViolation(f"DAG {dag.dag_id!r}: " + "; ".join(problems))
+        from airflow_retry_provider.airflow_compat import dag_id_under_test
+
+        message = f"DAG {dag.dag_id!r}: " + "; ".join(problems)
+        if dag_id_under_test() == dag.dag_id:
+            raise RetriesContradictionInTest(message)
+        raise AirflowClusterPolicyViolation(message)
 
 
 @hookimpl

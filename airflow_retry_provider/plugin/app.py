@@ -4,7 +4,8 @@ Every route sits behind Airflow's own authentication (``GetUserDep``: the bearer
 ``_token`` cookie) and authorization (the auth manager's ``is_authorized_dag`` on the task
 instances of each letter's DAG). Lists and counts only ever include DAGs the user may read;
 replay, park and dismiss need edit access to every DAG they touch, take the acting user from
-Airflow's auth, accept POST with a JSON body only, and land in Airflow's Audit Log
+Airflow's auth, accept POST with a JSON body only (every state-changing route, a job's cancel and a
+breaker's force too, refuses another content type, 415, and a foreign ``Origin``, 403), and land in Airflow's Audit Log
 (one row per DAG touched, refused attempts too) and in ``retry_replays``. The OpenAPI schema and
 its page (``/openapi.json``, ``/docs``) need a signed-in user too, and every answer carries
 ``X-Content-Type-Options: nosniff``, ``X-Frame-Options: SAMEORIGIN`` and a content security policy
@@ -102,7 +103,44 @@ def create_app(
     )
     for router in routers:
         app.include_router(router)
+    app.middleware("http")(same_origin_json)  # added last: runs first, before any other work
     return app
+
+
+STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+async def same_origin_json(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    """Every state-changing request is JSON from this deployment's own pages or a client, never a
+    cross-site form: without ``Content-Type: application/json`` it is refused (415: a foreign page
+    cannot send that type without a CORS preflight), and an ``Origin`` of another host is refused
+    (403), whatever cookie it carries. A route without a body (a job's cancel) is guarded the same."""
+    if request.method in STATE_CHANGING:
+        media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if media_type != "application/json":
+            return JSONResponse(
+                {"detail": "a state-changing request must be sent as Content-Type: application/json"},
+                status_code=status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+            )
+        origin = request.headers.get("origin")
+        if origin is not None and not _same_origin(origin, request):
+            return JSONResponse(
+                {"detail": "a state-changing request from another origin is refused"},
+                status_code=status.HTTP_403_FORBIDDEN,
+            )
+    return await call_next(request)
+
+
+def _same_origin(origin: str, request: Request) -> bool:
+    """``origin`` names the host (and port) the request was sent to, as the browser or a proxy says it."""
+    from urllib.parse import urlsplit
+
+    try:
+        netloc = urlsplit(origin).netloc.lower()
+    except ValueError:
+        return False
+    hosts = {request.headers.get("host", "").lower(), request.headers.get("x-forwarded-host", "").lower()}
+    return bool(netloc) and netloc in hosts - {""}
 
 
 def content_security_policy(nonce: str) -> str:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from fractions import Fraction
 
+from airflow_retry_provider.policy.fields import show
+
 FNV32_OFFSET_BASIS = 2166136261
 FNV32_PRIME = 16777619
 _TWO_TO_32 = 2**32
@@ -96,9 +98,9 @@ class Backoff:
 
     def __post_init__(self) -> None:
         if not isinstance(self.base, timedelta) or self.base < timedelta(0):
-            raise ValueError(f"base must be a timedelta >= 0, got {self.base!r}")
+            raise ValueError(f"base must be a timedelta >= 0, got {show(self.base)}")
         if not isinstance(self.cap, timedelta) or self.cap < self.base:
-            raise ValueError(f"cap must be a timedelta >= base ({self.base}), got {self.cap!r}")
+            raise ValueError(f"cap must be a timedelta >= base ({show(self.base)}), got {show(self.cap)}")
         _check_number("multiplier", self.multiplier, 1, 1000)
         _check_number("jitter", self.jitter, 0, 1)
         object.__setattr__(self, "_exact_multiplier", _exact(self.multiplier))

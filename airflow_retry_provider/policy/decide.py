@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from airflow_retry_provider.policy.backoff import Backoff
 from airflow_retry_provider.policy.classify import MAX_MESSAGE_CHARS, Classification
+from airflow_retry_provider.policy.fields import show
 from airflow_retry_provider.policy.redact import cut, redact
 from airflow_retry_provider.policy.rules import FailureClass
 
@@ -82,7 +83,7 @@ def check_aware(name: str, value: object) -> datetime:
 def check_duration(name: str, value: object) -> timedelta:
     """``value`` if it is a timedelta >= 0, else a ValueError naming ``name`` and the value."""
     if not isinstance(value, timedelta) or value < timedelta(0):
-        raise ValueError(f"{name} must be a timedelta >= 0, got {value!r}")
+        raise ValueError(f"{name} must be a timedelta >= 0, got {show(value)}")
     return value
 
 

@@ -14,6 +14,7 @@ from datetime import timedelta
 from types import MappingProxyType
 
 from airflow_retry_provider.policy.backoff import Backoff
+from airflow_retry_provider.policy.fields import show
 
 _NAME_PATTERN = r"[a-z][a-z0-9_-]{0,63}"  # `re` compiles it on first use
 MAX_ATTEMPTS_LIMIT = 100
@@ -73,7 +74,7 @@ class Profile:
             raise ValueError(f"backoff must be a Backoff, got {self.backoff!r}")
         if not isinstance(self.execution_timeout, timedelta) or self.execution_timeout <= timedelta(0):
             raise ValueError(
-                f"execution_timeout must be a positive timedelta, got {self.execution_timeout!r}"
+                f"execution_timeout must be a positive timedelta, got {show(self.execution_timeout)}"
             )
         if not isinstance(self.description, str):
             raise ValueError(f"description must be a string, got {self.description!r}")

@@ -48,8 +48,8 @@ _ID_PATTERN = r"[A-Za-z0-9_-]{1,48}"  # `re` compiles it on first use
 class PlanInputError(FieldError):
     """The case is invalid: ``path`` names the field (e.g. ``tasks[2].observedAt``), ``value`` what it held."""
 
-    def __init__(self, path: str, problem: str, value: object) -> None:
-        super().__init__(f"{problem}, got {show(value, as_json=True)}", path=path)
+    def __init__(self, path: str, problem: str, value: object, *, got: str | None = None) -> None:
+        super().__init__(f"{problem}, {got or 'got ' + show(value, as_json=True)}", path=path)
         self.problem = problem
         self.value = value
 
@@ -59,7 +59,11 @@ def _object(path: str, value: object, keys: frozenset[str]) -> dict[str, Any]:
         raise PlanInputError(path, "must be an object", value)
     missing = sorted(keys - value.keys())
     if missing:
-        raise PlanInputError(path, f"missing key {missing[0]!r}", sorted(value))
+        needed = ", ".join(sorted(keys))
+        has = ", ".join(sorted(map(str, value))) or "nothing"
+        raise PlanInputError(
+            path, f'missing "{missing[0]}" (it needs {needed})', sorted(value), got=f"it has {has}"
+        )
     unexpected = sorted(str(key) for key in value.keys() - keys)
     if unexpected:
         raise PlanInputError(path, f"unexpected key {unexpected[0]!r}", sorted(map(str, value)))

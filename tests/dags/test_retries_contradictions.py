@@ -125,3 +125,37 @@ def test_retries_that_agree_with_the_profile_parse(tmp_path, body):
     bag = _parse(tmp_path, body)
     assert not bag.import_errors, bag.import_errors
     assert "airflow-retry-provider" in bag.dags["contradiction"].tags
+
+
+def test_python_dag_py_with_dag_test_fails_at_once_naming_both_values(airflow_db, tmp_path):
+    """``python dag.py`` ending in ``dag.test()``: a contradicting retries stops the run at once with the
+    message naming the task and both values (it logged it mid-run, then failed with 'the dag is not serialized')."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import bundle_config
+
+    body = "@task(retries=5)\ndef load(): pass\nload()\n"
+    (tmp_path / "empty").mkdir()
+    dag_file = tmp_path / "contradiction.py"
+    dag_file.write_text(
+        HEADER.replace('"report")):\n', '"report")) as dag:\n')
+        + textwrap.indent(body, "    ")
+        + '\nif __name__ == "__main__":\n    dag.test()\n'
+    )
+    env = {
+        **os.environ,
+        "AIRFLOW__CORE__DAGS_FOLDER": str(tmp_path),
+        "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST": bundle_config(tmp_path, tmp_path / "empty"),
+    }
+    done = subprocess.run(
+        [sys.executable, str(dag_file)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        "airflow_retry_provider.dlq.managed.RetriesContradictionInTest: DAG 'contradiction'"
+    )
+    assert "task 'load': retries=5 contradicts retry profile 'report'" in last and "retries must be 2" in last
+    assert "not serialized" not in done.stderr

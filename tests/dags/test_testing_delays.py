@@ -100,3 +100,23 @@ def test_a_bad_scale_is_refused_naming_it(scale):
         testing_delays(scale),
     ):
         pass
+
+
+def test_without_the_provider_database_dag_test_says_once_that_letters_are_not_filed(
+    airflow_db, monkeypatch, caplog
+):
+    """dag.test() without the connection retry_provider_default: one info line for the run, no error line
+    claiming a sweeper will file the letter, no pauses retrying a connection that does not exist."""
+    monkeypatch.delenv("AIRFLOW_CONN_RETRY_PROVIDER_DEFAULT", raising=False)
+    caplog.set_level("INFO")
+    with testing_delays():
+        run = testing_dags.report_dag.test()
+    assert {ti.task_id: ti.state for ti in run.get_task_instances()} == {
+        "flaky": "success",
+        "poison": "failed",
+    }
+    told = [
+        r for r in caplog.records if "dead letters are not filed in this dag.test() run" in r.getMessage()
+    ]
+    assert len(told) == 1 and told[0].levelname == "INFO", caplog.text
+    assert "the sweeper will file it" not in caplog.text and "dead letter not written" not in caplog.text

@@ -116,7 +116,7 @@ def documented_connection_command(provider_dsn: str) -> list[str]:
     (line,) = [
         line.strip().removeprefix("$ ").split("#")[0]
         for block in re.findall(
-            r"```console\n(.*?)```", (REPO / "README.md").read_text(encoding="utf-8"), re.DOTALL
+            r"```console[^\n]*\n(.*?)```", (REPO / "README.md").read_text(encoding="utf-8"), re.DOTALL
         )
         for line in block.splitlines()
         if line.strip().startswith("$ airflow connections add ")

@@ -88,3 +88,27 @@ def test_no_help_points_at_a_file_of_the_clone_without_saying_so():
     ]
     assert problems == []
     assert any("docs/BREAKER.md in the repository" in " ".join(text.split()) for _, text in _helps())
+
+
+def test_every_help_lists_the_exit_codes_the_cli_returns():
+    """Each command's --help ends with the one exit-code convention, 0 to 5 (dlq --help listed 0-4; 5 is returned)."""
+    from airflow_retry_provider.commands import EXIT_CODES
+
+    assert "5 the provider's schema is missing" in EXIT_CODES and "1 nothing matched" in EXIT_CODES
+    missing = [path for path, text in _helps() if " ".join(EXIT_CODES.split()) not in " ".join(text.split())]
+    assert missing == []
+    dlq = dict(_helps())["airflow-retry dlq"]
+    assert "4 unexpected error." not in dlq  # the old, partial list is gone
+
+
+def test_every_command_has_a_description_in_its_help():
+    """A command's --help says what it does, not only its flags (deliveries --help had no description)."""
+    helps = dict(_helps())
+    assert "Today's deliveries" in helps["airflow-retry deliveries"]
+
+
+def test_retention_without_dry_run_or_yes_deletes_nothing_and_says_how(capsys):
+    """``airflow-retry retention`` alone refuses (exit 2) before it reaches a database: --dry-run or --yes."""
+    assert main(["retention", "--dsn", "postgresql://nobody@127.0.0.1:1/none"]) == 2
+    err = capsys.readouterr().err
+    assert "pass --dry-run to count them first, or --yes to delete them now" in err

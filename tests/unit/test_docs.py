@@ -137,7 +137,7 @@ def _provider_imports() -> list[tuple[str, str, str]]:
     """Each ``from airflow_retry_provider... import a, b`` of a python block: (doc, module, name)."""
     found = []
     for doc in DOCS:
-        blocks = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.DOTALL)
+        blocks = re.findall(r"```python[^\n]*\n(.*?)```", doc.read_text(encoding="utf-8"), re.DOTALL)
         for block in blocks:
             for module, names in re.findall(
                 r"^from (airflow_retry_provider[\w.]*) import ([^\n#(]+)", block, re.M
@@ -190,3 +190,127 @@ def test_the_first_hours_answers_are_in_the_docs(doc: str, line: str) -> None:
 def test_every_page_links_to_the_glossary(doc: Path) -> None:
     """A reader meeting "letter", "park" or "canary" on any page finds its definition one link away."""
     assert "(GLOSSARY.md)" in doc.read_text(encoding="utf-8"), doc.name
+
+
+FOLDER_TEST = """
+from datetime import timedelta
+
+from airflow_retry_provider import ClassifiedRetryPolicy
+
+
+def test_a_retry_waits_at_most_a_second():
+    decision = ClassifiedRetryPolicy("report").evaluate(ConnectionResetError("reset"), 1, 2, None)
+    assert timedelta(0) < decision.retry_delay <= timedelta(seconds=1), decision.retry_delay
+"""
+
+
+def test_the_folder_recipe_of_testing_md_makes_a_folders_retries_fast(tmp_path: Path) -> None:
+    """docs/TESTING.md's conftest.py for a whole folder, run literally by pytest: a test there that
+    does not name the fixture still gets testing_delays() (a 'report' retry waits at most 1 s)."""
+    import subprocess
+    import sys
+
+    text = (REPO / "docs" / "TESTING.md").read_text(encoding="utf-8")
+    recipe = text.split("For every test of a folder", 1)[1]
+    conftest = re.search(r"```python\n(.*?)```", recipe, re.DOTALL)
+    assert conftest is not None
+    folder = tmp_path / "dags_tests"
+    folder.mkdir()
+    (folder / "conftest.py").write_text(conftest.group(1), encoding="utf-8")
+    (folder / "test_fast.py").write_text(FOLDER_TEST, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", str(folder)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout
+
+
+def test_the_readme_dag_is_importable_as_the_testing_page_imports_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``from positions_daily import dag`` (docs/TESTING.md) gets the README's DAG: its ``with DAG(...)`` says ``as dag``."""
+    import importlib
+
+    from airflow.sdk import DAG
+
+    monkeypatch.syspath_prepend(str(REPO / "dags"))
+    monkeypatch.delitem(__import__("sys").modules, "positions_daily", raising=False)
+    module = importlib.import_module("positions_daily")
+    for doc in DOCS:
+        for names in re.findall(r"^from positions_daily import ([\w, ]+)", doc.read_text("utf-8"), re.M):
+            for name in names.split(","):
+                assert hasattr(module, name.strip()), f"{doc.name}: from positions_daily import {name}"
+    assert isinstance(module.dag, DAG) and module.dag.dag_id == "positions_daily"
+
+
+def test_the_glossarys_example_dependency_is_in_the_example_map() -> None:
+    """Each dependency the glossary's examples name (``apply_capacity(task, "x", ...)``) is in the shipped map."""
+    from airflow_retry_provider.capacity import DependencyMap, example_dependencies_path
+
+    declared = DependencyMap.from_file(example_dependencies_path()).dependencies
+    named = re.findall(
+        r'apply_capacity\([^,]+, "([^"]+)"', (REPO / "docs" / "GLOSSARY.md").read_text("utf-8")
+    )
+    assert named and all(name in declared for name in named), (named, sorted(declared))
+
+
+# -- every block of the README and docs/TESTING.md runs as written ---------------------------------
+#
+# A block that needs what a unit test does not have (a running Airflow, its metadata database, the
+# network) says so in its fence: ```console needs: <what, and which test runs it>. Every other block
+# is run here: python as a script, shell line by line (a console block's `$ ` lines).
+
+RUN_DOCS = ("README.md", "docs/TESTING.md")
+BLOCK = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def _blocks() -> list[pytest.param]:
+    found = []
+    for name in RUN_DOCS:
+        text = (REPO / name).read_text(encoding="utf-8")
+        for match in BLOCK.finditer(text):
+            language, info, body = match.group(1), match.group(2).strip(), match.group(3)
+            line = text[: match.start()].count("\n") + 1
+            marks = [pytest.mark.skip(reason=info)] if info.startswith("needs:") else []
+            found.append(pytest.param(language, body, id=f"{name}:{line}", marks=marks))
+    return found
+
+
+def test_every_block_that_needs_more_than_a_unit_test_says_so() -> None:
+    """A block is runnable here or marked ``needs: ...`` in its fence; an unlabelled fence is not allowed."""
+    for name in RUN_DOCS:
+        text = (REPO / name).read_text(encoding="utf-8")
+        fences = re.findall(r"^```(.*)$", text, re.MULTILINE)
+        openers = fences[0::2]
+        assert all(re.match(r"\w+", opener) for opener in openers), (name, openers)
+        assert all(opener.split(None, 1)[0] in ("python", "console", "shell") for opener in openers), openers
+
+
+@pytest.mark.parametrize(("language", "body"), _blocks())
+def test_every_block_of_the_readme_and_testing_md_runs_as_written(
+    language: str, body: str, tmp_path: Path
+) -> None:
+    """Each block runs as a user would run it (a python block as a script beside dags/, a shell or
+    console block's commands in bash with the virtualenv first on PATH) and succeeds."""
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO / "dags"), str(REPO), os.environ.get("PYTHONPATH", "")]),
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    }
+    if language == "python":
+        command = [sys.executable, "-c", body]
+    else:
+        lines = (
+            body
+            if language == "shell"
+            else "\n".join(line.removeprefix("$ ") for line in body.splitlines() if line.startswith("$ "))
+        )
+        command = ["bash", "-e", "-o", "pipefail", "-c", lines]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"{body}\n---\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"

@@ -225,7 +225,7 @@ def test_a_naive_clock_or_deadline_fails_for_review(clock, deadline):
 @pytest.mark.parametrize("field", ["expected_duration", "validation"])
 def test_durations_are_checked_when_the_policy_is_built(field):
     """A negative duration is an error at DAG parse time, naming the field and the value."""
-    with pytest.raises(ValueError, match=rf"{field} must be a timedelta >= 0, got .*days=-1"):
+    with pytest.raises(ValueError, match=rf"{field} must be a timedelta >= 0, got -1 s$"):
         ClassifiedRetryPolicy("report", **{field: timedelta(seconds=-1)})
 
 
@@ -382,3 +382,45 @@ def test_apply_profile_writes_the_delivery_as_a_task_param_the_rest_api_shows():
     )
     assert DELIVERY_PARAM not in plain.params
     assert by_hand.params[DELIVERY_PARAM] == mine
+
+
+@pytest.mark.parametrize(
+    ("argument", "value", "accepted"),
+    [
+        ("deadline", "09:00", "DeliveryDeadline"),  # a time of day written as text
+        ("deadline", 9, "DeliveryDeadline"),  # an hour as a number
+        ("backoff", 300, "Backoff"),  # seconds instead of a Backoff
+        ("clock", "utc", "callable"),  # not a function
+        ("rules", "not-found", "list of Rule"),  # a rule name instead of rules
+        ("max_attempts", "3", "integer >= 1"),  # a number as text
+        ("profile", 3, "profile name or a Profile"),  # a ceiling instead of a profile
+    ],
+)
+def test_apply_profile_refuses_a_wrong_type_where_it_is_called(argument, value, accepted):
+    """A wrong type for any argument fails at the call, naming the argument, the value and what is accepted."""
+    kwargs = {"profile": "report"} | {argument: value}
+    with pytest.raises((TypeError, ValueError)) as info:
+        apply_profile({}, kwargs.pop("profile"), **kwargs)
+    message = str(info.value)
+    assert argument in message and repr(value) in message and accepted in message
+
+
+def test_a_policy_error_files_a_letter_that_says_so():
+    """A policy that raises while deciding files a letter of category policy-error naming the error, not 'exhausted'."""
+    from airflow_retry_provider.dlq.callback import build_letter
+
+    def broken_clock() -> datetime:
+        raise RuntimeError("clock exploded")
+
+    policy = ClassifiedRetryPolicy("report", clock=broken_clock)
+    context = _context() | {"exception": ConnectionResetError("reset")}
+    context["task"] = SimpleNamespace(retries=2, retry_policy=policy, task_id="load")
+    context["ti"].max_tries = 2
+    policy.evaluate(context["exception"], 1, 2, context)
+    letter = build_letter(context)
+    assert (letter.category, letter.rule) == ("policy-error", "policy-error")
+    assert "exhausted" not in letter.reason
+    assert letter.reason.startswith(
+        "[attempt 1/3] dead letter policy-error: the retry policy could not decide"
+    )
+    assert "RuntimeError: clock exploded" in letter.reason

@@ -94,7 +94,7 @@ def run_demo(workdir: Path, dags_folder: Path, once: bool, timeout: float = 600,
         print("\n=== airflow-retry-provider demo ===", flush=True)
         step(1, "the pipeline: a transient failure retried, a poison task filed")
         pipeline = run_example(stack, PIPELINE_DAG, timeout)
-        print_summary(server, [pipeline])
+        print_summary(server, [pipeline], provider_dsn)
         letters = print_dead_letters(provider_dsn)
         step(2, "the reconciliation, as of after the pipeline")
         unpause(stack, SWEEPER_DAG)
@@ -106,7 +106,9 @@ def run_demo(workdir: Path, dags_folder: Path, once: bool, timeout: float = 600,
         print_alert(sink, poison)
         step(4, "deploy the fix, preview the replay, replay it with downstream")
         deploy_fix_and_replay(stack, poison, timeout)
-        print_summary(server, [stack.api("GET", f"/api/v2/dags/{PIPELINE_DAG}/dagRuns/{poison.run_id}")])
+        print_summary(
+            server, [stack.api("GET", f"/api/v2/dags/{PIPELINE_DAG}/dagRuns/{poison.run_id}")], provider_dsn
+        )
         step(5, "the letter resolved, with its history")
         print_letter(provider_dsn, poison.id, timeout)
         print_pages(stack, letters)
@@ -266,7 +268,11 @@ def print_letter(provider_dsn: str, letter_id: int, timeout: float) -> None:
     sys.stdout.flush()
 
 
-def print_summary(server: PostgresServer, runs: list[dict[str, Any]]) -> None:
+def print_summary(server: PostgresServer, runs: list[dict[str, Any]], provider_dsn: str) -> None:
+    """Each run's task instances, every try with its reason (a retry's delay too), and each letter filed."""
+    from airflow_retry_provider.dlq.store import DeadLetterStore
+
+    store = DeadLetterStore.from_dsn(provider_dsn)
     with server.connect(METADATA_DB) as conn:
         for run in runs:
             interval = f"{run.get('data_interval_start')} .. {run.get('data_interval_end')}"
@@ -276,19 +282,39 @@ def print_summary(server: PostgresServer, runs: list[dict[str, Any]]) -> None:
             tries: dict[tuple[str, int], list[dict[str, Any]]] = {}
             for row in run_tries_query(conn, run["dag_id"], run["dag_run_id"]):
                 tries.setdefault((row["task_id"], row["map_index"]), []).append(row)
-            for (task_id, map_index), rows in sorted(tries.items()):
-                label = task_id if map_index < 0 else f"{task_id}[{map_index}]"
-                final = rows[-1]
-                print(f"  {label:<28} {final['state'] or 'none':<16} tries={final['try_number']}")
-                for row in rows[:-1]:  # earlier tries: the policy's delay and reason, if it retried
-                    delay_s, reason = row["retry_delay_override"], row["retry_reason"]
-                    if delay_s is None and not reason:
-                        print(f"      try {row['try_number']}: {row['state']}")
-                    else:
-                        delay = f"{delay_s:.3f}s" if delay_s is not None else "default"
-                        print(
-                            f"      try {row['try_number']}: {row['state']}, retry after {delay}: {reason or ''}"
-                        )
+            letters = [
+                letter
+                for letter in store.list(limit=200)
+                if (letter.dag_id, letter.run_id) == (run["dag_id"], run["dag_run_id"])
+            ]
+            for key, rows in sorted(tries.items()):
+                print("\n".join(task_story(key, rows, letters)))
+
+
+def task_story(key: tuple[str, int], rows: list[dict[str, Any]], letters: list[Any]) -> list[str]:
+    """The lines of one task instance: its final state, each try (its delay and reason, if any) and its
+    letter; a task that never ran says so instead of showing a try 0."""
+    task_id, map_index = key
+    label = task_id if map_index < 0 else f"{task_id}[{map_index}]"
+    final = rows[-1]
+    ran = [row for row in rows if (row["try_number"] or 0) > 0]
+    if not ran:
+        return [f"  {label:<28} did not run ({final['state'] or 'no state yet'})"]
+    lines = [f"  {label:<28} {final['state'] or 'none':<16} tries={final['try_number']}"]
+    for row in ran:
+        delay_s, reason = row["retry_delay_override"], row["retry_reason"]
+        line = f"      try {row['try_number']}: {row['state']}"
+        if delay_s is not None:
+            line += f", retry after {delay_s:.3f}s"
+        lines.append(f"{line}: {reason}" if reason else line)
+    for letter in letters:
+        if (letter.task_id, letter.map_index) == key:
+            if not ran[-1]["retry_reason"]:  # Airflow 3.3 keeps no reason on a failed try: the letter's
+                lines[-1] += f": {letter.reason}"
+            lines.append(
+                f"      letter #{letter.id} [{letter.status}] {letter.failure_class}/{letter.category}"
+            )
+    return lines
 
 
 def print_dead_letters(provider_dsn: str) -> list[Any]:

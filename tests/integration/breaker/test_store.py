@@ -139,10 +139,10 @@ def test_forcing_is_recorded_with_who_and_why(pg_dsn):
     assert (forced.actor, forced.reason, forced.to_status) == (
         "user:ana",
         "failover of the positions database",
-        "closed (forced open)",
+        "forced open (automatic state: closed)",
     )
     assert (back.from_status, back.to_status, back.reason) == (
-        "closed (forced open)",
+        "forced open (automatic state: closed)",
         CLOSED,
         "failover done",
     )

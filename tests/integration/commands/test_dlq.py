@@ -294,9 +294,10 @@ def test_a_database_that_is_down_is_one_line_and_exit_3(where: str):
 
 
 def test_debug_shows_the_traceback():
-    """``--debug`` anywhere on the line turns the one-line error back into Python's traceback."""
+    """``--debug`` anywhere on the line adds Python's traceback before the one-line error; the exit code stays 3."""
     result = _script("dlq", "list", "--debug", "--dsn", f"postgresql://u@127.0.0.1:{free_port()}/db")
-    assert result.returncode == 1 and "Traceback (most recent call last)" in result.stderr
+    assert result.returncode == 3 and "Traceback (most recent call last)" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("airflow-retry: database unavailable:")
 
 
 def test_airflows_api_down_is_one_line_and_exit_3(tmp_path, capsys):
@@ -455,3 +456,29 @@ def test_list_without_an_api_connection_prints_the_letters_and_says_why_v_is_unk
         line
     )
     assert "'v?' until the next sweep" in line
+
+
+def test_empty_answers_say_they_are_empty_and_exit_1(pg_dsn, capsys):
+    """An empty queue, a filter that matches nothing and an unknown id each say so (exit 1), not silence."""
+    assert _run(capsys, "dlq", "list", "--dsn", pg_dsn) == (1, "no letter in the queue\n", "")
+    code, out, _ = _run(capsys, "dlq", "list", "--category", "notfound", "--dsn", pg_dsn)
+    assert (code, out) == (1, "no letter matches these filters\n")
+    code, out, err = _run(capsys, "dlq", "show", "--id", "99", "--dsn", pg_dsn)
+    assert (code, out, err) == (1, "", "no letter 99: never filed, or purged long ago\n")
+    code, out, err = _run(capsys, "dlq", "list", "--json", "--dsn", pg_dsn)
+    assert (code, json.loads(out)["count"], err) == (1, 0, "no letter in the queue\n")
+    park = ["dlq", "park", "--dag", "nope", "--actor", "a", "--reason", "r", "--dsn", pg_dsn]
+    assert _run(capsys, *park) == (1, "no letter matches these filters\n", "")
+
+
+def test_the_list_header_lines_up_with_its_rows(pg_dsn, capsys):
+    """Each column of ``dlq list`` starts where its header starts, whatever the DAG and run ids' lengths."""
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    for dag_id, run_id in (("etl", "r1"), ("a_much_longer_dag_name", "scheduled__2026-11-01T00:00:00+00:00")):
+        store.file(replace(LETTER, dag_id=dag_id, run_id=run_id), replay_cap=3)
+    code, out, _ = _run(capsys, "dlq", "list", "--dsn", pg_dsn)
+    header, *rows = out.splitlines()
+    assert code == 0 and len(rows) == 2
+    for column in ("status", "filed", "dag/task", "run", "class/category", "fingerprint", "dag version"):
+        start = header.index(column)
+        assert all(row[start] != " " and row[start - 2 : start] == "  " for row in rows), (column, out)

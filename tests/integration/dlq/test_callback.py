@@ -69,3 +69,17 @@ def test_unreachable_postgres_logs_one_unfiled_event_with_the_redacted_record(ca
     assert len(unfiled) == 1
     assert '"dag_id": "positions"' in unfiled[0] and '"category": "auth-failed"' in unfiled[0]
     assert all(SECRET not in record.getMessage() for record in caplog.records)
+
+
+def test_a_connection_that_does_not_exist_is_not_tried_again(caplog, monkeypatch):
+    """Without the provider's connection, filing fails at once (no pauses: trying again cannot create it),
+    and outside dag.test() the record is still logged whole, at error level."""
+    monkeypatch.delenv("AIRFLOW_CONN_NO_SUCH_PROVIDER_DB", raising=False)
+    letter = build_letter(_context(ConnectionResetError("reset")))
+    missing = DeadLetterStore.from_conn_id("no_such_provider_db")
+    pauses: list[float] = []
+    with caplog.at_level(logging.INFO):
+        assert file_letter(letter, missing, replay_cap=3, sleep=pauses.append) is None
+    assert pauses == []
+    [unfiled] = [r for r in caplog.records if UNFILED_EVENT in r.getMessage()]
+    assert unfiled.levelno == logging.ERROR and "AirflowNotFoundException" in unfiled.getMessage()

@@ -154,6 +154,6 @@ def test_cli_dry_run_prints_the_counts_and_leaves_the_rows(seeded, capsys):
     printed = json.loads(capsys.readouterr().out)
     assert printed["dry_run"] is True and printed["deleted"] == EXPECTED
     assert _count(dsn, "SELECT count(*) FROM extraction_events") == 8
-    assert main(["retention", "--dsn", dsn]) == 0
+    assert main(["retention", "--yes", "--dsn", dsn]) == 0
     assert "deleted         7 row(s) of extraction_events" in capsys.readouterr().out
     assert _count(dsn, "SELECT count(*) FROM extraction_events") == 1

@@ -44,7 +44,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
         (
             ["--type", "airflow.sdk.exceptions.AirflowTaskTimeout", "Timeout, PID: 7"],
             ["unknown", "task-timeout", "type-task-timeout"],
-        ),  # Airflow's timeout without importing Airflow
+        ),  # Airflow's timeout, the real class
         (["--status", "429", "slow down"], ["retryable", "rate-limited", "http-rate-limited"]),  # HTTP status
         (
             ["--sqlstate", "40P01", "deadlock detected"],
@@ -70,12 +70,32 @@ def test_classify_text(capsys: pytest.CaptureFixture[str]) -> None:
     )
 
 
+def test_classify_resolves_a_dotted_type_to_the_real_class(capsys: pytest.CaptureFixture[str]) -> None:
+    """--type psycopg.errors.UndefinedTable classifies as the real exception does in a task (its SQLSTATE)."""
+    code, out, err = run(capsys, "classify", "--type", "psycopg.errors.UndefinedTable", "x", "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == {
+        "failure_class": "poison",
+        "category": "not-found",
+        "rule": "sqlstate-not-found",
+    }
+
+
+def test_classify_says_when_a_dotted_type_cannot_be_imported(capsys: pytest.CaptureFixture[str]) -> None:
+    """A dotted --type that cannot be imported is judged by its name, and stderr says so."""
+    code, out, err = run(capsys, "classify", "--type", "nowhere_pkg.errors.Gone", "x")
+    assert (code, out) == (0, "retryable/unclassified (rule: default)\n")
+    assert err.startswith("airflow-retry: note: cannot import 'nowhere_pkg.errors.Gone' (ModuleNotFoundError")
+    assert "classified by its name alone" in err
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["--type", "not a name", "x"], "--type must be an exception name"),  # not an identifier
         (["--type", "UnicodeDecodeError", "x"], "--type UnicodeDecodeError cannot be built from a message"),
         (["--sqlstate", "4000", "x"], "--sqlstate must be five letters or digits"),  # too short
+        (["--status", "999", "x"], "--status must be an HTTP status from 100 to 599"),  # not an HTTP status
     ],
 )
 def test_classify_bad_input(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
@@ -96,6 +116,40 @@ def test_classify_with_a_rule_file(
     assert run(capsys, "classify", "--status", "404", "--rules", str(rules), "gone") == expected
     monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__RULES_FILE", str(rules))
     assert run(capsys, "classify", "--status", "404", "gone") == expected
+
+
+def test_classify_answers_without_importing_airflow_and_reads_the_rule_file_of_airflow_cfg(
+    tmp_path: Path,
+) -> None:
+    """``policy classify`` does not import Airflow (seconds: it answered in 2-5 s, ``schedule`` in 0.3 s),
+    and still applies ``[retry_provider] rules_file`` set in airflow.cfg, as Airflow would read it."""
+    import os
+
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n- {class: retryable, category: eventually-consistent, status: 404}\n")
+    config = tmp_path / "airflow.cfg"
+    config.write_text(f"[core]\nload_examples = False\n\n[retry_provider]\nrules_file = {rules}\n")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AIRFLOW__RETRY_PROVIDER__", "AIRFLOW_RETRY_"))
+    }
+    script = (
+        "import sys\nfrom airflow_retry_provider.cli import main\n"
+        "code = main(['policy', 'classify', '--status', '404', 'gone'])\n"
+        "print('airflow imported' if 'airflow' in sys.modules else 'airflow not imported', code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**env, "AIRFLOW_CONFIG": str(config)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.splitlines() == [
+        "retryable/eventually-consistent (rule: file-rules-0)",
+        "airflow not imported 0",
+    ], done.stderr
 
 
 def test_classify_with_a_bad_rule_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -306,6 +360,11 @@ def test_decide(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[s
             "tasks[0].observedAt: must be between 0 and asOf (1000), got 2000",
         ),  # a future observation
         (b" " * 1_000_001, "input: larger than 1000000 bytes, refused"),  # over 1 MB
+        (
+            b"{}",
+            'input: missing "asOf" (it needs asOf, deadline, maxObservationAge, policy, tasks), it has nothing; '
+            "`airflow-retry policy decide --example` prints a whole case",
+        ),  # an empty case: the missing field named in the user's words, not "got []"
     ],
 )
 def test_decide_bad_input(

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from airflow_retry_provider.policy import Backoff, ScheduledDelay, fnv1a_32, jitter_fraction, jitter_hash
+from airflow_retry_provider.policy.fields import show
 
 MS = timedelta(milliseconds=1)
 
@@ -234,7 +235,26 @@ def test_validation(kwargs: dict, field: str) -> None:
     """A bad parameter is refused with a message naming the field and the value."""
     with pytest.raises(ValueError, match=rf"^{field} must") as info:
         Backoff(**kwargs)
-    assert repr(next(iter(kwargs.values()))) in str(info.value)
+    assert show(next(iter(kwargs.values()))) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        # the issue's first case: a cap below the base
+        (
+            {"base": timedelta(minutes=1), "cap": timedelta(seconds=10)},
+            "cap must be a timedelta >= base (1 min), got 10 s",
+        ),
+        # a negative base, not datetime.timedelta(days=-1, seconds=86100)
+        ({"base": timedelta(minutes=-5)}, "base must be a timedelta >= 0, got -5 min"),
+    ],
+)
+def test_durations_in_messages_are_in_the_users_words(kwargs: dict, message: str) -> None:
+    """A bad duration is shown as written (``10 s``, ``-5 min``), never as ``datetime.timedelta(...)``."""
+    with pytest.raises(ValueError) as info:
+        Backoff(**kwargs)
+    assert str(info.value) == message
 
 
 @pytest.mark.parametrize("attempt", [0, -1, True, 1.0])
