@@ -23,9 +23,10 @@ import string
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from airflow_retry_provider.policy import secret_words
+from airflow_retry_provider.policy import cli, secret_words, vendor
 from airflow_retry_provider.policy.engine import Pattern, bounded, pattern
 from airflow_retry_provider.policy.text import storable
 
@@ -56,13 +57,17 @@ _QUOTED = "(?:" + "|".join(_quoted_at(depth, quote) for depth in (7, 3, 1, 0) fo
 # HTTP, cloud SDKs and connection strings, plus other languages' words: policy/secret_words.py);
 # a key that *ends* in key/keys/auth is one too.
 _FOREIGN_WORDS = secret_words.words()
+# A key's characters: Unicode letters, digits and marks (RE2's \w is ASCII only: пароль_бд, 密码,
+# पासवर्ड with its vowel signs), _ . and -
+_KEY_CHAR = r"[\pL\pN\pM_.-]"
 _KEY = (
-    r"[\w.-]*(?:pass|pwd|token|secret|credential|signature|cookie|session-?id|"
+    rf"{_KEY_CHAR}*(?:pass|pwd|token|secret|credential|signature|cookie|session-?id|"
     + "|".join(_FOREIGN_WORDS)
-    + r"|api-?key|access-?key|private-?key|account-?key)[\w.-]*"
-    r"|[\w.-]*(?:key|keys|[_.-]auth)|auth|sig|session|pw"
+    + rf"|api-?key|access-?key|private-?key|account-?key){_KEY_CHAR}*"
+    rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth)|auth|sig|session|pw"
 )
-_SEP = r"(\\*[\"']?[ \t]*(?::=|=>|==?|:)[ \t]*(?:\r?\n[ \t]*-[ \t]+)?)"  # = or :, or : then a YAML list item
+# = or :, full-width too (密码：x), or : then a YAML list item
+_SEP = r"(\\*[\"']?[ \t]*(?::=|=>|==?|:|：|＝)[ \t]*(?:\r?\n[ \t]*-[ \t]+)?)"
 # key<space>value, '--key', 'value': only the key and the space are matched, the value is read in
 # Python, so a value that is not a secret is not consumed ("pass password=x" still shows its key)
 _SPACE_SEP = r"(\\*[\"'][ \t]*,[ \t]*|[ \t]+)"
@@ -104,7 +109,7 @@ _AUTHORIZATION = pattern(
 # a bare credential after its scheme word: Bearer <8+ chars>; Basic/NTLM/Negotiate <base64>
 _SCHEME = pattern(r"(?:^|[^\w-])(bearer|basic|ntlm|negotiate)[ \t]+([\w.~+/=-]{8,})", ignore_case=True)
 # key=value, "key": "value", key: value, key value, '--key', 'value', where the key names a secret
-_KEY_VALUE = pattern(rf"(?:^|[^\w.-])({_KEY}){_SEP}{_VALUE}", ignore_case=True)
+_KEY_VALUE = pattern(rf"(?:^|[^\pL\pN\pM_.-])({_KEY}){_SEP}{_VALUE}", ignore_case=True)
 _KEY_SPACE = pattern(rf"(?:^|[\s\"'(\[{{,])({_KEY}){_SPACE_SEP}", ignore_case=True)
 # XML: <Password>x</Password>, <ns:ApiKey><![CDATA[x]]></ns:ApiKey>
 _XML_ELEMENT = pattern(
@@ -133,52 +138,6 @@ _NAMED = (
     pattern(r"<[\w:.-]+[ \t][^<>]*?\b(?:name|key)[ \t]*=[ \t]*[\"']([^\"'<>]*)[\"'][^<>/]*>([^<]*)<", ignore_case=True),
 )  # fmt: skip
 
-# command lines: the tools whose password flag is not named as one (--password=x is a key above)
-_ARG = r"(\"[^\"\r\n]*\"|'[^'\r\n]*'|[^\s'\",\])]+)"
-_START = r"(?:^|[\s'\"\[(,=])"  # where an argument starts (a space, a quote of an argv list)
-_NEXT = r"(?:[ \t]+|[\"'][ \t]*,[ \t]*[\"']?)"  # the next argument: a space, or ', ' in an argv list
-
-
-def _tool(tools: str, flag: str, after: str) -> Pattern:
-    """A flag's value on the line of one of ``tools`` (a tool's name, case-insensitive; flags are not)."""
-    return pattern(rf"(?i:\b(?:{tools})(?:\.exe)?\b)[^\r\n]*?{_START}{flag}{after}{_ARG}")
-
-
-_MYSQL = "mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mysqlpump|mysqlslap|mariadb|mariadb-dump|mariadb-admin"
-_CLI: tuple[tuple[tuple[str, ...], Pattern], ...] = (
-    (("mysql", "mariadb"), _tool(_MYSQL, "-p", "")),  # mysql -pX (attached: mysql -p X asks for it)
-    (("sshpass",), _tool("sshpass", "-p", f"{_NEXT}?")),  # sshpass -p X
-    (("sqlcmd", "bcp", "osql", "isql"), _tool("sqlcmd|bcp|osql|isql", "-P", f"{_NEXT}?")),  # SQL Server
-    (("redis-cli", "keydb-cli", "valkey-cli"), _tool("redis-cli|keydb-cli|valkey-cli", "-a", f"{_NEXT}?")),
-    (("ldap",), _tool("ldapsearch|ldapmodify|ldapadd|ldapdelete|ldapwhoami|ldappasswd|ldapcompare", "-w", _NEXT)),
-    (("vsql",), _tool("vsql", "-w", _NEXT)),  # Vertica
-    (("mongo",), _tool("mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|mongostat|mongotop", "-p", f"{_NEXT}?")),
-    (("beeline", "hdbsql"), _tool("beeline|hdbsql", "-p", _NEXT)),  # Hive, SAP HANA
-    (("7z",), _tool("7z|7za|7zr", "-p", "")),  # 7z -pX
-    (("zip",), _tool("zip|unzip|zipcloak", "-P", _NEXT)),
-    (("openssl",), _tool("openssl", "-k", _NEXT)),  # openssl enc -k X
-    (("login",), _tool(r"(?:docker|podman|nerdctl|buildah|skopeo|oras|helm|crane|az)\b[^\r\n]*?\blogin", "-p", _NEXT)),
-    # user:password, user%password, user,password: the password after the separator
-    (("curl",), _tool("curl", r"(?:-u|--user|-U|--proxy-user)", rf"{_NEXT}?[\"']?[^\s:'\"]*:")),
-    (("smbclient", "rpcclient", "smbcacls"), _tool("smbclient|rpcclient|smbcacls", r"(?:-U|--user)", rf"(?:{_NEXT}|=)?[\"']?[^\s%'\"]*%")),
-    (("lftp",), _tool("lftp", "-u", rf"{_NEXT}[\"']?[^\s,'\"]*,")),
-    # a client certificate's password after its file (curl --cert client.p12:password, -E, --proxy-cert)
-    (("curl",), _tool("curl", r"(?:-E|--cert|--proxy-cert)", rf"(?:{_NEXT}|=)?[\"']?[^\s:'\"]*:")),
-    (("oauth2-bearer",), _tool("curl", "--oauth2-bearer", rf"(?:{_NEXT}|=)")),
-    # basic auth as user:password: HTTPie and xh (-a, --auth), ApacheBench (-A, proxy -P)
-    (("-a ", "--auth"), _tool("http|https|xh|xhs", r"(?:-a|--auth)", rf"(?:{_NEXT}|=)[\"']?[^\s:'\"]*:")),
-    (("ab ",), _tool("ab", r"-[AP]", rf"{_NEXT}[\"']?[^\s:'\"]*:")),
-    (("ssh-keygen",), _tool("ssh-keygen", r"-[NP]", _NEXT)),  # new and old passphrase
-    (("mosquitto",), _tool("mosquitto_pub|mosquitto_sub|mosquitto_rr", "-P", _NEXT)),
-    (("rar",), _tool("rar|unrar", "-p", "")),  # rar -pX
-    (("psexec", "paexec"), _tool("psexec|psexec64|paexec", "-p", _NEXT)),
-    (("plink", "pscp", "psftp"), _tool("plink|pscp|psftp", "-pw", _NEXT)),  # PuTTY's tools
-    (("freerdp",), _tool("xfreerdp|xfreerdp3|wlfreerdp|sdl-freerdp", "/p:", "")),
-    (("cqlsh",), _tool("cqlsh", "-p", _NEXT)),  # Cassandra
-    (("db2",), _tool("db2", r"(?i:using)", _NEXT)),  # db2 connect to x user u using <password>
-    (("rabbitmqctl",), _tool("rabbitmqctl", r"(?:add_user|change_password)", rf"{_NEXT}[^\s'\"]+{_NEXT}")),
-)  # fmt: skip
-_CLI_WORDS = tuple(word for words, _ in _CLI for word in words)
 # Oracle connect strings user/password[@db], on the line of an Oracle tool or in a JDBC URL
 _ORACLE_WORDS = ("sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "userid", "jdbc:oracle", "sql> conn")  # fmt: skip
 _ORACLE = pattern(r"(?:^|[\s'\"=,\[(:])([A-Za-z_][\w$#.]*)/(\"[^\"\r\n]*\"|[^\s/@'\";,]+)(?:@|[\s'\"]|$)")
@@ -264,6 +223,14 @@ _VENDOR = pattern(
 # the high-entropy catch-all: a long run of base64 / hex characters (detect-secrets'
 # Base64HighEntropyString and HexHighEntropyString charsets), judged in Python (_looks_random)
 _RUN = pattern(r"(?:^|[^A-Za-z0-9+/_-])([A-Za-z0-9+/_-]{20,}=*)")  # also after = (X=<random>)
+# a parser that quotes the piece of a URI or DSN it could not read: with an @, : or / in a
+# password, that piece is the password's start (urllib's and redis-py's "Port could not be cast to
+# integer value as 'x'", httpx's "Invalid port: 'x'", Go's net/url "invalid port \":x\" after
+# host", libpq's "invalid integer value \"x\" for connection option \"port\"")
+_QUOTED_PORT = pattern(
+    r"(?i:port could not be cast to integer value as|invalid port:?|invalid integer value)[ \t]*"
+    r"(?:\\*'([^'\r\n\\]*)|\\*\"([^\"\r\n\\]*))"
+)
 # libpq (psycopg, psycopg2) quotes the word of a DSN it could not parse: with a space in a
 # password (password=Sup3r S3cret), that word is the password's second half
 _LIBPQ = pattern(
@@ -275,7 +242,8 @@ _LIBPQ = pattern(
 _NOT_SECRETS = frozenset(
     {"", MASK, "null", "none", "nil", "true", "false", "undefined", "bearer", "basic", "token", "digest",
      "negotiate", "ntlm", "<redacted>", "[redacted]", "redacted", "********", "xxx",
-     "%s", "%r", "%d", "?", "{}", "<token>", "<password>", "<secret>"}
+     "%s", "%r", "%d", "?", "{}", "<token>", "<password>", "<secret>",
+     "yes", "no"}  # MySQL's "(using password: YES)"
 )  # fmt: skip
 
 
@@ -302,13 +270,15 @@ _NAME_SUFFIXES = (
     "expiration", "ttl", "timeout", "length", "count", "format", "mode", "version", "policy", "scope",
     "method", "endpoint", "location", "_id", "-id", ".id", "keyid", "provider", "manager", "store",
 )  # fmt: skip
-_SESSION_IDS = ("sessionid", "session_id", "session-id")
+# keys ending in an id suffix whose value is the credential itself: a session's id, AppRole's secret_id
+_SECRET_IDS = ("sessionid", "session_id", "session-id", "secret_id", "secret-id", "secretid")
 # keys that end in "key" and name a row, an object or a parameter: a name, not a secret
 _NAMING_KEYS = (
     "parameterkey", "objectkey", "s3key", "s3_key", "partitionkey", "partition_key", "sortkey", "sort_key",
     "hashkey", "rangekey", "tagkey", "primarykey", "primary_key", "foreignkey", "foreign_key", "routingkey",
     "routing_key", "cachekey", "cache_key", "dedupkey", "dedup_key", "idempotencykey", "idempotency_key",
     "idempotency-key", "groupkey", "group_key", "sessionkey_name", "monkey", "turkey", "hockey", "whiskey",
+    "projectkey", "project_key", "project-key", "issuekey", "issue_key", "bucketkey", "bucket_key",
 )  # fmt: skip
 # Python's "SomeTokenError: message": an exception's name, not a key
 _EXCEPTION_SUFFIXES = ("error", "exception", "warning", "fault", "failure")
@@ -340,12 +310,14 @@ _HASH_WORDS = (
     "sha", "md5", "hash", "digest", "commit", "checksum", "etag", "fingerprint", "revision", "rev ",
     "oid", "blob", "tree", "trace", "span", "request", "correlation", "uuid", "guid", "object", "build",
     "image", "layer", "integrity", "crc", "git", "head", "version", "_id", "-id", " id", "id=", "id:",
-    "container",
+    "id>", 'id"', "id'",  # <HostId>, "RequestId": (an id's key, in XML, JSON or a repr)
+    "container", "ref ", "refs/", "reference", "checkout", "merge", "rebase", "revert", "reset", "cherry-pick", "fetch",
+    "want ", "pack", "parent",
 )  # fmt: skip
 PATTERNS: tuple[Pattern, ...] = (
     _PEM, _URI, _WEBHOOK, _COOKIE, _AUTHORIZATION, _SCHEME, _KEY_VALUE, _KEY_SPACE, _XML_ELEMENT, *_NAMED,
-    *(p for _, p in _CLI), _ORACLE, _TABLE_RULE, _PLAIN_HEADER, _PYDANTIC_INPUT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN, _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER,
-    _VENDOR, _RUN, _LIBPQ, _SPACED_KEY,
+    _ORACLE, _TABLE_RULE, _PLAIN_HEADER, _PYDANTIC_INPUT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN, _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER,
+    _VENDOR, _RUN, _LIBPQ, _QUOTED_PORT, _SPACED_KEY,
 )  # fmt: skip
 """Every pattern redaction runs (the linear-time test runs each on adversarial input)."""
 
@@ -443,11 +415,45 @@ def _uri_rest(text: str, start: int, rest: str, end: int, spans: list[Span]) -> 
         spans.append((start + colon + 1, start + at))
 
 
-def _uri(text: str, spans: list[Span]) -> None:
+MAX_QUERY_PARAMETERS = 32
+"""At most this many parameters of one URL's query are judged by their shape."""
+# a query parameter whose name says its value is a hash, a version or a trace: its shape is no clue
+_QUERY_HASH_KEYS = ("sha", "hash", "digest", "commit", "checksum", "etag", "rev", "ref", "version", "trace",
+                    "span", "request", "correlation", "fingerprint", "oid", "uuid", "guid", "integrity")  # fmt: skip
+
+
+def _query(start: int, rest: str, spans: list[Span], readable: list[Span]) -> None:
+    """Every parameter of one URL's query (``rest`` at ``start``): a value shaped as a credential
+    (random, long hex) is hidden whatever its name (``&appid=<32 hex>``), unless the name says it is
+    a hash; a secret-named one is the key family's. When the query holds a secret, the URL's path
+    is what on-call reads (a resource's id beside ``sig=``): its random-looking pieces stay."""
+    question = rest.find("?")
+    if question < 0:
+        return
+    secret = False
+    offset = start + question + 1
+    for parameter in rest[question + 1 :].split("&", MAX_QUERY_PARAMETERS)[:MAX_QUERY_PARAMETERS]:
+        key, equals, value = parameter.partition("=")
+        value = value.split("#", 1)[0]
+        if equals and value and "//" not in value and "%2f%2f" not in value.lower():  # not a URL
+            if _secret_column(key):
+                secret = True
+            elif not any(word in key.lower() for word in _QUERY_HASH_KEYS) and _looks_random(value):
+                value_start = offset + len(key) + 1
+                spans.append((value_start, value_start + len(value)))
+                secret = True
+        offset += len(parameter) + 1
+    path = rest.find("/", 0, question)
+    if secret and path >= 0:
+        readable.append((start + path, start + question))
+
+
+def _uri(text: str, spans: list[Span], readable: list[Span]) -> None:
     for match in _matches(_URI, text, spans):
         start, end = match.span(1)
         rest = match.group(1)
         _uri_rest(text, start, rest, end, spans)
+        _query(start, rest, spans, readable)
         inner = rest.find("://")
         for _ in range(_INNER_URIS):  # a URI in the query or path of this one
             if inner < 1:
@@ -495,8 +501,11 @@ def _authorization(text: str, spans: list[Span]) -> None:
         start, end = _header_value(text, match, "" if 0 <= digest < 40 else "\"'&,;")
         value = text[start:end]
         scheme, _, rest = value.partition(" ")
-        if rest.strip() and scheme.lower() in _SCHEMES:  # keep the scheme: "Bearer ***"
+        if rest.strip() and _scheme_word(scheme):  # keep the scheme: "Bearer ***", "GenieKey ***"
             start += len(scheme) + len(rest) - len(rest.lstrip(" \t")) + 1
+        equals = text.find("=", start, end)
+        if 0 <= equals and text[start:equals].isalpha() and " " not in text[start:equals]:
+            start = equals + 1  # AWS4-HMAC-SHA256 Credential=***: the parameter's name stays
         if digest < 0 or digest >= 40:  # one credential: to the next space (Digest's run to the end)
             space = min(
                 (i for i in (text.find(" ", start, end), text.find("\t", start, end)) if i >= 0), default=end
@@ -506,6 +515,23 @@ def _authorization(text: str, spans: list[Span]) -> None:
             end -= 1
         if end > start and not _not_secret(text[start:end]):
             spans.append((start, end))
+
+
+def _scheme_word(word: str) -> bool:
+    """An authorization scheme's name, whatever it is (``Bearer``, ``GenieKey``, ``Splunk``, ``SSWS``,
+    ``AWS4-HMAC-SHA256``, ``SharedKey``): a known one, or a short word of letters (a few digits and
+    dashes at most) that does not look random. The credential after it is hidden, the word kept."""
+    if word.lower() in _SCHEMES:
+        return True
+    letters = word.replace("-", "").replace("_", "")
+    return (
+        0 < len(word) <= 24
+        and word[0].isalpha()
+        and letters.isalnum()
+        and letters.isascii()
+        and sum(c.isdigit() for c in word) <= 4
+        and not _looks_random(word)
+    )
 
 
 def _looks_encoded(secret: str) -> bool:
@@ -519,9 +545,17 @@ def _scheme(text: str, spans: list[Span]) -> None:
             spans.append(match.span(2))
 
 
+def _prose(value: str) -> bool:
+    """A word of a sentence, not a value: a lower-case word or an error code (``provided.``,
+    ``[unauthorized_client]``, ``invalid_grant``), a bracketed one, or punctuation alone."""
+    word = value.strip("[](){}<>.,;:!?'\"`")
+    return not word or (word.replace("_", "").replace("-", "").isalpha() and word.islower())
+
+
 def _looks_secret(value: str) -> bool:
-    """A value after ``key<space>``: 6+ characters with a digit, a symbol or an inner capital, not an ARN or URL."""
-    if len(value) < 6 or value.lower().startswith("arn:") or "://" in value:
+    """A value after ``key<space>``: 6+ characters with a digit, a symbol or an inner capital, not an ARN or
+    URL, not a word of the sentence (``Invalid client secret provided.``)."""
+    if len(value) < 6 or value.lower().startswith("arn:") or "://" in value or _prose(value):
         return False
     if value.isalpha() and value.isupper():
         return False  # a constant's or a message's word (PASSWORD INVALID), not a password
@@ -560,11 +594,12 @@ def _list_items(text: str, end: int, spans: list[Span]) -> None:
 
 
 def _secret_key(key: str) -> bool:
-    """Whether a matched key really names a secret (not ``secret_name``, ``token_url``, ``PWD=/home``)."""
+    """Whether a matched key really names a secret (not ``secret_name``, ``token_url``, ``PWD=/home``;
+    ``secret_id`` is Vault AppRole's credential, ``token_id`` and ``key_id`` name one)."""
     lowered = key.lower().lstrip("-")
     if lowered.endswith(_NAMING_KEYS) or lowered.endswith(_EXCEPTION_SUFFIXES):
         return False
-    return not lowered.endswith(_NAME_SUFFIXES) or lowered.endswith(_SESSION_IDS)
+    return not lowered.endswith(_NAME_SUFFIXES) or lowered.endswith(_SECRET_IDS)
 
 
 def _spaced_value(key: str, value: str) -> bool:
@@ -624,6 +659,8 @@ def _key_values(text: str, spans: list[Span]) -> None:
             value = text[start:end]
         if sep.rstrip().endswith(":") and value.startswith("//"):
             continue  # a scheme (https://), not a value
+        if start == raw_start and sep.strip() in (":", "：") and _prose_word(value):
+            continue  # "token: expired", "password: required": a sentence, not a value
         lowered = key.lower()
         if lowered.endswith("pwd") and value.startswith(("/", "~")):
             continue  # the shell's working directory (PWD=/opt/airflow), not ODBC's password
@@ -644,6 +681,22 @@ def _key_values(text: str, spans: list[Span]) -> None:
         ):
             end = _continuation(text, end)  # not after FLAGS or ENV_VARS=x (a shell's word ends at a space)
         spans.append((start, end))
+
+
+PROSE_WORDS = frozenset(
+    {"required", "missing", "invalid", "incorrect", "expired", "empty", "wrong", "denied", "rejected",
+     "mismatch", "provided", "revoked", "unknown", "needed", "unset", "changed", "reset", "not", "is",
+     "was", "must", "should", "has", "have", "for", "the", "and", "failed", "none", "ok", "error",
+     "refused", "blank", "absent", "malformed", "unauthorized", "forbidden", "too", "of", "does",
+     "cannot", "can't", "did", "set", "yes", "no"}
+)  # fmt: skip
+"""Words that follow a secret's name in a sentence (``token: expired``): after ``:`` they are not a value."""
+
+
+def _prose_word(value: str) -> bool:
+    """A bare value after ``key:`` that is a word of the sentence, or punctuation alone."""
+    word = value.rstrip(".,;:!?")
+    return not word.strip("-_*.") or word.lower() in PROSE_WORDS
 
 
 def _user_and_password_key(key: str) -> bool:
@@ -682,16 +735,9 @@ def _named(text: str, spans: list[Span]) -> None:
 
 
 def _cli(text: str, lowered: str, spans: list[Span]) -> None:
-    if not any(map(lowered.__contains__, _CLI_WORDS)):
-        return
-    for words, tool in _CLI:
-        if any(map(lowered.__contains__, words)):
-            for match in _matches(tool, text, spans):
-                start, end = match.span(1)
-                if text[start] in "\"'" and end - start >= 2:
-                    start, end = start + 1, end - 1
-                if text[start:end] not in ("", MASK):
-                    spans.append((start, end))
+    for start, end in cli.find(text, lowered):
+        if text[start:end] != MASK and not _not_secret(text[start:end]):
+            spans.append((start, end))
 
 
 _AUTH_LINE = 256
@@ -926,6 +972,14 @@ def _pydantic_inputs(text: str, spans: list[Span]) -> None:
                 spans.append((start, end))
 
 
+def _quoted_ports(text: str, spans: list[Span]) -> None:
+    for match in _matches(_QUOTED_PORT, text, spans):
+        start, end = match.span(1) if match.span(1)[0] >= 0 else match.span(2)
+        value = text[start:end].lstrip(":")
+        if value and not value.isdigit() and value != MASK:
+            spans.append((end - len(value), end))
+
+
 def _oracle(text: str, spans: list[Span]) -> None:
     for match in _matches(_ORACLE, text, spans):
         user, (start, end) = match.group(1), match.span(2)
@@ -1010,12 +1064,14 @@ def _random_part(token: str) -> Span:
     return (first, last) if first >= 0 else (0, len(token))
 
 
-def _random_runs(text: str, lowered: str, spans: list[Span]) -> None:
+def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> None:
     judged: dict[str, bool] = {}  # a text that repeats a token judges it once
     for count, match in enumerate(_RUN.finditer(text)):
         if count == MAX_RUNS:
             return
         start, end = match.span(1)
+        if readable and any(first <= start < last for first, last in readable):
+            continue  # a URL's path beside its query's secret
         token = text[start:end]
         random = judged.get(token)
         if random is None:
@@ -1069,11 +1125,12 @@ def _percent(text: str, depth: int, spans: list[Span]) -> None:
 def _collect(text: str, depth: int = 0) -> list[Span]:
     """The spans of every secret in ``text``: each family runs only when its literal is there."""
     spans: list[Span] = []
+    readable: list[Span] = []  # where the entropy catch-all hides nothing (a URL's path beside its secret)
     lowered = text.lower()
     if "PRIVATE KEY" in text or "PuTTY-User-Key" in text:
         _pem(text, spans)
     if "://" in text:
-        _uri(text, spans)
+        _uri(text, spans, readable)
     if "hook" in lowered or "chat.googleapis" in lowered or "telegram" in lowered:
         _spans_of(_WEBHOOK, text, spans, groups=2)
     if "cookie" in lowered:
@@ -1101,7 +1158,7 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         if "<" in text:
             _xml(text, spans)
         _named(text, spans)
-    _cli(text, lowered, spans)  # gated on the tools' names
+    _cli(text, lowered, spans)  # each row gated on its tools' names and its flag
     if "AUTH" in text:
         _auth_commands(text, spans)
     if "PASS" in text:
@@ -1125,6 +1182,8 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         _plain_tables(text, spans)
     if "/" in text and any(map(lowered.__contains__, _ORACLE_WORDS)):
         _oracle(text, spans)
+    if "port" in lowered or "invalid integer value" in lowered:
+        _quoted_ports(text, spans)
     if "connection info string" in text or "unexpected spaces found" in text:
         _spans_of(_LIBPQ, text, spans, groups=2)
     if "%" in text and depth < 3:
@@ -1133,17 +1192,20 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         for word in text.split():  # max(map(len, ...)), which costs more for a few words)
             if len(word) >= LONG_WORD:
                 _spans_of(_VENDOR, text, spans)
-                _random_runs(text, lowered, spans)
+                spans.extend(vendor.find(text))
+                _random_runs(text, lowered, spans, readable)
                 break
     return spans
 
 
-def _masked(text: str, spans: list[Span]) -> str:
-    """``text`` with each span (merged where they overlap or touch) replaced by ``***``."""
+def _masked(text: str, spans: list[Span]) -> tuple[str, int]:
+    """``text`` with each span (merged where they overlap or touch) replaced by ``***``, and how
+    many ``***`` were put in."""
     if not spans:
-        return text
+        return text, 0
     parts: list[str] = []
     kept = 0
+    hidden = 0
     for start, end in sorted(spans):
         if end <= kept:
             continue
@@ -1151,9 +1213,10 @@ def _masked(text: str, spans: list[Span]) -> str:
         if start > kept or not parts:
             parts.append(text[kept:start])
             parts.append(MASK)
+            hidden += 1
         kept = end
     parts.append(text[kept:])
-    return "".join(parts)
+    return "".join(parts), hidden
 
 
 def cut(text: str, limit: int) -> str:
@@ -1171,11 +1234,20 @@ def cut(text: str, limit: int) -> str:
     return head + ELLIPSIS
 
 
-def redact(text: str, limit: int | None = None) -> str:
-    """Return ``text`` with secrets (passwords, tokens, keys, signatures, cookies) replaced by ``***``.
+@dataclass(frozen=True)
+class Redacted:
+    """A redacted text and how many values were hidden in it.
 
-    A text longer than ``engine.MAX_MATCH_CHARS`` is bounded first (its first and last 8 KiB, with a
-    mark saying how much was left out); the bounded text is redacted whole.
+    :param text: the text with each secret replaced by ``***`` (cut to the limit, when one was given).
+    :param hidden: how many values were hidden (each one ``***``), counted before any cut.
+    """
+
+    text: str
+    hidden: int
+
+
+def redaction(text: str, limit: int | None = None) -> Redacted:
+    """Redact ``text`` as :func:`redact` does, and say how many values were hidden.
 
     :param limit: when set, the redacted text is then cut (see :func:`cut`) to at most ``limit``
         characters: cutting comes after redaction, so no prefix of a secret is kept.
@@ -1183,5 +1255,18 @@ def redact(text: str, limit: int | None = None) -> str:
     # cut first, then clean: storable() on 10 MB costs far more than on 16 KiB (one for one, so
     # the cut's count stays right); RE2 matches UTF-8: a lone surrogate becomes U+FFFD
     text = storable(bounded(text))
-    redacted = _masked(text, _collect(text))
-    return redacted if limit is None else cut(redacted, limit)
+    redacted, hidden = _masked(text, _collect(text))
+    return Redacted(redacted if limit is None else cut(redacted, limit), hidden)
+
+
+def redact(text: str, limit: int | None = None) -> str:
+    """Return ``text`` with secrets (passwords, tokens, keys, signatures, cookies) replaced by ``***``.
+
+    A text longer than ``engine.MAX_MATCH_CHARS`` is bounded first (its first and last 8 KiB, with a
+    mark saying how much was left out); the bounded text is redacted whole. :func:`redaction` also
+    says how many values were hidden.
+
+    :param limit: when set, the redacted text is then cut (see :func:`cut`) to at most ``limit``
+        characters: cutting comes after redaction, so no prefix of a secret is kept.
+    """
+    return redaction(text, limit).text
