@@ -30,6 +30,14 @@ DROPPED = {
 }
 
 
+# gitleaks' assignment rules: a key holding a vendor's name, a separator, then a value of a length
+# (airtable_base='appX9k2LmQ7rT4vWz' is one). The provider judges a key by its meaning (the key
+# family) and a bare value by its shape (the entropy family), so these are left out: they hide ids
+# under a vendor's name (asana_client_id, plaid_client_id) that on-call reads.
+ASSIGNMENT_PREFIX = "(?i)[\\w.-]{0,50}?(?:"
+ASSIGNMENT = "an assignment rule (a vendor's name in the key): the key family judges keys by their meaning"
+
+
 def _compiles(regex: str) -> str | None:
     try:
         re2.compile(regex)
@@ -47,6 +55,7 @@ def convert(toml_text: str, version: str, commit: str) -> dict[str, object]:
         keywords = [word.lower() for word in rule.get("keywords", [])]
         reason = (
             DROPPED.get(rule_id)
+            or (ASSIGNMENT if (regex or "").startswith(ASSIGNMENT_PREFIX) else None)
             or (None if regex else "no regex (a path rule)")
             or (None if keywords else "no keywords: it could not be gated by a substring check")
             or _compiles(regex)

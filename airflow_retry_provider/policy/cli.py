@@ -14,7 +14,9 @@ the text.
 
 The generic rule, for any tool: ``user:secret`` (or ``user%secret``) after ``--user``, ``-u`` or
 ``-U`` hides what follows the separator, unless it is a number (``docker run -u 1000:1000``), the
-user again, or a URL's rest (``beeline -u jdbc:hive2://...``). A flag whose value is random (high entropy) is the entropy family's.
+user again, or a URL's rest (``beeline -u jdbc:hive2://...``); and after a user flag and its name,
+a short password flag's value on the same command (``-p``, ``-P``, ``-pw``, ``-w``, ``--pass``:
+``knife -U ubuntu -P x``), unless it is a port (digits) or a path. A flag whose value is random (high entropy) is the entropy family's.
 """
 
 from __future__ import annotations
@@ -151,11 +153,17 @@ USER_PAIR = pattern(
     rf"{START}(?:--user(?:name)?|-u|-U)(?:=|{NEXT})?[\"']?([^\s:%'\"/@,]+)[:%]([^\s'\"@,\])]+)"
 )
 _USER_FLAGS = ("--user", "-u", "-U")
+# and a short password flag after a user flag on the same command line (knife -U ubuntu -P x,
+# bolt --user ops -p x): a user's name then a password's flag is a login, whatever the tool
+USER_THEN_PASSWORD = pattern(
+    rf"{START}(?:--user(?:name)?|-u|-U|-l|--login)(?:=|{NEXT})[\"']?[^\s'\"-][^\s'\"]*[\"']?"
+    rf"[^\r\n|;&]*?{START}(?:-p|-P|-pw|-w|--pass)(?:{NEXT}){ARG}"
+)
 
 
 def patterns() -> tuple[Pattern, ...]:
     """Every pattern of this family (the linear-time tests run each)."""
-    return (*(row.pattern for row in table()), USER_PAIR)
+    return (*(row.pattern for row in table()), USER_PAIR, USER_THEN_PASSWORD)
 
 
 def _inside_quotes(text: str, start: int, end: int) -> Span:
@@ -186,4 +194,11 @@ def find(text: str, lowered: str) -> list[Span]:
             user, secret = match.group(1), match.group(2)
             if not secret.isdigit() and secret != user and "//" not in secret:  # not a URL
                 spans.append(match.span(2))
+        for count, match in enumerate(USER_THEN_PASSWORD.finditer(text)):
+            if count == MAX_MATCHES_PER_ROW:
+                break
+            start, end = _inside_quotes(text, *match.span(1))
+            value = text[start:end]
+            if value and not value.replace(":", "").isdigit() and value[0] not in "/$.~":  # a port, a path
+                spans.append((start, end))
     return spans

@@ -63,7 +63,9 @@ _KEY_CHAR = r"[\pL\pN\pM_.-]"
 _KEY = (
     rf"{_KEY_CHAR}*(?:pass|pwd|token|secret|credential|signature|cookie|session-?id|"
     + "|".join(_FOREIGN_WORDS)
-    + rf"|api-?key|access-?key|private-?key|account-?key){_KEY_CHAR}*"
+    + rf"|api-?key|access-?key|private-?key|account-?key)"
+    # then the rest of the word, or a connecting word and one more (token de acceso, senha do banco)
+    rf"(?:[ \t](?:de|do|da|del|di|du|des|der|van|von|of)[ \t]{_KEY_CHAR}+|{_KEY_CHAR}*)"
     rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth)|auth|sig|session|pw"
 )
 # = or :, full-width too (密码：x), or : then a YAML list item
@@ -74,7 +76,8 @@ _SPACE_SEP = r"(\\*[\"'][ \t]*,[ \t]*|[ \t]+)"
 _VALUE = (
     f"({_QUOTED}"
     r"|\{(?:[^}\r\n]|\}\})*\}?"  # {braced} (ODBC: PWD={a;b}; }} is a literal })
-    r"|[^\s&;,\"'<>()\]}][^\s&;,\"'<>)\]}]*)"  # a bare word (not starting with "(": Key (id)=(5))
+    # a bare word (not starting with "(": Key (id)=(5)), ending before a repr's escaped line end (\r\n)
+    r"|[^\s&;,\"'<>()\]}\\](?:[^\s&;,\"'<>)\]}\\]|\\+[^\s&;,\"'<>)\]}\\rn])*)"
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -90,6 +93,8 @@ _PEM = pattern(
 )
 # scheme://user:password@host: the password runs to the LAST @ of the word, so it may hold / and @
 _URI = pattern(r"(?:^|[^\w+.-])[a-zA-Z][\w+.-]*://([^\s\"'<>]+)")
+# a path and its query without a scheme and host (an access log's "GET /callback?code=x HTTP/1.1")
+_RELATIVE_URL = pattern(r"(?:^|[\s\"'(\[])(/[^\s\"'<>?]*\?[^\s\"'<>]+)")
 # secrets that travel in a URL path: chat webhooks, Telegram bot tokens
 _WEBHOOK = pattern(
     r"(?:hooks\.slack\.com/(?:services|workflows|triggers)/|discord(?:app)?\.com/api/webhooks/"
@@ -102,9 +107,9 @@ _WEBHOOK = pattern(
 # group (RE2 then finds both ends with its DFA alone); _header_value() reads the value in Python.
 # A cookie is hidden to its closing quote or the line's end; an authorization keeps its scheme
 # word, and ends at a delimiter unless it is Digest's parameters.
-_COOKIE = pattern(r"(?:^|[^\w-])(?:set-)?cookie\\*[\"']?[ \t]*[:=][^\r\n]*", ignore_case=True)
+_COOKIE = pattern(r"(?:^|[^\w-]|\\[rn])(?:set-)?cookie\\*[\"']?[ \t]*[:=][^\r\n]*", ignore_case=True)
 _AUTHORIZATION = pattern(
-    r"(?:^|[^\w-])(?:proxy-)?authori[sz]ation\\*[\"']?[ \t]*[:=][^\r\n]*", ignore_case=True
+    r"(?:^|[^\w-]|\\[rn])(?:proxy-)?authori[sz]ation\\*[\"']?[ \t]*[:=][^\r\n]*", ignore_case=True
 )
 # a bare credential after its scheme word: Bearer <8+ chars>; Basic/NTLM/Negotiate <base64>
 _SCHEME = pattern(r"(?:^|[^\w-])(bearer|basic|ntlm|negotiate)[ \t]+([\w.~+/=-]{8,})", ignore_case=True)
@@ -197,7 +202,7 @@ _VENDOR = pattern(
     r"|sq0csp-[0-9A-Za-z_\\-]{43}|sq0atp-[\w-]{22,}|EAAA[\w-]{60,}"  # Square (square_oauth.py, + access tokens)
     r"|[0-9a-z]{32}-us[0-9]{1,2}"  # Mailchimp (mailchimp.py)
     r"|AKCp[A-Za-z0-9]{10,}"  # Artifactory API key (artifactory.py)
-    r"|(?:AC|SK)[a-z0-9]{32}"  # Twilio (twilio.py)
+    r"|SK[a-z0-9]{32}"  # Twilio API key (twilio.py; its AC... account SID is an id, as in gitleaks)
     r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9]{20,}"  # Stripe (stripe.py, + test/pk/whsec)
     r"|SG\.[\w-]{16,}\.[\w-]{16,}"  # SendGrid (sendgrid.py)
     r"|npm_[A-Za-z0-9]{36}|pypi-[\w-]{50,}"  # npm (npm.py), PyPI (pypi_token.py)
@@ -311,13 +316,13 @@ _HASH_WORDS = (
     "oid", "blob", "tree", "trace", "span", "request", "correlation", "uuid", "guid", "object", "build",
     "image", "layer", "integrity", "crc", "git", "head", "version", "_id", "-id", " id", "id=", "id:",
     "id>", 'id"', "id'",  # <HostId>, "RequestId": (an id's key, in XML, JSON or a repr)
-    "container", "ref ", "refs/", "reference", "checkout", "merge", "rebase", "revert", "reset", "cherry-pick", "fetch",
-    "want ", "pack", "parent",
+    "container", "ref ", "ref:", "ref=", "refs/", "reference", "checkout", "merge", "rebase", "revert", "reset", "cherry-pick", "fetch",
+    "want ", "pack", "parent", "ocid1.",
 )  # fmt: skip
 PATTERNS: tuple[Pattern, ...] = (
     _PEM, _URI, _WEBHOOK, _COOKIE, _AUTHORIZATION, _SCHEME, _KEY_VALUE, _KEY_SPACE, _XML_ELEMENT, *_NAMED,
     _ORACLE, _TABLE_RULE, _PLAIN_HEADER, _PYDANTIC_INPUT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN, _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER,
-    _VENDOR, _RUN, _LIBPQ, _QUOTED_PORT, _SPACED_KEY,
+    _VENDOR, _RUN, _LIBPQ, _QUOTED_PORT, _RELATIVE_URL, _SPACED_KEY,
 )  # fmt: skip
 """Every pattern redaction runs (the linear-time test runs each on adversarial input)."""
 
@@ -422,6 +427,11 @@ _QUERY_HASH_KEYS = ("sha", "hash", "digest", "commit", "checksum", "etag", "rev"
                     "span", "request", "correlation", "fingerprint", "oid", "uuid", "guid", "integrity")  # fmt: skip
 
 
+# query parameters that carry a credential by their protocol: OAuth 2.0's authorization code and
+# client assertion (RFC 6749 4.1.2, RFC 7523), CAS's service ticket, SAML's response, a one-time code
+_QUERY_CREDENTIALS = frozenset({"code", "assertion", "client_assertion", "ticket", "samlresponse", "otp"})
+
+
 def _query(start: int, rest: str, spans: list[Span], readable: list[Span]) -> None:
     """Every parameter of one URL's query (``rest`` at ``start``): a value shaped as a credential
     (random, long hex) is hidden whatever its name (``&appid=<32 hex>``), unless the name says it is
@@ -438,6 +448,10 @@ def _query(start: int, rest: str, spans: list[Span], readable: list[Span]) -> No
         if equals and value and "//" not in value and "%2f%2f" not in value.lower():  # not a URL
             if _secret_column(key):
                 secret = True
+            elif key.lower() in _QUERY_CREDENTIALS and not value.isdigit():
+                value_start = offset + len(key) + 1
+                spans.append((value_start, value_start + len(value)))
+                secret = True
             elif not any(word in key.lower() for word in _QUERY_HASH_KEYS) and _looks_random(value):
                 value_start = offset + len(key) + 1
                 spans.append((value_start, value_start + len(value)))
@@ -448,12 +462,36 @@ def _query(start: int, rest: str, spans: list[Span], readable: list[Span]) -> No
         readable.append((start + path, start + question))
 
 
+def _relative_urls(text: str, spans: list[Span], readable: list[Span]) -> None:
+    for match in _matches(_RELATIVE_URL, text, spans):
+        _query(match.start(1), match.group(1), spans, readable)
+
+
+_HOOK_SEGMENTS = frozenset({"hook", "hooks", "webhook", "webhooks", "webhookb2", "robot"})
+
+
+def _hook_path(start: int, rest: str, spans: list[Span]) -> None:
+    """A URL whose path is its credential: after a ``hook``/``hooks``/``webhook``/``webhooks``
+    segment (Feishu's ``/bot/v2/hook/<uuid>``, Zapier's ``/hooks/catch/<id>/<key>``), each later
+    segment that is not a number or a word is hidden."""
+    path = rest.split("?", 1)[0].split("#", 1)[0]
+    offset = 0
+    after_hook = False
+    for segment in path.split("/"):
+        if after_hook and segment and not segment.isdigit() and not _readable(segment):
+            spans.append((start + offset, start + offset + len(segment)))
+        after_hook = after_hook or segment.lower() in _HOOK_SEGMENTS
+        offset += len(segment) + 1
+
+
 def _uri(text: str, spans: list[Span], readable: list[Span]) -> None:
     for match in _matches(_URI, text, spans):
         start, end = match.span(1)
         rest = match.group(1)
         _uri_rest(text, start, rest, end, spans)
         _query(start, rest, spans, readable)
+        if "hook" in rest.lower() or "robot" in rest.lower():
+            _hook_path(start, rest, spans)
         inner = rest.find("://")
         for _ in range(_INNER_URIS):  # a URI in the query or path of this one
             if inner < 1:
@@ -484,7 +522,13 @@ def _header_value(text: str, match: Any, stops: str) -> Span:
             close += 1
         return lead + 1, end
     cut = min((i for i in (text.find(c, start, end) for c in stops) if i >= 0), default=end)
-    return start, cut
+    return start, _escaped_line_end(text, start, cut)
+
+
+def _escaped_line_end(text: str, start: int, end: int) -> int:
+    """Where a value ends before a repr's escaped line end (``\\r\\n`` in ``send: b'...'``), else ``end``."""
+    found = [i for i in (text.find("\\r", start, end), text.find("\\n", start, end)) if i >= 0]
+    return min(found) if found else end
 
 
 def _cookie(text: str, spans: list[Span]) -> None:
@@ -637,7 +681,11 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
     for match in _matches(_KEY_SPACE, text, spans):
         key = match.group(1)
         start, end = _next_word(text, match.end())
+        end = _escaped_line_end(text, start, end)
         value = text[start:end]
+        name, equals, _ = value.partition("=")
+        if equals and name.replace("_", "").replace("-", "").isalnum():
+            continue  # the next assignment (Token token=x): its key is the key family's
         if end > start and not _not_secret(value) and _secret_key(key):
             if _spaced_value(key, value):
                 spans.append((start, end))
@@ -1026,11 +1074,31 @@ def _looks_random(token: str) -> bool:
     pieces = token.split("-")
     if [len(p) for p in pieces] == [8, 4, 4, 4, 12] and not "".join(pieces).translate(_HEX):
         return False  # a UUID
+    if _mixed_run(token):
+        return True
     if _object_name(token, pieces):
         return False
     if math.log2(len(set(token))) <= BASE64_ENTROPY_LIMIT:
         return False  # the entropy is at most log2 of the characters used: no need to count them
     return _entropy(token) > BASE64_ENTROPY_LIMIT and not _readable(token)
+
+
+def _mixed_run(token: str) -> bool:
+    """A random key of one case's letters and digits (``ul65c6982k0409bbo38ag7iubzneh4``): 24+
+    characters, digits and letters each at least a fifth, switching often (a word, a date or a
+    version switches a few times). Its alphabet is too small for the base64 entropy limit."""
+    if (
+        len(token) < 24
+        or not token.isalnum()
+        or not token.isascii()
+        or not (token.islower() or token.isupper())
+    ):
+        return False
+    digits = sum(c.isdigit() for c in token)
+    if not 0.2 <= digits / len(token) <= 0.8:
+        return False
+    switches = sum(a.isdigit() != b.isdigit() for a, b in zip(token, token[1:], strict=False))
+    return switches >= len(token) // 3
 
 
 _DNS_LABEL = frozenset(string.ascii_lowercase + string.digits + "-")
@@ -1070,15 +1138,14 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
         if count == MAX_RUNS:
             return
         start, end = match.span(1)
-        if readable and any(first <= start < last for first, last in readable):
-            continue  # a URL's path beside its query's secret
         token = text[start:end]
         random = judged.get(token)
         if random is None:
             random = judged[token] = _looks_random(token)
         if random and not _named_hash(lowered[max(0, start - 128) : start]):
             first, last = _random_part(token)
-            spans.append((start + first, start + last))
+            if not any(begin <= start + first < finish for begin, finish in readable):
+                spans.append((start + first, start + last))  # not a URL's path beside its query's secret
 
 
 _SECRET_IN_NAME = ("key", "secret", "token", "pass", "pwd", "credential", "sig", "auth")
@@ -1131,6 +1198,8 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         _pem(text, spans)
     if "://" in text:
         _uri(text, spans, readable)
+    if "/" in text and "?" in text and "=" in text:
+        _relative_urls(text, spans, readable)
     if "hook" in lowered or "chat.googleapis" in lowered or "telegram" in lowered:
         _spans_of(_WEBHOOK, text, spans, groups=2)
     if "cookie" in lowered:

@@ -22,7 +22,7 @@ Sources:
 - "key", "secret", "token", "credential", "PIN": Wiktionary's translation tables of each English
   word (pt "chave", "segredo", "credencial"; es "clave", "llave", "secreto", "credencial"; it
   "chiave", "segreto"; de "Schlüssel"; fr "jeton"; ru "ключ", "секрет", "токен"; el "κωδικός";
-  fa "رمز"; zh "口令", "密钥", "秘钥", "令牌"; ja "暗証番号", "秘密鍵", "トークン"; ko "암호",
+  fa "رمز", "رمز عبور"; zh "口令", "密钥", "秘钥", "令牌"; ja "暗証番号", "秘密鍵", "トークン"; ko "암호",
   "패스워드", "토큰"), in the forms code writes them: lower case, with and without their accents,
   with ``_`` or a space between words.
 
@@ -70,7 +70,7 @@ SECRET_WORDS: dict[str, tuple[str, ...]] = {
     "sr": ("лозинка",),
     "he": ("סיסמה", "סיסמא"),
     "ar": ("كلمة المرور", "كلمة_المرور", "كلمة السر", "كلمة_السر"),
-    "fa": ("رمز", "گذرواژه"),
+    "fa": ("رمز", "رمز عبور", "رمز_عبور", "گذرواژه"),
     "hi": ("पासवर्ड", "कूटशब्द"),
     "th": ("รหัสผ่าน",),
     "zh": ("密码", "口令", "密钥", "秘钥", "令牌"),
@@ -109,6 +109,7 @@ PASSPHRASE_WORDS: tuple[str, ...] = (
     "лозинка",
     "סיסמה",
     "كلمة_المرور",
+    "رمز_عبور",
     "पासवर्ड",
     "รหัสผ่าน",
     "密码",
