@@ -134,9 +134,11 @@ def _pattern_of(row: Flag) -> Pattern:
     found = _PATTERNS.get(row)
     if found is None:
         tools = "|".join(re.escape(tool) for tool in row.tools)
-        head = rf"(?i:\b(?:{tools})(?:\.exe|\.sh)?\b)[^\r\n]*?"
+        # the tool as a command's word: after a space, a quote, a path's / (not org.x.vault.y)
+        head = rf"(?i:(?:^|[\s'\"\[(/\\+=])(?:{tools})(?:\.exe|\.sh)?)"
         if row.subcommand:
-            head += rf"(?i:\b{re.escape(row.subcommand)}\b)[^\r\n]*?"
+            head += rf"(?:[\s'\",\]][^\r\n]*?)?(?i:\b{re.escape(row.subcommand)}\b)"
+        head += r"(?:[\s'\",\]][^\r\n]*?)?"
         flag = re.escape(row.flag).replace("\\ ", "[ \t]+")
         if row.ignore_case:
             flag = f"(?i:{flag})"

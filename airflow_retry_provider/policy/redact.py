@@ -92,7 +92,8 @@ _PEM = pattern(
     r"|PuTTY-User-Key-File-\d(?s:.*?)(?:Private-MAC:[^\r\n]*|$)"
 )
 # scheme://user:password@host: the password runs to the LAST @ of the word, so it may hold / and @
-_URI = pattern(r"(?:^|[^\w+.-])[a-zA-Z][\w+.-]*://([^\s\"'<>]+)")
+# (and a scheme that lost its colon: SQLAlchemy's "Could not parse rfc1738 URL from string 'trino//u:p@h'")
+_URI = pattern(r"(?:^|[^\w+.-])[a-zA-Z][\w+.-]*:?//([^\s\"'<>]+)")
 # a path and its query without a scheme and host (an access log's "GET /callback?code=x HTTP/1.1")
 _RELATIVE_URL = pattern(r"(?:^|[\s\"'(\[])(/[^\s\"'<>?]*\?[^\s\"'<>]+)")
 # secrets that travel in a URL path: chat webhooks, Telegram bot tokens
@@ -166,6 +167,10 @@ _IDENTIFIED_BY = pattern(
 _PASS_COMMAND = pattern(r"(?m)^[ \t]*(?:>|C:|\*cmd\*|->)?[ \t]*'?PASS[ \t]+([^\r\n']+)")
 _IMAP_LOGIN = pattern(
     r"(?:^|[\s'>])[A-Za-z0-9]{1,10} LOGIN[ \t]+(?:\\?\"[^\"\r\n]*\\?\"|\S+)[ \t]+(?:\\?\"([^\"\r\n\\]*)|([^\s']+))"
+)
+# expect's diagnostics (expect -d): the string sent after a password prompt was matched
+_EXPECT_SEND = pattern(
+    r"(?i:assword|passphrase|pin)[^\r\n]*(?:\r?\n[^\r\n]*){0,4}?\r?\n[ \t]*send: sending \"([^\"\r\n]*?)(?:\\r|\\n)*\""
 )
 # redis-cli's reply to CONFIG GET requirepass: 1) "requirepass" / 2) "<the password>"
 _REDIS_CONFIG_REPLY = pattern(
@@ -284,6 +289,7 @@ _NAMING_KEYS = (
     "routing_key", "cachekey", "cache_key", "dedupkey", "dedup_key", "idempotencykey", "idempotency_key",
     "idempotency-key", "groupkey", "group_key", "sessionkey_name", "monkey", "turkey", "hockey", "whiskey",
     "projectkey", "project_key", "project-key", "issuekey", "issue_key", "bucketkey", "bucket_key",
+    "publickey", "public_key", "public-key", "pubkey", "pub_key",
 )  # fmt: skip
 # Python's "SomeTokenError: message": an exception's name, not a key
 _EXCEPTION_SUFFIXES = ("error", "exception", "warning", "fault", "failure")
@@ -317,12 +323,12 @@ _HASH_WORDS = (
     "image", "layer", "integrity", "crc", "git", "head", "version", "_id", "-id", " id", "id=", "id:",
     "id>", 'id"', "id'",  # <HostId>, "RequestId": (an id's key, in XML, JSON or a repr)
     "container", "ref ", "ref:", "ref=", "refs/", "reference", "checkout", "merge", "rebase", "revert", "reset", "cherry-pick", "fetch",
-    "want ", "pack", "parent", "ocid1.",
+    "want ", "pack", "parent", "ocid1.", "arn:", "updating", "change", "check sum", "public", "peer",
 )  # fmt: skip
 PATTERNS: tuple[Pattern, ...] = (
     _PEM, _URI, _WEBHOOK, _COOKIE, _AUTHORIZATION, _SCHEME, _KEY_VALUE, _KEY_SPACE, _XML_ELEMENT, *_NAMED,
     _ORACLE, _TABLE_RULE, _PLAIN_HEADER, _PYDANTIC_INPUT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN, _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER,
-    _VENDOR, _RUN, _LIBPQ, _QUOTED_PORT, _RELATIVE_URL, _SPACED_KEY,
+    _VENDOR, _RUN, _LIBPQ, _QUOTED_PORT, _RELATIVE_URL, _EXPECT_SEND, _SPACED_KEY,
 )  # fmt: skip
 """Every pattern redaction runs (the linear-time test runs each on adversarial input)."""
 
@@ -432,6 +438,12 @@ _QUERY_HASH_KEYS = ("sha", "hash", "digest", "commit", "checksum", "etag", "rev"
 _QUERY_CREDENTIALS = frozenset({"code", "assertion", "client_assertion", "ticket", "samlresponse", "otp"})
 
 
+# a resource's structured name (an OCID, an ARN, a URN): an id, whatever its random part looks like
+_RESOURCE_NAMES = ("ocid1.", "arn:", "urn:", "arn%3a", "urn%3a")
+# a query whose user is named gives its password as p= (InfluxDB 1.x: ?u=x&p=y)
+_QUERY_USERS = ("u=", "user=", "username=")
+
+
 def _query(start: int, rest: str, spans: list[Span], readable: list[Span]) -> None:
     """Every parameter of one URL's query (``rest`` at ``start``): a value shaped as a credential
     (random, long hex) is hidden whatever its name (``&appid=<32 hex>``), unless the name says it is
@@ -442,17 +454,23 @@ def _query(start: int, rest: str, spans: list[Span], readable: list[Span]) -> No
         return
     secret = False
     offset = start + question + 1
+    query = rest[question + 1 :]
+    has_user = query.startswith(_QUERY_USERS) or any(f"&{user}" in query for user in _QUERY_USERS)
     for parameter in rest[question + 1 :].split("&", MAX_QUERY_PARAMETERS)[:MAX_QUERY_PARAMETERS]:
         key, equals, value = parameter.partition("=")
         value = value.split("#", 1)[0]
         if equals and value and "//" not in value and "%2f%2f" not in value.lower():  # not a URL
             if _secret_column(key):
                 secret = True
-            elif key.lower() in _QUERY_CREDENTIALS and not value.isdigit():
+            elif (key.lower() in _QUERY_CREDENTIALS or (key == "p" and has_user)) and not value.isdigit():
                 value_start = offset + len(key) + 1
                 spans.append((value_start, value_start + len(value)))
                 secret = True
-            elif not any(word in key.lower() for word in _QUERY_HASH_KEYS) and _looks_random(value):
+            elif (
+                not any(word in key.lower() for word in _QUERY_HASH_KEYS)
+                and not value.lower().startswith(_RESOURCE_NAMES)
+                and _looks_random(value)
+            ):
                 value_start = offset + len(key) + 1
                 spans.append((value_start, value_start + len(value)))
                 secret = True
@@ -547,6 +565,9 @@ def _authorization(text: str, spans: list[Span]) -> None:
         scheme, _, rest = value.partition(" ")
         if rest.strip() and _scheme_word(scheme):  # keep the scheme: "Bearer ***", "GenieKey ***"
             start += len(scheme) + len(rest) - len(rest.lstrip(" \t")) + 1
+        line = text[start : _escaped_line_end(text, start, match.end())]
+        if "%26" in line or ("&" in line and "=" in line):
+            continue  # a parameter list (Cosmos DB's type=master&ver=1.0&sig=x): each judged by its name
         equals = text.find("=", start, end)
         if 0 <= equals and text[start:equals].isalpha() and " " not in text[start:equals]:
             start = equals + 1  # AWS4-HMAC-SHA256 Credential=***: the parameter's name stays
@@ -608,7 +629,8 @@ def _looks_secret(value: str) -> bool:
 
 def _continuation(text: str, end: int) -> int:
     """Where a password's bare value ends: it takes the following plain words (``correct horse
-    battery``) up to a word that is the next key (``user=``), a flag, a delimiter or the line's end."""
+    battery``) up to a word that is the next key (``user=``), a flag, an address or path, a delimiter
+    or the line's end."""
     size = len(text)
     while True:
         word = end
@@ -621,6 +643,8 @@ def _continuation(text: str, end: int) -> int:
             stop += 1
         if stop == word or (stop < size and text[stop] in "=:"):
             return end
+        if text[word].isdigit() or any(c in "/.@" for c in text[word:stop]):
+            return end  # an address, a path or a number: the command's next argument
         end = stop
 
 
@@ -658,6 +682,16 @@ def _spaced_value(key: str, value: str) -> bool:
     return _SPACED_KEY.match(key.lower()) is not None and _looks_secret(value)
 
 
+_DDL_VERBS = (
+    "create",
+    "create or replace",
+    "drop",
+    "alter",
+    "describe",
+    "show",
+    "if not exists",
+    "if exists",
+)
 _SPACED_VALUE_CHARS = 256
 """A value read after ``key<space>`` is at most this long (the scan is bounded, so it stays linear)."""
 _BARE_STOPS = frozenset(" \t\r\n&;,\"'<>)]}")
@@ -686,6 +720,8 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
         name, equals, _ = value.partition("=")
         if equals and name.replace("_", "").replace("-", "").isalnum():
             continue  # the next assignment (Token token=x): its key is the key family's
+        if text[max(0, match.start(1) - 24) : match.start(1)].lower().rstrip().endswith(_DDL_VERBS):
+            continue  # CREATE SECRET s3_prod (...): the object's name, its fields are judged each
         if end > start and not _not_secret(value) and _secret_key(key):
             if _spaced_value(key, value):
                 spans.append((start, end))
@@ -697,6 +733,8 @@ def _key_values(text: str, spans: list[Span]) -> None:
         key, sep = text[key_start:key_end], text[sep_start:sep_end]
         if not _secret_key(key) or text[max(0, key_start - 3) : key_start] == "://":
             continue  # not a secret's name, or the user of a URI (https://x-access-token:...@): the URI's family
+        if text[max(0, key_start - 7) : key_start].lower() in ("public ", "public-"):
+            continue  # a public key (WireGuard's "public key: x") is published
         raw_start, raw_end = match.span(3)
         start, end = _content(text, raw_start, raw_end)
         value = text[start:end]
@@ -707,8 +745,16 @@ def _key_values(text: str, spans: list[Span]) -> None:
             value = text[start:end]
         if sep.rstrip().endswith(":") and value.startswith("//"):
             continue  # a scheme (https://), not a value
-        if start == raw_start and sep.strip() in (":", "：") and _prose_word(value):
-            continue  # "token: expired", "password: required": a sentence, not a value
+        if (
+            start == raw_start
+            and sep.strip(" \t\"'\\") in (":", "：")
+            and _prose_after_colon(text, start, value)
+        ):
+            continue  # "token: expired", "AUTH: Received control message": a sentence, not a value
+        if start > raw_start and text[start : start + 1] in (" ", "\t") and sep.endswith((" ", "\t")):
+            continue  # 'Password: " (spawn_id': the quote closes a string around the key, it opens no value
+        if start > raw_start and end < len(text) and text[end] == text[start - 1]:
+            end = _quote_inside(text, start, end)
         lowered = key.lower()
         if lowered.endswith("pwd") and value.startswith(("/", "~")):
             continue  # the shell's working directory (PWD=/opt/airflow), not ODBC's password
@@ -741,10 +787,38 @@ PROSE_WORDS = frozenset(
 """Words that follow a secret's name in a sentence (``token: expired``): after ``:`` they are not a value."""
 
 
-def _prose_word(value: str) -> bool:
-    """A bare value after ``key:`` that is a word of the sentence, or punctuation alone."""
+def _prose_after_colon(text: str, start: int, value: str) -> bool:
+    """A bare value after ``key:`` that is a word of the sentence: a listed word, punctuation alone,
+    or a word of letters followed by another lower-case word (``could not find``, ``Received control``)."""
     word = value.rstrip(".,;:!?")
-    return not word.strip("-_*.") or word.lower() in PROSE_WORDS
+    if not word.strip("-_*.") or word.lower() in PROSE_WORDS:
+        return True
+    after = start + len(value)
+    return (
+        len(word) >= 4
+        and word == value
+        and word.isalpha()
+        and (word.islower() or word.istitle())
+        and text[after : after + 1] == " "
+        and text[after + 1 : after + 2].islower()
+    )
+
+
+_QUOTE_INSIDE = 256
+
+
+def _quote_inside(text: str, start: int, end: int) -> int:
+    """Where a quoted value ends when its closing quote is followed by a letter: the quote was in
+    the password (jackson's ``"sasl.password":"Kf"Pass_7"}``), so it runs to the next quote followed
+    by a delimiter (bounded)."""
+    quote = text[end]
+    while end + 1 < len(text) and (text[end + 1].isalnum() or text[end + 1] in "_-@#$%!"):
+        close = text.find(quote, end + 1, min(len(text), end + _QUOTE_INSIDE))
+        newline = text.find("\n", end + 1, close if close >= 0 else end + 1)
+        if close < 0 or newline >= 0:
+            return end
+        end = close
+    return end
 
 
 def _user_and_password_key(key: str) -> bool:
@@ -762,6 +836,11 @@ def _xml(text: str, spans: list[Span]) -> None:
         if match.group(2).endswith("/") or not _secret_key(match.group(1)):
             continue  # <password/> holds nothing
         start, end = match.span(3) if match.span(3)[0] >= 0 else match.span(4)
+        name = match.group(1).lower()
+        lines = text[start:end].strip().split("\n")
+        if "user" in name and len(lines) == 2:  # OpenVPN's <auth-user-pass>: user, then password
+            start = text.index(lines[1], start)
+            end = start + len(lines[1].rstrip())
         if text[start:end].strip() not in ("", MASK):
             spans.append((start, end))
 
@@ -1074,6 +1153,8 @@ def _looks_random(token: str) -> bool:
     pieces = token.split("-")
     if [len(p) for p in pieces] == [8, 4, 4, 4, 12] and not "".join(pieces).translate(_HEX):
         return False  # a UUID
+    if _aws_resource_id(pieces):
+        return False
     if _mixed_run(token):
         return True
     if _object_name(token, pieces):
@@ -1081,6 +1162,14 @@ def _looks_random(token: str) -> bool:
     if math.log2(len(set(token))) <= BASE64_ENTROPY_LIMIT:
         return False  # the entropy is at most log2 of the characters used: no need to count them
     return _entropy(token) > BASE64_ENTROPY_LIMIT and not _readable(token)
+
+
+_AWS_ID_PREFIXES = frozenset({"i", "vol", "snap", "sg", "subnet", "vpc", "ami", "eni", "igw", "nat", "rtb", "acl", "eipalloc", "lt", "tgw", "vpce", "pcx", "db", "cluster"})  # fmt: skip
+
+
+def _aws_resource_id(pieces: list[str]) -> bool:
+    """An AWS resource's id (``i-0a1b2c3d4e5f67890``, ``vol-...``, ``subnet-...``): a prefix, a dash, hex."""
+    return len(pieces) == 2 and pieces[0] in _AWS_ID_PREFIXES and not pieces[1].translate(_HEX)
 
 
 def _mixed_run(token: str) -> bool:
@@ -1142,7 +1231,9 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
         random = judged.get(token)
         if random is None:
             random = judged[token] = _looks_random(token)
-        if random and not _named_hash(lowered[max(0, start - 128) : start]):
+        if random and not _named_hash(
+            lowered[max(0, start - 128) : start], hexadecimal=not token.translate(_HEX)
+        ):
             first, last = _random_part(token)
             if not any(begin <= start + first < finish for begin, finish in readable):
                 spans.append((start + first, start + last))  # not a URL's path beside its query's secret
@@ -1151,14 +1242,18 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
 _SECRET_IN_NAME = ("key", "secret", "token", "pass", "pwd", "credential", "sig", "auth")
 
 
-def _named_hash(before: str) -> bool:
+def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     """Whether the words just before a random run (32 characters) name it as a hash or an id
     (``sha256=``, ``commit``, ``request id:``), unless its own key names a secret
     (``fs.azure.account.key.x.blob.core.windows.net=``: "blob" is a hash word, "key" wins)."""
-    if not any(word in before[-32:] for word in _HASH_WORDS):
+    # the end of a range (a1b2..c3d4) reads as its start; a hex digest may be named a line above
+    window = 80 if before.endswith("..") else len(before) if hexadecimal else 32
+    if not any(word in before[-window:] for word in _HASH_WORDS):
         return False
     words = before.rstrip(" \t=:\"'").split()
     key = words[-1] if words else ""
+    if len(words) > 1 and words[-2] == "public":
+        return True  # "public key: <base64>" is published
     return not any(word in key for word in _SECRET_IN_NAME)
 
 
@@ -1196,7 +1291,7 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
     lowered = text.lower()
     if "PRIVATE KEY" in text or "PuTTY-User-Key" in text:
         _pem(text, spans)
-    if "://" in text:
+    if "//" in text:
         _uri(text, spans, readable)
     if "/" in text and "?" in text and "=" in text:
         _relative_urls(text, spans, readable)
@@ -1238,6 +1333,8 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         _spans_of(_IDENTIFIED_BY, text, spans, groups=3)
     if "auth-pass" in lowered:
         _spans_of(_SENTINEL_AUTH, text, spans)
+    if "sending" in text:
+        _spans_of(_EXPECT_SEND, text, spans)
     if "334" in text:
         _smtp_answers(text, spans)
     if "requirepass" in lowered or "masterauth" in lowered or "masteruser" in lowered:
