@@ -193,41 +193,40 @@ _PYDANTIC_INPUT = pattern(
 _TABLE_RULE = pattern(r"(?m)^[ \t]*[=+|:-]*(?:={3,}|-{3,})[=+|: -]*\r?$")
 _PLAIN_HEADER = pattern(rf"(?m)^(?:[^\r\n]*?[ \t]{{2,}})?({_KEY})(?:[ \t]{{2,}}|\r?$)", ignore_case=True)
 
-# secrets recognisable on their own (a vendor's prefix); where a line says detect-secrets, the
-# pattern is that plugin's (detect_secrets/plugins/<name>.py, Apache-2.0), in RE2 form
+# secrets recognisable on their own (a vendor's prefix) that gitleaks' rules (policy/vendor.py,
+# data/gitleaks.json) do not cover, or cover more narrowly; where a line says detect-secrets, the
+# pattern is that plugin's (detect_secrets/plugins/<name>.py, Apache-2.0), in RE2 form. Taken out
+# because gitleaks' rules hide them (checked on every sample of the tests and corpora): GitLab's
+# glpat-/gldt-/glft-/glsoat-/glrt-, Artifactory's AKCp, Stripe's sk_/rk_/pk_, PyPI, Google's AIza, DigitalOcean, Shopify, Databricks, Linear, PlanetScale, Alibaba's LTAI.
 _VENDOR = pattern(
     r"(?:^|[^\w-])("
     r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}"  # AWS key id (aws.py + AWS's id prefixes)
     r"|eyJ[A-Za-z0-9_=-]{5,}\.[A-Za-z0-9_=-]{5,}\.?[A-Za-z0-9_.+/=-]*"  # JSON Web Token (jwt.py)
-    r"|(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{30,}|github_pat_\w{22,}"  # GitHub (github_token.py)
-    r"|(?:glpat|gldt|glft|glsoat|glrt)-[\w-]{20,}|GR1348941[\w-]{20,}|glcbt-(?:[0-9a-fA-F]{2}_)?[\w-]{20,}"
+    r"|(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{30,}|github_pat_\w{22,}"  # GitHub (github_token.py; gitleaks asks entropy)
+    r"|GR1348941[\w-]{20,}|glcbt-(?:[0-9a-fA-F]{2}_)?[\w-]{20,}"
     r"|glimt-[\w-]{25,}|glptt-[\w-]{40,}|glagent-[\w-]{50,}|gloas-[\w-]{64,}"  # GitLab (gitlab_token.py)
     r"|xox[abposre]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,}"  # Slack (slack.py, + xoxe/xapp)
     r"|[MNO][\w-]{23,25}\.[\w-]{6}\.[\w-]{27,}"  # Discord bot token (discord.py)
     r"|sq0csp-[0-9A-Za-z_\\-]{43}|sq0atp-[\w-]{22,}|EAAA[\w-]{60,}"  # Square (square_oauth.py, + access tokens)
     r"|[0-9a-z]{32}-us[0-9]{1,2}"  # Mailchimp (mailchimp.py)
-    r"|AKCp[A-Za-z0-9]{10,}"  # Artifactory API key (artifactory.py)
     r"|SK[a-z0-9]{32}"  # Twilio API key (twilio.py; its AC... account SID is an id, as in gitleaks)
-    r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9]{20,}"  # Stripe (stripe.py, + test/pk/whsec)
-    r"|SG\.[\w-]{16,}\.[\w-]{16,}"  # SendGrid (sendgrid.py)
-    r"|npm_[A-Za-z0-9]{36}|pypi-[\w-]{50,}"  # npm (npm.py), PyPI (pypi_token.py)
+    r"|whsec_[A-Za-z0-9]{20,}"  # Stripe's webhook secret
+    r"|SG\.[\w-]{16,}\.[\w-]{16,}"  # SendGrid (sendgrid.py; gitleaks' asks exact lengths)
+    r"|npm_[A-Za-z0-9]{36}"  # npm (npm.py; gitleaks' asks entropy)
     r"|sk-[\w-]{20,}"  # sk-... secret keys: OpenAI (openai.py), Anthropic, DeepSeek...
     # not in detect-secrets: vendors' documented prefixes
-    r"|AIza[\w-]{35}|ya29\.[\w-]{20,}|GOCSPX-[\w-]{20,}|1//0[\w-]{30,}"  # Google key, OAuth token, client secret, refresh token
+    r"|ya29\.[\w-]{20,}|GOCSPX-[\w-]{20,}|1//0[\w-]{30,}"  # Google OAuth token, client secret, refresh token
     r"|hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,}"  # Hugging Face
     r"|r8_[A-Za-z0-9]{30,}|gsk_[A-Za-z0-9]{40,}|pplx-[A-Za-z0-9]{40,}"  # Replicate, Groq, Perplexity
     r"|hv[sbr]\.[\w-]{20,}"  # HashiCorp Vault
-    r"|do[por]_v1_[a-f0-9]{64}"  # DigitalOcean
     r"|dckr_pat_[\w-]{20,}|rubygems_[a-f0-9]{48}|oy2[a-z0-9]{43}"  # Docker Hub, RubyGems, NuGet
     r"|ATBB[\w=.-]{20,}|ATATT[\w=.-]{20,}"  # Bitbucket app password, Atlassian API token
-    r"|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"  # Shopify
-    r"|dapi[a-f0-9]{32}(?:-\d+)?"  # Databricks
     r"|glc_[A-Za-z0-9+/=]{32,}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}"  # Grafana
-    r"|NRAK-[A-Z0-9]{27}|lin_api_[A-Za-z0-9]{40}|ntn_[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}"  # New Relic, Linear, Notion, Postman
-    r"|sntry[su]_[\w=+/]{40,}|sbp_[a-f0-9]{40}|pscale_(?:tkn|pw|oauth)_[\w.-]{32,}"  # Sentry, Supabase, PlanetScale
+    r"|NRAK-[A-Z0-9]{27}|ntn_[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}"  # New Relic, Notion, Postman
+    r"|sntry[su]_[\w=+/]{40,}|sbp_[a-f0-9]{40}"  # Sentry, Supabase
     r"|dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,}|pul-[a-f0-9]{40}|nfp_[A-Za-z0-9]{36}"  # Doppler, Pulumi, Netlify
     r"|[A-Za-z0-9]{14}\.atlasv1\.[\w-]{60,}|AGE-SECRET-KEY-1[0-9A-Z]{58}"  # Terraform Cloud, age
-    r"|LTAI[A-Za-z0-9]{12,20}|AKID[A-Za-z0-9]{32}"  # Alibaba Cloud, Tencent Cloud
+    r"|AKID[A-Za-z0-9]{32}"  # Tencent Cloud
     r")"
 )
 # the high-entropy catch-all: a long run of base64 / hex characters (detect-secrets'
