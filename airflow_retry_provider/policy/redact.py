@@ -811,8 +811,9 @@ def _quote_inside(text: str, start: int, end: int) -> int:
     the password (jackson's ``"sasl.password":"Kf"Pass_7"}``), so it runs to the next quote followed
     by a delimiter (bounded)."""
     quote = text[end]
-    while end + 1 < len(text) and (text[end + 1].isalnum() or text[end + 1] in "_-@#$%!"):
-        close = text.find(quote, end + 1, min(len(text), end + _QUOTE_INSIDE))
+    limit = min(len(text), end + _QUOTE_INSIDE)  # the whole extension is bounded, not each step
+    while end + 1 < limit and (text[end + 1].isalnum() or text[end + 1] in "_-@#$%!"):
+        close = text.find(quote, end + 1, limit)
         newline = text.find("\n", end + 1, close if close >= 0 else end + 1)
         if close < 0 or newline >= 0:
             return end
