@@ -65,7 +65,7 @@ _KEY = (
     + "|".join(_FOREIGN_WORDS)
     + rf"|api-?key|access-?key|private-?key|account-?key)"
     # then the rest of the word, or a connecting word and one more (token de acceso, senha do banco)
-    rf"(?:[ \t](?:de|do|da|del|di|du|des|der|van|von|of)[ \t]{_KEY_CHAR}+|{_KEY_CHAR}*)"
+    rf"(?:[ \t](?:de|do|da|del|di|du|des|der|van|von|of|от|для)(?:[ \t]\pL+){{1,4}}|{_KEY_CHAR}*)"
     rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth)|auth|sig|session|pw"
 )
 # = or :, full-width too (密码：x), or : then a YAML list item
@@ -168,6 +168,20 @@ _PASS_COMMAND = pattern(r"(?m)^[ \t]*(?:>|C:|\*cmd\*|->)?[ \t]*'?PASS[ \t]+([^\r
 _IMAP_LOGIN = pattern(
     r"(?:^|[\s'>])[A-Za-z0-9]{1,10} LOGIN[ \t]+(?:\\?\"[^\"\r\n]*\\?\"|\S+)[ \t]+(?:\\?\"([^\"\r\n\\]*)|([^\s']+))"
 )
+# a (user, password) pair given to a credential's constructor or an auth argument: requests'
+# auth=('u', 'p'), HTTPBasicAuth('u', 'p'), aiohttp's BasicAuth, .NET's NetworkCredential("u", "p")
+_CREDENTIAL_PAIR = pattern(
+    r"(?i:\b(?:auth|basic_?auth|http_?basic_?auth|http_?digest_?auth|network_?credential"
+    r"|username_?password_?credentials?|password_?credential))[ \t]*(?:=|:|\()[ \t]*\(?[ \t]*"
+    r"(?:\\*\"[^\"\r\n\\]*\\*\"|\\*'[^'\r\n\\]*\\*')[ \t]*,[ \t]*(?:\\*\"([^\"\r\n\\]*)|\\*'([^'\r\n\\]*))"
+)
+# PowerShell's ConvertTo-SecureString "<password>" -AsPlainText, and Windows' net use <share> <password>
+_SECURE_STRING = pattern(
+    r"(?i:convertto-securestring)[ \t]+(?:-string[ \t]+)?(?:\"([^\"\r\n]*)\"|'([^'\r\n]*)'|([^\s'\"-]\S*))"
+)
+_NET_USE = pattern(r"(?i:\bnet[ \t]+use)[ \t]+(?:[A-Za-z]:[ \t]+)?\\\\\S+[ \t]+([^\s/*'\"][^\s'\"]*)")
+# an FTP client's "user <name> <password>" command, alone on its line or in a here-string
+_FTP_USER = pattern(r"(?i:\buser)[ \t]+[^\s'\"]+[ \t]+([^\s'\"]+)[\"']?[ \t]*(?:\r?\n|\\n|$)")
 # expect's diagnostics (expect -d): the string sent after a password prompt was matched
 _EXPECT_SEND = pattern(
     r"(?i:assword|passphrase|pin)[^\r\n]*(?:\r?\n[^\r\n]*){0,4}?\r?\n[ \t]*send: sending \"([^\"\r\n]*?)(?:\\r|\\n)*\""
@@ -237,7 +251,8 @@ _RUN = pattern(r"(?:^|[^A-Za-z0-9+/_-])([A-Za-z0-9+/_-]{20,}=*)")  # also after 
 # integer value as 'x'", httpx's "Invalid port: 'x'", Go's net/url "invalid port \":x\" after
 # host", libpq's "invalid integer value \"x\" for connection option \"port\"")
 _QUOTED_PORT = pattern(
-    r"(?i:port could not be cast to integer value as|invalid port:?|invalid integer value)[ \t]*"
+    r"(?i:port could not be cast to integer value as|invalid port:?|invalid integer value|invalid url escape"
+    r"|(invalid literal for int\(\) with base 10:|for input string:))[ \t]*"
     r"(?:\\*'([^'\r\n\\]*)|\\*\"([^\"\r\n\\]*))"
 )
 # libpq (psycopg, psycopg2) quotes the word of a DSN it could not parse: with a space in a
@@ -298,7 +313,7 @@ _SPACED_KEY = pattern(
     r"|secret[_-]?key|private[_-]?key|account[_-]?key|credentials?|client[_-]?secret"
     r"|requirepass|masterauth"  # Redis's config directives, echoed as they are written: requirepass "x"
     + "".join(f"|{word}" for word in secret_words.PASSPHRASE_WORDS)
-    + r")$"
+    + r")(?:は|が|を|는|은|를|을|가|이|为|是|為)?$"  # a particle after the key: パスワードは x, 비밀번호는 x
 )
 _PASSWORD_KEYS = (
     "pass",
@@ -322,12 +337,12 @@ _HASH_WORDS = (
     "image", "layer", "integrity", "crc", "git", "head", "version", "_id", "-id", " id", "id=", "id:",
     "id>", 'id"', "id'",  # <HostId>, "RequestId": (an id's key, in XML, JSON or a repr)
     "container", "ref ", "ref:", "ref=", "refs/", "reference", "checkout", "merge", "rebase", "revert", "reset", "cherry-pick", "fetch",
-    "want ", "pack", "parent", "ocid1.", "arn:", "updating", "change", "check sum", "public", "peer",
+    "want ", "pack", "parent", "ocid1.", "arn:", "ssh-rsa", "ssh-ed25519", "ssh-dss", "event", "updating", "change", "check sum", "public", "peer",
 )  # fmt: skip
 PATTERNS: tuple[Pattern, ...] = (
     _PEM, _URI, _WEBHOOK, _COOKIE, _AUTHORIZATION, _SCHEME, _KEY_VALUE, _KEY_SPACE, _XML_ELEMENT, *_NAMED,
     _ORACLE, _TABLE_RULE, _PLAIN_HEADER, _PYDANTIC_INPUT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN, _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER,
-    _VENDOR, _RUN, _LIBPQ, _QUOTED_PORT, _RELATIVE_URL, _EXPECT_SEND, _SPACED_KEY,
+    _VENDOR, _RUN, _LIBPQ, _QUOTED_PORT, _RELATIVE_URL, _EXPECT_SEND, _CREDENTIAL_PAIR, _SECURE_STRING, _NET_USE, _FTP_USER, _SPACED_KEY,
 )  # fmt: skip
 """Every pattern redaction runs (the linear-time test runs each on adversarial input)."""
 
@@ -647,6 +662,27 @@ def _continuation(text: str, end: int) -> int:
         end = stop
 
 
+_BLOCK_SCALARS = frozenset({"|", ">", "|-", ">-", "|+", ">+"})
+
+
+def _block_lines(text: str, key_start: int, end: int, spans: list[Span]) -> None:
+    """The lines of a YAML block scalar under a secret-named key: each line indented deeper than the key's."""
+    line_start = text.rfind("\n", 0, key_start) + 1
+    indent = len(text[line_start:key_start]) - len(text[line_start:key_start].lstrip(" \t"))
+    for _ in range(MAX_TABLE_LINES):
+        newline = text.find("\n", end)
+        if newline < 0:
+            return
+        start = newline + 1
+        stop = text.find("\n", start)
+        stop = len(text) if stop < 0 else stop
+        line = text[start:stop]
+        if not line.strip() or len(line) - len(line.lstrip(" \t")) <= indent:
+            return
+        spans.append((start + len(line) - len(line.lstrip(" \t")), stop))
+        end = stop
+
+
 def _list_items(text: str, end: int, spans: list[Span]) -> None:
     """The further items of a YAML list under a secret-named key, each hidden to its line's end."""
     while (newline := text.find("\n", end)) >= 0:
@@ -762,6 +798,9 @@ def _key_values(text: str, spans: list[Span]) -> None:
         ):
             continue  # a name (<entry key="db.user">, "Key": "bronze/x.parquet"), not an API key
         bare = start == raw_start
+        if bare and value in _BLOCK_SCALARS:  # YAML's "password: |": the indented lines below
+            _block_lines(text, key_start, end, spans)
+            continue
         if "\n" in sep:  # a YAML list: every item, each to its line's end
             line_end = text.find("\n", start)
             end = len(text) if line_end < 0 else line_end
@@ -771,6 +810,7 @@ def _key_values(text: str, spans: list[Span]) -> None:
             and not key.startswith("-")
             and not key.isupper()
             and any(w in lowered for w in _PASSWORD_KEYS)
+            and "=" in sep
         ):
             end = _continuation(text, end)  # not after FLAGS or ENV_VARS=x (a shell's word ends at a space)
         spans.append((start, end))
@@ -1100,9 +1140,14 @@ def _pydantic_inputs(text: str, spans: list[Span]) -> None:
 
 
 def _quoted_ports(text: str, spans: list[Span]) -> None:
+    """A port's or an escape's quoted piece is hidden; a number parse's (Python's ``int()``, Java's
+    ``For input string``) only when it holds a URI's ``@``, ``:`` or ``/`` (else it is a value on-call reads)."""
     for match in _matches(_QUOTED_PORT, text, spans):
-        start, end = match.span(1) if match.span(1)[0] >= 0 else match.span(2)
+        start, end = match.span(2) if match.span(2)[0] >= 0 else match.span(3)
         value = text[start:end].lstrip(":")
+        generic = match.span(1)[0] >= 0
+        if generic and not any(c in value for c in "@:/"):
+            continue
         if value and not value.isdigit() and value != MASK:
             spans.append((end - len(value), end))
 
@@ -1333,6 +1378,14 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         _spans_of(_IDENTIFIED_BY, text, spans, groups=3)
     if "auth-pass" in lowered:
         _spans_of(_SENTINEL_AUTH, text, spans)
+    if "auth" in lowered or "credential" in lowered:
+        _spans_of(_CREDENTIAL_PAIR, text, spans, groups=2)
+    if "securestring" in lowered:
+        _spans_of(_SECURE_STRING, text, spans, groups=3)
+    if "net use" in lowered:
+        _spans_of(_NET_USE, text, spans)
+    if "ftp" in lowered and "user" in lowered:
+        _spans_of(_FTP_USER, text, spans)
     if "sending" in text:
         _spans_of(_EXPECT_SEND, text, spans)
     if "334" in text:
@@ -1348,7 +1401,7 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         _plain_tables(text, spans)
     if "/" in text and any(map(lowered.__contains__, _ORACLE_WORDS)):
         _oracle(text, spans)
-    if "port" in lowered or "invalid integer value" in lowered:
+    if "port" in lowered or "invalid" in lowered or "input string" in lowered:
         _quoted_ports(text, spans)
     if "connection info string" in text or "unexpected spaces found" in text:
         _spans_of(_LIBPQ, text, spans, groups=2)

@@ -199,3 +199,61 @@ def test_redaction_counts_before_the_cut() -> None:
     """The count is of the whole text's hidden values, also when the text is cut to a limit."""
     result = redaction("password=hunter2 " + "x " * 100 + "token=abc123", limit=40)
     assert result.hidden == 2 and len(result.text) <= 40
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a credential pair given to an auth argument or a credential's constructor
+        (
+            "requests.get(url, auth=('etl', 'Req_pw1')) failed",
+            "requests.get(url, auth=('etl', '***')) failed",
+        ),
+        ('new NetworkCredential("etl", "Net_pw1")', 'new NetworkCredential("etl", "***")'),
+        # PowerShell's plain-text secure string, Windows' net use
+        (
+            "ConvertTo-SecureString 'Ps_pw_1' -AsPlainText -Force",
+            "ConvertTo-SecureString '***' -AsPlainText -Force",
+        ),
+        (
+            "net use Z: \\\\fs01\\share Winpw2024 /user:CORP\\etl",
+            "net use Z: \\\\fs01\\share *** /user:CORP\\etl",
+        ),
+        # an FTP client's user command
+        ("+ ftp -n host <<< 'user etl Ftp_pw_9'", "+ ftp -n host <<< 'user etl ***'"),
+        # a YAML block scalar under a secret's key: its indented lines
+        ("password: |\n  Multi_line_pw1\nuser: etl", "password: |\n  ***\nuser: etl"),
+        # a number parse that quotes a URI's piece; one that quotes a plain value is read
+        (
+            "ValueError: invalid literal for int() with base 10: 'ss@db'",
+            "ValueError: invalid literal for int() with base 10: '***'",
+        ),
+        (
+            "ValueError: invalid literal for int() with base 10: 'N/A x'",
+            "ValueError: invalid literal for int() with base 10: '***'",
+        ),
+        (
+            "ValueError: invalid literal for int() with base 10: 'abc'",
+            "ValueError: invalid literal for int() with base 10: 'abc'",
+        ),
+        # a key followed by a particle (Japanese, Korean) or by a connecting word and its object
+        ("パスワードは Himitsu99 です", "パスワードは *** です"),
+        ("비밀번호는 Bimil123 입니다", "비밀번호는 *** 입니다"),
+        ("contraseña de la base de datos: Clave123", "contraseña de la base de datos: ***"),
+        ("пароль от базы: Parol123", "пароль от базы: ***"),
+        # a colon-separated value is one word: what follows is the sentence
+        ("Fehler: Passwort: Geheim123 ungültig", "Fehler: Passwort: *** ungültig"),
+        # public keys and event ids are read
+        (
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq3bJ0X7Nv6Ww9Q2rTz3Y8pKcLmN4sVd1EfGh2IjKl etl@host",
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq3bJ0X7Nv6Ww9Q2rTz3Y8pKcLmN4sVd1EfGh2IjKl etl@host",
+        ),
+        (
+            "Sentry event 5a1b2c3d4e5f60718293a4b5c6d7e8f9 dropped",
+            "Sentry event 5a1b2c3d4e5f60718293a4b5c6d7e8f9 dropped",
+        ),
+    ],
+)
+def test_general_mechanisms(text: str, expected: str) -> None:
+    """Mechanisms that generalise beyond one tool: credential pairs, block scalars, quoted URI pieces, particles, public ids."""
+    assert redact(text) == expected
