@@ -77,7 +77,7 @@ _VALUE = (
     f"({_QUOTED}"
     r"|\{(?:[^}\r\n]|\}\})*\}?"  # {braced} (ODBC: PWD={a;b}; }} is a literal })
     # a bare word (not starting with "(": Key (id)=(5)), ending before a repr's escaped line end (\r\n)
-    r"|[^\s&;,\"'<>()\]}\\](?:[^\s&;,\"'<>)\]}\\]|\\+[^\s&;,\"'<>)\]}\\rn])*)"
+    r"|[^\s&;,，；、。\"'<>()\]}\\](?:[^\s&;,，；、。\"'<>)\]}\\]|\\+[^\s&;,，；、。\"'<>)\]}\\rn])*)"
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -94,6 +94,8 @@ _PEM = pattern(
 # scheme://user:password@host: the password runs to the LAST @ of the word, so it may hold / and @
 # (and a scheme that lost its colon: SQLAlchemy's "Could not parse rfc1738 URL from string 'trino//u:p@h'")
 _URI = pattern(r"(?:^|[^\w+.-])[a-zA-Z][\w+.-]*:?//([^\s\"'<>]+)")
+# user:password@host without a scheme (curl --socks5 u:p@proxy, mysqlsh --uri u:p@db)
+_USERINFO = pattern(r"(?:^|[\s'\"=(\[,])[A-Za-z_][\w.-]*:([^\s:@/'\"]+)@[A-Za-z0-9][\w.-]*")
 # a path and its query without a scheme and host (an access log's "GET /callback?code=x HTTP/1.1")
 _RELATIVE_URL = pattern(r"(?:^|[\s\"'(\[])(/[^\s\"'<>?]*\?[^\s\"'<>]+)")
 # secrets that travel in a URL path: chat webhooks, Telegram bot tokens
@@ -145,7 +147,7 @@ _NAMED = (
 )  # fmt: skip
 
 # Oracle connect strings user/password[@db], on the line of an Oracle tool or in a JDBC URL
-_ORACLE_WORDS = ("sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "userid", "jdbc:oracle", "sql> conn")  # fmt: skip
+_ORACLE_WORDS = ("sqlplus", "sqlcl", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "userid", "jdbc:oracle", "sql> conn")  # fmt: skip
 _ORACLE = pattern(r"(?:^|[\s'\"=,\[(:])([A-Za-z_][\w$#.]*)/(\"[^\"\r\n]*\"|[^\s/@'\";,]+)(?:@|[\s'\"]|$)")
 
 # protocol exchanges a failure quotes: Redis's AUTH [user] password (redis-cli, MONITOR's quoted
@@ -337,12 +339,12 @@ _HASH_WORDS = (
     "image", "layer", "integrity", "crc", "git", "head", "version", "_id", "-id", " id", "id=", "id:",
     "id>", 'id"', "id'",  # <HostId>, "RequestId": (an id's key, in XML, JSON or a repr)
     "container", "ref ", "ref:", "ref=", "refs/", "reference", "checkout", "merge", "rebase", "revert", "reset", "cherry-pick", "fetch",
-    "want ", "pack", "parent", "ocid1.", "arn:", "ssh-rsa", "ssh-ed25519", "ssh-dss", "event", "updating", "change", "check sum", "public", "peer",
+    "want ", "pack", "parent", "ocid1.", "arn:", "run '", "run_", "job '", "job_", "ssh-rsa", "ssh-ed25519", "ssh-dss", "event", "updating", "change", "check sum", "public", "peer",
 )  # fmt: skip
 PATTERNS: tuple[Pattern, ...] = (
     _PEM, _URI, _WEBHOOK, _COOKIE, _AUTHORIZATION, _SCHEME, _KEY_VALUE, _KEY_SPACE, _XML_ELEMENT, *_NAMED,
     _ORACLE, _TABLE_RULE, _PLAIN_HEADER, _PYDANTIC_INPUT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN, _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER,
-    _VENDOR, _RUN, _LIBPQ, _QUOTED_PORT, _RELATIVE_URL, _EXPECT_SEND, _CREDENTIAL_PAIR, _SECURE_STRING, _NET_USE, _FTP_USER, _SPACED_KEY,
+    _VENDOR, _RUN, _LIBPQ, _QUOTED_PORT, _RELATIVE_URL, _USERINFO, _EXPECT_SEND, _CREDENTIAL_PAIR, _SECURE_STRING, _NET_USE, _FTP_USER, _SPACED_KEY,
 )  # fmt: skip
 """Every pattern redaction runs (the linear-time test runs each on adversarial input)."""
 
@@ -474,9 +476,13 @@ def _query(start: int, rest: str, spans: list[Span], readable: list[Span]) -> No
         key, equals, value = parameter.partition("=")
         value = value.split("#", 1)[0]
         if equals and value and "//" not in value and "%2f%2f" not in value.lower():  # not a URL
-            if _secret_column(key):
+            if _secret_column(key) and not (key.lower() in ("key", "keys") and len(value) >= 16):
                 secret = True
-            elif (key.lower() in _QUERY_CREDENTIALS or (key == "p" and has_user)) and not value.isdigit():
+            elif (
+                key.lower() in _QUERY_CREDENTIALS
+                or (key == "p" and has_user)
+                or (key.lower() in ("key", "keys") and _has_digit(value))
+            ) and not value.isdigit():
                 value_start = offset + len(key) + 1
                 spans.append((value_start, value_start + len(value)))
                 secret = True
@@ -494,6 +500,13 @@ def _query(start: int, rest: str, spans: list[Span], readable: list[Span]) -> No
         readable.append((start + path, start + question))
 
 
+def _userinfo(text: str, spans: list[Span]) -> None:
+    for match in _matches(_USERINFO, text, spans):
+        start, end = match.span(1)
+        if not text[start:end].isdigit() and text[start:end] != MASK:
+            spans.append((start, end))
+
+
 def _relative_urls(text: str, spans: list[Span], readable: list[Span]) -> None:
     for match in _matches(_RELATIVE_URL, text, spans):
         _query(match.start(1), match.group(1), spans, readable)
@@ -502,15 +515,24 @@ def _relative_urls(text: str, spans: list[Span], readable: list[Span]) -> None:
 _HOOK_SEGMENTS = frozenset({"hook", "hooks", "webhook", "webhooks", "webhookb2", "robot"})
 
 
+def _has_digit(word: str) -> bool:
+    return any(c.isdigit() for c in word)
+
+
 def _hook_path(start: int, rest: str, spans: list[Span]) -> None:
     """A URL whose path is its credential: after a ``hook``/``hooks``/``webhook``/``webhooks``
     segment (Feishu's ``/bot/v2/hook/<uuid>``, Zapier's ``/hooks/catch/<id>/<key>``), each later
-    segment that is not a number or a word is hidden."""
+    segment that is not a number or a word without digits is hidden."""
     path = rest.split("?", 1)[0].split("#", 1)[0]
     offset = 0
     after_hook = False
     for segment in path.split("/"):
-        if after_hook and segment and not segment.isdigit() and not _readable(segment):
+        if (
+            after_hook
+            and segment
+            and not segment.isdigit()
+            and (not _readable(segment) or _has_digit(segment))
+        ):
             spans.append((start + offset, start + offset + len(segment)))
         after_hook = after_hook or segment.lower() in _HOOK_SEGMENTS
         offset += len(segment) + 1
@@ -780,6 +802,16 @@ def _key_values(text: str, spans: list[Span]) -> None:
             value = text[start:end]
         if sep.rstrip().endswith(":") and value.startswith("//"):
             continue  # a scheme (https://), not a value
+        inner, equals, rest = value.partition("=")
+        if (
+            start == raw_start
+            and sep.strip("\"'\\") == ":"  # Section:option=value (boto's -o), not a header's "Name: value"
+            and equals
+            and rest[:1] not in ("", "=")
+            and inner.replace("_", "").replace(".", "").replace("-", "").isalnum()
+            and not _secret_column(inner)
+        ):
+            continue  # gsutil's "-o Credentials:gs_service_key_file=/k.json": the inner key names a file
         if (
             start == raw_start
             and sep.strip(" \t\"'\\") in (":", "：")
@@ -1340,6 +1372,8 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         _uri(text, spans, readable)
     if "/" in text and "?" in text and "=" in text:
         _relative_urls(text, spans, readable)
+    if "@" in text and ":" in text:
+        _userinfo(text, spans)
     if "hook" in lowered or "chat.googleapis" in lowered or "telegram" in lowered:
         _spans_of(_WEBHOOK, text, spans, groups=2)
     if "cookie" in lowered:

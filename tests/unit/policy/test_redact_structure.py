@@ -252,6 +252,33 @@ def test_redaction_counts_before_the_cut() -> None:
             "Sentry event 5a1b2c3d4e5f60718293a4b5c6d7e8f9 dropped",
             "Sentry event 5a1b2c3d4e5f60718293a4b5c6d7e8f9 dropped",
         ),
+        # user:password@host without a scheme, on any command line
+        (
+            "+ curl --socks5 user:Sock_pw1@proxy:1080 https://x",
+            "+ curl --socks5 user:***@proxy:1080 https://x",
+        ),
+        # a webhook path's segments with digits; its words stay
+        (
+            "https://hooks.zapier.com/hooks/catch/1234567/abcde12/",
+            "https://hooks.zapier.com/hooks/catch/1234567/***/",
+        ),
+        # a URL's key= holding a token, whatever its punctuation
+        (
+            "POST https://api.pushbullet.com/v2/pushes?key=o.Abc123Def456Ghi789Jkl012 401",
+            "POST https://api.pushbullet.com/v2/pushes?key=*** 401",
+        ),
+        # full-width commas end a value
+        ("错误：用户名=etl，密码=Mima_2024，主机=db", "错误：用户名=etl，密码=***，主机=db"),
+        # boto's Section:option=value names a file, not a credential
+        (
+            "gsutil -o Credentials:gs_service_key_file=/k.json cp a gs://b",
+            "gsutil -o Credentials:gs_service_key_file=/k.json cp a gs://b",
+        ),
+        # a run's id is read
+        (
+            "RESOURCE_DOES_NOT_EXIST: Run 'a1b2c3d4e5f60718293a4b5c6d7e8f90' not found",
+            "RESOURCE_DOES_NOT_EXIST: Run 'a1b2c3d4e5f60718293a4b5c6d7e8f90' not found",
+        ),
     ],
 )
 def test_general_mechanisms(text: str, expected: str) -> None:
