@@ -144,6 +144,8 @@ _NAMED = (
     # and Spring Boot's "Failed to bind properties": "Property: db.password / Value: "x""
     pattern(r"\b(?:name|property):[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*\r?\n[ \t]*value:[ \t]*([^\r\n]*)", ignore_case=True),
     pattern(r"<[\w:.-]+[ \t][^<>]*?\b(?:name|key)[ \t]*=[ \t]*[\"']([^\"'<>]*)[\"'][^<>/]*>([^<]*)<", ignore_case=True),
+    # YAML's flow style: {name: DB_PASS, value: x}
+    pattern(r"\bname:[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*,[ \t]*value:[ \t]*([^,}\]\r\n]*)", ignore_case=True),
 )  # fmt: skip
 
 # Oracle connect strings user/password[@db], on the line of an Oracle tool or in a JDBC URL
@@ -797,6 +799,13 @@ def _key_values(text: str, spans: list[Span]) -> None:
         value = text[start:end]
         if _not_secret(value):
             continue
+        if (
+            start > raw_start
+            and text[start - 1] in "\"'"
+            and text[start : start + 1] in (" ", "\t")
+            and sep.endswith((" ", "\t"))
+        ):
+            continue  # 'Password: " (spawn_id': the quote closes a string around the key, it opens no value
         if _user_and_password_key(key) and ":" in value and "://" not in value:
             start += value.index(":") + 1  # --auth=user:password (HTTPie, xh): the user is kept
             value = text[start:end]
@@ -818,8 +827,6 @@ def _key_values(text: str, spans: list[Span]) -> None:
             and _prose_after_colon(text, start, value)
         ):
             continue  # "token: expired", "AUTH: Received control message": a sentence, not a value
-        if start > raw_start and text[start : start + 1] in (" ", "\t") and sep.endswith((" ", "\t")):
-            continue  # 'Password: " (spawn_id': the quote closes a string around the key, it opens no value
         if start > raw_start and end < len(text) and text[end] == text[start - 1]:
             end = _quote_inside(text, start, end)
         lowered = key.lower()
@@ -832,6 +839,9 @@ def _key_values(text: str, spans: list[Span]) -> None:
         bare = start == raw_start
         if bare and value in _BLOCK_SCALARS:  # YAML's "password: |": the indented lines below
             _block_lines(text, key_start, end, spans)
+            continue
+        if bare and value.startswith("!") and text[end : end + 3].strip() in _BLOCK_SCALARS:
+            _block_lines(text, key_start, end, spans)  # a tag then a block: "secret: !!binary |"
             continue
         if "\n" in sep:  # a YAML list: every item, each to its line's end
             line_end = text.find("\n", start)
@@ -1316,7 +1326,7 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
                 spans.append((start + first, start + last))  # not a URL's path beside its query's secret
 
 
-_SECRET_IN_NAME = ("key", "secret", "token", "pass", "pwd", "credential", "sig", "auth")
+_SECRET_IN_NAME = ("key", "secret", "token", "pass", "pwd", "credential", "sig", "auth", "hmac")
 
 
 def _named_hash(before: str, hexadecimal: bool = False) -> bool:

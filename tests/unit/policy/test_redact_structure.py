@@ -274,6 +274,14 @@ def test_redaction_counts_before_the_cut() -> None:
             "gsutil -o Credentials:gs_service_key_file=/k.json cp a gs://b",
             "gsutil -o Credentials:gs_service_key_file=/k.json cp a gs://b",
         ),
+        # YAML's flow style name/value pairs, and a tagged block scalar
+        (
+            "env: [{name: DB_HOST, value: db}, {name: DB_PASS, value: Kube_pw_1}]",
+            "env: [{name: DB_HOST, value: db}, {name: DB_PASS, value: ***}]",
+        ),
+        ("secret: !!binary |\n  U2VjcmV0X3B3XzE=\nuser: etl", "secret: !!binary |\n  ***\nuser: etl"),
+        # an HMAC named in a header is a signature, not a hash to read
+        ("X-Shopify-Hmac-Sha256: 3p1Zq8xLm2Pv9Rt4Wn7Ab6Cd0Ef2Gh4Ij6Kl8Mn0O=", "X-Shopify-Hmac-Sha256: ***"),
         # a run's id is read
         (
             "RESOURCE_DOES_NOT_EXIST: Run 'a1b2c3d4e5f60718293a4b5c6d7e8f90' not found",
