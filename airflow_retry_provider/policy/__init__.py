@@ -46,7 +46,7 @@ from airflow_retry_provider.policy.profiles import (
     register_profile,
     retries_for,
 )
-from airflow_retry_provider.policy.redact import redact
+from airflow_retry_provider.policy.redact import Redacted, redact, redaction
 from airflow_retry_provider.policy.rules import (
     FAILURE_CLASSES,
     AllOf,
@@ -82,6 +82,7 @@ __all__ = [
     "HttpStatus",
     "MessagePattern",
     "PlanInputError",
+    "Redacted",
     "Profile",
     "Retry",
     "Rule",
@@ -104,6 +105,7 @@ __all__ = [
     "normalise_message",
     "plan",
     "redact",
+    "redaction",
     "register_profile",
     "retries_for",
     "retry_after",

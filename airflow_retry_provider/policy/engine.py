@@ -204,3 +204,43 @@ class Pattern:
 def pattern(source: str, ignore_case: bool = False, literals: tuple[str, ...] = ()) -> Pattern:
     """A :class:`Pattern` for ``source``, compiled with RE2 the first time it is used."""
     return Pattern(source, ignore_case, literals)
+
+
+class LiteralSet:
+    """Which of many literals a text holds, found in one pass (RE2's ``Set``: linear in the text).
+
+    A family gated by many words (the vendor rules' keywords, the command-line tools' names) asks
+    once, instead of one substring search of the whole text per word. Compiled on first use.
+
+    :param literals: the strings looked for (matched as they are, not as patterns).
+    :param ignore_case: find them in any case.
+    """
+
+    __slots__ = ("literals", "ignore_case", "_compiled")
+
+    def __init__(self, literals: tuple[str, ...], ignore_case: bool = False) -> None:
+        if not literals or not all(map(_plain, literals)):
+            raise PatternError(f"a literal set needs printable, non-empty strings, got {literals!r}")
+        self.literals = tuple(dict.fromkeys(literals))
+        self.ignore_case = ignore_case
+        self._compiled: Any = None
+
+    def _compile(self) -> Any:
+        import re2
+
+        compiled = re2.Set.SearchSet(_options(self.ignore_case))
+        for literal in self.literals:
+            compiled.Add(re2.escape(literal))
+        compiled.Compile()
+        return compiled
+
+    def found(self, text: str) -> frozenset[str]:
+        """The literals ``text`` holds."""
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = self._compile()
+        try:
+            indices = compiled.Match(text)
+        except UnicodeEncodeError:
+            indices = compiled.Match(storable(text))
+        return frozenset(self.literals[index] for index in indices or ())

@@ -9,19 +9,32 @@ Sources:
 
 - "password": the ``msgid "Password"`` of Django's auth catalogs,
   ``django/contrib/auth/locale/<lang>/LC_MESSAGES/django.po`` (pt_BR "Senha", es "Contraseña",
-  de "Passwort" and "Kennwort" in older catalogs, nl "Wachtwoord", tr "Parola", id "Kata sandi"),
-  and PostgreSQL's message catalogs, ``src/backend/po/<lang>.po``, whose
+  ca "Contrasenya", fr "Mot de passe", de "Passwort" and "Kennwort" in older catalogs, nl
+  "Wachtwoord", sv "Lösenord", nb "Passord", da "Adgangskode", fi "Salasana", et "Salasõna", lv
+  "Parole", lt "Slaptažodis", pl "Hasło", cs and sk "Heslo", sl "Geslo", hr "Lozinka", hu "Jelszó",
+  ro "Parolă", tr "Parola", id "Kata sandi", ms "Kata laluan", vi "Mật khẩu", el "Συνθηματικό", ru
+  and uk "Пароль", bg "Парола", sr "Лозинка", he "סיסמה", ar "كلمة المرور", fa "گذرواژه", hi
+  "पासवर्ड", th "รหัสผ่าน", zh_Hans "密码", ja "パスワード", ko "비밀번호"), checked against
+  Mozilla's Firefox catalogs (``toolkit/.../passwordmgr``, "Password" per locale), and
+  PostgreSQL's message catalogs, ``src/backend/po/<lang>.po``, whose
   ``password authentication failed`` reads "autenticação do tipo senha falhou" (pt_BR) and
   "la autentificación password falló" (es).
-- "key", "secret", "token", "credential": Wiktionary's translation tables of each English word
-  (pt "chave", "segredo", "credencial"; es "clave", "llave", "secreto", "credencial"; it "chiave",
-  "segreto"; de "Schlüssel"; fr "clé secrète"), in the forms code writes them: ASCII, lower case,
-  with and without their accents.
+- "key", "secret", "token", "credential", "PIN": Wiktionary's translation tables of each English
+  word (pt "chave", "segredo", "credencial"; es "clave", "llave", "secreto", "credencial"; it
+  "chiave", "segreto"; de "Schlüssel"; fr "jeton"; ru "ключ", "секрет", "токен"; el "κωδικός";
+  fa "رمز", "رمز عبور"; zh "口令", "密钥", "秘钥", "令牌"; ja "暗証番号", "秘密鍵", "トークン"; ko "암호",
+  "패스워드", "토큰"), in the forms code writes them: lower case, with and without their accents,
+  with ``_`` or a space between words.
 
 Left out on purpose: words that are the inside of common English words (fr "clé" as ``cle`` is in
-``article`` and ``vehicle``; pl "hasło" as ``haslo`` is in ``hasLoaded``), and words the English
-list already catches (pt-PT "palavra-passe", fr "mot de passe", de "Passwort" all hold ``pass``,
-es "secreto" holds ``secret``, "token" is the same word).
+``article`` and ``vehicle``), and words the English list already catches (pt-PT
+"palavra-passe", de "Passwort" all hold ``pass``, es "secreto" holds ``secret``, "token" is the
+same word). pl ``haslo`` is in ``hasLoaded``, whose values (``true``, ``false``) are placeholders
+redaction keeps anyway.
+
+A key in a non-Latin script is read whole: the key pattern's letters are Unicode letters
+(RE2's ``\\pL``, not ``\\w``, which is ASCII only), and a full-width ``：`` or ``＝`` separates it
+from its value as ``:`` and ``=`` do.
 """
 
 from __future__ import annotations
@@ -29,11 +42,48 @@ from __future__ import annotations
 SECRET_WORDS: dict[str, tuple[str, ...]] = {
     "pt": ("senha", "chave", "segredo", "credencia"),  # credencial, credenciais
     "es": ("contraseña", "contrasena", "clave", "llave", "credencia"),  # credencial, credenciales
+    "ca": ("contrasenya",),
     "it": ("chiave", "segreto"),
+    "fr": ("mot_de_passe", "motdepasse", "mot de passe", "jeton"),
     "de": ("kennwort", "schlüssel", "schluessel"),
     "nl": ("wachtwoord",),
-    "tr": ("parola", "sifre", "şifre"),
-    "id": ("kata_sandi", "katasandi"),
+    "sv": ("lösenord", "losenord"),
+    "no": ("passord",),  # Norwegian and Danish
+    "da": ("adgangskode", "kodeord"),
+    "fi": ("salasana",),
+    "et": ("salasõna", "parool"),
+    "lv": ("parole",),
+    "lt": ("slaptažodis", "slaptazodis"),
+    "pl": ("hasło", "haslo"),
+    "cs": ("heslo",),  # Czech and Slovak
+    "sl": ("geslo",),
+    "hr": ("lozinka", "lozinku"),  # Croatian, Serbian and Bosnian in Latin script
+    "hu": ("jelszó", "jelszo"),
+    "ro": ("parolă", "parola"),  # parola is Turkish and Italian too
+    "tr": ("sifre", "şifre"),
+    "id": ("kata_sandi", "katasandi", "kata sandi"),
+    "ms": ("kata_laluan", "kata laluan"),
+    "vi": ("mật khẩu", "mật_khẩu", "mat_khau", "matkhau"),
+    "el": ("κωδικός", "κωδικος", "κωδικός πρόσβασης", "συνθηματικό"),
+    "bn": ("পাসওয়ার্ড",),
+    "ur": ("پاس ورڈ",),
+    "ta": ("கடவுச்சொல்",),
+    "sw": ("nenosiri",),
+    "az": ("şifrə",),
+    "ka": ("პაროლი",),
+    "hy": ("գաղտնաբառ",),
+    "is": ("lykilorð",),
+    "ru": ("пароль", "ключ", "секрет", "токен"),  # Russian and Ukrainian
+    "bg": ("парола",),
+    "sr": ("лозинка",),
+    "he": ("סיסמה", "סיסמא"),
+    "ar": ("كلمة المرور", "كلمة_المرور", "كلمة السر", "كلمة_السر"),
+    "fa": ("رمز", "رمز عبور", "رمز_عبور", "گذرواژه"),
+    "hi": ("पासवर्ड", "कूटशब्द"),
+    "th": ("รหัสผ่าน",),
+    "zh": ("密码", "口令", "密钥", "秘钥", "私钥", "令牌"),
+    "ja": ("パスワード", "暗証番号", "秘密鍵", "トークン", "シークレット"),
+    "ko": ("비밀번호", "암호", "패스워드", "토큰"),
 }
 """Each language's words for a secret, as they appear inside a key (lower case)."""
 
@@ -41,11 +91,40 @@ PASSPHRASE_WORDS: tuple[str, ...] = (
     "senha",
     "contraseña",
     "contrasena",
+    "contrasenya",
+    "mot_de_passe",
+    "motdepasse",
     "kennwort",
     "wachtwoord",
+    "lösenord",
+    "losenord",
+    "passord",
+    "adgangskode",
+    "salasana",
+    "parool",
+    "hasło",
+    "haslo",
+    "heslo",
+    "lozinka",
+    "jelszó",
+    "jelszo",
     "parola",
     "sifre",
     "sandi",
+    "mat_khau",
+    "пароль",
+    "парола",
+    "лозинка",
+    "סיסמה",
+    "كلمة_المرور",
+    "رمز_عبور",
+    "पासवर्ड",
+    "รหัสผ่าน",
+    "密码",
+    "口令",
+    "パスワード",
+    "暗証番号",
+    "비밀번호",
 )
 """The words among them that mean *password*: a bare value after one may hold spaces (a passphrase)."""
 

@@ -60,3 +60,47 @@ def test_a_broken_masker_leaves_the_text(monkeypatch: pytest.MonkeyPatch) -> Non
 
     monkeypatch.setattr(secrets_masker, "redact", broken)
     assert mask(f"with {SECRET}") == f"with {SECRET}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "login failed: pw=hunter2 (retrying)",  # after a key word: redaction hides it too
+        "could not log in to db as etl with hunter2",  # an unremarkable word: only the masker knows it
+    ],
+)
+def test_a_connection_password_from_the_environment_is_hidden_on_every_surface(
+    empty_masker, monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    """A connection's short, unremarkable password set in the task's environment (AIRFLOW_CONN_...) is hidden in the retry reason, the letter's message and reason, and an alert's error, once the task has read the connection."""
+    from datetime import datetime, timezone
+    from types import SimpleNamespace
+
+    from airflow.sdk import BaseHook
+
+    from airflow_retry_provider import ClassifiedRetryPolicy
+    from airflow_retry_provider.alerts.outbox import safe_error
+    from airflow_retry_provider.dlq.callback import build_letter
+    from airflow_retry_provider.policy import redact as redact_only
+
+    assert ("hunter2" in redact_only(text)) is ("pw=" not in text)  # where redaction alone keeps it
+    monkeypatch.setenv("AIRFLOW_CONN_WAREHOUSE", "postgresql://etl:hunter2@db:5432/sales")
+    assert BaseHook.get_connection("warehouse").password == "hunter2"  # as a task reads it: now registered
+    failure = RuntimeError(text)
+    now = datetime(2026, 11, 30, 10, tzinfo=timezone.utc)
+    ti = SimpleNamespace(
+        dag_id="sales", run_id="manual__1", task_id="load", map_index=-1, try_number=1, max_tries=0
+    )
+    context = {"ti": ti, "task": SimpleNamespace(retries=0), "exception": failure, "params": {},
+               "data_interval_start": now, "data_interval_end": now}  # fmt: skip
+    letter = build_letter(context)
+    surfaces = {
+        "retry reason": ClassifiedRetryPolicy("report", clock=lambda: now)
+        .evaluate(failure, 1, 2, context)
+        .reason,
+        "letter message": letter.message,
+        "letter reason": letter.reason,
+        "alert error": safe_error(failure),
+    }
+    assert {name: "hunter2" in value for name, value in surfaces.items()} == dict.fromkeys(surfaces, False)
+    assert all("***" in value for value in surfaces.values())

@@ -1,5 +1,6 @@
-"""No secret of the leak corpus reaches any surface: the stored row, the page, the JSON API, both
-exports, the alert and the log line of a letter that could not be filed (real app, real PostgreSQL)."""
+"""No secret of the leak corpus or the unseen corpus reaches any surface: the stored row, the page,
+the JSON API, both exports, the alert and the log line of a letter that could not be filed (real
+app, real PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,13 @@ from tests.integration.plugin.test_app import Ui
 
 airflow_auth, ui = test_app.airflow_auth, test_app.ui  # the plugin tests' fixtures: users, the app
 
-CORPUS = yaml.safe_load((Path(__file__).parents[2] / "data" / "leaks.yaml").read_text(encoding="utf-8"))
+DATA = Path(__file__).parents[2] / "data"
+# the corpus the rules were written from, and the messages of tools no rule was written for
+CORPUS = [
+    entry
+    for name in ("leaks.yaml", "unseen.yaml")
+    for entry in yaml.safe_load((DATA / name).read_text(encoding="utf-8"))
+]
 
 
 def _strings(value: Any) -> str:

@@ -20,6 +20,7 @@ from airflow_retry_provider.policy.engine import CUT_MARK, MAX_MATCH_CHARS
 from airflow_retry_provider.policy.redact import _KEY_WORDS, MASK, MAX_MATCHES, PATTERNS
 
 CORPUS = Path(__file__).parents[2] / "data" / "leaks.yaml"
+UNSEEN = Path(__file__).parents[2] / "data" / "unseen.yaml"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 
 
@@ -319,8 +320,8 @@ def test_redact_keeps_what_is_not_secret(text: str, expected: str) -> None:
     assert redact(text) == expected
 
 
-def _corpus() -> list[Any]:
-    entries = yaml.safe_load(CORPUS.read_text())
+def _corpus(path: Path = CORPUS) -> list[Any]:
+    entries = yaml.safe_load(path.read_text(encoding="utf-8"))
     return [
         pytest.param(e["message"], e["secrets"], e["keep"], id=f"{i}-{e['tool'][:40]}")
         for i, e in enumerate(entries)
@@ -471,6 +472,29 @@ def test_corpus(message: str, secrets: list[str], keep: list[str]) -> None:
         assert readable in redacted, redacted
     assert len(cut) <= 500
     assert redact(redacted) == redacted
+
+
+@pytest.mark.parametrize(("message", "secrets", "keep"), _corpus(UNSEEN))
+def test_unseen_corpus(message: str, secrets: list[str], keep: list[str]) -> None:
+    """Every message of tools no rule was written for (tests/data/unseen.yaml) loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    redacted = redact(message)
+    cut = redact(message, 500)
+    for secret in secrets:
+        assert secret not in redacted, redacted
+        assert secret not in cut, cut
+    for readable in keep:
+        assert readable in redacted, redacted
+    assert redact(redacted) == redacted
+
+
+def test_unseen_corpus_is_two_hundred_messages() -> None:
+    """The unseen corpus holds 200 messages from 200 tools, each with secrets or readable parts."""
+    entries = yaml.safe_load(UNSEEN.read_text(encoding="utf-8"))
+    assert len(entries) == 200 and len({e["tool"] for e in entries}) == 200
+    assert all(
+        (e["secrets"] or e["keep"]) and set(e) == {"tool", "family", "message", "secrets", "keep"}
+        for e in entries
+    )
 
 
 def test_corpus_through_the_decision() -> None:

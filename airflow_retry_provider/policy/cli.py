@@ -1,0 +1,206 @@
+"""Command lines: the flags that take a secret, as data, and the generic rules for every other tool.
+
+``policy/data/cli_flags.json`` lists, per row, the tools, the flag, how its value is written and
+the page of the tool's documentation that says so (``mysql -pX``, ``ldapsearch -w X``,
+``etcdctl --user=root:X``, ``mc alias set <alias> <url> <access> X``). A flag named as a secret
+(``--password X``, ``-storepass X``) is the key family's in ``policy/redact.py``; this table holds
+the flags whose name gives nothing away, and the secret-named flags of the tools it lists (so the
+table says, for a reviewer, what each tool's secret flags are).
+
+Each row is one RE2 pattern, made on first use: the tool's name (a word, case-insensitive), then on
+the same line the flag at the start of an argument (after a space, or a quote of an argv list
+``['-p', 'x']``), then the value. A row runs only when its tool's name (all names are looked for in one pass) and its flag are in
+the text.
+
+The generic rule, for any tool: ``user:secret`` (or ``user%secret``) after ``--user``, ``-u`` or
+``-U`` hides what follows the separator, unless it is a number (``docker run -u 1000:1000``), the
+user again, or a URL's rest (``beeline -u jdbc:hive2://...``); and after a user flag and its name,
+a short password flag's value on the same command (``-p``, ``-P``, ``-pw``, ``-w``, ``--pass``:
+``knife -U ubuntu -P x``), unless it is a port (digits) or a path. A flag whose value is random (high entropy) is the entropy family's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from airflow_retry_provider.policy.engine import LiteralSet, Pattern, pattern
+
+Span = tuple[int, int]
+
+MAX_MATCHES_PER_ROW = 16
+"""A row's matches past this many in one text are not looked at (the text is bounded already)."""
+
+# an argument: quoted, or a bare word (argv lists: up to the quote, comma or bracket)
+ARG = r"(\"[^\"\r\n]*\"|'[^'\r\n]*'|[^\s'\",\])]+)"
+# a positional argument: not a flag
+POSITIONAL = r"(\"[^\"\r\n]*\"|'[^'\r\n]*'|[^\s'\",\])-][^\s'\",\])]*)"
+START = r"(?:^|[\s'\"\[(,=])"  # where an argument starts (a space, a quote of an argv list)
+NEXT = r"(?:[ \t]+|[\"'][ \t]*,[ \t]*[\"']?)"  # the next argument: a space, or ', ' in an argv list
+_SKIPPED = r"(?:\"[^\"\r\n]*\"|'[^'\r\n]*'|[^\s'\",\])]+)"
+
+VALUES = {
+    "attached": "",  # mysql -pX
+    "separate": NEXT,  # ldapsearch -w X
+    "either": f"{NEXT}?",  # sshpass -pX, sshpass -p X
+    "equals": f"(?:=|{NEXT})",  # --password=X, --password X
+    "any": f"(?:=|{NEXT})?",  # smbclient -Uuser%X, -U user%X, --user=user%X
+    "positional": NEXT,  # vault login X
+}
+"""How a row's value is written after its flag (its ``value`` field)."""
+
+SEPARATORS = {"all": "", "after:": ":", "after%": "%", "after,": ","}
+"""Which part of the value is the secret (its ``secret`` field): all of it, or what follows the separator."""
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One row of the table.
+
+    :param tools: the tools' names (lower case).
+    :param flag: the flag as the tool spells it (``-p``, ``--server.password``, ``alias set``).
+    :param value: how the value follows the flag, a key of :data:`VALUES`.
+    :param secret: which part of the value is hidden, a key of :data:`SEPARATORS`.
+    :param skip: for a positional value, the arguments before it (``mc alias set <alias> <url> <access>``).
+    :param subcommand: a word that stands between the tool and the flag (``docker ... login -p``).
+    :param ignore_case: the flag in any case (``db2 ... USING x``).
+    :param source: the tool's documentation that names the flag.
+    """
+
+    tools: tuple[str, ...]
+    flag: str
+    value: str
+    secret: str
+    skip: int
+    subcommand: str
+    ignore_case: bool
+    source: str
+
+    @property
+    def pattern(self) -> Pattern:
+        return _pattern_of(self)
+
+
+class CliTableError(ValueError):
+    """A row of the flags table that cannot be read; the message names the row and the field."""
+
+
+def _row(index: int, item: dict[str, Any]) -> Flag:
+    value, secret = item.get("value"), item.get("secret", "all")
+    if value not in VALUES:
+        raise CliTableError(f"cli_flags.json rows[{index}].value: {value!r} is not one of {sorted(VALUES)}")
+    if secret not in SEPARATORS:
+        raise CliTableError(
+            f"cli_flags.json rows[{index}].secret: {secret!r} is not one of {sorted(SEPARATORS)}"
+        )
+    if not item.get("tools") or not item.get("flag") or not item.get("source"):
+        raise CliTableError(
+            f"cli_flags.json rows[{index}]: tools, flag and source are required, got {item!r}"
+        )
+    return Flag(
+        tools=tuple(tool.lower() for tool in item["tools"]),
+        flag=item["flag"],
+        value=value,
+        secret=secret,
+        skip=int(item.get("skip", 0)),
+        subcommand=item.get("subcommand", ""),
+        ignore_case=bool(item.get("ignore_case", False)),
+        source=item["source"],
+    )
+
+
+@cache
+def tool_names() -> LiteralSet:
+    """Every tool's name in the table, found in one pass."""
+    return LiteralSet(tuple(tool for row in table() for tool in row.tools), ignore_case=True)
+
+
+@cache
+def table() -> tuple[Flag, ...]:
+    """The rows of ``policy/data/cli_flags.json``, read once."""
+    source = resources.files("airflow_retry_provider.policy").joinpath("data/cli_flags.json")
+    rows = json.loads(source.read_text(encoding="utf-8"))["rows"]
+    return tuple(_row(index, item) for index, item in enumerate(rows))
+
+
+_PATTERNS: dict[Flag, Pattern] = {}
+
+
+def _pattern_of(row: Flag) -> Pattern:
+    found = _PATTERNS.get(row)
+    if found is None:
+        tools = "|".join(re.escape(tool) for tool in row.tools)
+        # the tool as a command's word: after a space, a quote, a path's / (not org.x.vault.y)
+        head = rf"(?i:(?:^|[\s'\"\[(/\\+=])(?:{tools})(?:\.exe|\.sh)?)"
+        if row.subcommand:
+            head += rf"(?:[\s'\",\]][^\r\n]*?)?(?i:\b{re.escape(row.subcommand)}\b)"
+        head += r"(?:[\s'\",\]][^\r\n]*?)?"
+        flag = re.escape(row.flag).replace("\\ ", "[ \t]+")
+        if row.ignore_case:
+            flag = f"(?i:{flag})"
+        skipped = f"(?:{_SKIPPED}{NEXT}){{{row.skip}}}" if row.skip else ""
+        separator = SEPARATORS[row.secret]
+        before = rf"[\"']?[^\s{separator}'\"]*{re.escape(separator)}" if separator else ""
+        value = POSITIONAL if row.value == "positional" and not before else ARG
+        found = _PATTERNS[row] = pattern(f"{head}{START}{flag}{VALUES[row.value]}{skipped}{before}{value}")
+    return found
+
+
+# the generic rule: user:secret or user%secret after --user, -u, -U (any tool)
+USER_PAIR = pattern(
+    rf"{START}(?:--user(?:name)?|-u|-U)(?:=|{NEXT})?[\"']?([^\s:%'\"/@,]+)[:%]([^\s'\"@,\])]+)"
+)
+_USER_FLAGS = ("--user", "-u", "-U")
+# and a short password flag after a user flag on the same command line (knife -U ubuntu -P x,
+# bolt --user ops -p x): a user's name then a password's flag is a login, whatever the tool
+USER_THEN_PASSWORD = pattern(
+    rf"{START}(?:--user(?:name)?|-u|-U|-l|--login)(?:=|{NEXT})[\"']?[^\s'\"-][^\s'\"]*[\"']?"
+    rf"[^\r\n|;&]*?{START}(?:-p|-P|-pw|-w|--pass)(?:{NEXT}){ARG}"
+)
+
+
+def patterns() -> tuple[Pattern, ...]:
+    """Every pattern of this family (the linear-time tests run each)."""
+    return (*(row.pattern for row in table()), USER_PAIR, USER_THEN_PASSWORD)
+
+
+def _inside_quotes(text: str, start: int, end: int) -> Span:
+    if end - start >= 2 and text[start] in "\"'" and text[end - 1] == text[start]:
+        return start + 1, end - 1
+    return start, end
+
+
+def find(text: str, lowered: str) -> list[Span]:
+    """The spans of the secrets of command lines in ``text`` (``lowered`` is ``text.lower()``)."""
+    spans: list[Span] = []
+    present = tool_names().found(text)  # one pass for every tool's name
+    for row in table() if present else ():
+        if present.isdisjoint(row.tools):
+            continue
+        if (row.flag.lower() not in lowered) if row.ignore_case else (row.flag.split(" ")[0] not in text):
+            continue
+        for count, match in enumerate(row.pattern.finditer(text)):
+            if count == MAX_MATCHES_PER_ROW:
+                break
+            start, end = _inside_quotes(text, *match.span(1))
+            if end > start:
+                spans.append((start, end))
+    if any(map(text.__contains__, _USER_FLAGS)):
+        for count, match in enumerate(USER_PAIR.finditer(text)):
+            if count == MAX_MATCHES_PER_ROW:
+                break
+            user, secret = match.group(1), match.group(2)
+            if not secret.isdigit() and secret != user and "//" not in secret:  # not a URL
+                spans.append(match.span(2))
+        for count, match in enumerate(USER_THEN_PASSWORD.finditer(text)):
+            if count == MAX_MATCHES_PER_ROW:
+                break
+            start, end = _inside_quotes(text, *match.span(1))
+            value = text[start:end]
+            if value and not value.replace(":", "").isdigit() and value[0] not in "/$.~":  # a port, a path
+                spans.append((start, end))
+    return spans

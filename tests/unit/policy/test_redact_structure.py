@@ -1,0 +1,294 @@
+"""Values judged by their structure, their key's meaning, their shape and where they stand (issue 54)."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_retry_provider.policy import Redacted, redact, redaction, secret_words
+
+UUID = "1f2e3d4c-5b6a-7980-a1b2-c3d4e5f60718"
+HEX32 = "b6907d289e10d714a6e88b30761fae22"
+SHA = "3b18e512dba79e4c8300dd08aeb37f8e728b8dad"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # any scheme word stays, the credential goes
+        (f"Authorization: GenieKey {UUID}", "Authorization: GenieKey ***"),
+        (f"headers={{'Authorization': 'Splunk {UUID}'}}", "headers={'Authorization': 'Splunk ***'}"),
+        ("Authorization: SSWS 00QCjAl4MlV-WPXM-AbCdEfGh", "Authorization: SSWS ***"),
+        ("Proxy-Authorization: Token abc123", "Proxy-Authorization: Token ***"),
+        (
+            "Authorization: SharedKey acct:ctzMq410TV3wS7upTBcunJTDLEJwMAZuFPfr0mrrA08=",
+            "Authorization: SharedKey ***",
+        ),
+        # AWS's parameters keep their names; Signature= is the key family's
+        (
+            "Authorization: AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20261204/us-east-1/s3/aws4_request, "
+            f"SignedHeaders=host, Signature={SHA}",
+            "Authorization: AWS4-HMAC-SHA256 Credential=***, SignedHeaders=host, Signature=***",
+        ),
+        # a bare credential: no scheme to keep
+        ("Authorization: abcdef123456", "Authorization: ***"),
+        # headers named as keys, tokens, secrets and signatures
+        ("X-Vault-Token: s.abcdefgh", "X-Vault-Token: ***"),
+        ("DD-API-KEY: 0123abcd", "DD-API-KEY: ***"),
+        ("X-Hub-Signature-256: sha256=abc123def", "X-Hub-Signature-256: ***"),
+        ("X-Splunk-Secret: mysecret1", "X-Splunk-Secret: ***"),
+    ],
+)
+def test_http_headers(text: str, expected: str) -> None:
+    """Every Authorization value keeps its scheme word and loses its credential; secret-named headers are hidden."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a credential's shape under a name on no list
+        (
+            f"GET https://api.example.com/weather?q=London&appid={HEX32} 401",
+            "GET https://api.example.com/weather?q=London&appid=*** 401",
+        ),
+        # readable values stay: numbers, words, a UUID under an id's name, a hash under a hash's name
+        (
+            f"https://api.example.com/v1/x?page=2&sort=name&id={UUID}",
+            f"https://api.example.com/v1/x?page=2&sort=name&id={UUID}",
+        ),
+        (f"https://ci.example.com/build?commit={SHA}", f"https://ci.example.com/build?commit={SHA}"),
+        # the path's resource id beside the query's real secret stays readable
+        (
+            f"https://acct.blob.core.windows.net/raw/{HEX32}/part-0001.parquet?sv=2022-11-02&sr=b&sig=AbCdEf0123456789AbCdEf%2B%3D",
+            f"https://acct.blob.core.windows.net/raw/{HEX32}/part-0001.parquet?sv=2022-11-02&sr=b&sig=***",
+        ),
+    ],
+)
+def test_url_query_parameters(text: str, expected: str) -> None:
+    """Every query parameter is judged by its name and its shape; a URL's path stays readable beside its secret."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Vault AppRole: the secret_id is the credential, the role_id names the role
+        (
+            f"vault write auth/approle/login role_id={UUID} secret_id='{UUID}'",
+            f"vault write auth/approle/login role_id={UUID} secret_id='***'",
+        ),
+        # ids under id-like keys stay
+        (f"token_id={UUID} key_id={UUID}", f"token_id={UUID} key_id={UUID}"),
+        # a project key is a name
+        ("-Dsonar.projectKey=etl-orders", "-Dsonar.projectKey=etl-orders"),
+    ],
+)
+def test_uuid_shaped_values_by_key(text: str, expected: str) -> None:
+    """A UUID-shaped value is a secret under a secret's name and an id under an id's name."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "ValueError: Port could not be cast to integer value as 'p@ss'",
+            "ValueError: Port could not be cast to integer value as '***'",
+        ),
+        (
+            'parse "redis://:pa:ss@h:6379": invalid port ":ss@h:6379" after host',
+            'parse "redis://:***@h:6379": invalid port ":***" after host',
+        ),
+        ("httpx.InvalidURL: Invalid port: 'pw@db'", "httpx.InvalidURL: Invalid port: '***'"),
+        (
+            'invalid integer value "s3cr@t" for connection option "port"',
+            'invalid integer value "***" for connection option "port"',
+        ),
+        # a real port number is read
+        (
+            "Port could not be cast to integer value as '99999'",
+            "Port could not be cast to integer value as '99999'",
+        ),
+    ],
+)
+def test_a_secret_quoted_back_by_a_parse_error(text: str, expected: str) -> None:
+    """A parser's error that quotes the piece of a URI it could not read (a password's start) hides it."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ERROR 1045 (28000): Access denied for user 'etl'@'10.0.0.5' (using password: YES)",
+        "Access denied for user 'etl'@'localhost' (using password: NO)",
+        "Invalid client secret provided.",
+        "error: invalid_client, credentials [unauthorized_client]",
+        'FATAL: password authentication failed for user "etl"',
+        "token expired",
+        "token: expired",
+        "password: required",
+        f"fatal: remote error: upload-pack: not our ref {SHA}",
+        f"fatal: reference is not a tree: {SHA}",
+        "<RequestId>4442587FB7D0A2F9</RequestId><HostId>eWJ1ZGdldC1hbmQtaG9zdGlkLXRoYXQtaXMtYmFzZTY0LWVuY29kZWQ=</HostId>",
+        '{"RequestId": "eWJ1ZGdldC1hbmQtaG9zdGlkLXRoYXQtaXMtYmFzZTY0"}',
+    ],
+)
+def test_what_on_call_reads_is_kept(text: str) -> None:
+    """A key word followed by a word, punctuation or YES/NO, request and host ids and git SHAs stay readable."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("key", "separator"),
+    [
+        ("пароль", "="),  # Russian, Ukrainian
+        ("密码", "："),  # Chinese, a full-width colon
+        ("口令", "="),
+        ("密钥", ": "),
+        ("パスワード", "="),  # Japanese
+        ("暗証番号", "＝"),  # a full-width equals sign
+        ("비밀번호", ": "),  # Korean
+        ("كلمة المرور", "="),  # Arabic
+        ("पासवर्ड", "="),  # Hindi, with its vowel signs
+        ("mot_de_passe", "="),
+        ("hasło", "="),
+        ("heslo", "="),
+        ("lösenord", "="),
+        ("passord", "="),
+        ("adgangskode", "="),
+        ("salasana", "="),
+        ("κωδικός", "="),
+        ("jelszó", "="),
+        ("mật khẩu", "="),
+        ("รหัสผ่าน", "="),
+        ("סיסמה", "="),
+        ("رمز", "="),
+        ("ключ", "="),
+        ("kata sandi", "="),
+        ("db_пароль", "="),  # a key made of both scripts
+    ],
+)
+def test_key_words_in_many_scripts(key: str, separator: str) -> None:
+    """A key word of any of the listed languages, in any script, hides its value, after full-width separators too."""
+    assert redact(f"{key}{separator}Zz9Secret1 user=etl") == f"{key}{separator}*** user=etl"
+
+
+def test_secret_words_cover_twenty_languages_and_scripts() -> None:
+    """The one list of key words holds at least 20 languages, Latin and non-Latin."""
+    languages = secret_words.SECRET_WORDS
+    assert len(languages) >= 20
+    assert {"ru", "zh", "ja", "ko", "ar", "hi"} <= set(languages)
+
+
+@pytest.mark.parametrize(
+    ("text", "hidden"),
+    [
+        ("connection refused", 0),
+        ("password=hunter2", 1),
+        ("password=hunter2 token=abc123 postgresql://bob:p4ss@db/x", 3),
+        ("password=*** already redacted", 0),
+    ],
+)
+def test_redaction_counts_what_it_hid(text: str, hidden: int) -> None:
+    """redaction() gives the text redact() gives and how many values it hid."""
+    result = redaction(text)
+    assert result == Redacted(redact(text), hidden)
+
+
+def test_redaction_counts_before_the_cut() -> None:
+    """The count is of the whole text's hidden values, also when the text is cut to a limit."""
+    result = redaction("password=hunter2 " + "x " * 100 + "token=abc123", limit=40)
+    assert result.hidden == 2 and len(result.text) <= 40
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a credential pair given to an auth argument or a credential's constructor
+        (
+            "requests.get(url, auth=('etl', 'Req_pw1')) failed",
+            "requests.get(url, auth=('etl', '***')) failed",
+        ),
+        ('new NetworkCredential("etl", "Net_pw1")', 'new NetworkCredential("etl", "***")'),
+        # PowerShell's plain-text secure string, Windows' net use
+        (
+            "ConvertTo-SecureString 'Ps_pw_1' -AsPlainText -Force",
+            "ConvertTo-SecureString '***' -AsPlainText -Force",
+        ),
+        (
+            "net use Z: \\\\fs01\\share Winpw2024 /user:CORP\\etl",
+            "net use Z: \\\\fs01\\share *** /user:CORP\\etl",
+        ),
+        # an FTP client's user command
+        ("+ ftp -n host <<< 'user etl Ftp_pw_9'", "+ ftp -n host <<< 'user etl ***'"),
+        # a YAML block scalar under a secret's key: its indented lines
+        ("password: |\n  Multi_line_pw1\nuser: etl", "password: |\n  ***\nuser: etl"),
+        # a number parse that quotes a URI's piece; one that quotes a plain value is read
+        (
+            "ValueError: invalid literal for int() with base 10: 'ss@db'",
+            "ValueError: invalid literal for int() with base 10: '***'",
+        ),
+        (
+            "ValueError: invalid literal for int() with base 10: 'N/A x'",
+            "ValueError: invalid literal for int() with base 10: '***'",
+        ),
+        (
+            "ValueError: invalid literal for int() with base 10: 'abc'",
+            "ValueError: invalid literal for int() with base 10: 'abc'",
+        ),
+        # a key followed by a particle (Japanese, Korean) or by a connecting word and its object
+        ("パスワードは Himitsu99 です", "パスワードは *** です"),
+        ("비밀번호는 Bimil123 입니다", "비밀번호는 *** 입니다"),
+        ("contraseña de la base de datos: Clave123", "contraseña de la base de datos: ***"),
+        ("пароль от базы: Parol123", "пароль от базы: ***"),
+        # a colon-separated value is one word: what follows is the sentence
+        ("Fehler: Passwort: Geheim123 ungültig", "Fehler: Passwort: *** ungültig"),
+        # public keys and event ids are read
+        (
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq3bJ0X7Nv6Ww9Q2rTz3Y8pKcLmN4sVd1EfGh2IjKl etl@host",
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq3bJ0X7Nv6Ww9Q2rTz3Y8pKcLmN4sVd1EfGh2IjKl etl@host",
+        ),
+        (
+            "Sentry event 5a1b2c3d4e5f60718293a4b5c6d7e8f9 dropped",
+            "Sentry event 5a1b2c3d4e5f60718293a4b5c6d7e8f9 dropped",
+        ),
+        # user:password@host without a scheme, on any command line
+        (
+            "+ curl --socks5 user:Sock_pw1@proxy:1080 https://x",
+            "+ curl --socks5 user:***@proxy:1080 https://x",
+        ),
+        # a webhook path's segments with digits; its words stay
+        (
+            "https://hooks.zapier.com/hooks/catch/1234567/abcde12/",
+            "https://hooks.zapier.com/hooks/catch/1234567/***/",
+        ),
+        # a URL's key= holding a token, whatever its punctuation
+        (
+            "POST https://api.pushbullet.com/v2/pushes?key=o.Abc123Def456Ghi789Jkl012 401",
+            "POST https://api.pushbullet.com/v2/pushes?key=*** 401",
+        ),
+        # full-width commas end a value
+        ("错误：用户名=etl，密码=Mima_2024，主机=db", "错误：用户名=etl，密码=***，主机=db"),
+        # boto's Section:option=value names a file, not a credential
+        (
+            "gsutil -o Credentials:gs_service_key_file=/k.json cp a gs://b",
+            "gsutil -o Credentials:gs_service_key_file=/k.json cp a gs://b",
+        ),
+        # YAML's flow style name/value pairs, and a tagged block scalar
+        (
+            "env: [{name: DB_HOST, value: db}, {name: DB_PASS, value: Kube_pw_1}]",
+            "env: [{name: DB_HOST, value: db}, {name: DB_PASS, value: ***}]",
+        ),
+        ("secret: !!binary |\n  U2VjcmV0X3B3XzE=\nuser: etl", "secret: !!binary |\n  ***\nuser: etl"),
+        # an HMAC named in a header is a signature, not a hash to read
+        ("X-Shopify-Hmac-Sha256: 3p1Zq8xLm2Pv9Rt4Wn7Ab6Cd0Ef2Gh4Ij6Kl8Mn0O=", "X-Shopify-Hmac-Sha256: ***"),
+        # a run's id is read
+        (
+            "RESOURCE_DOES_NOT_EXIST: Run 'a1b2c3d4e5f60718293a4b5c6d7e8f90' not found",
+            "RESOURCE_DOES_NOT_EXIST: Run 'a1b2c3d4e5f60718293a4b5c6d7e8f90' not found",
+        ),
+    ],
+)
+def test_general_mechanisms(text: str, expected: str) -> None:
+    """Mechanisms that generalise beyond one tool: credential pairs, block scalars, quoted URI pieces, particles, public ids."""
+    assert redact(text) == expected

@@ -1,0 +1,31 @@
+"""bench/corpus.py judges each corpus of tests/data: entries held, the share, and each failure."""
+
+from __future__ import annotations
+
+from tests.unit.bench_modules import import_bench
+
+
+def test_a_leak_and_a_lost_keep_are_failures_a_held_entry_is_not() -> None:
+    """An entry whose secret survives or whose keep string is hidden is listed; one that holds is not."""
+    (bench,) = import_bench("corpus")
+    held = {
+        "tool": "held",
+        "family": "x",
+        "message": "password=hunter2, host=db",
+        "secrets": ["hunter2"],
+        "keep": ["host=db"],
+    }
+    leaked = {"tool": "leaked", "family": "x", "message": "value hunter2", "secrets": ["hunter2"], "keep": []}
+    lost = {"tool": "lost", "family": "x", "message": "password=hunter2", "secrets": [], "keep": ["hunter2"]}
+    lines = bench.failures([held, leaked, lost])
+    assert len(lines) == 2
+    assert "leaked [x]: leaked=['hunter2']" in lines[0]
+    assert "lost [x]: leaked=[] lost=['hunter2']" in lines[1]
+
+
+def test_every_corpus_present_meets_its_target(capsys) -> None:
+    """Run over tests/data: each present corpus prints its count and an OK verdict, and the run exits 0."""
+    (bench,) = import_bench("corpus")
+    assert bench.main() == 0
+    out = capsys.readouterr().out
+    assert "leaks.yaml: " in out and "unseen.yaml: 200/200 held (100.0 %)" in out and "MISSED" not in out
