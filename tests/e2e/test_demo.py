@@ -78,6 +78,11 @@ def _check_story(result: subprocess.CompletedProcess[str], workdir) -> None:
         -3000:
     ]
     assert re.search(r"gold_risk_report\s+failed\s+tries=1", out), out[-3000:]
+    # the poison task's try 1 says why, and names its letter; a task that never ran says so
+    assert re.search(r"try 1: failed: .*poison/not-found", out), out[-3000:]
+    assert re.search(r"letter #\d+ \[dlq\] poison/not-found", out), out[-3000:]
+    assert re.search(r"publish_risk_report\s+did not run \(upstream_failed\)", out), out[-3000:]
+    assert "try 0" not in out
     assert re.search(r"#(\d+) example_retry_pipeline\.gold_risk_report \[dlq\] not-found", out), out[-3000:]
     # step 2: the reconciliation as of after the pipeline: a real gap, the connector healthy with its figures
     assert "dead_letter_sweeper unpaused" in result.stderr
