@@ -21,13 +21,14 @@ Sources:
   "la autentificación password falló" (es).
 - "key", "secret", "token", "credential", "PIN": Wiktionary's translation tables of each English
   word (pt "chave", "segredo", "credencial"; es "clave", "llave", "secreto", "credencial"; it
-  "chiave", "segreto"; de "Schlüssel"; fr "jeton"; ru "ключ", "секрет", "токен"; el "κωδικός";
+  "chiave", "segreto"; de "Schlüssel", "Geheimnis", "Zugangsdaten"; fr "clé", "jeton"; nl
+  "sleutel"; pl "klucz"; tr "anahtar"; ru "ключ", "секрет", "токен"; el "κωδικός";
   fa "رمز", "رمز عبور"; zh "口令", "密钥", "秘钥", "令牌"; ja "暗証番号", "秘密鍵", "トークン"; ko "암호",
   "패스워드", "토큰"), in the forms code writes them: lower case, with and without their accents,
   with ``_`` or a space between words.
 
-Left out on purpose: words that are the inside of common English words (fr "clé" as ``cle`` is in
-``article`` and ``vehicle``), and words the English list already catches (pt-PT
+Left out on purpose: words that are the inside of common English words (fr "clé" without its
+accent, ``cle``, is in ``article`` and ``vehicle``: only ``clé`` is listed), and words the English list already catches (pt-PT
 "palavra-passe", de "Passwort" all hold ``pass``, es "secreto" holds ``secret``, "token" is the
 same word). pl ``haslo`` is in ``hasLoaded``, whose values (``true``, ``false``) are placeholders
 redaction keeps anyway.
@@ -44,9 +45,9 @@ SECRET_WORDS: dict[str, tuple[str, ...]] = {
     "es": ("contraseña", "contrasena", "clave", "llave", "credencia"),  # credencial, credenciales
     "ca": ("contrasenya",),
     "it": ("chiave", "segreto"),
-    "fr": ("mot_de_passe", "motdepasse", "mot de passe", "jeton"),
-    "de": ("kennwort", "schlüssel", "schluessel"),
-    "nl": ("wachtwoord",),
+    "fr": ("mot_de_passe", "motdepasse", "mot de passe", "jeton", "clé"),
+    "de": ("kennwort", "schlüssel", "schluessel", "geheimnis", "zugangsdaten"),
+    "nl": ("wachtwoord", "sleutel"),
     "sv": ("lösenord", "losenord"),
     "no": ("passord",),  # Norwegian and Danish
     "da": ("adgangskode", "kodeord"),
@@ -54,13 +55,13 @@ SECRET_WORDS: dict[str, tuple[str, ...]] = {
     "et": ("salasõna", "parool"),
     "lv": ("parole",),
     "lt": ("slaptažodis", "slaptazodis"),
-    "pl": ("hasło", "haslo"),
+    "pl": ("hasło", "haslo", "klucz"),
     "cs": ("heslo",),  # Czech and Slovak
     "sl": ("geslo",),
     "hr": ("lozinka", "lozinku"),  # Croatian, Serbian and Bosnian in Latin script
     "hu": ("jelszó", "jelszo"),
     "ro": ("parolă", "parola"),  # parola is Turkish and Italian too
-    "tr": ("sifre", "şifre"),
+    "tr": ("sifre", "şifre", "anahtar"),
     "id": ("kata_sandi", "katasandi", "kata sandi"),
     "ms": ("kata_laluan", "kata laluan"),
     "vi": ("mật khẩu", "mật_khẩu", "mat_khau", "matkhau"),
