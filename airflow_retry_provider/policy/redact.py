@@ -863,7 +863,15 @@ PROSE_WORDS = frozenset(
      "mismatch", "provided", "revoked", "unknown", "needed", "unset", "changed", "reset", "not", "is",
      "was", "must", "should", "has", "have", "for", "the", "and", "failed", "none", "ok", "error",
      "refused", "blank", "absent", "malformed", "unauthorized", "forbidden", "too", "of", "does",
-     "cannot", "can't", "did", "set", "yes", "no"}
+     "cannot", "can't", "did", "set", "yes", "no",
+     # the same words in the languages of policy/secret_words.py: wrong, invalid, expired, required
+     "falsch", "ungültig", "abgelaufen", "erforderlich", "incorrecte", "invalide", "expiré",
+     "requis", "incorrecta", "incorrecto", "inválida", "inválido", "caducada", "requerida", "incorreta",
+     "expirada", "obrigatória", "errata", "errato", "sbagliata", "scaduta", "onjuist", "ongeldig",
+     "verlopen", "hatalı", "geçersiz", "yanlış", "błędne", "nieprawidłowe", "špatné", "neplatné", "fel",
+     "ogiltigt", "väärä", "virheellinen", "hibás", "érvénytelen", "sai", "salah", "неверный",
+     "неправильный", "недействителен", "истёк", "истек", "требуется", "невірний", "λάθος", "שגויה",
+     "错误", "无效", "已过期", "間違っています", "無効", "틀렸습니다", "잘못됨", "만료됨", "غير صحيحة", "خاطئة", "गलत"}
 )  # fmt: skip
 """Words that follow a secret's name in a sentence (``token: expired``): after ``:`` they are not a value."""
 

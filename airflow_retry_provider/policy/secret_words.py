@@ -24,13 +24,13 @@ Sources:
   "chiave", "segreto"; de "Schlüssel", "Geheimnis", "Zugangsdaten"; fr "clé", "jeton"; nl
   "sleutel"; pl "klucz"; tr "anahtar"; ru "ключ", "секрет", "токен"; el "κωδικός";
   fa "رمز", "رمز عبور"; zh "口令", "密钥", "秘钥", "令牌"; ja "暗証番号", "秘密鍵", "トークン"; ko "암호",
-  "패스워드", "토큰"), in the forms code writes them: lower case, with and without their accents,
-  with ``_`` or a space between words.
+  "패스워드", "토큰", "키" after "API", "시크릿"), in the forms code writes them: lower case,
+  with and without their accents, with ``_`` or a space between words.
 
 Left out on purpose: words that are the inside of common English words (fr "clé" without its
-accent, ``cle``, is in ``article`` and ``vehicle``: only ``clé`` is listed), and words the English list already catches (pt-PT
-"palavra-passe", de "Passwort" all hold ``pass``, es "secreto" holds ``secret``, "token" is the
-same word). pl ``haslo`` is in ``hasLoaded``, whose values (``true``, ``false``) are placeholders
+accent, ``cle``, is in ``article`` and ``vehicle``: only ``clé`` is listed), and words the
+English list already catches (pt-PT "palavra-passe", de "Passwort" all hold ``pass``, es
+"secreto" holds ``secret``, "token" is the same word). pl ``haslo`` is in ``hasLoaded``, whose values (``true``, ``false``) are placeholders
 redaction keeps anyway.
 
 A key in a non-Latin script is read whole: the key pattern's letters are Unicode letters
@@ -84,7 +84,7 @@ SECRET_WORDS: dict[str, tuple[str, ...]] = {
     "th": ("รหัสผ่าน",),
     "zh": ("密码", "口令", "密钥", "秘钥", "私钥", "令牌"),
     "ja": ("パスワード", "暗証番号", "秘密鍵", "トークン", "シークレット"),
-    "ko": ("비밀번호", "암호", "패스워드", "토큰"),
+    "ko": ("비밀번호", "암호", "패스워드", "토큰", "api 키", "api키", "시크릿"),
 }
 """Each language's words for a secret, as they appear inside a key (lower case)."""
 

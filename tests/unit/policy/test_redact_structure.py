@@ -127,6 +127,8 @@ def test_a_secret_quoted_back_by_a_parse_error(text: str, expected: str) -> None
         "token expired",
         "token: expired",
         "password: required",
+        "пароль: неверный",  # the same sentence in another language
+        "Passwort: abgelaufen",
         f"fatal: remote error: upload-pack: not our ref {SHA}",
         f"fatal: reference is not a tree: {SHA}",
         "<RequestId>4442587FB7D0A2F9</RequestId><HostId>eWJ1ZGdldC1hbmQtaG9zdGlkLXRoYXQtaXMtYmFzZTY0LWVuY29kZWQ=</HostId>",
@@ -163,6 +165,7 @@ def test_what_on_call_reads_is_kept(text: str) -> None:
         ("รหัสผ่าน", "="),
         ("סיסמה", "="),
         ("رمز", "="),
+        ("API 키", ": "),  # Korean "API key"
         ("ключ", "="),
         ("kata sandi", "="),
         ("db_пароль", "="),  # a key made of both scripts
