@@ -53,8 +53,9 @@ VALUES = {
 }
 """How a row's value is written after its flag (its ``value`` field)."""
 
-SEPARATORS = {"all": "", "after:": ":", "after%": "%", "after,": ","}
-"""Which part of the value is the secret (its ``secret`` field): all of it, or what follows the separator."""
+SEPARATORS = {"all": "", "after:": ":", "after%": "%", "after,": ",", "after=": "="}
+"""Which part of the value is the secret (its ``secret`` field): all of it, or what follows the
+separator (``user:X``, ``user%X``, ``user,X``, ``name=X``)."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,13 @@ class Flag:
 
     @property
     def pattern(self) -> Pattern:
-        return _pattern_of(self)
+        """The tool, then on its line the flag and its value (the value is group 1)."""
+        return _pattern_of(self)[0]
+
+    @property
+    def again(self) -> Pattern:
+        """The flag and its value alone: the same flag given again later on the tool's line."""
+        return _pattern_of(self)[1]
 
 
 class CliTableError(ValueError):
@@ -127,10 +134,10 @@ def table() -> tuple[Flag, ...]:
     return tuple(_row(index, item) for index, item in enumerate(rows))
 
 
-_PATTERNS: dict[Flag, Pattern] = {}
+_PATTERNS: dict[Flag, tuple[Pattern, Pattern]] = {}
 
 
-def _pattern_of(row: Flag) -> Pattern:
+def _pattern_of(row: Flag) -> tuple[Pattern, Pattern]:
     found = _PATTERNS.get(row)
     if found is None:
         tools = "|".join(re.escape(tool) for tool in row.tools)
@@ -146,7 +153,8 @@ def _pattern_of(row: Flag) -> Pattern:
         separator = SEPARATORS[row.secret]
         before = rf"[\"']?[^\s{separator}'\"]*{re.escape(separator)}" if separator else ""
         value = POSITIONAL if row.value == "positional" and not before else ARG
-        found = _PATTERNS[row] = pattern(f"{head}{START}{flag}{VALUES[row.value]}{skipped}{before}{value}")
+        rest = f"{START}{flag}{VALUES[row.value]}{skipped}{before}{value}"
+        found = _PATTERNS[row] = (pattern(f"{head}{rest}"), pattern(rest))
     return found
 
 
@@ -165,13 +173,27 @@ USER_THEN_PASSWORD = pattern(
 
 def patterns() -> tuple[Pattern, ...]:
     """Every pattern of this family (the linear-time tests run each)."""
-    return (*(row.pattern for row in table()), USER_PAIR, USER_THEN_PASSWORD)
+    return (*(p for row in table() for p in (row.pattern, row.again)), USER_PAIR, USER_THEN_PASSWORD)
 
 
 def _inside_quotes(text: str, start: int, end: int) -> Span:
     if end - start >= 2 and text[start] in "\"'" and text[end - 1] == text[start]:
         return start + 1, end - 1
     return start, end
+
+
+def _again(row: Flag, text: str, after: int, spans: list[Span]) -> None:
+    """The row's flag given again on the rest of the tool's line (bounded: a line of at most 4 KiB)."""
+    line_end = text.find("\n", after, after + 4096)
+    line = text[after : after + 4096 if line_end < 0 else line_end]
+    if row.flag.split(" ")[0] not in line and not row.ignore_case:
+        return
+    for count, match in enumerate(row.again.finditer(line)):
+        if count == MAX_MATCHES_PER_ROW:
+            break
+        start, end = _inside_quotes(line, *match.span(1))
+        if end > start:
+            spans.append((after + start, after + end))
 
 
 def find(text: str, lowered: str) -> list[Span]:
@@ -189,6 +211,7 @@ def find(text: str, lowered: str) -> list[Span]:
             start, end = _inside_quotes(text, *match.span(1))
             if end > start:
                 spans.append((start, end))
+            _again(row, text, match.end(), spans)  # --from-literal=a=x --from-literal=b=y
     if any(map(text.__contains__, _USER_FLAGS)):
         for count, match in enumerate(USER_PAIR.finditer(text)):
             if count == MAX_MATCHES_PER_ROW:

@@ -341,7 +341,7 @@ _HASH_WORDS = (
     "image", "layer", "integrity", "crc", "git", "head", "version", "_id", "-id", " id", "id=", "id:",
     "id>", 'id"', "id'",  # <HostId>, "RequestId": (an id's key, in XML, JSON or a repr)
     "container", "ref ", "ref:", "ref=", "refs/", "reference", "checkout", "merge", "rebase", "revert", "reset", "cherry-pick", "fetch",
-    "want ", "pack", "parent", "ocid1.", "arn:", "run '", "run_", "job '", "job_", "ssh-rsa", "ssh-ed25519", "ssh-dss", "event", "updating", "change", "check sum", "public", "peer",
+    "want ", "pack", "parent", "ocid1.", "arn:", "run '", "run_", "job ", "job '", "job_", "ssh-rsa", "ssh-ed25519", "ssh-dss", "event", "updating", "change", "check sum", "public", "peer",
 )  # fmt: skip
 PATTERNS: tuple[Pattern, ...] = (
     _PEM, _URI, _WEBHOOK, _COOKIE, _AUTHORIZATION, _SCHEME, _KEY_VALUE, _KEY_SPACE, _XML_ELEMENT, *_NAMED,
@@ -863,7 +863,15 @@ PROSE_WORDS = frozenset(
      "mismatch", "provided", "revoked", "unknown", "needed", "unset", "changed", "reset", "not", "is",
      "was", "must", "should", "has", "have", "for", "the", "and", "failed", "none", "ok", "error",
      "refused", "blank", "absent", "malformed", "unauthorized", "forbidden", "too", "of", "does",
-     "cannot", "can't", "did", "set", "yes", "no"}
+     "cannot", "can't", "did", "set", "yes", "no",
+     # the same words in the languages of policy/secret_words.py: wrong, invalid, expired, required
+     "falsch", "ungültig", "abgelaufen", "erforderlich", "incorrecte", "invalide", "expiré",
+     "requis", "incorrecta", "incorrecto", "inválida", "inválido", "caducada", "requerida", "incorreta",
+     "expirada", "obrigatória", "errata", "errato", "sbagliata", "scaduta", "onjuist", "ongeldig",
+     "verlopen", "hatalı", "geçersiz", "yanlış", "błędne", "nieprawidłowe", "špatné", "neplatné", "fel",
+     "ogiltigt", "väärä", "virheellinen", "hibás", "érvénytelen", "sai", "salah", "неверный",
+     "неправильный", "недействителен", "истёк", "истек", "требуется", "невірний", "λάθος", "שגויה",
+     "错误", "无效", "已过期", "間違っています", "無効", "틀렸습니다", "잘못됨", "만료됨", "غير صحيحة", "خاطئة", "गलत"}
 )  # fmt: skip
 """Words that follow a secret's name in a sentence (``token: expired``): after ``:`` they are not a value."""
 
@@ -1240,7 +1248,7 @@ def _looks_random(token: str) -> bool:
     pieces = token.split("-")
     if [len(p) for p in pieces] == [8, 4, 4, 4, 12] and not "".join(pieces).translate(_HEX):
         return False  # a UUID
-    if _aws_resource_id(pieces):
+    if _aws_resource_id(pieces) or _typed_object_id(token):
         return False
     if _mixed_run(token):
         return True
@@ -1252,6 +1260,20 @@ def _looks_random(token: str) -> bool:
 
 
 _AWS_ID_PREFIXES = frozenset({"i", "vol", "snap", "sg", "subnet", "vpc", "ami", "eni", "igw", "nat", "rtb", "acl", "eipalloc", "lt", "tgw", "vpce", "pcx", "db", "cluster"})  # fmt: skip
+
+
+# the type prefixes of API objects' ids (Stripe's ch_/cus_/pi_/evt_/req_..., and the generic ones):
+# an id on-call looks up, not a credential (secret prefixes, sk_live_, whsec_, are vendor shapes)
+_OBJECT_ID_PREFIXES = frozenset(
+    {"ch", "cus", "pi", "pm", "in", "sub", "evt", "req", "txn", "acct", "prod", "price", "cs", "seti",
+     "src", "py", "tr", "po", "re", "ii", "il", "job", "run", "msg", "ord", "usr", "org", "proj", "obj"}
+)  # fmt: skip
+
+
+def _typed_object_id(token: str) -> bool:
+    """An API object's id: a type prefix, ``_``, letters and digits (``ch_3PQrStUv...``, ``cus_Nffr...``)."""
+    prefix, underscore, rest = token.partition("_")
+    return bool(underscore) and prefix in _OBJECT_ID_PREFIXES and rest.isalnum()
 
 
 def _aws_resource_id(pieces: list[str]) -> bool:

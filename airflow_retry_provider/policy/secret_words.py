@@ -21,15 +21,16 @@ Sources:
   "la autentificación password falló" (es).
 - "key", "secret", "token", "credential", "PIN": Wiktionary's translation tables of each English
   word (pt "chave", "segredo", "credencial"; es "clave", "llave", "secreto", "credencial"; it
-  "chiave", "segreto"; de "Schlüssel"; fr "jeton"; ru "ключ", "секрет", "токен"; el "κωδικός";
+  "chiave", "segreto"; de "Schlüssel", "Geheimnis", "Zugangsdaten"; fr "clé", "jeton"; nl
+  "sleutel"; pl "klucz"; tr "anahtar"; ru "ключ", "секрет", "токен"; el "κωδικός";
   fa "رمز", "رمز عبور"; zh "口令", "密钥", "秘钥", "令牌"; ja "暗証番号", "秘密鍵", "トークン"; ko "암호",
-  "패스워드", "토큰"), in the forms code writes them: lower case, with and without their accents,
-  with ``_`` or a space between words.
+  "패스워드", "토큰", "키" after "API", "시크릿"), in the forms code writes them: lower case,
+  with and without their accents, with ``_`` or a space between words.
 
-Left out on purpose: words that are the inside of common English words (fr "clé" as ``cle`` is in
-``article`` and ``vehicle``), and words the English list already catches (pt-PT
-"palavra-passe", de "Passwort" all hold ``pass``, es "secreto" holds ``secret``, "token" is the
-same word). pl ``haslo`` is in ``hasLoaded``, whose values (``true``, ``false``) are placeholders
+Left out on purpose: words that are the inside of common English words (fr "clé" without its
+accent, ``cle``, is in ``article`` and ``vehicle``: only ``clé`` is listed), and words the
+English list already catches (pt-PT "palavra-passe", de "Passwort" all hold ``pass``, es
+"secreto" holds ``secret``, "token" is the same word). pl ``haslo`` is in ``hasLoaded``, whose values (``true``, ``false``) are placeholders
 redaction keeps anyway.
 
 A key in a non-Latin script is read whole: the key pattern's letters are Unicode letters
@@ -44,9 +45,9 @@ SECRET_WORDS: dict[str, tuple[str, ...]] = {
     "es": ("contraseña", "contrasena", "clave", "llave", "credencia"),  # credencial, credenciales
     "ca": ("contrasenya",),
     "it": ("chiave", "segreto"),
-    "fr": ("mot_de_passe", "motdepasse", "mot de passe", "jeton"),
-    "de": ("kennwort", "schlüssel", "schluessel"),
-    "nl": ("wachtwoord",),
+    "fr": ("mot_de_passe", "motdepasse", "mot de passe", "jeton", "clé"),
+    "de": ("kennwort", "schlüssel", "schluessel", "geheimnis", "zugangsdaten"),
+    "nl": ("wachtwoord", "sleutel"),
     "sv": ("lösenord", "losenord"),
     "no": ("passord",),  # Norwegian and Danish
     "da": ("adgangskode", "kodeord"),
@@ -54,13 +55,13 @@ SECRET_WORDS: dict[str, tuple[str, ...]] = {
     "et": ("salasõna", "parool"),
     "lv": ("parole",),
     "lt": ("slaptažodis", "slaptazodis"),
-    "pl": ("hasło", "haslo"),
+    "pl": ("hasło", "haslo", "klucz"),
     "cs": ("heslo",),  # Czech and Slovak
     "sl": ("geslo",),
     "hr": ("lozinka", "lozinku"),  # Croatian, Serbian and Bosnian in Latin script
     "hu": ("jelszó", "jelszo"),
     "ro": ("parolă", "parola"),  # parola is Turkish and Italian too
-    "tr": ("sifre", "şifre"),
+    "tr": ("sifre", "şifre", "anahtar"),
     "id": ("kata_sandi", "katasandi", "kata sandi"),
     "ms": ("kata_laluan", "kata laluan"),
     "vi": ("mật khẩu", "mật_khẩu", "mat_khau", "matkhau"),
@@ -83,7 +84,7 @@ SECRET_WORDS: dict[str, tuple[str, ...]] = {
     "th": ("รหัสผ่าน",),
     "zh": ("密码", "口令", "密钥", "秘钥", "私钥", "令牌"),
     "ja": ("パスワード", "暗証番号", "秘密鍵", "トークン", "シークレット"),
-    "ko": ("비밀번호", "암호", "패스워드", "토큰"),
+    "ko": ("비밀번호", "암호", "패스워드", "토큰", "api 키", "api키", "시크릿"),
 }
 """Each language's words for a secret, as they appear inside a key (lower case)."""
 

@@ -72,6 +72,20 @@ def test_every_row_compiles_in_re2() -> None:
             "mvn sonar:sonar -Dsonar.projectKey=etl-orders -Dsonar.login=squ_abc123",
             "mvn sonar:sonar -Dsonar.projectKey=etl-orders -Dsonar.login=***",
         ),
+        # a flag given again on the tool's line; name=value keeps the name
+        (
+            "kubectl create secret generic partner --from-literal=api=Xyz_pw1 --from-literal=seed=Seed_2",
+            "kubectl create secret generic partner --from-literal=api=*** --from-literal=seed=***",
+        ),
+        # a secret store's value flags
+        (
+            "az keyvault secret set --vault-name kv --name db-pw --value S3cret_kv1",
+            "az keyvault secret set --vault-name kv --name db-pw --value ***",
+        ),
+        (
+            "aws ssm put-parameter --name /etl/db --value Ssm_pw_1 --type SecureString",
+            "aws ssm put-parameter --name /etl/db --value *** --type SecureString",
+        ),
     ],
 )
 def test_table_rows_hide_their_values(text: str, expected: str) -> None:

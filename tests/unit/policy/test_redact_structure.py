@@ -127,6 +127,8 @@ def test_a_secret_quoted_back_by_a_parse_error(text: str, expected: str) -> None
         "token expired",
         "token: expired",
         "password: required",
+        "пароль: неверный",  # the same sentence in another language
+        "Passwort: abgelaufen",
         f"fatal: remote error: upload-pack: not our ref {SHA}",
         f"fatal: reference is not a tree: {SHA}",
         "<RequestId>4442587FB7D0A2F9</RequestId><HostId>eWJ1ZGdldC1hbmQtaG9zdGlkLXRoYXQtaXMtYmFzZTY0LWVuY29kZWQ=</HostId>",
@@ -163,6 +165,7 @@ def test_what_on_call_reads_is_kept(text: str) -> None:
         ("รหัสผ่าน", "="),
         ("סיסמה", "="),
         ("رمز", "="),
+        ("API 키", ": "),  # Korean "API key"
         ("ключ", "="),
         ("kata sandi", "="),
         ("db_пароль", "="),  # a key made of both scripts
@@ -282,6 +285,15 @@ def test_redaction_counts_before_the_cut() -> None:
         ("secret: !!binary |\n  U2VjcmV0X3B3XzE=\nuser: etl", "secret: !!binary |\n  ***\nuser: etl"),
         # an HMAC named in a header is a signature, not a hash to read
         ("X-Shopify-Hmac-Sha256: 3p1Zq8xLm2Pv9Rt4Wn7Ab6Cd0Ef2Gh4Ij6Kl8Mn0O=", "X-Shopify-Hmac-Sha256: ***"),
+        # an API object's typed id and a job's id are read
+        (
+            "Stripe charge ch_3PQrStUvWxYz1234567890ab failed: card_declined",
+            "Stripe charge ch_3PQrStUvWxYz1234567890ab failed: card_declined",
+        ),
+        (
+            "Flink job 7f3b2c1d9e8a4b5ca6d7e8f9a0b1c2d3 FAILED",
+            "Flink job 7f3b2c1d9e8a4b5ca6d7e8f9a0b1c2d3 FAILED",
+        ),
         # a run's id is read
         (
             "RESOURCE_DOES_NOT_EXIST: Run 'a1b2c3d4e5f60718293a4b5c6d7e8f90' not found",
