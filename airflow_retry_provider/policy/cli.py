@@ -149,7 +149,8 @@ def _pattern_of(row: Flag) -> tuple[Pattern, Pattern]:
         flag = re.escape(row.flag).replace("\\ ", "[ \t]+")
         if row.ignore_case:
             flag = f"(?i:{flag})"
-        skipped = f"(?:{_SKIPPED}{NEXT}){{{row.skip}}}" if row.skip else ""
+        # flags before a row's positional arguments are passed over (htpasswd -b -c file user X)
+        skipped = f"(?:-[^\\s'\",\\])]+{NEXT})*(?:{_SKIPPED}{NEXT}){{{row.skip}}}" if row.skip else ""
         separator = SEPARATORS[row.secret]
         before = rf"[\"']?[^\s{separator}'\"]*{re.escape(separator)}" if separator else ""
         value = POSITIONAL if row.value == "positional" and not before else ARG

@@ -66,7 +66,7 @@ _KEY = (
     + rf"|api-?key|access-?key|private-?key|account-?key)"
     # then the rest of the word, or a connecting word and one more (token de acceso, senha do banco)
     rf"(?:[ \t](?:de|do|da|del|di|du|des|der|van|von|of|от|для)(?:[ \t]\pL+){{1,4}}|{_KEY_CHAR}*)"
-    rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth)|auth|sig|session|pw"
+    rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?)|auth|sig|session|pw"  # SSSD's ldap_default_authtok
 )
 # = or :, full-width too (密码：x), or : then a YAML list item
 _SEP = r"(\\*[\"']?[ \t]*(?::=|=>|==?|:|：|＝)[ \t]*(?:\r?\n[ \t]*-[ \t]+)?)"
@@ -95,7 +95,7 @@ _PEM = pattern(
 # (and a scheme that lost its colon: SQLAlchemy's "Could not parse rfc1738 URL from string 'trino//u:p@h'")
 _URI = pattern(r"(?:^|[^\w+.-])[a-zA-Z][\w+.-]*:?//([^\s\"'<>]+)")
 # user:password@host without a scheme (curl --socks5 u:p@proxy, mysqlsh --uri u:p@db)
-_USERINFO = pattern(r"(?:^|[\s'\"=(\[,])[A-Za-z_][\w.-]*:([^\s:@/'\"]+)@[A-Za-z0-9][\w.-]*")
+_USERINFO = pattern(r"(?:^|[\s'\"=(\[,])[A-Za-z_][\w.-]*:([^\s:@/'\"]+)@[A-Za-z0-9][\w.-]*(:/)?")
 # a path and its query without a scheme and host (an access log's "GET /callback?code=x HTTP/1.1")
 _RELATIVE_URL = pattern(r"(?:^|[\s\"'(\[])(/[^\s\"'<>?]*\?[^\s\"'<>]+)")
 # secrets that travel in a URL path: chat webhooks, Telegram bot tokens
@@ -178,6 +178,22 @@ _CREDENTIAL_PAIR = pattern(
     r"(?i:\b(?:auth|basic_?auth|http_?basic_?auth|http_?digest_?auth|network_?credential"
     r"|username_?password_?credentials?|password_?credential))[ \t]*(?:=|:|\()[ \t]*\(?[ \t]*"
     r"(?:\\*\"[^\"\r\n\\]*\\*\"|\\*'[^'\r\n\\]*\\*')[ \t]*,[ \t]*(?:\\*\"([^\"\r\n\\]*)|\\*'([^'\r\n\\]*))"
+)
+# a connection call's positional arguments: a DSN, the user, the password (PHP's trace of
+# PDO->__construct('mysql:host=...', 'forge', 'x'), Perl's DBI->connect("dbi:Pg:...", "u", "x"),
+# JDBC's DriverManager.getConnection("jdbc:...", "u", "x"))
+_DSN_CALL = pattern(
+    r"\([ \t]*(?:'[A-Za-z][\w+]*:[^'\r\n]*'|\"[A-Za-z][\w+]*:[^\"\r\n]*\")[ \t]*,[ \t]*"
+    r"(?:'[^'\r\n]*'|\"[^\"\r\n]*\")[ \t]*,[ \t]*(?:'([^'\r\n]*)'|\"([^\"\r\n]*)\")"
+)
+# SASL PLAIN's caret form in a mail server's config (Exim's client_send = ^user^password)
+_CARET_PLAIN = pattern(r"(?:=|:)[ \t]*\^[^\s^]*\^([^\s^'\"]+)")
+# a SASL exchange's initial response in an XML stream (XMPP's <auth mechanism="PLAIN">base64</auth>)
+_SASL_ELEMENT = pattern(r"mechanism=[\"'][A-Z0-9-]+[\"'][^>\r\n]*>([^<\s]+)<")
+# an e-mail address then :password, as a relay's credentials file writes it (Postfix's sasl_passwd:
+# [smtp.example.org]:587 user@example.org:password)
+_EMAIL_PASSWORD = pattern(
+    r"(?:^|[\s'\"(\[,])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+:([^\s:@/'\"]*[^\s\d:@/'\"][^\s:@/'\"]*)(?:[\s'\"]|$)"
 )
 # PowerShell's ConvertTo-SecureString "<password>" -AsPlainText, and Windows' net use <share> <password>
 _SECURE_STRING = pattern(
@@ -347,6 +363,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _PEM, _URI, _WEBHOOK, _COOKIE, _AUTHORIZATION, _SCHEME, _KEY_VALUE, _KEY_SPACE, _XML_ELEMENT, *_NAMED,
     _ORACLE, _TABLE_RULE, _PLAIN_HEADER, _PYDANTIC_INPUT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN, _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER,
     _VENDOR, _RUN, _LIBPQ, _QUOTED_PORT, _RELATIVE_URL, _USERINFO, _EXPECT_SEND, _CREDENTIAL_PAIR, _SECURE_STRING, _NET_USE, _FTP_USER, _SPACED_KEY,
+    _DSN_CALL, _CARET_PLAIN, _SASL_ELEMENT, _EMAIL_PASSWORD,
 )  # fmt: skip
 """Every pattern redaction runs (the linear-time test runs each on adversarial input)."""
 
@@ -505,6 +522,8 @@ def _query(start: int, rest: str, spans: list[Span], readable: list[Span]) -> No
 def _userinfo(text: str, spans: list[Span]) -> None:
     for match in _matches(_USERINFO, text, spans):
         start, end = match.span(1)
+        if match.group(2):
+            continue  # a backend's scp-style location (restic's sftp:user@host:/path): a name, no password
         if not text[start:end].isdigit() and text[start:end] != MASK:
             spans.append((start, end))
 
@@ -1250,6 +1269,8 @@ def _looks_random(token: str) -> bool:
         return False  # a UUID
     if _aws_resource_id(pieces) or _typed_object_id(token):
         return False
+    if token.startswith(_SSH_PUBLIC_KEYS):
+        return False  # an SSH public key's blob (known_hosts, BadHostKeyException): public by design
     if _mixed_run(token):
         return True
     if _object_name(token, pieces):
@@ -1259,6 +1280,8 @@ def _looks_random(token: str) -> bool:
     return _entropy(token) > BASE64_ENTROPY_LIMIT and not _readable(token)
 
 
+# the base64 of an SSH public key blob's length and type name (ssh-rsa, ssh-ed25519, ssh-dss, ecdsa-...)
+_SSH_PUBLIC_KEYS = ("AAAAB3NzaC1", "AAAAC3NzaC1", "AAAAE2VjZHNh")
 _AWS_ID_PREFIXES = frozenset({"i", "vol", "snap", "sg", "subnet", "vpc", "ami", "eni", "igw", "nat", "rtb", "acl", "eipalloc", "lt", "tgw", "vpce", "pcx", "db", "cluster"})  # fmt: skip
 
 
@@ -1448,6 +1471,14 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         _spans_of(_CREDENTIAL_PAIR, text, spans, groups=2)
     if "securestring" in lowered:
         _spans_of(_SECURE_STRING, text, spans, groups=3)
+    if "('" in text or '("' in text:
+        _spans_of(_DSN_CALL, text, spans, groups=2)
+    if "^" in text:
+        _spans_of(_CARET_PLAIN, text, spans)
+    if "mechanism=" in text:
+        _spans_of(_SASL_ELEMENT, text, spans)
+    if "@" in text:
+        _spans_of(_EMAIL_PASSWORD, text, spans)
     if "net use" in lowered:
         _spans_of(_NET_USE, text, spans)
     if "ftp" in lowered and "user" in lowered:

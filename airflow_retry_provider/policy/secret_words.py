@@ -83,6 +83,7 @@ SECRET_WORDS: dict[str, tuple[str, ...]] = {
     "hi": ("पासवर्ड", "कूटशब्द"),
     "th": ("รหัสผ่าน",),
     "zh": ("密码", "口令", "密钥", "秘钥", "私钥", "令牌"),
+    "zh_pinyin": ("mima", "miyao"),  # 密码 and 密钥 romanised, as config keys are written: jdbc.mima=
     "ja": ("パスワード", "暗証番号", "秘密鍵", "トークン", "シークレット"),
     "ko": ("비밀번호", "암호", "패스워드", "토큰", "api 키", "api키", "시크릿"),
 }
