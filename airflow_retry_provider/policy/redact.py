@@ -66,7 +66,8 @@ _KEY = (
     + rf"|api-?key|access-?key|private-?key|account-?key)"
     # then the rest of the word, or a connecting word and one more (token de acceso, senha do banco)
     rf"(?:[ \t](?:de|do|da|del|di|du|des|der|van|von|of|от|для)(?:[ \t]\pL+){{1,4}}|{_KEY_CHAR}*)"
-    rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?)|auth|sig|session|pw"  # SSSD's ldap_default_authtok
+    rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?)|auth|sig|session|pw"
+    r"|x-[\w-]*-session"  # a session header (X-Metabase-Session: <uuid>)  # SSSD's ldap_default_authtok
 )
 # = or :, full-width too (密码：x), or : then a YAML list item
 _SEP = r"(\\*[\"']?[ \t]*(?::=|=>|==?|:|：|＝)[ \t]*(?:\r?\n[ \t]*-[ \t]+)?)"
@@ -136,7 +137,7 @@ _FIELD = r"\\*[\"'][\w-]{1,40}\\*[\"'][ \t]*:[ \t]*(?:\\*[\"'][^\"'\\\r\n]{0,80}
 _NAMED = (
     pattern(r"\b(?:name|key)[ \t]*=[ \t]*[\"']([^\"'<>]*)[\"'][^<>]*?\bvalue[ \t]*=[ \t]*[\"']([^\"'<>]*)", ignore_case=True),
     pattern(
-        r"\\*[\"'](?:name|key|parameterkey)\\*[\"'][ \t]*:[ \t]*\\*[\"']([^\"'\\]*)\\*[\"'][ \t]*,[ \t]*(?:\r?\n[ \t]*)?"
+        r"\\*[\"'](?:name|key|parameterkey|type)\\*[\"'][ \t]*:[ \t]*\\*[\"']([^\"'\\]*)\\*[\"'][ \t]*,[ \t]*(?:\r?\n[ \t]*)?"
         rf"(?:{_FIELD}[ \t]*,[ \t]*(?:\r?\n[ \t]*)?){{0,2}}"  # fields between: Azure's "slotSetting": false
         rf"\\*[\"'](?:value|parametervalue)\\*[\"'][ \t]*:[ \t]*({_QUOTED})",
         ignore_case=True,
@@ -170,7 +171,7 @@ _IDENTIFIED_BY = pattern(
 # "> PASS x"), IMAP's "<tag> LOGIN <user> <password>" (imaplib's debug "> b'ABCD1 LOGIN u p'")
 _PASS_COMMAND = pattern(r"(?m)^[ \t]*(?:>|C:|\*cmd\*|->)?[ \t]*'?PASS[ \t]+([^\r\n']+)")
 _IMAP_LOGIN = pattern(
-    r"(?:^|[\s'>])[A-Za-z0-9]{1,10} LOGIN[ \t]+(?:\\?\"[^\"\r\n]*\\?\"|\S+)[ \t]+(?:\\?\"([^\"\r\n\\]*)|([^\s']+))"
+    r"(?:^|[\s'>])([A-Za-z0-9]{1,10}) LOGIN[ \t]+(?:\\?\"[^\"\r\n]*\\?\"|\S+)[ \t]+(?:\\?\"([^\"\r\n\\]*)|([^\s']+))"
 )
 # a (user, password) pair given to a credential's constructor or an auth argument: requests'
 # auth=('u', 'p'), HTTPBasicAuth('u', 'p'), aiohttp's BasicAuth, .NET's NetworkCredential("u", "p")
@@ -195,6 +196,15 @@ _SASL_ELEMENT = pattern(r"mechanism=[\"'][A-Z0-9-]+[\"'][^>\r\n]*>([^<\s]+)<")
 _EMAIL_PASSWORD = pattern(
     r"(?:^|[\s'\"(\[,])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+:([^\s:@/'\"]*[^\s\d:@/'\"][^\s:@/'\"]*)(?:[\s'\"]|$)"
 )
+# a tool's echo of a setting it set: a quoted setting name, words, then the quoted value (Meltano's
+# "setting 'password' was set in `.env`: 'x'", "set option 'token' to 'x'")
+_SETTING_ECHO = pattern(
+    r"(?i:setting|option|parameter|variable|property|key)[ \t]+['\"`]([\w.-]{1,60})['\"`]"
+    r"[^\r\n'\"]{0,60}?(?::|[ \t]to)[ \t]*(?:'([^'\r\n]*)'|\"([^\"\r\n]*)\")"
+)
+_SETTING_WORDS = ("setting ", "option ", "parameter ", "variable ", "property ", "key '", 'key "', "key `")
+# Nagios's resource.cfg macros ($USER1$=...), the store its documentation gives for passwords
+_NAGIOS_MACRO = pattern(r"\$USER[0-9]{1,3}\$[ \t]*=[ \t]*([^\s'\"]+)")
 # PowerShell's ConvertTo-SecureString "<password>" -AsPlainText, and Windows' net use <share> <password>
 _SECURE_STRING = pattern(
     r"(?i:convertto-securestring)[ \t]+(?:-string[ \t]+)?(?:\"([^\"\r\n]*)\"|'([^'\r\n]*)'|([^\s'\"-]\S*))"
@@ -325,6 +335,8 @@ _NAMING_KEYS = (
     "projectkey", "project_key", "project-key", "issuekey", "issue_key", "bucketkey", "bucket_key",
     "publickey", "public_key", "public-key", "pubkey", "pub_key",
 )  # fmt: skip
+# flags that name a key by its id (GnuPG's and duplicity's --encrypt-key 9F3C2A1B), not a secret
+_KEY_ID_FLAGS = frozenset({"encrypt-key", "sign-key", "hidden-encrypt-key", "default-key", "trusted-key", "local-user"})  # fmt: skip
 # Python's "SomeTokenError: message": an exception's name, not a key
 _EXCEPTION_SUFFIXES = ("error", "exception", "warning", "fault", "failure")
 # key<space>value is a secret only after an identifier whose last word names one
@@ -358,12 +370,13 @@ _HASH_WORDS = (
     "id>", 'id"', "id'",  # <HostId>, "RequestId": (an id's key, in XML, JSON or a repr)
     "container", "ref ", "ref:", "ref=", "refs/", "reference", "checkout", "merge", "rebase", "revert", "reset", "cherry-pick", "fetch",
     "want ", "pack", "parent", "ocid1.", "arn:", "run '", "run_", "job ", "job '", "job_", "ssh-rsa", "ssh-ed25519", "ssh-dss", "event", "updating", "change", "check sum", "public", "peer",
+    "chunk",  # a buffer's chunk id (Fluentd's chunk="<32 hex>")
 )  # fmt: skip
 PATTERNS: tuple[Pattern, ...] = (
     _PEM, _URI, _WEBHOOK, _COOKIE, _AUTHORIZATION, _SCHEME, _KEY_VALUE, _KEY_SPACE, _XML_ELEMENT, *_NAMED,
     _ORACLE, _TABLE_RULE, _PLAIN_HEADER, _PYDANTIC_INPUT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN, _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER,
     _VENDOR, _RUN, _LIBPQ, _QUOTED_PORT, _RELATIVE_URL, _USERINFO, _EXPECT_SEND, _CREDENTIAL_PAIR, _SECURE_STRING, _NET_USE, _FTP_USER, _SPACED_KEY,
-    _DSN_CALL, _CARET_PLAIN, _SASL_ELEMENT, _EMAIL_PASSWORD,
+    _DSN_CALL, _CARET_PLAIN, _SASL_ELEMENT, _EMAIL_PASSWORD, _SETTING_ECHO, _NAGIOS_MACRO,
 )  # fmt: skip
 """Every pattern redaction runs (the linear-time test runs each on adversarial input)."""
 
@@ -401,6 +414,45 @@ def _content(text: str, start: int, end: int) -> Span:
     if start < end and text[start] == "{":
         return start + 1, end - 1 if end - start > 1 and text[end - 1] == "}" else end
     return start, end
+
+
+def _imap_logins(text: str, spans: list[Span]) -> None:
+    """IMAP's ``tag LOGIN user password``; ``SASL LOGIN authentication failed`` names a mechanism."""
+    for match in _matches(_IMAP_LOGIN, text, spans):
+        if match.group(1).upper() in ("SASL", "AUTH", "MECHANISM"):
+            continue
+        for index in (2, 3):
+            start, end = match.span(index)
+            if start >= 0:
+                start, end = _content(text, start, end)
+                if end > start and text[start:end] != MASK:
+                    spans.append((start, end))
+                break
+
+
+def _setting_echoes(text: str, spans: list[Span]) -> None:
+    """A quoted setting's value after its quoted name, when the name is a secret's."""
+    for match in _matches(_SETTING_ECHO, text, spans):
+        if _secret_name(match.group(1)):
+            for index in (2, 3):
+                start, end = match.span(index)
+                if start >= 0 and end > start and not _not_secret(text[start:end]):
+                    spans.append((start, end))
+
+
+def _nagios_macros(text: str, spans: list[Span]) -> None:
+    """A ``$USERn$`` macro's value, unless a path or a lower-case name (``/usr/local/nagios/libexec``, ``nagios_db``)."""
+    for match in _matches(_NAGIOS_MACRO, text, spans):
+        start, end = match.span(1)
+        value = text[start:end]
+        if (
+            value.startswith(("/", "$"))
+            or value.replace("_", "a").replace("-", "a").replace(".", "a").isalpha()
+            and value.islower()
+        ):
+            continue
+        if not _not_secret(value):
+            spans.append((start, end))
 
 
 def _spans_of(pattern_: Pattern, text: str, spans: list[Span], groups: int = 1) -> None:
@@ -625,6 +677,9 @@ def _authorization(text: str, spans: list[Span]) -> None:
         line = text[start : _escaped_line_end(text, start, match.end())]
         if "%26" in line or ("&" in line and "=" in line):
             continue  # a parameter list (Cosmos DB's type=master&ver=1.0&sig=x): each judged by its name
+        if not 0 <= digest < 40 and _AUTH_PARAMETERS.match(line):
+            _auth_parameters(text, start, start + len(line), spans)  # Hawk id="x", ts="1", mac="***"
+            continue
         equals = text.find("=", start, end)
         if 0 <= equals and text[start:equals].isalpha() and " " not in text[start:equals]:
             start = equals + 1  # AWS4-HMAC-SHA256 Credential=***: the parameter's name stays
@@ -637,6 +692,20 @@ def _authorization(text: str, spans: list[Span]) -> None:
             end -= 1
         if end > start and not _not_secret(text[start:end]):
             spans.append((start, end))
+
+
+# a scheme's quoted auth-params (RFC 7235): Hawk id="x", ts="1", nonce="y", mac="z"
+_AUTH_PARAMETERS = pattern(r"[A-Za-z_][\w-]*=\\*\"[^\"\r\n]*\"[ \t]*,[ \t]*[A-Za-z_][\w-]*=\\*\"")
+_AUTH_PARAMETER = pattern(r"([A-Za-z_][\w-]*)=\\*\"([^\"\r\n\\]*)")
+# the auth-params that carry the proof: Hawk's mac, OAuth 1.0's oauth_signature and oauth_token
+_PROOF_PARAMETERS = frozenset({"mac", "signature", "sig", "oauth_signature", "oauth_token", "token", "response"})  # fmt: skip
+
+
+def _auth_parameters(text: str, start: int, end: int, spans: list[Span]) -> None:
+    """Each quoted auth-param after a scheme word: the proof's value is hidden, the id, time and nonce stay."""
+    for match in _matches(_AUTH_PARAMETER, text[start:end], []):
+        if match.group(1).lower() in _PROOF_PARAMETERS and match.group(2):
+            spans.append((start + match.start(2), start + match.end(2)))
 
 
 def _scheme_word(word: str) -> bool:
@@ -743,6 +812,8 @@ def _secret_key(key: str) -> bool:
     """Whether a matched key really names a secret (not ``secret_name``, ``token_url``, ``PWD=/home``;
     ``secret_id`` is Vault AppRole's credential, ``token_id`` and ``key_id`` name one)."""
     lowered = key.lower().lstrip("-")
+    if key.startswith("--") and lowered in _KEY_ID_FLAGS:
+        return False
     if lowered.endswith(_NAMING_KEYS) or lowered.endswith(_EXCEPTION_SUFFIXES):
         return False
     return not lowered.endswith(_NAME_SUFFIXES) or lowered.endswith(_SECRET_IDS)
@@ -805,6 +876,31 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
                 spans.append((start, end))
 
 
+_ACCESS_KEY_IDS = ("accesskey", "access_key", "access-key", "accesskeyid", "access_key_id", "access-key-id")
+_SECRET_KEY_NAMES = ("secretkey", "secret_key", "secret-key", "secretaccesskey", "secret_access_key")
+
+
+def _access_key_id(key: str, text: str) -> bool:
+    """An access key beside a secret key in the same text names the key pair's id (Druid's
+    ``druid.s3.accessKey`` and ``druid.s3.secretKey``, MinIO's ``AccessKeyID``): the id is readable."""
+    lowered = key.lower()
+    if "secret" in lowered or not lowered.endswith(_ACCESS_KEY_IDS):
+        return False  # aws_secret_access_key, SecretAccessKey: the secret itself
+    return any(name in text.lower() for name in _SECRET_KEY_NAMES)
+
+
+_GO_FIELD = pattern(r"[A-Z][A-Za-z0-9]*:")
+
+
+def _go_empty_field(text: str, key_start: int, key: str, sep: str, value: str) -> bool:
+    """Go's ``%+v`` of a struct with an empty field: ``{... SessionToken: UseSSL:false}``, the "value"
+    is the next field's name and value."""
+    if sep != ": " or _GO_FIELD.match(key + ":") is None or _GO_FIELD.match(value) is None:
+        return False
+    line_start = text.rfind("\n", 0, key_start) + 1
+    return "{" in text[line_start:key_start]
+
+
 def _key_values(text: str, spans: list[Span]) -> None:
     for match in _matches(_KEY_VALUE, text, spans):
         (key_start, key_end), (sep_start, sep_end) = match.span(1), match.span(2)
@@ -817,6 +913,10 @@ def _key_values(text: str, spans: list[Span]) -> None:
         start, end = _content(text, raw_start, raw_end)
         value = text[start:end]
         if _not_secret(value):
+            continue
+        if start == raw_start and _go_empty_field(text, key_start, key, sep, value):
+            continue
+        if _access_key_id(key, text):
             continue
         if (
             start > raw_start
@@ -1462,7 +1562,7 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
     if "PASS" in text:
         _spans_of(_PASS_COMMAND, text, spans)
     if "LOGIN" in text:
-        _spans_of(_IMAP_LOGIN, text, spans, groups=2)
+        _imap_logins(text, spans)
     if "identified" in lowered:
         _spans_of(_IDENTIFIED_BY, text, spans, groups=3)
     if "auth-pass" in lowered:
@@ -1479,6 +1579,10 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         _spans_of(_SASL_ELEMENT, text, spans)
     if "@" in text:
         _spans_of(_EMAIL_PASSWORD, text, spans)
+    if any(map(lowered.__contains__, _SETTING_WORDS)):
+        _setting_echoes(text, spans)
+    if "$USER" in text:
+        _nagios_macros(text, spans)
     if "net use" in lowered:
         _spans_of(_NET_USE, text, spans)
     if "ftp" in lowered and "user" in lowered:

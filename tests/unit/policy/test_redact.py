@@ -887,3 +887,47 @@ def test_round_two_mechanisms(text: str, secret: str, kept: str) -> None:
 def test_round_two_readable(text: str) -> None:
     """Public keys, scp-style locations and address:port stay readable."""
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kept"),
+    [
+        ("Authorization: Hawk id=\"sync-01\", ts=\"1714644672\", mac=\"uoWE1wrT1d+8+rmYI5rmrSvS7Nid=\"", "uoWE1wrT1d", 'id="sync-01"'),  # Hawk's auth-params: the mac is the proof
+        ('Authorization: OAuth oauth_nonce="n1", oauth_signature="c2lnbmF0dXJlX3ZhbHVl"', "c2lnbmF0dXJlX3ZhbHVl", "oauth_signature="),  # OAuth 1.0
+        ("{'X-Metabase-Session': '38f4939c-ad7f-4cbe-ae54-30946daf8593'}", "38f4939c", "X-Metabase-Session"),  # a session header's UUID
+        ('{\n  "type" : "secret",\n  "value" : "a3c5e7f9-1b2d-4e6f-8a0c-2e4f6a8c0e1b"\n}', "a3c5e7f9", '"type" : "secret"'),  # Keycloak's typed value
+        ("Extractor 'tap-x' setting 'password' was set in `.env`: 'Echo_Pass1'", "Echo_Pass1", "setting 'password'"),  # Meltano's echo
+        ("set option 'api_token' to \"Echo_Tok1\"", "Echo_Tok1", "option 'api_token'"),  # an echo with "to"
+        ("$USER1$=/usr/local/nagios/libexec\n$USER3$=nagios_db\n$USER4$=N4g_Pass1", "N4g_Pass1", "$USER3$=nagios_db"),  # Nagios macros
+        ("&{AccessKeyID:lake SecretAccessKey:Go_Secret_1 SessionToken: UseSSL:false}", "Go_Secret_1", "UseSSL:false"),  # Go %+v empty field
+        ("druid.s3.accessKey: druid-deep\ndruid.s3.secretKey: Druid_Secret1", "Druid_Secret1", "accessKey: druid-deep"),  # an access key id beside its secret key
+    ],
+)  # fmt: skip
+def test_round_two_structure(text: str, secret: str, kept: str) -> None:
+    """Auth-params, session headers, typed values, setting echoes, macros, Go structs and key pairs: the secret goes, the id stays."""
+    redacted = redact(text)
+    assert secret not in redacted and kept in redacted, redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "warning: SASL LOGIN authentication failed: UGFzc3dvcmQ6",  # a SASL mechanism, not IMAP's LOGIN command
+        '2024-05-02 [warn]: retry_times=3 chunk="6176e2a1c6f0b8e5d4c3b2a190817263"',  # a buffer chunk's id
+        "+ duplicity --encrypt-key 9F3C2A1B /data sftp://backup@nas01//srv",  # a GPG key id
+        "gpg --default-key 0x9F3C2A1B9F3C2A1B --sign x",  # GnuPG's key id flag
+    ],
+)
+def test_round_two_readable_ids(text: str) -> None:
+    """A SASL mechanism's failure line, a chunk id and a GPG key id stay readable."""
+    assert redact(text) == text
+
+
+def test_imap_login_still_hides_its_password() -> None:
+    """IMAP's tag LOGIN user password still hides the password."""
+    assert "Imap_Pass1" not in redact("a1 LOGIN bob Imap_Pass1")
+
+
+def test_access_key_alone_is_still_hidden() -> None:
+    """An access key with no secret key beside it may be the secret itself, so it is hidden."""
+    assert "Lone_Access1" not in redact("storage.accessKey: Lone_Access1")
