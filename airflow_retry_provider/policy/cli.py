@@ -184,7 +184,7 @@ def _inside_quotes(text: str, start: int, end: int) -> Span:
 
 
 def _again(row: Flag, text: str, after: int, spans: list[Span]) -> None:
-    """The row's flag given again on the rest of the tool's line (bounded: a line of at most 4 KiB)."""
+    """The row's flag wherever it stands on the tool's line from ``after`` (bounded: a line of at most 4 KiB)."""
     line_end = text.find("\n", after, after + 4096)
     line = text[after : after + 4096 if line_end < 0 else line_end]
     if row.flag.split(" ")[0] not in line and not row.ignore_case:
@@ -212,7 +212,9 @@ def find(text: str, lowered: str) -> list[Span]:
             start, end = _inside_quotes(text, *match.span(1))
             if end > start:
                 spans.append((start, end))
-            _again(row, text, match.end(), spans)  # --from-literal=a=x --from-literal=b=y
+            # every flag of the row on the tool's line: given again (--from-literal=a=x --from-literal=b=y),
+            # and the ones before the match's (its head reaches the line's last flag: sshpass -p X ssh -p 22)
+            _again(row, text, match.end() if row.subcommand else match.start(), spans)
     if any(map(text.__contains__, _USER_FLAGS)):
         for count, match in enumerate(USER_PAIR.finditer(text)):
             if count == MAX_MATCHES_PER_ROW:

@@ -66,7 +66,9 @@ _KEY = (
     + rf"|api-?key|access-?key|private-?key|account-?key)"
     # then the rest of the word, or a connecting word and one more (token de acceso, senha do banco)
     rf"(?:[ \t](?:de|do|da|del|di|du|des|der|van|von|of|от|для)(?:[ \t]\pL+){{1,4}}|{_KEY_CHAR}*)"
-    rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?)|auth|sig|session|pw"
+    # or the kind of secret after it, with no linking word (clé API, Schlüssel SSH)
+    r"(?:[ \t](?:api|ssh|gpg|pgp|jwt|aws|s3|db|sql|smtp|ldap|ftp|vpn|wifi|wi-fi|hmac|oauth|tls|ssl))?"
+    rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw)|auth|sig|session"  # upw=, dbpw=
     r"|x-[\w-]*-session"  # a session header (X-Metabase-Session: <uuid>)  # SSSD's ldap_default_authtok
 )
 # = or :, full-width too (密码：x), or : then a YAML list item
@@ -180,6 +182,14 @@ _CREDENTIAL_PAIR = pattern(
     r"|username_?password_?credentials?|password_?credential))[ \t]*(?:=|:|\()[ \t]*\(?[ \t]*"
     r"(?:\\*\"[^\"\r\n\\]*\\*\"|\\*'[^'\r\n\\]*\\*')[ \t]*,[ \t]*(?:\\*\"([^\"\r\n\\]*)|\\*'([^'\r\n\\]*))"
 )
+# an Erlang or Elixir option tuple whose atom names a secret: {password, "x"}, {secret_key, <<"x">>}
+_ERLANG_TUPLE = pattern(
+    r"\{[ \t]*:?([a-z][\w@]*)[ \t]*,[ \t]*(?:<<)?(?:\"([^\"\r\n]*)\"|'([^'\r\n]*)'|([^\s,}>'\"]+))"
+)
+# a URL's userinfo with no user and no scheme (redis-py's "connecting to :x@cache:6379"), and on a
+# Redis line a lone word before @host:port, which Redis reads as the password (redis://x@cache:6379)
+_EMPTY_USER = pattern(r"(?:^|[\s'\"=(\[,]):([^\s:@/'\"]+)@[A-Za-z0-9][\w.-]*")
+_REDIS_USERINFO = pattern(r"(?:^|[\s'\"=(\[,])([^\s:@/'\"]+)@[A-Za-z0-9][\w.-]*:[0-9]{2,5}\b")
 # a connection call's positional arguments: a DSN, the user, the password (PHP's trace of
 # PDO->__construct('mysql:host=...', 'forge', 'x'), Perl's DBI->connect("dbi:Pg:...", "u", "x"),
 # JDBC's DriverManager.getConnection("jdbc:...", "u", "x"))
@@ -376,7 +386,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _PEM, _URI, _WEBHOOK, _COOKIE, _AUTHORIZATION, _SCHEME, _KEY_VALUE, _KEY_SPACE, _XML_ELEMENT, *_NAMED,
     _ORACLE, _TABLE_RULE, _PLAIN_HEADER, _PYDANTIC_INPUT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN, _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER,
     _VENDOR, _RUN, _LIBPQ, _QUOTED_PORT, _RELATIVE_URL, _USERINFO, _EXPECT_SEND, _CREDENTIAL_PAIR, _SECURE_STRING, _NET_USE, _FTP_USER, _SPACED_KEY,
-    _DSN_CALL, _CARET_PLAIN, _SASL_ELEMENT, _EMAIL_PASSWORD, _SETTING_ECHO, _NAGIOS_MACRO,
+    _ERLANG_TUPLE, _EMPTY_USER, _REDIS_USERINFO, _DSN_CALL, _CARET_PLAIN, _SASL_ELEMENT, _EMAIL_PASSWORD, _SETTING_ECHO, _NAGIOS_MACRO,
 )  # fmt: skip
 """Every pattern redaction runs (the linear-time test runs each on adversarial input)."""
 
@@ -438,6 +448,18 @@ def _setting_echoes(text: str, spans: list[Span]) -> None:
                 start, end = match.span(index)
                 if start >= 0 and end > start and not _not_secret(text[start:end]):
                     spans.append((start, end))
+
+
+def _erlang_tuples(text: str, spans: list[Span]) -> None:
+    """An option tuple's value when its atom names a secret (``{password, "x"}``)."""
+    for match in _matches(_ERLANG_TUPLE, text, spans):
+        if _secret_name(match.group(1)) or match.group(1).lower() == "pw":
+            for index in (2, 3, 4):
+                start, end = match.span(index)
+                if start >= 0:
+                    if end > start and not _not_secret(text[start:end]):
+                        spans.append((start, end))
+                    break
 
 
 def _nagios_macros(text: str, spans: list[Span]) -> None:
@@ -1583,6 +1605,12 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         _setting_echoes(text, spans)
     if "$USER" in text:
         _nagios_macros(text, spans)
+    if "{" in text and "," in text:
+        _erlang_tuples(text, spans)
+    if "@" in text:
+        _spans_of(_EMPTY_USER, text, spans)
+        if "redis" in lowered or "valkey" in lowered:
+            _spans_of(_REDIS_USERINFO, text, spans)
     if "net use" in lowered:
         _spans_of(_NET_USE, text, spans)
     if "ftp" in lowered and "user" in lowered:

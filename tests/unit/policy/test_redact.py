@@ -931,3 +931,37 @@ def test_imap_login_still_hides_its_password() -> None:
 def test_access_key_alone_is_still_hidden() -> None:
     """An access key with no secret key beside it may be the secret itself, so it is hidden."""
     assert "Lone_Access1" not in redact("storage.accessKey: Lone_Access1")
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kept"),
+    [
+        ('[{username, "bob"}, {password, "Erl_Pass1"}]', "Erl_Pass1", '{username, "bob"}'),  # Erlang proplist
+        ('{password, <<"Erl_Pass2">>}', "Erl_Pass2", "{password, <<"),  # an Erlang binary
+        ('[{:secret_key, "Ex_Key1"}]', "Ex_Key1", ":secret_key"),  # Elixir's keyword tuple
+        ("Error connecting to :Rds_Pass1@cache:6379", "Rds_Pass1", "@cache:6379"),  # empty user, no scheme
+        ("redis: Error 111 connecting to Rds_Pass2@cache:6379.", "Rds_Pass2", "@cache:6379"),  # Redis's lone userinfo word
+        ("clé API: Cle_Val1", "Cle_Val1", "clé API"),  # a key word then the kind of secret, no linking word
+        ("Schlüssel SSH = Sch_Val1", "Sch_Val1", "Schlüssel SSH"),  # the same in German
+        ("GET /login?uid=bob&upw=Upw_Val1", "Upw_Val1", "uid=bob"),  # a key ending in pw
+        ("+ sshpass -p Ssh_Pass1 ssh -p 22 host", "Ssh_Pass1", "sshpass -p"),  # the tool's flag before another -p
+        ("sshpass -p One_P1 ssh a && sshpass -p Two_P2 ssh b", "One_P1", "ssh a"),  # two commands on one line
+    ],
+)  # fmt: skip
+def test_round_one_probe_gaps(text: str, secret: str, kept: str) -> None:
+    """The gaps the first round's probes found: Erlang tuples, scheme-less userinfo, acronym keys, upw=, several flags a line."""
+    redacted = redact(text)
+    assert secret not in redacted and kept in redacted, redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{timeout, 5000}",  # an Erlang option that names no secret
+        "ssh backup@nas01:22 failed",  # a user at a host and port, not on a Redis line
+        "token TTL: 3600",  # a key word then a word that is not a kind of secret
+    ],
+)
+def test_round_one_probe_gaps_readable(text: str) -> None:
+    """Tuples, user@host:port and key phrases that name no secret stay readable."""
+    assert redact(text) == text
