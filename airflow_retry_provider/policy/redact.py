@@ -950,6 +950,8 @@ def _key_values(text: str, spans: list[Span]) -> None:
         if _user_and_password_key(key) and ":" in value and "://" not in value:
             start += value.index(":") + 1  # --auth=user:password (HTTPie, xh): the user is kept
             value = text[start:end]
+            if _not_secret(value):
+                continue  # "auth: Debug: client in": a log's words, no password after the colon
         if sep.rstrip().endswith(":") and value.startswith("//"):
             continue  # a scheme (https://), not a value
         inner, equals, rest = value.partition("=")
