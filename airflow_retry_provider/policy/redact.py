@@ -98,7 +98,12 @@ _PEM = pattern(
 # (and a scheme that lost its colon: SQLAlchemy's "Could not parse rfc1738 URL from string 'trino//u:p@h'")
 _URI = pattern(r"(?:^|[^\w+.-])[a-zA-Z][\w+.-]*:?//([^\s\"'<>]+)")
 # user:password@host without a scheme (curl --socks5 u:p@proxy, mysqlsh --uri u:p@db)
-_USERINFO = pattern(r"(?:^|[\s'\"=(\[,])[A-Za-z_][\w.-]*:([^\s:@/'\"]+)@[A-Za-z0-9][\w.-]*(:/)?")
+# (also with no user: redis-py's "connecting to :x@cache:6379"), or an e-mail address then :password,
+# as a relay's credentials file writes it (Postfix's sasl_passwd: [smtp.example.org]:587 user@example.org:x)
+_USERINFO = pattern(
+    r"(?:^|[\s'\"=(\[,])(?:(?:[A-Za-z_][\w.-]*)?:([^\s:@/'\"]+)@[A-Za-z0-9][\w.-]*(:/)?"
+    r"|[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+:([^\s:@/'\"]*[^\s\d:@/'\"][^\s:@/'\"]*)(?:[\s'\"]|$))"
+)
 # a path and its query without a scheme and host (an access log's "GET /callback?code=x HTTP/1.1")
 _RELATIVE_URL = pattern(r"(?:^|[\s\"'(\[])(/[^\s\"'<>?]*\?[^\s\"'<>]+)")
 # secrets that travel in a URL path: chat webhooks, Telegram bot tokens
@@ -186,9 +191,7 @@ _CREDENTIAL_PAIR = pattern(
 _ERLANG_TUPLE = pattern(
     r"\{[ \t]*:?([a-z][\w@]*)[ \t]*,[ \t]*(?:<<)?(?:\"([^\"\r\n]*)\"|'([^'\r\n]*)'|([^\s,}>'\"]+))"
 )
-# a URL's userinfo with no user and no scheme (redis-py's "connecting to :x@cache:6379"), and on a
-# Redis line a lone word before @host:port, which Redis reads as the password (redis://x@cache:6379)
-_EMPTY_USER = pattern(r"(?:^|[\s'\"=(\[,]):([^\s:@/'\"]+)@[A-Za-z0-9][\w.-]*")
+# on a Redis line a lone word before @host:port, which Redis reads as the password (redis://x@cache:6379)
 _REDIS_USERINFO = pattern(r"(?:^|[\s'\"=(\[,])([^\s:@/'\"]+)@[A-Za-z0-9][\w.-]*:[0-9]{2,5}\b")
 # a connection call's positional arguments: a DSN, the user, the password (PHP's trace of
 # PDO->__construct('mysql:host=...', 'forge', 'x'), Perl's DBI->connect("dbi:Pg:...", "u", "x"),
@@ -201,11 +204,6 @@ _DSN_CALL = pattern(
 _CARET_PLAIN = pattern(r"(?:=|:)[ \t]*\^[^\s^]*\^([^\s^'\"]+)")
 # a SASL exchange's initial response in an XML stream (XMPP's <auth mechanism="PLAIN">base64</auth>)
 _SASL_ELEMENT = pattern(r"mechanism=[\"'][A-Z0-9-]+[\"'][^>\r\n]*>([^<\s]+)<")
-# an e-mail address then :password, as a relay's credentials file writes it (Postfix's sasl_passwd:
-# [smtp.example.org]:587 user@example.org:password)
-_EMAIL_PASSWORD = pattern(
-    r"(?:^|[\s'\"(\[,])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+:([^\s:@/'\"]*[^\s\d:@/'\"][^\s:@/'\"]*)(?:[\s'\"]|$)"
-)
 # a tool's echo of a setting it set: a quoted setting name, words, then the quoted value (Meltano's
 # "setting 'password' was set in `.env`: 'x'", "set option 'token' to 'x'")
 _SETTING_ECHO = pattern(
@@ -386,7 +384,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _PEM, _URI, _WEBHOOK, _COOKIE, _AUTHORIZATION, _SCHEME, _KEY_VALUE, _KEY_SPACE, _XML_ELEMENT, *_NAMED,
     _ORACLE, _TABLE_RULE, _PLAIN_HEADER, _PYDANTIC_INPUT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN, _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER,
     _VENDOR, _RUN, _LIBPQ, _QUOTED_PORT, _RELATIVE_URL, _USERINFO, _EXPECT_SEND, _CREDENTIAL_PAIR, _SECURE_STRING, _NET_USE, _FTP_USER, _SPACED_KEY,
-    _ERLANG_TUPLE, _EMPTY_USER, _REDIS_USERINFO, _DSN_CALL, _CARET_PLAIN, _SASL_ELEMENT, _EMAIL_PASSWORD, _SETTING_ECHO, _NAGIOS_MACRO,
+    _ERLANG_TUPLE, _REDIS_USERINFO, _DSN_CALL, _CARET_PLAIN, _SASL_ELEMENT, _SETTING_ECHO, _NAGIOS_MACRO,
 )  # fmt: skip
 """Every pattern redaction runs (the linear-time test runs each on adversarial input)."""
 
@@ -595,6 +593,10 @@ def _query(start: int, rest: str, spans: list[Span], readable: list[Span]) -> No
 
 def _userinfo(text: str, spans: list[Span]) -> None:
     for match in _matches(_USERINFO, text, spans):
+        if match.group(3) is not None:
+            if match.group(3) != MASK:
+                spans.append(match.span(3))  # user@domain:password
+            continue
         start, end = match.span(1)
         if match.group(2):
             continue  # a backend's scp-style location (restic's sftp:user@host:/path): a name, no password
@@ -1601,18 +1603,14 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         _spans_of(_CARET_PLAIN, text, spans)
     if "mechanism=" in text:
         _spans_of(_SASL_ELEMENT, text, spans)
-    if "@" in text:
-        _spans_of(_EMAIL_PASSWORD, text, spans)
     if any(map(lowered.__contains__, _SETTING_WORDS)):
         _setting_echoes(text, spans)
     if "$USER" in text:
         _nagios_macros(text, spans)
     if "{" in text and "," in text:
         _erlang_tuples(text, spans)
-    if "@" in text:
-        _spans_of(_EMPTY_USER, text, spans)
-        if "redis" in lowered or "valkey" in lowered:
-            _spans_of(_REDIS_USERINFO, text, spans)
+    if "@" in text and ("redis" in lowered or "valkey" in lowered):
+        _spans_of(_REDIS_USERINFO, text, spans)
     if "net use" in lowered:
         _spans_of(_NET_USE, text, spans)
     if "ftp" in lowered and "user" in lowered:
