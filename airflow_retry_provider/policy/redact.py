@@ -1597,15 +1597,16 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         _spans_of(_CREDENTIAL_PAIR, text, spans, groups=2)
     if "securestring" in lowered:
         _spans_of(_SECURE_STRING, text, spans, groups=3)
-    if "('" in text or '("' in text:
+    # a single character first: a search for one is a memchr, for two or more a slower scan
+    if "(" in text and ("('" in text or '("' in text):
         _spans_of(_DSN_CALL, text, spans, groups=2)
     if "^" in text:
         _spans_of(_CARET_PLAIN, text, spans)
-    if "mechanism=" in text:
+    if "<" in text and "mechanism=" in text:
         _spans_of(_SASL_ELEMENT, text, spans)
-    if any(map(lowered.__contains__, _SETTING_WORDS)):
+    if ("'" in text or '"' in text or "`" in text) and any(map(lowered.__contains__, _SETTING_WORDS)):
         _setting_echoes(text, spans)
-    if "$USER" in text:
+    if "$" in text and "$USER" in text:
         _nagios_macros(text, spans)
     if "{" in text and "," in text:
         _erlang_tuples(text, spans)
