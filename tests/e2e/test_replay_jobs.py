@@ -178,7 +178,7 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(chain: Chain):
         (jobs_before, last_job) = conn.execute("SELECT count(*), max(id) FROM retry_replay_jobs").fetchone()
     missing = chain.request("GET", "/api/jobs/987654")
     assert missing.status_code == 404 and "987654" in missing.json()["detail"]
-    finished = chain.request("POST", f"/api/jobs/{last_job}/cancel")
+    finished = chain.request("POST", f"/api/jobs/{last_job}/cancel", json={})  # JSON, as the UI sends it
     assert finished.status_code == 409 and "done" in finished.json()["detail"]
     resolved = chain.letter(chain.runs["downstream"])
     again = chain.request(
