@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     )
     from airflow_retry_provider.dlq.driver import ReplayDriver, replay_and_wait
     from airflow_retry_provider.dlq.models import (
-        STATUSES,
         Actor,
         FixNotice,
         Letter,
@@ -47,7 +46,6 @@ if TYPE_CHECKING:
     )
     from airflow_retry_provider.dlq.replay import DEFAULT_SELECTION_LIMIT, ReplayEngine, number_letters
     from airflow_retry_provider.dlq.schema import apply_schema
-    from airflow_retry_provider.dlq.states import ItemOutcome, JobStatus, LetterStatus, ReplayOutcome
     from airflow_retry_provider.dlq.store import (
         DeadLetterStore,
         FileResult,
@@ -77,7 +75,6 @@ _EXPORTS = {
     "JobError": "store",
     "JobStore": "store",
     "JobView": "store",
-    "STATUSES": "models",
     "Actor": "models",
     "FixNotice": "models",
     "Letter": "models",
@@ -90,10 +87,6 @@ _EXPORTS = {
     "ReplayEngine": "replay",
     "number_letters": "replay",
     "apply_schema": "schema",
-    "ItemOutcome": "states",
-    "JobStatus": "states",
-    "LetterStatus": "states",
-    "ReplayOutcome": "states",
     "DeadLetterStore": "store",
     "FileResult": "store",
     "LetterFilter": "store",

@@ -28,10 +28,10 @@ from airflow_retry_provider import metrics, settings
 from airflow_retry_provider.dlq import announce
 from airflow_retry_provider.dlq.decide import OpenClaim, ReplayingLetter, Step, replaying_step
 from airflow_retry_provider.dlq.models import Letter, NewLetter, SyncReport
-from airflow_retry_provider.dlq.states import LetterStatus
 from airflow_retry_provider.dlq.store import DeadLetterStore, ReplayStore
 from airflow_retry_provider.hooks.airflow_api import PAGE_SIZE, AirflowApi, AirflowApiError, TaskInstanceRef
 from airflow_retry_provider.policy import redact
+from airflow_retry_provider.states import LetterStatus
 
 log = logging.getLogger(__name__)
 
