@@ -521,7 +521,7 @@ class Claim:
 
 @dataclass(frozen=True)
 class SyncReport:
-    """Letters in ``replaying`` that ``sync_outcomes`` resolved, filed again, released to ``dlq``, or left waiting."""
+    """Letters in ``replaying`` that the outcome sync resolved, filed again, released to ``dlq``, or left waiting."""
 
     resolved: tuple[int, ...] = ()
     refiled: tuple[int, ...] = ()

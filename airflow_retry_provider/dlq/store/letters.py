@@ -233,17 +233,6 @@ class DeadLetterStore(QueueStore):
     def save_sweep_state(self, state: SweepState, name: str = "dead-letters") -> None:
         self._run("save_sweep_state", {"name": name, **asdict(state)})
 
-    def resting_letters_due(
-        self, since: datetime, limit: int, dag_ids: Sequence[str] | None = None
-    ) -> builtins.list[Letter]:
-        """Letters at rest (``dlq``, ``parked``) of ``dag_ids`` (None: any) not looked at since ``since``, stamped."""
-        parameters = {
-            "since": since,
-            "limit": limit,
-            "dag_ids": builtins.list(dag_ids) if dag_ids is not None else None,
-        }
-        return self._letters("resting_letters_due", parameters)
-
     def resting_letters_not_checked_since(self, since: datetime, limit: int) -> builtins.list[Letter]:
         """Letters at rest not checked since ``since`` (the sweep's full pass), at most ``limit``."""
         return self._letters("resting_letters_not_checked_since", {"since": since, "limit": limit})
