@@ -33,6 +33,8 @@ from pathlib import Path
 from stacks import MAIL_NOTIFIER, bench_stack
 from verdict import check, exit_code, judge
 
+from airflow_retry_provider.states import DeliveryStatus
+
 DAGS = Path(__file__).resolve().parent / "impact_dags"
 CHAIN, REPORT = "impact_bench_chain", "impact_bench_report"
 AT_RISK = "Delivery at risk:"
@@ -112,7 +114,7 @@ def main() -> int:
             ended = stack.wait_for_run(CHAIN, run["dag_run_id"], timeout=600)
             ti = stack.api("GET", f"/api/v2/dags/{CHAIN}/dagRuns/{run['dag_run_id']}/taskInstances/extract")
             failed = datetime.fromisoformat(ti["start_date"]).timestamp()  # it raises at once
-            at_risk = _first(smtp, AT_RISK, timeout=120)
+            at_risk = _first(smtp, DeliveryStatus.AT_RISK, timeout=120)
             wait = deadline.timestamp() + AFTER_DEADLINE - time.time()
             airflow = _first(smtp, AIRFLOW_ALERT, timeout=max(wait, 0.0))
             print()
@@ -153,7 +155,7 @@ def main() -> int:
             )
             print(
                 "  the mail names the latest replay time (the delivery was still at risk): "
-                f"{check('at-risk, not lost', subject.startswith(AT_RISK) and 'replay by' in subject)}"
+                f"{check('at-risk, not lost', subject.startswith(DeliveryStatus.AT_RISK) and 'replay by' in subject)}"
             )
             fired = alert is not None and alert >= deadline.timestamp()
             print(

@@ -4,7 +4,7 @@ A whole ``run_sweeper`` (file the failures no callback filed, decide the replayi
 the letters at rest whose task instance succeeded by hand, look up DAG versions, drain jobs) on a
 real PostgreSQL, against a local Airflow REST API that counts every call and holds a long history:
 each DAG has 100,000 successful task instances (what the old resolve paged through). The anchor,
-in the same run on the same state, is the sweep before issue 46 (``check_one_by_one``: one call per
+in the same run on the same state, is the sweep before issue 46 (``tests/one_by_one.py``'s ``check_one_by_one``: one call per
 open letter, each DAG's failures listed). Then the batched sweep: a first sweep (no watermark
 yet), one when nothing changed, one after 1,000 task instances changed (their letters' tasks
 succeeded). Targets (issue 46): nothing changed <= 200 calls; 1,000 changed <= 1,500 calls and
@@ -36,7 +36,6 @@ from verdict import check, exit_code, judge
 from airflow_retry_provider.dlq.schema import apply_schema
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.dlq.sweeper import (
-    check_one_by_one,
     managed_dag_ids,
     notice_fixes,
     number_versions,
@@ -47,6 +46,9 @@ from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))  # devstack: not in the wheel
 from devstack.postgres import server_from_env_or_start  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.one_by_one: the sweep before issue 46
+from tests.one_by_one import check_one_by_one  # noqa: E402
 
 OPEN_LETTERS = 100_000  # 80,000 dlq, 10,000 parked, 10,000 replaying
 DAGS = 50

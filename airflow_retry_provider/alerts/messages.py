@@ -17,9 +17,9 @@ from urllib.parse import quote, urlencode
 
 from airflow_retry_provider.breaker.announce import Outage
 from airflow_retry_provider.dlq import FixNotice, NewLetter
-from airflow_retry_provider.policy.impact import LOST, SAVED
 from airflow_retry_provider.policy.impact import Delivery as DeliveryAtRisk
 from airflow_retry_provider.policy.impact import Impact as Blocked
+from airflow_retry_provider.states import DeliveryStatus
 
 PLUGIN_PREFIX = "/retry-provider"
 
@@ -379,7 +379,11 @@ def deliveries_held(dependency: str, opened_at: datetime, held: Sequence[Any], b
     lines = []
     for item in held[:20]:
         d = item.delivery
-        when = "can no longer be met" if d.status == LOST else f"start by {d.latest_replay.isoformat()}"
+        when = (
+            "can no longer be met"
+            if d.status == DeliveryStatus.LOST
+            else f"start by {d.latest_replay.isoformat()}"
+        )
         lines.append(f"{d.name}, due {d.deadline.isoformat()}: {when} (held: {', '.join(item.held[:5])})")
     sections = [
         ("What happened", [f"the breaker of {dependency} opened at {opened_at.isoformat()} and holds tasks"]),
@@ -446,9 +450,9 @@ def delivery_at_risk(
     letter: NewLetter, letter_id: int, delivery: DeliveryAtRisk, blocked: Blocked, base_url: str
 ) -> Alert:
     """A delivery on the blocked path of ``letter``: the latest replay time, or that it is lost (issue 48)."""
-    lost = delivery.status == LOST
-    kind = {LOST: "delivery-lost", SAVED: "delivery-saved"}.get(delivery.status, "delivery-at-risk")
-    if delivery.status == SAVED:
+    lost = delivery.status == DeliveryStatus.LOST
+    kind = f"delivery-{delivery.status}"  # delivery-at-risk, delivery-lost, delivery-saved
+    if delivery.status == DeliveryStatus.SAVED:
         title = f"Delivery saved: {delivery.describe()}"
         step = ["nothing: the replay started by the latest replay time; watch the delivery's run"]
     elif lost:

@@ -26,7 +26,7 @@ from airflow_retry_provider.commands import (
     database_from_args,
     empty,
 )
-from airflow_retry_provider.dlq import LetterStatus
+from airflow_retry_provider.states import LetterStatus
 
 if TYPE_CHECKING:
     from airflow_retry_provider.dlq import (
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
-STATUSES = LetterStatus.values()
 FILTER_FLAGS = ("dag", "task", "category", "status", "fingerprint", "workspace", "since", "until", "id")
 
 
@@ -183,7 +182,7 @@ def _filters(parser: argparse.ArgumentParser, default_limit: str) -> None:
     parser.add_argument("--dag", help="DAG id")
     parser.add_argument("--task", help="task id")
     parser.add_argument("--category", help="stable category, e.g. not-found")
-    parser.add_argument("--status", help="|".join(STATUSES))
+    parser.add_argument("--status", help="|".join(LetterStatus.values()))
     parser.add_argument("--fingerprint", help="root-cause fingerprint")
     parser.add_argument("--workspace", help="workspace id")
     parser.add_argument("--since", metavar="TS", help="created at or after (ISO 8601 with offset)")
@@ -224,8 +223,8 @@ def _ids(values: list[str] | None, flag: str = "--id") -> list[int] | None:
 def _filter(args: argparse.Namespace) -> LetterFilter:
     from airflow_retry_provider.dlq import LetterFilter
 
-    if args.status is not None and args.status not in STATUSES:
-        raise UsageError(f"--status: {args.status!r} is not one of {', '.join(STATUSES)}")
+    if args.status is not None and args.status not in LetterStatus.values():
+        raise UsageError(f"--status: {args.status!r} is not one of {', '.join(LetterStatus.values())}")
     since = _timestamp("--since", args.since) if args.since else None
     until = _timestamp("--until", args.until) if args.until else None
     if since and until and since >= until:

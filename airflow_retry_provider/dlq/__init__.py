@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     )
     from airflow_retry_provider.dlq.driver import ReplayDriver, replay_and_wait
     from airflow_retry_provider.dlq.models import (
-        STATUSES,
         Actor,
         ClosedReplay,
         FixNotice,
@@ -53,7 +52,6 @@ if TYPE_CHECKING:
     )
     from airflow_retry_provider.dlq.replay import DEFAULT_SELECTION_LIMIT, ReplayEngine, number_letters
     from airflow_retry_provider.dlq.schema import apply_schema
-    from airflow_retry_provider.dlq.states import ItemOutcome, JobStatus, LetterStatus, ReplayOutcome
     from airflow_retry_provider.dlq.store import (
         DeadLetterStore,
         FileResult,
@@ -85,7 +83,6 @@ _EXPORTS = {
     "JobError": "store",
     "JobStore": "store",
     "JobView": "store",
-    "STATUSES": "models",
     "Actor": "models",
     "FixNotice": "models",
     "Letter": "models",
@@ -99,10 +96,6 @@ _EXPORTS = {
     "ReplayEngine": "replay",
     "number_letters": "replay",
     "apply_schema": "schema",
-    "ItemOutcome": "states",
-    "JobStatus": "states",
-    "LetterStatus": "states",
-    "ReplayOutcome": "states",
     "DeadLetterStore": "store",
     "FileResult": "store",
     "LetterFilter": "store",

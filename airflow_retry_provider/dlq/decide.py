@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, Protocol
 
-from airflow_retry_provider.dlq.states import ItemOutcome, LetterStatus, ReplayOutcome
+from airflow_retry_provider.states import ItemOutcome, LetterStatus, ReplayOutcome
 
 #: the states a cleared task instance can end in without succeeding
 ENDED_WITHOUT_SUCCESS = ("failed", "upstream_failed", "skipped", "removed")

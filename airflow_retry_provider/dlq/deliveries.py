@@ -48,9 +48,6 @@ from airflow_retry_provider.dlq.models import AsJson
 from airflow_retry_provider.dlq.store import DeadLetterStore, DeliveryStore
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError
 from airflow_retry_provider.policy.deliveries import (
-    ON_TRACK,
-    STARTED,
-    STATUSES,
     Blocker,
     Standing,
     classify_delivery,
@@ -58,7 +55,8 @@ from airflow_retry_provider.policy.deliveries import (
 )
 from airflow_retry_provider.policy.fields import FieldError
 from airflow_retry_provider.policy.group_impact import GroupImpact, merge_impacts
-from airflow_retry_provider.policy.impact import AT_RISK, LOST, SAVED, Delivery, Impact
+from airflow_retry_provider.policy.impact import Delivery, Impact
+from airflow_retry_provider.states import DELIVERY_STANDINGS, LETTER_STARTED, DeliveryStatus
 
 log = logging.getLogger(__name__)
 
@@ -135,13 +133,15 @@ def _read(db: ProviderDatabase, now: datetime) -> list[DeliveryState]:
         letters = []
         for row in group:
             started = None
-            if row["status"] in STARTED:  # the clear of its newest replay, else when it was seen resolved
+            if (
+                row["status"] in LETTER_STARTED
+            ):  # the clear of its newest replay, else when it was seen resolved
                 started = row["cleared_at"] or row["updated_at"]
             blockers.append(Blocker(int(row["letter_id"]), row["status"], row["latest_replay"], started))
             letters.append(from_row(BlockingLetter, row, dag_id="letter_dag_id", task_id="letter_task_id"))
         standing = classify_delivery(blockers, now)
         found.append(DeliveryState(dag_id, task_id, deadline, standing, tuple(letters)))
-    found.sort(key=lambda d: (STATUSES.index(d.standing.status), d.standing.latest_replay, d.name))
+    found.sort(key=lambda d: (DELIVERY_STANDINGS.index(d.standing.status), d.standing.latest_replay, d.name))
     return found
 
 
@@ -266,7 +266,9 @@ def _turn_lost(store: DeadLetterStore, now: datetime) -> list[int]:
             continue
         impact = stored.impact
         deliveries = tuple(
-            replace(d, status=LOST) if d.status == AT_RISK and d.latest_replay < now else d
+            replace(d, status=DeliveryStatus.LOST)
+            if d.status == DeliveryStatus.AT_RISK and d.latest_replay < now
+            else d
             for d in impact.deliveries
         )
         impact = replace(impact, deliveries=deliveries)
@@ -287,7 +289,11 @@ def _note_saved(store: DeadLetterStore, now: datetime) -> list[str]:
     noted = []
     for row in told:
         delivery = standing.get((row["delivery"], row["deadline"]))
-        if delivery is None or delivery.standing.status != ON_TRACK or not delivery.standing.settled:
+        if (
+            delivery is None
+            or delivery.standing.status != DeliveryStatus.ON_TRACK
+            or not delivery.standing.settled
+        ):
             continue
         letter = store.get(int(row["letter_id"]))
         stored = store.impact(int(row["letter_id"]))
@@ -298,7 +304,9 @@ def _note_saved(store: DeadLetterStore, now: datetime) -> list[str]:
         ]
         if not mine:
             continue
-        note = replace(stored.impact, deliveries=(replace(mine[0], status=SAVED),), delivery_count=1)
+        note = replace(
+            stored.impact, deliveries=(replace(mine[0], status=DeliveryStatus.SAVED),), delivery_count=1
+        )
         announce.impact_assessed(store.db, letter.id, letter, note)
         noted.append(delivery.name)
     return noted

@@ -176,7 +176,7 @@ class ReplayDriver:
         return driven
 
     def settle(self, api: AirflowApi | None = None) -> None:
-        """Decide claims whose lease expired or whose clear's answer was lost (see ``sync_outcomes``)."""
+        """Decide claims whose lease expired or whose clear's answer was lost (see ``OutcomeSync.sync_replaying_batched``)."""
         with self._client(api) as api:
             report = settle_claims(self.store, api, self.engine.replay_cap, SETTLE_PAGES)
             if report.released or report.resolved or report.refiled:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from airflow_retry_provider.database import from_row
 from airflow_retry_provider.dlq.decide import claim_refusal
-from airflow_retry_provider.dlq.states import LetterStatus
 from airflow_retry_provider.policy import redact
 from airflow_retry_provider.policy.text import storable
 
@@ -23,7 +22,6 @@ if TYPE_CHECKING:  # a preview's instances: the failure callback never loads the
     from airflow_retry_provider.hooks.airflow_api import TaskInstanceRef
 
 AnyRow = TypeVar("AnyRow", bound="_Row")
-STATUSES = LetterStatus.values()
 SOURCES = ("callback", "sweeper", "ui", "cli", "api", "driver")
 
 
@@ -546,7 +544,7 @@ class Claim:
 
 @dataclass(frozen=True)
 class SyncReport:
-    """Letters in ``replaying`` that ``sync_outcomes`` resolved, filed again, released to ``dlq``, or left waiting."""
+    """Letters in ``replaying`` that the outcome sync resolved, filed again, released to ``dlq``, or left waiting."""
 
     resolved: tuple[int, ...] = ()
     refiled: tuple[int, ...] = ()

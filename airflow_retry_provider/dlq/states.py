@@ -1,7 +1,8 @@
 """The state tables of the replay loop, declared once: every state of each entity, every transition,
 the process that makes it, the guard it checks, and what ends each non-terminal state.
 
-Pure data. docs/ARCHITECTURE.md's "State tables" section is :func:`markdown` of it, and
+Pure data over the enums of :mod:`airflow_retry_provider.states`. docs/ARCHITECTURE.md's "State
+tables" section is :func:`markdown` of it, and
 ``tests/integration/dlq/test_states.py`` checks both ways that the SQL agrees: every statement named
 here exists and writes that entity's state column, with the target states it names and a ``WHERE``
 guard on exactly the source states it names (or, where the write's own ``WHERE`` names only the row,
@@ -13,69 +14,18 @@ named block of ``airflow_retry_provider/<package>/sql/queries.sql``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+
+from airflow_retry_provider.states import (
+    AlertStatus,
+    ItemOutcome,
+    JobStatus,
+    LetterStatus,
+    ReplayOutcome,
+    WorkUnitStatus,
+)
 
 CREATED = "(new)"
 DELETED = "(purged)"
-
-
-class State(str, Enum):
-    """A state as PostgreSQL stores it: compares, formats and serialises as its text (``"dlq"``)."""
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self.value), spec)
-
-    @classmethod
-    def values(cls) -> tuple[str, ...]:
-        """Every state's text, in the order declared (the CLI's choices, the UI's filter, the migrations' CHECK)."""
-        return tuple(str(member.value) for member in cls)
-
-
-class LetterStatus(State):
-    """``retry_dead_letters.status``: where a dead letter is in its life."""
-
-    DLQ = "dlq"
-    REPLAYING = "replaying"
-    RESOLVED = "resolved"
-    PARKED = "parked"
-    DISMISSED = "dismissed"
-
-
-class ReplayOutcome(State):
-    """``retry_replays.outcome``: what became of one replay (one clear) of a letter."""
-
-    PENDING = "pending"
-    UNKNOWN = "unknown"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CLEAR_FAILED = "clear-failed"
-    ABANDONED = "abandoned"
-
-
-class JobStatus(State):
-    """``retry_replay_jobs.status``: where a replay job is."""
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    DONE = "done"
-    CANCELLED = "cancelled"
-    STOPPED = "stopped"
-
-
-class ItemOutcome(State):
-    """``retry_replay_job_items.outcome``: what the job's driver did with one of its letters."""
-
-    PENDING = "pending"
-    CLEARED = "cleared"
-    CLEAR_FAILED = "clear-failed"
-    UNKNOWN = "unknown"
-    REFUSED = "refused"
-    INCLUDED = "included"
-    CANCELLED = "cancelled"
-    STOPPED = "stopped"
 
 
 @dataclass(frozen=True)
@@ -461,7 +411,7 @@ WORK_UNIT = Entity(
     "work unit",
     "retry_work_units",
     "status",
-    ("running", "succeeded", "failed", "parked"),
+    WorkUnitStatus.values(),
     {
         "running": "its task completes or fails it; past its lease the next try takes it over, and the work "
         "sweeper finishes it, retries later, or parks it",
@@ -507,7 +457,7 @@ ALERT = Entity(
     "alert",
     "retry_alerts",
     "status",
-    ("pending", "sent", "dropped"),
+    AlertStatus.values(),
     {"pending": "the outbox sends it when due (callbacks, sweeps), or drops it when its attempts run out"},
     (
         Transition((CREATED,), "pending", "callbacks, sweeper (outbox)", "alerts:insert_alert", "always"),

@@ -13,8 +13,8 @@ no driver is working on are driven for up to ``DRAIN_SECONDS``.
 Airflow is read in batches (``sweep_in_batches``, issue 46), so a sweep's cost follows what
 changed, not the backlog: what ended since a watermark kept in PostgreSQL, the replaying letters
 100 a page, and a full pass over the letters at rest spread over sweeps, at most
-``[retry_provider] sweep_max_pages`` pages. ``check_one_by_one`` is the sweep before it (one call
-per open letter), kept as the reference the batched one is tested and benchmarked against.
+``[retry_provider] sweep_max_pages`` pages. The sweep before it (one call per open letter),
+the reference the batched one is tested and benchmarked against, is ``tests/one_by_one.py``.
 """
 
 from __future__ import annotations
@@ -152,41 +152,6 @@ def sweeper_letter(ti: TaskInstanceRef, dag_run: dict[str, Any]) -> NewLetter:
         filed_by="sweeper",
         **ti.version_fields(),
     )
-
-
-def sweep(
-    store: DeadLetterStore,
-    api: AirflowApi,
-    dag_ids: Iterable[str],
-    replay_cap: int,
-    lookback: timedelta = DEFAULT_LOOKBACK,
-    grace: timedelta = SYNC_GRACE,
-    now: datetime | None = None,
-) -> SweepReport:
-    """File every failed task instance of ``dag_ids`` (ended within ``lookback``) that has no letter.
-
-    Failures that ended less than ``grace`` ago are left to their own callback for now.
-    """
-    now = now or datetime.now(timezone.utc)
-    dags = tuple(dag_ids)
-    filed: list[int] = []
-    covered = 0
-    errors: list[str] = []
-    runs: dict[tuple[str, str], dict[str, Any]] = {}
-    for dag_id in dags:
-        try:
-            failed = list(api.failed_task_instances(dag_id, ended_after=now - lookback))
-        except AirflowApiError as exc:
-            errors.append(f"{dag_id}: {redact(str(exc))}")
-            continue
-        for ti in failed:
-            if (
-                sweep_step(FoundInstance("failed", ti.end_date, managed=True), now, grace)
-                is not SweepStep.FILE
-            ):
-                continue
-            covered += _sweep_logged(store, api, ti, runs, replay_cap, filed, errors)
-    return SweepReport(dags, tuple(filed), covered, tuple(errors))
 
 
 def _sweep_logged(
@@ -457,21 +422,6 @@ def sweep_in_batches(
     metrics.gauge("sweeper", "oldest_check_age_seconds", value=age)
     report = replace(report, errors=(*report.errors, *stopped))
     return report, sorted(set(resolved)), sync, behind
-
-
-def check_one_by_one(
-    outcomes: OutcomeSync, managed: Iterable[str], grace: timedelta = SYNC_GRACE
-) -> tuple[SweepReport, list[int], SyncReport]:
-    """The sweep's reads as they were before issue 46: one REST call per open letter, a DAG's failures listed each time.
-
-    Kept as the reference ``sweep_in_batches`` is tested against (the same letters resolved,
-    filed again, released) and as the benchmark's anchor; no sweep runs it. The store, the API and
-    the replay cap are ``outcomes``'s.
-    """
-    report = sweep(outcomes.store, outcomes.api, managed, outcomes.replay_cap, grace=grace)
-    sync = outcomes.sync_outcomes(grace=grace)
-    resolved = outcomes.resolve_succeeded_in_dlq()
-    return report, resolved, sync
 
 
 def run_sweeper(

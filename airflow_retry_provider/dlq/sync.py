@@ -9,10 +9,10 @@ replay (back to ``dlq`` counted, ``parked`` at the cap); a claim whose clear nev
 (lease expired, or the answer lost while Airflow shows the claimed try still failed) goes back
 to ``dlq`` (``abandoned``). A letter whose task instance is gone from Airflow is parked. Letters
 at rest (``dlq``, ``parked``) whose task instance was since cleared by hand and succeeded are
-resolved (``resolve_succeeded_in_dlq``): one REST call per open letter, never a DAG's history.
-The sweeper and the driver read the same in batches (``sync_replaying_batched``,
+resolved. The sweeper and the driver read Airflow in batches (``sync_replaying_batched``,
 ``check_resting_batched``: up to 100 letters of a DAG per call of Airflow's bulk list, within a
-:class:`PageBudget`), with the same decisions (``_decide``).
+:class:`PageBudget`); the driver's canary one letter at a time (``sync_letter``); all with the
+same decisions (``_decide``).
 The state tables are in ``dlq/states.py`` (and docs/ARCHITECTURE.md).
 """
 
@@ -28,10 +28,10 @@ from airflow_retry_provider import metrics, settings
 from airflow_retry_provider.dlq import announce
 from airflow_retry_provider.dlq.decide import OpenClaim, ReplayingLetter, Step, replaying_step
 from airflow_retry_provider.dlq.models import Letter, NewLetter, SyncReport
-from airflow_retry_provider.dlq.states import LetterStatus
 from airflow_retry_provider.dlq.store import DeadLetterStore, ReplayStore
 from airflow_retry_provider.hooks.airflow_api import PAGE_SIZE, AirflowApi, AirflowApiError, TaskInstanceRef
 from airflow_retry_provider.policy import redact
+from airflow_retry_provider.states import LetterStatus
 
 log = logging.getLogger(__name__)
 
@@ -67,38 +67,8 @@ class OutcomeSync:
             else timedelta(seconds=settings.replay_timeout_seconds())
         )
 
-    def sync_outcomes(
-        self,
-        limit: int = 500,
-        grace: timedelta = SYNC_GRACE,
-        now: datetime | None = None,
-        source: str = "sweeper",
-        open_claims_only: bool = False,
-    ) -> SyncReport:
-        """Decide every letter in ``replaying`` once, from Airflow's state and try number, ``limit`` at a time.
-
-        Success resolves; a newer failed try (ended at least ``grace`` ago, else its own callback
-        files it) files the letter again; a clear that happened (confirmed, or Airflow shows the
-        task instance moved on) whose task instance ended without succeeding is a failed replay;
-        a claim not confirmed cleared whose lease expired, or whose clear's answer was lost, while
-        Airflow still shows the failed try it was claimed at, goes back to ``dlq`` (``abandoned``:
-        the clear never happened). ``open_claims_only`` looks only at those claims (the driver's
-        frequent pass); the sweeper looks at every letter. Each letter looked at is stamped, so
-        letters Airflow leaves undecided rotate behind the others instead of starving them.
-        """
-        run = _Pass(now or datetime.now(timezone.utc), grace, source)
-        since = None
-        while True:
-            page = self.replays.replaying_page(since, limit, open_claims_only=open_claims_only)
-            since, rows = page.since, page.rows
-            for row in rows:
-                self._sync_one(row, run)
-            if len(rows) < limit:
-                break
-        return run.result()
-
     def sync_letter(self, letter_id: int, source: str = "driver") -> SyncReport:
-        """Decide one letter in ``replaying`` (the canary a driver waits for) as ``sync_outcomes`` does, now.
+        """Decide one letter in ``replaying`` (the canary a driver waits for), now.
 
         One REST call, about that letter's task instance; none when the letter is not replaying (its
         callback decided it already) or another process is deciding it right now.
@@ -131,10 +101,15 @@ class OutcomeSync:
         limit: int = 500,
         open_claims_only: bool = False,
     ) -> SyncReport:
-        """``sync_outcomes`` reading Airflow in batches: one page per ``PAGE_SIZE`` letters of a DAG.
+        """Decide letters in ``replaying`` once each, reading Airflow in batches: one page per
+        ``PAGE_SIZE`` letters of a DAG.
 
-        The same decisions as ``sync_outcomes`` (a letter Airflow's answer does not name is gone,
-        as a 404 says), at most the pages ``budget`` allows. A 429 or 5xx stops the pass (an
+        Success resolves; a newer failed try (ended at least ``grace`` ago, else its own callback
+        files it) files the letter again; a clear that happened whose task instance ended without
+        succeeding is a failed replay; a claim not confirmed cleared whose lease expired, or whose
+        clear's answer was lost, goes back to ``dlq`` (``abandoned``); a letter Airflow's answer does
+        not name is gone, as a 404 says. Each letter looked at is stamped, so letters Airflow leaves
+        undecided rotate behind the others. At most the pages ``budget`` allows. at most the pages ``budget`` allows. A 429 or 5xx stops the pass (an
         error in the report); the letters not reached are decided at the next sweep.
         ``open_claims_only``: the driver's pass over the claims that need a decision.
         """
@@ -208,33 +183,6 @@ class OutcomeSync:
         if self.store.park_vanished(letter.id, reason):
             log.warning("airflow-retry-provider: letter %s parked: %s", letter.id, reason)
             announce.parked(self.store.db, letter, reason)
-
-    def resolve_succeeded_in_dlq(self, dag_ids: Sequence[str] | None = None, limit: int = 500) -> list[int]:
-        """Resolve letters at rest (``dlq``, ``parked``) whose task instance has since succeeded (cleared by hand).
-
-        One REST call per open letter, each letter once per call of this, ``limit`` letters at a
-        time: the cost is bounded by the number of open letters, not by the DAGs' history.
-        """
-        since = self.store.database_now()
-        resolved = []
-        while True:
-            letters = self.store.resting_letters_due(since, limit, dag_ids)
-            for letter in letters:
-                try:
-                    ti = self.api.task_instance(
-                        letter.dag_id, letter.run_id, letter.task_id, letter.map_index
-                    )
-                except AirflowApiError as exc:  # asked again at the next sweep
-                    metrics.incr("sweeper", "error")
-                    log.warning(
-                        "airflow-retry-provider: letter %s not checked: %s", letter.id, redact(str(exc))[:500]
-                    )
-                    continue
-                if ti.state == "success" and self.store.resolve_succeeded(letter.id, ti.try_number):
-                    resolved.append(letter.id)
-            if len(letters) < limit:
-                break
-        return sorted(resolved)
 
     def check_resting_batched(
         self, budget: PageBudget, since: datetime

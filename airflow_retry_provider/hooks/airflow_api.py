@@ -429,16 +429,6 @@ class AirflowApi:
             self.request("GET", f"/api/v2/dags/{quote(dag_id, safe='')}/dagRuns/{quote(run_id, safe='')}")
         )
 
-    def failed_task_instances(
-        self, dag_id: str, ended_after: datetime | None = None
-    ) -> Iterator[TaskInstanceRef]:
-        """Every failed task instance of ``dag_id`` (all runs), optionally only those ended after a time."""
-        params: dict[str, Any] = {"state": "failed", "order_by": "id"}
-        if ended_after is not None:
-            params["end_date_gte"] = ended_after.isoformat()
-        path = f"/api/v2/dags/{quote(dag_id, safe='')}/dagRuns/~/taskInstances"
-        return (TaskInstanceRef.from_json(item) for item in self._paged(path, "task_instances", params))
-
     def task_instances_batch(
         self,
         *,

@@ -23,6 +23,7 @@ from airflow_retry_provider.dlq import Letter
 from airflow_retry_provider.plugin.access import Access, airflow_root
 from airflow_retry_provider.plugin.spreadsheet import safe_cell
 from airflow_retry_provider.policy import redact
+from airflow_retry_provider.states import LETTER_AT_REST, DeliveryStatus, LetterStatus
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -100,6 +101,9 @@ def templates(tz: ZoneInfo) -> Jinja2Templates:
     env.filters.update(percent=percent, ms=ms, age=age)
     env.globals["tz_name"] = tz.key
     env.globals["invisible_js"] = Markup(VISIBLE_JS)
+    env.globals.update(
+        LetterStatus=LetterStatus, LETTER_AT_REST=LETTER_AT_REST, DeliveryStatus=DeliveryStatus
+    )
     return Jinja2Templates(env=env)
 
 

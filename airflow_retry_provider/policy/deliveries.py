@@ -3,10 +3,10 @@
 Pure: from the letters that block a delivery (read from the stored impacts by
 :mod:`airflow_retry_provider.dlq.deliveries`), :func:`classify_delivery` answers, as of ``now``:
 
-- **lost**: a blocking letter is still open (``dlq``, ``parked``) and its latest replay time has
+- **lost**: a blocking letter is still at rest (``dlq``, ``parked``) and its latest replay time has
   passed; or it was dismissed (no replay will deliver); or its replay started after its latest
   replay time (the path, as estimated, no longer fits before the deadline);
-- **at risk**: a blocking letter is still open and its latest replay time has not passed;
+- **at risk**: a blocking letter is still at rest and its latest replay time has not passed;
 - **on track**: every blocking letter's replay started by its latest replay time (``replaying``
   or ``resolved``). A letter resolved without a replay of the provider's (a clear in Airflow, a
   newer run) counts from the moment the sweeper saw it resolved: later than its real start, so
@@ -23,15 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from airflow_retry_provider.policy.fields import FieldError, show
-from airflow_retry_provider.policy.impact import AT_RISK, LOST
-
-ON_TRACK = "on-track"
-STATUSES = (LOST, AT_RISK, ON_TRACK)
-"""Worst first: the order the view lists deliveries in."""
-
-OPEN = frozenset({"dlq", "parked"})
-STARTED = frozenset({"replaying", "resolved"})
-LETTER_STATUSES = frozenset({*OPEN, *STARTED, "dismissed"})
+from airflow_retry_provider.states import LETTER_AT_REST, LETTER_STARTED, DeliveryStatus, LetterStatus
 
 
 @dataclass(frozen=True)
@@ -39,7 +31,7 @@ class Blocker:
     """One letter on a delivery's path.
 
     :param letter_id: the letter.
-    :param status: its status (``dlq``, ``parked``, ``replaying``, ``resolved``, ``dismissed``).
+    :param status: its status, a :class:`~airflow_retry_provider.states.LetterStatus`.
     :param latest_replay: the latest moment its replay can start for this delivery (aware).
     :param started_at: when its work resumed: the clear of its newest replay, else (resolved
         without one) when it was seen resolved; None while nothing started.
@@ -51,9 +43,9 @@ class Blocker:
     started_at: datetime | None = None
 
     def __post_init__(self) -> None:
-        if self.status not in LETTER_STATUSES:
+        if self.status not in LetterStatus.values():
             raise FieldError(
-                f"must be one of {sorted(LETTER_STATUSES)}, got {show(self.status)}",
+                f"must be one of {sorted(LetterStatus.values())}, got {show(self.status)}",
                 path=f"blockers[{self.letter_id}].status",
             )
         for name in ("latest_replay", "started_at"):
@@ -65,8 +57,8 @@ class Blocker:
                 )
 
     @property
-    def is_open(self) -> bool:
-        return self.status in OPEN
+    def at_rest(self) -> bool:
+        return self.status in LETTER_AT_REST
 
 
 @dataclass(frozen=True)
@@ -86,28 +78,33 @@ def classify_delivery(blockers: Sequence[Blocker], now: datetime) -> Standing:
         raise FieldError("must name at least one letter", path="blockers")
     if now.utcoffset() is None:
         raise FieldError(f"must be a timezone-aware datetime, got {show(now)}", path="now")
-    opened = [blocker for blocker in blockers if blocker.is_open]
+    opened = [blocker for blocker in blockers if blocker.at_rest]
     latest = min(blocker.latest_replay for blocker in (opened or blockers))
-    settled = all(blocker.status == "resolved" for blocker in blockers)
+    settled = all(blocker.status == LetterStatus.RESOLVED for blocker in blockers)
     for blocker in sorted(blockers, key=lambda b: b.letter_id):
-        if blocker.status == "dismissed":
-            return Standing(LOST, latest, f"letter {blocker.letter_id} was dismissed: no replay", settled)
-        if blocker.is_open and blocker.latest_replay < now:
+        if blocker.status == LetterStatus.DISMISSED:
             return Standing(
-                LOST,
+                DeliveryStatus.LOST, latest, f"letter {blocker.letter_id} was dismissed: no replay", settled
+            )
+        if blocker.at_rest and blocker.latest_replay < now:
+            return Standing(
+                DeliveryStatus.LOST,
                 latest,
                 f"letter {blocker.letter_id} is not replayed and its latest replay time passed",
                 settled,
             )
         started = blocker.started_at
-        if blocker.status in STARTED and started is not None and started > blocker.latest_replay:
+        if blocker.status in LETTER_STARTED and started is not None and started > blocker.latest_replay:
             return Standing(
-                LOST, latest, f"letter {blocker.letter_id} was replayed after its latest replay time", settled
+                DeliveryStatus.LOST,
+                latest,
+                f"letter {blocker.letter_id} was replayed after its latest replay time",
+                settled,
             )
     if opened:
         ids = ", ".join(str(blocker.letter_id) for blocker in sorted(opened, key=lambda b: b.letter_id))
-        return Standing(AT_RISK, latest, f"letter(s) {ids} wait for a replay", settled)
-    return Standing(ON_TRACK, latest, "every blocking letter was replayed in time", settled)
+        return Standing(DeliveryStatus.AT_RISK, latest, f"letter(s) {ids} wait for a replay", settled)
+    return Standing(DeliveryStatus.ON_TRACK, latest, "every blocking letter was replayed in time", settled)
 
 
 def is_today(deadline: datetime, now: datetime) -> bool:

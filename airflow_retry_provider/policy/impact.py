@@ -40,6 +40,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from airflow_retry_provider.policy.fields import FieldError, show
+from airflow_retry_provider.states import DeliveryStatus
 
 MAX_NAMES = 10
 """How many names each list of an impact keeps beside its count."""
@@ -56,11 +57,6 @@ DELIVERY_PARAM = "retry_provider_delivery"
 (every key optional; without ``at`` no deadline, only durations)."""
 
 DELIVERY_KEYS = frozenset({"at", "timezone", "days_after", "expected_duration_seconds", "validation_seconds"})
-
-AT_RISK = "at-risk"
-LOST = "lost"
-SAVED = "saved"
-"""Told once a delivery told at risk had every blocking letter replayed in time (dlq/deliveries.py)."""
 
 
 @dataclass(frozen=True)
@@ -226,7 +222,7 @@ class Delivery:
     :param deadline: when it must have delivered.
     :param path_time: the longest path's expected time, from the failed task to this one.
     :param latest_replay: ``deadline - path_time``: the latest moment a replay can start.
-    :param status: :data:`AT_RISK` (a replay by ``latest_replay`` still delivers) or :data:`LOST`.
+    :param status: :data:`DeliveryStatus.AT_RISK` (a replay by ``latest_replay`` still delivers) or :data:`DeliveryStatus.LOST`.
     :param unestimated: tasks on the path with no known duration (counted as zero).
     """
 
@@ -245,9 +241,9 @@ class Delivery:
     def describe(self) -> str:
         """ "replay by ... to meet the ... delivery of ..." or "the ... delivery ... can no longer be met"."""
         deadline = _stamp(self.deadline)
-        if self.status == LOST:
+        if self.status == DeliveryStatus.LOST:
             return f"the {deadline} delivery of {self.name} can no longer be met"
-        if self.status == SAVED:
+        if self.status == DeliveryStatus.SAVED:
             return f"the {deadline} delivery of {self.name} is on track again: replayed in time"
         return f"replay by {_stamp(self.latest_replay)} to meet the {deadline} delivery of {self.name}"
 
@@ -443,7 +439,7 @@ def _deliveries(
                 deadline=deadline,
                 path_time=path_time,
                 latest_replay=latest,
-                status=LOST if latest < now else AT_RISK,
+                status=DeliveryStatus.LOST if latest < now else DeliveryStatus.AT_RISK,
                 unestimated=Names.of(unestimated[key]),
             )
         )

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from airflow_retry_provider.dlq.store import DeadLetterStore
-from airflow_retry_provider.policy.impact import AT_RISK, Delivery, Impact
+from airflow_retry_provider.policy.impact import Delivery, Impact
+from airflow_retry_provider.states import DeliveryStatus
 from tests.e2e.conftest import ARTIFACTS, E2E, open_from_browse_menu, signed_in_page
 from tests.factories import new_letter
 
@@ -35,14 +36,14 @@ def test_an_operator_sees_todays_delivery_at_risk_and_opens_the_letter_that_bloc
     now = datetime.now(timezone.utc)
     deadline = datetime.combine(now.date(), datetime.max.time(), timezone.utc).replace(microsecond=0)
     path = (deadline - now) / 2
-    delivery = Delivery(DAG, "publish", deadline, path, deadline - path, AT_RISK)
+    delivery = Delivery(DAG, "publish", deadline, path, deadline - path, DeliveryStatus.AT_RISK)
     store.set_impact(letter_id, Impact(deliveries=(delivery,), delivery_count=1))
     page = signed_in_page(browser, e2e.stack.base_url)
     page.goto(e2e.stack.base_url)
     open_from_browse_menu(page, "Deliveries", "/plugin/deliveries")
     frame = page.frame_locator('iframe[title="Deliveries"]')
     row = frame.locator(f'tr[data-delivery="{DAG}.publish"]')
-    expect(row).to_have_attribute("data-status", AT_RISK, timeout=30_000)
+    expect(row).to_have_attribute("data-status", DeliveryStatus.AT_RISK, timeout=30_000)
     expect(row.locator(".latest time")).to_have_attribute("datetime", delivery.latest_replay.isoformat())
     page.screenshot(path=str(ARTIFACTS / "deliveries-at-risk.png"), full_page=True)
     row.locator(f'a[data-letter="{letter_id}"]').click()

@@ -25,13 +25,14 @@ from airflow_retry_provider.dlq.driver import replay_and_wait
 from airflow_retry_provider.dlq.models import Letter
 from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
 from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
-from airflow_retry_provider.dlq.sweeper import SWEEP_VARIABLE, managed_dag_ids, sweep, sweeper_letter
+from airflow_retry_provider.dlq.sweeper import SWEEP_VARIABLE, managed_dag_ids, sweeper_letter
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials, TaskInstanceRef
 from devstack.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowStack
 from devstack.postgres import PostgresServer
 from tests.conftest import running_airflow
 from tests.e2e.conftest import StatsdListener
 from tests.factories import new_letter
+from tests.one_by_one import failed_task_instances, sweep
 
 pytestmark = pytest.mark.e2e
 
@@ -404,7 +405,7 @@ def test_sweeper_files_the_letter_once_postgres_is_back(env: Env, poison_run: st
     with AirflowApi(env.credentials) as api:
         dags = managed_dag_ids(api)
         assert {PROBE_DAG, FIX_DAG, POISON_DAG} <= set(dags) and SWEEP_TARGET_DAG not in dags
-        failed = [ti for dag_id in dags for ti in api.failed_task_instances(dag_id)]
+        failed = [ti for dag_id in dags for ti in failed_task_instances(api, dag_id)]
         again = sweep(env.store, api, dags, replay_cap=3, grace=timedelta(0))
     assert {(ti.dag_id, ti.task_id) for ti in failed} >= {(PROBE_DAG, "always_poison")}
     assert (again.filed, again.covered, again.errors) == ((), len(failed), ())  # every failure has its letter

@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 
 from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
-from airflow_retry_provider.dlq.sweeper import number_versions, sweep
+from airflow_retry_provider.dlq.sweeper import number_versions
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 from devstack.airflow import ADMIN_PASSWORD, ADMIN_USER
 from tests.e2e.conftest import E2E, sample_until
 from tests.factories import new_letter
+from tests.one_by_one import sweep
 
 pytestmark = pytest.mark.e2e
 

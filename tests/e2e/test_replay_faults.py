@@ -24,12 +24,13 @@ from psycopg import sql
 from airflow_retry_provider.dlq.models import Letter
 from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
 from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
-from airflow_retry_provider.dlq.sweeper import run_sweeper, sweep
+from airflow_retry_provider.dlq.sweeper import run_sweeper
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 from devstack.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowStack
 from devstack.postgres import PostgresServer, free_port
 from tests.conftest import running_airflow
 from tests.dag_files.fault_dags import EXTRACT_BROKEN, PARTS, PARTS_FIXED
+from tests.one_by_one import sweep
 
 pytestmark = pytest.mark.e2e
 

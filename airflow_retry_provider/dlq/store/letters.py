@@ -24,6 +24,7 @@ from airflow_retry_provider.dlq.models import (
 from airflow_retry_provider.dlq.sql import query
 from airflow_retry_provider.dlq.store.base import QueueStore, record
 from airflow_retry_provider.policy.impact import Impact
+from airflow_retry_provider.states import LETTER_OPEN, LetterStatus, ReplayOutcome
 
 if TYPE_CHECKING:
     from airflow_retry_provider.hooks.airflow_api import DagVersion
@@ -117,15 +118,16 @@ class DeadLetterStore(QueueStore):
             inserted = cur.fetchone()
             if inserted is not None:
                 self.record(cur, int(inserted[0]), "filed", by, letter.reason, try_number=letter.try_number)
-                return FileResult(int(inserted[0]), "dlq", 0, created=True, changed=True)
+                return FileResult(int(inserted[0]), LetterStatus.DLQ, 0, created=True, changed=True)
             cur.execute(query("lock_letter_by_ti"), params)
             letter_id, status, replay_count, try_number = cur.fetchone()
             if try_number >= letter.try_number:
                 return FileResult(letter_id, status, replay_count, created=False, changed=False)
             new_status, new_count = status_after_failure(status, replay_count, replay_cap)
-            why = {"replaying": "replay failed", "dismissed": "reopened: failed again after dismissal"}.get(
-                status, "failed again"
-            )
+            why = {
+                LetterStatus.REPLAYING: "replay failed",
+                LetterStatus.DISMISSED: "reopened: failed again after dismissal",
+            }.get(status, "failed again")
             cur.execute(
                 query("refile_letter"),
                 {
@@ -137,10 +139,10 @@ class DeadLetterStore(QueueStore):
                 },
             )
             replay_id, replay = None, None
-            if status == "replaying":
+            if status == LetterStatus.REPLAYING:
                 cur.execute(
                     query("finish_pending_replays"),
-                    {"letter_id": letter_id, "outcome": "failed", "detail": letter.reason},
+                    {"letter_id": letter_id, "outcome": ReplayOutcome.FAILED, "detail": letter.reason},
                 )
                 closed = cur.fetchone()
                 replay_id = int(closed[0]) if closed else None
@@ -148,7 +150,7 @@ class DeadLetterStore(QueueStore):
             self.record(
                 cur,
                 letter_id,
-                "failed-again" if status == "replaying" else "refiled",
+                "failed-again" if status == LetterStatus.REPLAYING else "refiled",
                 by,
                 f"{why} (try {letter.try_number}): {letter.reason}; now {new_status}",
                 replay_id=replay_id,
@@ -160,7 +162,7 @@ class DeadLetterStore(QueueStore):
                 new_count,
                 created=False,
                 changed=True,
-                reopened=status == "dismissed",
+                reopened=status == LetterStatus.DISMISSED,
                 replay=replay,
             )
 
@@ -252,17 +254,6 @@ class DeadLetterStore(QueueStore):
     def save_sweep_state(self, state: SweepState, name: str = "dead-letters") -> None:
         self._run("save_sweep_state", {"name": name, **asdict(state)})
 
-    def resting_letters_due(
-        self, since: datetime, limit: int, dag_ids: Sequence[str] | None = None
-    ) -> builtins.list[Letter]:
-        """Letters at rest (``dlq``, ``parked``) of ``dag_ids`` (None: any) not looked at since ``since``, stamped."""
-        parameters = {
-            "since": since,
-            "limit": limit,
-            "dag_ids": builtins.list(dag_ids) if dag_ids is not None else None,
-        }
-        return self._letters("resting_letters_due", parameters)
-
     def resting_letters_not_checked_since(self, since: datetime, limit: int) -> builtins.list[Letter]:
         """Letters at rest not checked since ``since`` (the sweep's full pass), at most ``limit``."""
         return self._letters("resting_letters_not_checked_since", {"since": since, "limit": limit})
@@ -330,7 +321,9 @@ class DeadLetterStore(QueueStore):
         """``dlq`` (or ``replaying`` not mid-clear) -> ``parked``: kept for inspection, replays refused."""
         who = _actor(actor, "parking needs actor: who parks it")
         why = f"parked by {who.label()}" + (f": {reason}" if reason.strip() else "")
-        return self._set_status(letter_ids, "parked", why, ("dlq", "replaying"), who, reason)
+        return self._set_status(
+            letter_ids, LetterStatus.PARKED, why, (LetterStatus.DLQ, LetterStatus.REPLAYING), who, reason
+        )
 
     def dismiss(self, letter_ids: Sequence[int], actor: str | Actor, reason: str) -> builtins.list[int]:
         """``dlq``, ``parked`` (or ``replaying`` not mid-clear) -> ``dismissed``: closed without replay."""
@@ -338,14 +331,14 @@ class DeadLetterStore(QueueStore):
         if not reason.strip():
             raise ValueError("dismissing needs reason: why it is closed without a replay")
         why = f"dismissed by {who.label()}: {reason}"
-        return self._set_status(letter_ids, "dismissed", why, ("dlq", "parked", "replaying"), who, reason)
+        return self._set_status(letter_ids, LetterStatus.DISMISSED, why, LETTER_OPEN, who, reason)
 
     def _set_status(
         self,
         letter_ids: Sequence[int],
-        status: str,
+        status: LetterStatus,
         why: str,
-        from_statuses: Sequence[str],
+        from_statuses: Sequence[LetterStatus],
         who: Actor,
         reason: str,
     ) -> builtins.list[int]:

@@ -18,7 +18,7 @@ from airflow_retry_provider.dlq import DeliveryState, todays_deliveries
 from airflow_retry_provider.plugin.access import Access, AccessDep
 from airflow_retry_provider.plugin.deps import DatabaseDep
 from airflow_retry_provider.plugin.rendering import page
-from airflow_retry_provider.policy.deliveries import STATUSES
+from airflow_retry_provider.states import DELIVERY_STANDINGS
 
 router = APIRouter()
 
@@ -52,5 +52,5 @@ def deliveries_page(request: Request, access: AccessDep, db: DatabaseDep):
     """The Deliveries page."""
     now = datetime.now(timezone.utc)
     shown = readable_deliveries(db, access, now)
-    counts = {status: sum(1 for d in shown if d["status"] == status) for status in STATUSES}
+    counts = {status: sum(1 for d in shown if d["status"] == status) for status in DELIVERY_STANDINGS}
     return page(request, "deliveries.html", access, deliveries=shown, counts=counts, as_of=now)

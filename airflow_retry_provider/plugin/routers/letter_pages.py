@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
-from airflow_retry_provider.dlq import STATUSES, group_impacts, newest_letter
+from airflow_retry_provider.dlq import group_impacts, newest_letter
 from airflow_retry_provider.plugin.access import AccessDep, airflow_root
 from airflow_retry_provider.plugin.deps import JobDep, replay_engine, tab_map_index
 from airflow_retry_provider.plugin.letters import LettersDep
@@ -31,6 +31,7 @@ from airflow_retry_provider.plugin.models import (
 )
 from airflow_retry_provider.plugin.queries import next_letters
 from airflow_retry_provider.plugin.rendering import page, query, ti_links
+from airflow_retry_provider.states import LetterStatus
 
 router = APIRouter(include_in_schema=False)
 
@@ -54,7 +55,7 @@ def letters_page(
             "filter_query": query(filters.cleaned()),
             "view": view,
             "dag_ids": sorted(dags),
-            "statuses": STATUSES,
+            "statuses": LetterStatus.values(),
             "failure_classes": FAILURE_CLASSES,
             "can_edit": bool(access.permitted(dags, "PUT")),
             "letters": [],

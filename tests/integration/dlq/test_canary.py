@@ -26,6 +26,7 @@ from airflow_retry_provider.dlq.store import DeadLetterStore, JobError, JobStore
 from airflow_retry_provider.dlq.sync import OutcomeSync
 from tests.factories import new_letter
 from tests.local_airflow import AnsweringAirflow, answering_airflow
+from tests.one_by_one import sync_outcomes
 
 QUICK_STEPS = ((1, 20), (2, 40))  # one clear at 20/min (3 s), two at 40/min (1.5 s), then 600/min
 
@@ -132,7 +133,7 @@ def test_a_canary_that_succeeds_lets_the_rest_follow_at_the_rising_pace(pg_dsn, 
     assert gaps[3] < gaps[0]  # then the configured pace
     assert [item.outcome for item in view.items] == ["cleared"] * 5
     _queued_become(fake, "success")  # the last cleared task runs after the job's end
-    OutcomeSync(store, fake.api(), replay_cap=3).sync_outcomes()
+    sync_outcomes(OutcomeSync(store, fake.api(), replay_cap=3))
     assert {store.get(i).status for i in ids} == {"resolved"}  # type: ignore[union-attr]
     assert driver.jobs.require(job_id).verdict.resolved == 5
     assert view.to_json()["canary"]["state"] == "succeeded"
@@ -224,7 +225,7 @@ def test_three_failed_replays_in_a_row_stop_a_job_part_way(pg_dsn, fake, told):
             for ti in fake.instances.values():
                 if ti["state"] == "queued":
                     ti["state"] = "failed"
-        OutcomeSync(store, fake.api(), replay_cap=3).sync_outcomes()
+        sync_outcomes(OutcomeSync(store, fake.api(), replay_cap=3))
 
     job_id = JobStore(store.db).create(_request(), _letters(store, ids), canary=False)
     driver = _driver(store, fake, on_nap=fail_and_tell, rate=60)
@@ -285,7 +286,7 @@ def test_the_verdict_counts_resolved_same_cause_and_new_cause(pg_dsn, fake, caps
     driver.run_job(job_id)
     assert driver.jobs.require(job_id).verdict.undecided == 3
     _queued_become(fake, "success", only="t0")
-    OutcomeSync(store, fake.api(), replay_cap=3).sync_outcomes()
+    sync_outcomes(OutcomeSync(store, fake.api(), replay_cap=3))
     store.file(new_letter(task_id="t1", try_number=2), replay_cap=3)  # the callback: the same failure again
     store.file(new_letter(task_id="t2", try_number=2, fingerprint="fedcba9876543210"), replay_cap=3)
     view = driver.jobs.require(job_id)

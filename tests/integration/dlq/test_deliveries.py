@@ -13,8 +13,8 @@ from airflow_retry_provider.cli import main
 from airflow_retry_provider.dlq import announce
 from airflow_retry_provider.dlq.deliveries import todays_deliveries, watch_deliveries
 from airflow_retry_provider.dlq.store import DeadLetterStore
-from airflow_retry_provider.policy.deliveries import ON_TRACK
-from airflow_retry_provider.policy.impact import AT_RISK, LOST, Delivery, Impact, Names
+from airflow_retry_provider.policy.impact import Delivery, Impact, Names
+from airflow_retry_provider.states import DeliveryStatus
 from tests.alert_notifiers import RecordingNotifier
 from tests.factories import new_letter
 
@@ -30,7 +30,7 @@ def _delivery(task_id: str, deadline: datetime, path: timedelta, now: datetime =
         deadline=deadline,
         path_time=path,
         latest_replay=latest,
-        status=LOST if latest < now else AT_RISK,
+        status=DeliveryStatus.LOST if latest < now else DeliveryStatus.AT_RISK,
     )
 
 
@@ -73,9 +73,9 @@ def test_each_delivery_of_today_is_on_track_at_risk_or_lost_with_its_letters(pg_
     _file(store, "r4", _delivery("weekly", DEADLINE + timedelta(days=1), timedelta(hours=1)))
     found = todays_deliveries(store.db, NOW)
     assert [(d.name, d.standing.status) for d in found] == [
-        ("gold_risk_report.summary", LOST),
-        ("gold_risk_report.report", AT_RISK),
-        ("gold_risk_report.archive", ON_TRACK),
+        ("gold_risk_report.summary", DeliveryStatus.LOST),
+        ("gold_risk_report.report", DeliveryStatus.AT_RISK),
+        ("gold_risk_report.archive", DeliveryStatus.ON_TRACK),
     ]
     assert [letter.letter_id for letter in found[0].letters] == [lost]
     assert found[1].standing.latest_replay == DEADLINE - timedelta(hours=1)
@@ -96,7 +96,7 @@ def test_two_letters_blocking_one_delivery_are_listed_together(pg_dsn):
     [delivery] = todays_deliveries(store.db, NOW)
     assert [letter.letter_id for letter in delivery.letters] == [first, second]
     assert (delivery.standing.status, delivery.standing.latest_replay) == (
-        AT_RISK,
+        DeliveryStatus.AT_RISK,
         DEADLINE - timedelta(hours=3),
     )
 
@@ -137,7 +137,7 @@ def test_the_watch_tells_lost_once_before_the_deadline_without_asking_airflow(pg
         "Delivery lost: the 2026-12-04 09:00 UTC delivery of gold_risk_report.report can no longer be met"
     ]
     [stored] = store.impact(letter_id).impact.deliveries
-    assert stored.status == LOST
+    assert stored.status == DeliveryStatus.LOST
 
 
 def test_a_replay_in_time_is_noted_once_as_saved(pg_dsn, monkeypatch):
@@ -185,7 +185,7 @@ def test_the_cli_prints_todays_deliveries_and_their_letters(pg_dsn, capsys):
     [shown] = json.loads(capsys.readouterr().out)["deliveries"]
     assert (shown["delivery"], shown["status"], shown["letters"][0]["letter_id"]) == (
         "gold_risk_report.report",
-        AT_RISK,
+        DeliveryStatus.AT_RISK,
         letter_id,
     )
 

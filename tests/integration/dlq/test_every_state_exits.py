@@ -15,6 +15,7 @@ from airflow_retry_provider.dlq.store import DeadLetterStore, JobStore
 from airflow_retry_provider.dlq.sync import OutcomeSync
 from tests.integration.dlq import support
 from tests.local_airflow import AnsweringAirflow, answering_airflow
+from tests.one_by_one import resolve_succeeded_in_dlq, sync_outcomes
 
 REQUEST = ReplayRequest("ana", "vendor fixed the feed", "v2")
 
@@ -56,7 +57,7 @@ def test_a_cleared_letter_whose_task_ends_without_succeeding_leaves_replaying_co
     store = DeadLetterStore.from_dsn(pg_dsn)
     letter_id, replay_id = _cleared(store, fake)
     fake.set("etl", "r1", "load", state, try_number)
-    report = OutcomeSync(store, fake.api(), replay_cap=3).sync_outcomes()
+    report = sync_outcomes(OutcomeSync(store, fake.api(), replay_cap=3))
     letter = store.get(letter_id)
     assert letter is not None and (letter.status, letter.replay_count) == ("dlq", 1)
     assert report.refiled == (letter_id,)
@@ -70,7 +71,7 @@ def test_a_failed_replay_at_the_cap_is_parked(pg_dsn, fake):
     store = DeadLetterStore.from_dsn(pg_dsn)
     letter_id, _ = _cleared(store, fake, cap=1)
     fake.set("etl", "r1", "load", "upstream_failed", 2)
-    OutcomeSync(store, fake.api(), replay_cap=1).sync_outcomes()
+    sync_outcomes(OutcomeSync(store, fake.api(), replay_cap=1))
     letter = store.get(letter_id)
     assert letter is not None and (letter.status, letter.replay_count) == ("parked", 1)
 
@@ -80,9 +81,9 @@ def test_a_cleared_task_instance_that_never_ends_times_the_replay_out(pg_dsn, fa
     store = DeadLetterStore.from_dsn(pg_dsn)
     letter_id, replay_id = _cleared(store, fake)  # Airflow now shows it queued at try 2
     patient = OutcomeSync(store, fake.api(), replay_cap=3, replay_timeout=timedelta(hours=1))
-    assert patient.sync_outcomes().waiting == (letter_id,)
+    assert sync_outcomes(patient).waiting == (letter_id,)
     impatient = OutcomeSync(store, fake.api(), replay_cap=3, replay_timeout=timedelta(0))
-    assert impatient.sync_outcomes().refiled == (letter_id,)
+    assert sync_outcomes(impatient).refiled == (letter_id,)
     letter = store.get(letter_id)
     assert letter is not None and (letter.status, letter.replay_count) == ("dlq", 1)
     (replay,) = store.replays(letter_id)
@@ -98,7 +99,7 @@ def test_undecided_replaying_letters_cannot_starve_the_others(pg_dsn, fake):
         fake.set("etl", "r1", f"slow{n}", "running", 2)
     fake.set("etl", "r1", "quick", "success", 2)
     fake.calls.clear()
-    report = OutcomeSync(store, fake.api(), replay_cap=3).sync_outcomes(limit=1)
+    report = sync_outcomes(OutcomeSync(store, fake.api(), replay_cap=3), limit=1)
     assert report.resolved == (done,) and sorted(report.waiting) == running
     assert fake.calls["task_instance"] == 4
     assert store.get(done).status == "resolved"  # type: ignore[union-attr]
@@ -117,9 +118,9 @@ def test_a_clear_confirmed_after_its_claim_was_abandoned_is_claimed_again_and_co
 
     def other_driver_settles() -> None:  # the lease runs out mid-clear; Airflow still shows try 1 failed
         time.sleep(1.5)
-        assert OutcomeSync(store, fake.api(), replay_cap=3).sync_outcomes(open_claims_only=True).released == (
-            letter_id,
-        )
+        assert sync_outcomes(
+            OutcomeSync(store, fake.api(), replay_cap=3), open_claims_only=True
+        ).released == (letter_id,)
 
     fake.on_clear = other_driver_settles
     result = engine.clear(engine.require_api(), letter, replay_id, REQUEST)
@@ -189,7 +190,7 @@ def test_letters_at_rest_whose_task_succeeded_are_resolved_with_one_call_each(pg
     fake.set("etl", "r1", "a", "success", 2)
     fake.set("etl", "r1", "b", "success", 2)
     fake.set("etl", "r1", "c", "failed", 1)
-    resolved = OutcomeSync(store, fake.api(), replay_cap=3).resolve_succeeded_in_dlq(limit=2)
+    resolved = resolve_succeeded_in_dlq(OutcomeSync(store, fake.api(), replay_cap=3), limit=2)
     assert resolved == ids[:2]
     assert [store.get(i).status for i in ids] == ["resolved", "resolved", "dlq"]  # type: ignore[union-attr]
     assert (fake.calls["task_instance"], fake.calls["other"]) == (3, 0)
@@ -200,7 +201,7 @@ def test_a_vanished_task_instance_parks_a_cleared_letter(pg_dsn, fake):
     store = DeadLetterStore.from_dsn(pg_dsn)
     letter_id, _ = _cleared(store, fake)
     fake.instances.clear()
-    OutcomeSync(store, fake.api(), replay_cap=3).sync_outcomes()
+    sync_outcomes(OutcomeSync(store, fake.api(), replay_cap=3))
     assert store.get(letter_id).status == "parked"  # type: ignore[union-attr]
     assert [r.outcome for r in store.replays(letter_id)] == ["failed"]
 

@@ -13,7 +13,8 @@ import pytest
 
 from airflow_retry_provider.dlq.impact import ImpactReader, record_impact, refresh_impacts
 from airflow_retry_provider.dlq.store import DeadLetterStore
-from airflow_retry_provider.policy.impact import AT_RISK, DELIVERY_PARAM, LOST
+from airflow_retry_provider.policy.impact import DELIVERY_PARAM
+from airflow_retry_provider.states import DeliveryStatus
 from devstack.smtp import SmtpSink
 from tests.alert_notifiers import RecordingNotifier
 from tests.factories import new_letter
@@ -131,7 +132,7 @@ def test_the_reader_turns_airflows_answers_into_the_impact():
     assert by_name["gold_risk_report.report"].latest_replay == DEADLINE + timedelta(hours=1) - timedelta(
         minutes=95
     )
-    assert {delivery.status for delivery in impact.deliveries} == {AT_RISK}
+    assert {delivery.status for delivery in impact.deliveries} == {DeliveryStatus.AT_RISK}
 
 
 def test_a_bad_declaration_is_noted_and_the_task_counts_without_it():
@@ -186,8 +187,8 @@ def test_stored_and_told_once_per_delivery_and_root_cause(pg_dsn, monkeypatch):
     stored = store.impact(first.letter_id)
     assert stored is not None
     assert [(d.name, d.status) for d in stored.impact.deliveries] == [
-        ("etl.publish", LOST),
-        ("gold_risk_report.report", AT_RISK),
+        ("etl.publish", DeliveryStatus.LOST),
+        ("gold_risk_report.report", DeliveryStatus.AT_RISK),
     ]
 
 

@@ -1,7 +1,7 @@
 """Issue 46 on a real PostgreSQL against a local Airflow: the batched sweep decides every letter as the one-by-one one did.
 
 The same state is built twice (two databases, two stand-ins of Airflow) and swept once one letter
-per call (``check_one_by_one``, the sweep before issue 46) and once in batches
+per call (``tests/one_by_one.py``, the sweep before issue 46) and once in batches
 (``sweep_in_batches``); then every letter's status, try and replays, and the letters filed, are
 compared. Then what the batches add: a page budget the next sweep continues, a 500 mid-sweep that
 keeps the sweep's place, a lost watermark made up by the full pass.
@@ -20,12 +20,13 @@ import pytest
 from airflow_retry_provider.dlq.models import SweepState
 from airflow_retry_provider.dlq.replay import ReplayEngine, ReplayRequest
 from airflow_retry_provider.dlq.store import DeadLetterStore
-from airflow_retry_provider.dlq.sweeper import DEFAULT_LOOKBACK, check_one_by_one, sweep_in_batches
+from airflow_retry_provider.dlq.sweeper import DEFAULT_LOOKBACK, sweep_in_batches
 from airflow_retry_provider.dlq.sync import OutcomeSync
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 from tests.conftest import fresh_database
 from tests.factories import new_letter
 from tests.local_airflow import FAULT_DAG, FaultAirflow, TaskInstance, fault_airflow
+from tests.one_by_one import check_one_by_one
 
 CAP = 3
 REQUEST = ReplayRequest("ana", "vendor fixed the feed", "v2")

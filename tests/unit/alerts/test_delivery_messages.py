@@ -8,12 +8,18 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from airflow_retry_provider.alerts import messages
-from airflow_retry_provider.policy.impact import AT_RISK, LOST, SAVED, Delivery, Impact, Names
+from airflow_retry_provider.policy.impact import Delivery, Impact, Names
+from airflow_retry_provider.states import DeliveryStatus
 from tests.factories import new_letter
 
 DEADLINE = datetime(2026, 12, 4, 9, 0, tzinfo=timezone.utc)
 DELIVERY = Delivery(
-    "gold", "report", DEADLINE, timedelta(minutes=85), DEADLINE - timedelta(minutes=85), AT_RISK
+    "gold",
+    "report",
+    DEADLINE,
+    timedelta(minutes=85),
+    DEADLINE - timedelta(minutes=85),
+    DeliveryStatus.AT_RISK,
 )
 
 
@@ -21,16 +27,20 @@ DELIVERY = Delivery(
     ("status", "kind", "title"),
     [
         # a replay by the latest time still delivers
-        (AT_RISK, "delivery-at-risk", "Delivery at risk: replay by 2026-12-04 07:35 UTC to meet"),
+        (
+            DeliveryStatus.AT_RISK,
+            "delivery-at-risk",
+            "Delivery at risk: replay by 2026-12-04 07:35 UTC to meet",
+        ),
         # past it: tell the consumers
         (
-            LOST,
+            DeliveryStatus.LOST,
             "delivery-lost",
             "Delivery lost: the 2026-12-04 09:00 UTC delivery of gold.report can no longer be met",
         ),
         # the replays made it: the note that closes the story, once
         (
-            SAVED,
+            DeliveryStatus.SAVED,
             "delivery-saved",
             "Delivery saved: the 2026-12-04 09:00 UTC delivery of gold.report is on track again",
         ),
@@ -54,7 +64,9 @@ class _Held:
 
 def test_the_outage_message_lists_each_delivery_with_its_latest_start():
     """A dependency-down message: the earliest latest start in the title, each delivery and its held tasks below."""
-    lost = Delivery("gold", "early", DEADLINE, timedelta(hours=12), DEADLINE - timedelta(hours=12), LOST)
+    lost = Delivery(
+        "gold", "early", DEADLINE, timedelta(hours=12), DEADLINE - timedelta(hours=12), DeliveryStatus.LOST
+    )
     held = [_Held(DELIVERY, ("etl.extract (r1)",)), _Held(lost, ("etl.load (r1)",))]
     opened = DEADLINE - timedelta(hours=6)
     alert = messages.deliveries_held("positions_db", opened, held, "http://af")

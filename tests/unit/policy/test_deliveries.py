@@ -7,9 +7,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from airflow_retry_provider.policy.deliveries import ON_TRACK, Blocker, classify_delivery, is_today
+from airflow_retry_provider.policy.deliveries import Blocker, classify_delivery, is_today
 from airflow_retry_provider.policy.fields import FieldError
-from airflow_retry_provider.policy.impact import AT_RISK, LOST
+from airflow_retry_provider.states import DeliveryStatus
 
 LATEST = datetime(2026, 12, 4, 7, 45, tzinfo=timezone.utc)
 BEFORE = LATEST - timedelta(minutes=30)
@@ -20,53 +20,53 @@ AFTER = LATEST + timedelta(minutes=30)
     ("blockers", "now", "status", "reason"),
     [
         # an open letter before its latest replay time: a replay now still delivers
-        ([Blocker(1, "dlq", LATEST)], BEFORE, AT_RISK, "letter(s) 1 wait for a replay"),
+        ([Blocker(1, "dlq", LATEST)], BEFORE, DeliveryStatus.AT_RISK, "letter(s) 1 wait for a replay"),
         # a parked letter is as open as one in the queue
-        ([Blocker(1, "parked", LATEST)], BEFORE, AT_RISK, "letter(s) 1 wait for a replay"),
+        ([Blocker(1, "parked", LATEST)], BEFORE, DeliveryStatus.AT_RISK, "letter(s) 1 wait for a replay"),
         # the same letter one minute past its latest replay time: the delivery is lost
         (
             [Blocker(1, "dlq", LATEST)],
             LATEST + timedelta(minutes=1),
-            LOST,
+            DeliveryStatus.LOST,
             "letter 1 is not replayed and its latest replay time passed",
         ),
         # exactly at the latest replay time a replay still fits
-        ([Blocker(1, "dlq", LATEST)], LATEST, AT_RISK, "letter(s) 1 wait for a replay"),
+        ([Blocker(1, "dlq", LATEST)], LATEST, DeliveryStatus.AT_RISK, "letter(s) 1 wait for a replay"),
         # replayed (clear confirmed) before its latest time, still running: on track
         (
             [Blocker(1, "replaying", LATEST, BEFORE)],
             AFTER,
-            ON_TRACK,
+            DeliveryStatus.ON_TRACK,
             "every blocking letter was replayed in time",
         ),
         # replayed in time and resolved: on track, long after the latest time too
         (
             [Blocker(1, "resolved", LATEST, LATEST)],
             AFTER,
-            ON_TRACK,
+            DeliveryStatus.ON_TRACK,
             "every blocking letter was replayed in time",
         ),
         # replayed after its latest time: the path no longer fits, whatever the replay does
         (
             [Blocker(1, "resolved", LATEST, AFTER)],
             AFTER,
-            LOST,
+            DeliveryStatus.LOST,
             "letter 1 was replayed after its latest replay time",
         ),
         # dismissed: nobody replays it, the delivery will not come
-        ([Blocker(1, "dismissed", LATEST)], BEFORE, LOST, "letter 1 was dismissed: no replay"),
+        ([Blocker(1, "dismissed", LATEST)], BEFORE, DeliveryStatus.LOST, "letter 1 was dismissed: no replay"),
         # two letters: one replayed in time, one still open: at risk, never on track
         (
             [Blocker(1, "resolved", LATEST, BEFORE), Blocker(2, "dlq", LATEST + timedelta(hours=1))],
             AFTER,
-            AT_RISK,
+            DeliveryStatus.AT_RISK,
             "letter(s) 2 wait for a replay",
         ),
         # two letters: the open one past its own latest time decides, however the other went
         (
             [Blocker(1, "replaying", AFTER, BEFORE), Blocker(2, "dlq", LATEST)],
             AFTER,
-            LOST,
+            DeliveryStatus.LOST,
             "letter 2 is not replayed and its latest replay time passed",
         ),
     ],

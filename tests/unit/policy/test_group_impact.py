@@ -7,14 +7,15 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from airflow_retry_provider.policy.group_impact import merge_impacts
-from airflow_retry_provider.policy.impact import AT_RISK, MAX_NAMES, Delivery, Impact, Names
+from airflow_retry_provider.policy.impact import MAX_NAMES, Delivery, Impact, Names
+from airflow_retry_provider.states import DeliveryStatus
 
 DEADLINE = datetime(2026, 12, 4, 9, 0, tzinfo=timezone.utc)
 
 
 def _delivery(task_id: str, path_minutes: int) -> Delivery:
     path = timedelta(minutes=path_minutes)
-    return Delivery("gold", task_id, DEADLINE, path, DEADLINE - path, AT_RISK)
+    return Delivery("gold", task_id, DEADLINE, path, DEADLINE - path, DeliveryStatus.AT_RISK)
 
 
 def test_lists_are_united_and_a_shared_delivery_counted_once_with_the_strictest_time():

@@ -8,8 +8,6 @@ import pytest
 
 from airflow_retry_provider.policy.fields import FieldError
 from airflow_retry_provider.policy.impact import (
-    AT_RISK,
-    LOST,
     MAX_DELIVERIES,
     MAX_NAMES,
     Impact,
@@ -17,6 +15,7 @@ from airflow_retry_provider.policy.impact import (
     assess_impact,
     parse_delivery,
 )
+from airflow_retry_provider.states import DeliveryStatus
 
 NOW = datetime(2026, 12, 4, 3, 0, tzinfo=timezone.utc)
 DEADLINE = datetime(2026, 12, 4, 12, 0, tzinfo=timezone.utc)
@@ -44,7 +43,7 @@ def test_chain_blocks_downstream_and_computes_the_latest_replay() -> None:
     assert delivery.name == "etl.c"
     assert delivery.path_time == 30 * MIN
     assert delivery.latest_replay == DEADLINE - 30 * MIN
-    assert delivery.status == AT_RISK
+    assert delivery.status == DeliveryStatus.AT_RISK
     assert (
         "replay by 2026-12-04 11:30 UTC to meet the 2026-12-04 12:00 UTC delivery of etl.c"
         == delivery.describe()
@@ -94,13 +93,13 @@ def test_expected_time_of_the_deadline_task(facts: dict[str, object], expected: 
     ("now", "status"),
     [
         # hours before the latest replay time
-        (NOW, AT_RISK),
+        (NOW, DeliveryStatus.AT_RISK),
         # exactly at the latest replay time: a replay now still delivers
-        (DEADLINE - 30 * MIN, AT_RISK),
+        (DEADLINE - 30 * MIN, DeliveryStatus.AT_RISK),
         # one second too late
-        (DEADLINE - 30 * MIN + timedelta(seconds=1), LOST),
+        (DEADLINE - 30 * MIN + timedelta(seconds=1), DeliveryStatus.LOST),
         # after the deadline itself
-        (DEADLINE + MIN, LOST),
+        (DEADLINE + MIN, DeliveryStatus.LOST),
     ],
 )
 def test_lost_once_the_latest_replay_time_is_past(now: datetime, status: str) -> None:
@@ -108,7 +107,7 @@ def test_lost_once_the_latest_replay_time_is_past(now: datetime, status: str) ->
     impact = assess_impact(("etl", "a"), chain("a", "b", "c", deadline=DEADLINE), {}, now=now)
     (delivery,) = impact.deliveries
     assert delivery.status == status
-    if status == LOST:
+    if status == DeliveryStatus.LOST:
         assert delivery.describe() == "the 2026-12-04 12:00 UTC delivery of etl.c can no longer be met"
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from airflow_retry_provider.breaker.store import BreakerStore
-from airflow_retry_provider.policy.impact import AT_RISK, Delivery, Impact, Names
+from airflow_retry_provider.policy.impact import Delivery, Impact, Names
+from airflow_retry_provider.states import DeliveryStatus
 from tests.integration.breaker.test_alerts import LONG
 from tests.integration.breaker.test_store import open_breaker
 from tests.integration.plugin.test_app import (  # noqa: F401 (fixtures)
@@ -31,7 +32,7 @@ def _block(ui: Ui, dag_id: str) -> tuple[int, Delivery]:  # noqa: F811 (ui: the 
     now = datetime.now(timezone.utc)
     deadline = datetime.combine(now.date(), datetime.max.time(), timezone.utc).replace(microsecond=0)
     path = (deadline - now) / 2  # the latest replay time is still ahead
-    delivery = Delivery(dag_id, "report", deadline, path, deadline - path, AT_RISK)
+    delivery = Delivery(dag_id, "report", deadline, path, deadline - path, DeliveryStatus.AT_RISK)
     (letter_id,) = ui.file(dag_id=dag_id)
     ui.store.set_impact(letter_id, Impact(deliveries=(delivery,), delivery_count=1))
     return letter_id, delivery
@@ -43,7 +44,7 @@ def test_the_page_and_json_list_todays_deliveries_with_their_letters(ui: Ui):  #
     [shown] = ui.get("/api/deliveries", user="admin").json()["deliveries"]
     assert (shown["delivery"], shown["status"], shown["latest_replay"]) == (
         f"{DAG_A}.report",
-        AT_RISK,
+        DeliveryStatus.AT_RISK,
         delivery.latest_replay.isoformat(),
     )
     assert [letter["letter_id"] for letter in shown["letters"]] == [letter_id]
@@ -73,7 +74,11 @@ def test_nothing_due_says_so(ui: Ui):  # noqa: F811
     tomorrow = datetime.now(timezone.utc) + timedelta(days=2)
     ui.store.set_impact(
         letter_id,
-        Impact(deliveries=(Delivery("etl", "report", tomorrow, timedelta(hours=1), tomorrow, AT_RISK),)),
+        Impact(
+            deliveries=(
+                Delivery("etl", "report", tomorrow, timedelta(hours=1), tomorrow, DeliveryStatus.AT_RISK),
+            )
+        ),
     )
     assert ui.get("/api/deliveries").json()["deliveries"] == []
     assert "No delivery due today is blocked by a dead letter." in ui.get("/deliveries", html=True).text
@@ -89,7 +94,7 @@ def test_a_root_cause_group_shows_its_letters_impact_summed_and_deduplicated(ui:
         delivery.deadline,
         delivery.path_time * 1.5,
         delivery.deadline - delivery.path_time * 1.5,
-        AT_RISK,
+        DeliveryStatus.AT_RISK,
     )
     ui.store.set_impact(
         second, Impact(workspaces=Names.of(["acme"]), deliveries=(stricter,), delivery_count=1)
