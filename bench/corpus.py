@@ -44,19 +44,25 @@ def failures(entries: list[dict[str, object]], known: dict[str, str] | None = No
     return lines
 
 
+def corpus(name: str) -> list[dict[str, object]] | None:
+    """The entries of tests/data/``name``, or None (said) when the file is not there."""
+    path = DATA / name
+    if not path.exists():
+        print(f"{name}: not present")
+        return None
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
 def main() -> int:
     missed = False
     known = (
         yaml.safe_load(KNOWN_FAILURES.read_text(encoding="utf-8")) or {} if KNOWN_FAILURES.exists() else {}
     )
     for name, target in TARGETS.items():
-        path = DATA / name
-        if not path.exists():
-            print(f"{name}: not present")
+        entries = corpus(name)
+        if entries is None:
             continue
-        entries = yaml.safe_load(path.read_text(encoding="utf-8"))
-        listed = known if name == "holdout.yaml" else {}
-        failed = failures(entries, listed)
+        failed = failures(entries, known if name == "holdout.yaml" else {})
         held = len(entries) - len(failed)
         share = 100 * held / len(entries)
         aside_count = sum(1 for line in failed if "(known: " in line)
@@ -69,16 +75,15 @@ def main() -> int:
         for line in failed:
             print(line)
     for name, target in MEASURED.items():
-        path = DATA / name
-        if not path.exists():
-            print(f"{name}: not present")
+        entries = corpus(name)
+        if entries is None:
             continue
-        entries = yaml.safe_load(path.read_text(encoding="utf-8"))
         held = len(entries) - len(failures(entries))
         share = 100 * held / len(entries)
         verdict = "reached" if share >= target else "NOT REACHED"
         print(
-            f"{name} (held out, not fitted): {held}/{len(entries)} held ({share:.1f} %)   target >= {target:.0f} % {verdict}"
+            f"{name} (held out, not fitted): {held}/{len(entries)} held ({share:.1f} %)"
+            f"   target >= {target:.0f} % {verdict}"
         )
     return 1 if missed else 0
 
