@@ -273,9 +273,22 @@ def _blocks() -> list[pytest.param]:
         for match in BLOCK.finditer(text):
             language, info, body = match.group(1), match.group(2).strip(), match.group(3)
             line = text[: match.start()].count("\n") + 1
-            marks = [pytest.mark.skip(reason=info)] if info.startswith("needs:") else []
-            found.append(pytest.param(language, body, id=f"{name}:{line}", marks=marks))
+            if not info.startswith("needs:"):  # the others: test_every_block_that_needs_more_names_its_test
+                found.append(pytest.param(language, body, id=f"{name}:{line}"))
     return found
+
+
+def test_every_block_that_needs_more_names_the_test_that_runs_it() -> None:
+    """A ``needs:`` fence names, by its path, the test that runs its block with what it needs, and that test exists."""
+    needs = [
+        info
+        for name in RUN_DOCS
+        for info in re.findall(r"^```\w+[ \t]+(needs:[^\n]*)$", (REPO / name).read_text("utf-8"), re.M)
+    ]
+    assert needs, "no block says what it needs"
+    for info in needs:
+        named = re.findall(r"tests/[\w/]+\.py", info)
+        assert named and all((REPO / path).is_file() for path in named), info
 
 
 def test_every_block_that_needs_more_than_a_unit_test_says_so() -> None:
