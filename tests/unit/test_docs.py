@@ -305,8 +305,9 @@ def test_every_block_that_needs_more_than_a_unit_test_says_so() -> None:
 def test_every_block_of_the_readme_and_testing_md_runs_as_written(
     language: str, body: str, tmp_path: Path
 ) -> None:
-    """Each block runs as a user would run it (a python block as a script beside dags/, a shell or
-    console block's commands in bash with the virtualenv first on PATH) and succeeds."""
+    """Each block runs as a user would run it, in a folder holding the DAG folder ``dags/`` (a python
+    block as a script beside dags/, a shell or console block's commands in bash with the virtualenv
+    first on PATH) and succeeds."""
     import os
     import subprocess
     import sys
@@ -325,5 +326,6 @@ def test_every_block_of_the_readme_and_testing_md_runs_as_written(
             else "\n".join(line.removeprefix("$ ") for line in body.splitlines() if line.startswith("$ "))
         )
         command = ["bash", "-e", "-o", "pipefail", "-c", lines]
+    (tmp_path / "dags").symlink_to(REPO / "dags")  # a user's project: its DAG folder beside it
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"{body}\n---\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
