@@ -3,8 +3,9 @@
 Airflow consults a retry policy only when the task's code raised. When the process dies (the
 kernel's OOM killer, a pod eviction, a lost Celery worker, a stopped heartbeat), what is left is
 what Airflow and the executor report: the exit code the supervisor saw (negative: the signal),
-the message of the callback request the scheduler sends to the dag-processor, the executor's
-event info, the task instance's note and state. :func:`classify_infra` reads that evidence
+the scheduler's audit-log row for the failure (``heartbeat timeout``, ``state mismatch`` with the
+executor's info, ``stuck in queued tries exceeded``; the dag-processor does not hand a task
+callback this text), the supervisor's exit line in the try's log, the task instance's note and state. :func:`classify_infra` reads that evidence
 against :data:`INFRA_RULES`, in order, and names the category; evidence no rule recognises is
 not infrastructure we can tell apart (the caller keeps ``unknown/task-died``).
 
@@ -86,8 +87,9 @@ class InfraEvidence:
 
     :param exit_code: the task process's exit code as the supervisor saw it: negative for a
         signal (``-9`` SIGKILL), or a container's ``128 + signal`` (137, 143); None when unknown.
-    :param message: every text that says why, joined: the callback request's message, the
-        supervisor's exit line from the try's log, the executor's event info, the task instance's note.
+    :param message: every text that says why, joined: the scheduler's audit-log event and its
+        text (or its callback request's message), the supervisor's exit line from the try's log,
+        the executor's event info, the task instance's note.
     :param state: the task instance's state when it was seen (``queued`` for a task that never started).
     """
 

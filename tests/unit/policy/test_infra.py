@@ -64,6 +64,14 @@ STUCK_IN_QUEUED = "Task was requeued more than 2 times and will be failed."
         (InfraEvidence(message=EXECUTOR_FAILED), "worker-lost"),
         # the heartbeat-timeout callback's message
         (InfraEvidence(message=HEARTBEAT), "heartbeat-timeout"),
+        # the same, as the scheduler's audit log keeps it (event and text)
+        (
+            InfraEvidence(
+                message="heartbeat timeout: Task did not emit heartbeat within time limit (300 seconds) "
+                "and will be terminated."
+            ),
+            "heartbeat-timeout",
+        ),
         # a task that never started
         (InfraEvidence(message=STUCK_IN_QUEUED), "start-failed"),
         (InfraEvidence(message="Back-off pulling image: ImagePullBackOff"), "start-failed"),
