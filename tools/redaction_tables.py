@@ -16,7 +16,7 @@ from collections import defaultdict
 from importlib import resources
 from pathlib import Path
 
-from airflow_retry_provider.policy import cli, secret_words, vendor
+from airflow_retry_provider.policy import argv, secret_words, vendor
 
 
 def key_words() -> list[str]:
@@ -28,7 +28,7 @@ def key_words() -> list[str]:
 
 def cli_flags() -> list[str]:
     lines = ["| tools | flag | value | source |", "|---|---|---|---|"]
-    for row in cli.table():
+    for row in argv.table():
         value = row.value + ("" if row.secret == "all" else f", {row.secret}")
         value += f", past {row.skip}" if row.skip else ""
         value += f", after `{row.subcommand}`" if row.subcommand else ""

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_retry_provider.policy import cli, secret_words, vendor
+from airflow_retry_provider.policy import argv, secret_words, vendor
 from airflow_retry_provider.policy.engine import Pattern, bounded, pattern
 from airflow_retry_provider.policy.text import storable
 
@@ -1096,8 +1096,8 @@ def _named(text: str, spans: list[Span]) -> None:
                     spans.append((start, end))
 
 
-def _cli(text: str, lowered: str, spans: list[Span]) -> None:
-    for start, end in cli.find(text, lowered):
+def _argv(text: str, lowered: str, spans: list[Span]) -> None:
+    for start, end in argv.find(text, lowered):
         if text[start:end] != MASK and not _not_secret(text[start:end]):
             spans.append((start, end))
 
@@ -1582,7 +1582,7 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         if "<" in text:
             _xml(text, spans)
         _named(text, spans)
-    _cli(text, lowered, spans)  # each row gated on its tools' names and its flag
+    _argv(text, lowered, spans)  # each row gated on its tools' names and its flag
     if "AUTH" in text:
         _auth_commands(text, spans)
     if "PASS" in text:
