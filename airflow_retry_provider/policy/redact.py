@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_retry_provider.policy import argv, secret_words, vendor
-from airflow_retry_provider.policy.engine import Pattern, bounded, pattern
+from airflow_retry_provider.policy.engine import LiteralSet, Pattern, bounded, pattern
 from airflow_retry_provider.policy.text import storable
 
 MASK = "***"
@@ -127,6 +127,12 @@ _SCHEME = pattern(r"(?:^|[^\w-])(bearer|basic|ntlm|negotiate)[ \t]+([\w.~+/=-]{8
 # key=value, "key": "value", key: value, key value, '--key', 'value', where the key names a secret
 _KEY_VALUE = pattern(rf"(?:^|[^\pL\pN\pM_.-])({_KEY}){_SEP}{_VALUE}", ignore_case=True)
 _KEY_SPACE = pattern(rf"(?:^|[\s\"'(\[{{,])({_KEY}){_SPACE_SEP}", ignore_case=True)
+# a key word of another language, then one or two words that say which (Vietnamese "mật khẩu merchant:",
+# Polish "klucz CRC=": languages that put the modifier after the noun)
+_MODIFIED_KEY = pattern(
+    rf"(?:^|[^\pL\pN\pM_.-])({'|'.join(_FOREIGN_WORDS)})[ \t]+(\pL{{2,16}}(?:[ \t]\pL{{2,16}})?)[ \t]*(?::|=|：|＝)[ \t]*{_VALUE}",
+    ignore_case=True,
+)
 # XML: <Password>x</Password>, <ns:ApiKey><![CDATA[x]]></ns:ApiKey>
 _XML_ELEMENT = pattern(
     r"<([\w:.-]*(?:pass|pwd|secret|token|credential|signature|api-?key|access-?key|private-?key"
@@ -185,7 +191,8 @@ _IMAP_LOGIN = pattern(
 _CREDENTIAL_PAIR = pattern(
     r"(?i:\b(?:auth|basic_?auth|http_?basic_?auth|http_?digest_?auth|network_?credential"
     r"|username_?password_?credentials?|password_?credential))[ \t]*(?:=|:|\()[ \t]*\(?[ \t]*"
-    r"(?:\\*\"[^\"\r\n\\]*\\*\"|\\*'[^'\r\n\\]*\\*')[ \t]*,[ \t]*(?:\\*\"([^\"\r\n\\]*)|\\*'([^'\r\n\\]*))"
+    # the user may hold escaped characters (a Windows domain user in a repr: 'ACME\\\\svc_etl')
+    r"(?:\\*\"(?:[^\"\r\n\\]|\\\\)*\\*\"|\\*'(?:[^'\r\n\\]|\\\\)*\\*')[ \t]*,[ \t]*(?:\\*\"([^\"\r\n\\]*)|\\*'([^'\r\n\\]*))"
 )
 # an Erlang or Elixir option tuple whose atom names a secret: {password, "x"}, {secret_key, <<"x">>}
 _ERLANG_TUPLE = pattern(
@@ -193,13 +200,18 @@ _ERLANG_TUPLE = pattern(
 )
 # on a Redis line a lone word before @host:port, which Redis reads as the password (redis://x@cache:6379)
 _REDIS_USERINFO = pattern(r"(?:^|[\s'\"=(\[,])([^\s:@/'\"]+)@[A-Za-z0-9][\w.-]*:[0-9]{2,5}\b")
-# a connection call's positional arguments: a DSN, the user, the password (PHP's trace of
-# PDO->__construct('mysql:host=...', 'forge', 'x'), Perl's DBI->connect("dbi:Pg:...", "u", "x"),
-# JDBC's DriverManager.getConnection("jdbc:...", "u", "x"))
-_DSN_CALL = pattern(
-    r"\([ \t]*(?:'[A-Za-z][\w+]*:[^'\r\n]*'|\"[A-Za-z][\w+]*:[^\"\r\n]*\")[ \t]*,[ \t]*"
-    r"(?:'[^'\r\n]*'|\"[^\"\r\n]*\")[ \t]*,[ \t]*(?:'([^'\r\n]*)'|\"([^\"\r\n]*)\")"
-)
+# a connection's positional arguments: a location, then the user, then the password, in a call
+# (PHP's trace of PDO->__construct('mysql:host=...', 'forge', 'x'), Perl's DBI->connect, JDBC's
+# getConnection, RouterOS's Client->__construct('10.0.0.1', 'api', 'x'), napalm's
+# driver("10.0.0.3", "netops", "x", ...), pymqi.connect('QM1', 'CH', 'mq01.x.y(1414)', 'app', 'x'),
+# MySQLdb.connect('db.x.y', 'etl', 'x', 'orders'), new PDO($dsn, 'u', 'x')); the arguments are
+# judged in Python (_connection_arguments)
+_CALL_ARG = r"(?:'(?:[^'\\\r\n]|\\.)*'|\"(?:[^\"\\\r\n]|\\.)*\"|\$?[A-Za-z_][\w.$>-]*)"
+_CONNECT_CALL = pattern(rf"\([ \t]*((?:{_CALL_ARG}[ \t]*,[ \t]*){{2,8}}{_CALL_ARG})")
+_CALL_ARGUMENT = pattern(_CALL_ARG)
+# and in a directive or command named for a connection, apart by spaces (ProFTPD's
+# SQLConnectInfo db@host:3306 user x)
+_CONNECT_DIRECTIVE = pattern(r"(?i:\b\w*connect\w*)[ \t]+([^\s'\"]+)[ \t]+([^\s'\"]+)[ \t]+([^\s'\"]+)")
 # SASL PLAIN's caret form in a mail server's config (Exim's client_send = ^user^password)
 _CARET_PLAIN = pattern(r"(?:=|:)[ \t]*\^[^\s^]*\^([^\s^'\"]+)")
 # a SASL exchange's initial response in an XML stream (XMPP's <auth mechanism="PLAIN">base64</auth>)
@@ -217,7 +229,42 @@ _NAGIOS_MACRO = pattern(r"\$USER[0-9]{1,3}\$[ \t]*=[ \t]*([^\s'\"]+)")
 _SECURE_STRING = pattern(
     r"(?i:convertto-securestring)[ \t]+(?:-string[ \t]+)?(?:\"([^\"\r\n]*)\"|'([^'\r\n]*)'|([^\s'\"-]\S*))"
 )
-_NET_USE = pattern(r"(?i:\bnet[ \t]+use)[ \t]+(?:[A-Za-z]:[ \t]+)?\\\\\S+[ \t]+([^\s/*'\"][^\s'\"]*)")
+# and net user <name> <password> (/add, /domain after it: a flag, no password; * prompts for one)
+_NET_USE = pattern(
+    r"(?i:\bnet[ \t]+(?:use[ \t]+(?:[A-Za-z*]:[ \t]+)?\\\\\S+|user[ \t]+(?:\"[^\"\r\n]*\"|[^\s/'\"]+)))"
+    r"[ \t]+([^\s/*'\"][^\s'\"]*)"
+)
+# a Windows command's login: a user flag and its name, then a password flag (schtasks /U x /P y,
+# wmic-style /user:x /password:y, any tool's /u x /pw y); /RU and /RP are the table's
+_WINDOWS_LOGIN = pattern(
+    r"(?i:(?:^|[\s'\"])/(?:u|user)(?::|[ \t]+)(?:\"[^\"\r\n]*\"|[^\s\"']+)[^\r\n|&]*?[\s'\"]/(?:p|pw|pass|password)(?::|[ \t]+))"
+    r"(\"[^\"\r\n]*\"|[^\s\"'/*][^\s\"']*)"
+)
+# a secret piped into a command that reads one from standard input (printf %s 'x' | podman secret
+# create name -, echo x | docker login --password-stdin): in a shell string the same line, in a
+# bash -x trace the line before or after (a pipeline's commands are traced in any order)
+_PIPED = pattern(
+    r"(?:^|[\s'\"(;|&+])(?:echo|printf)[ \t]+(?:-[neE]{1,3}[ \t]+)?(?:['\"]?%s(?:\\n)?['\"]?[ \t]+)?"
+    r"('[^'\r\n]*'|\"[^\"\r\n]*\"|[^\s'\"|;&>]+)"
+)
+_STDIN_SINKS = ("stdin", "secret create", "secret set", "chpasswd", "--password -", "with-token", "=-")
+# a network device's configuration line (Cisco IOS and NX-OS, Arista EOS, Juniper set lines): a
+# secret's word after up to six words at the line's start, an optional encryption type or hash
+# name, then the value (username x privilege 15 secret 9 $9$..., password 7 0822..., enable
+# secret 5 $1$..., snmp-server community X RO, key-string X, tacacs-server key 7 X, set system
+# login user x authentication encrypted-password "$6$..."); in lower case, as devices print them
+# an encryption type's number (0 plain, 5 MD5, 7 Cisco's reversible, 8 PBKDF2, 9 scrypt) or name
+_DEVICE_KINDS = ("sha512", "sha256", "md5", "plaintext", "encrypted", "ascii", "ascii-text", "hex", "simple", "unencrypted", "cipher")  # fmt: skip
+_DEVICE_SECRET = pattern(
+    r"(?m)^[ \t]*(?:[\w.:-]+[ \t]+){0,6}?(?:[a-z][a-z0-9]*-){0,3}(?:password|secret|key|key-string|community|authentication-key"
+    r"|pre-shared-key|encrypted-password|plain-text-password|auth-password|priv-password|psk)"
+    r"[ \t]+(?:([0-9]{1,2}|" + "|".join(_DEVICE_KINDS) + r")[ \t]+){0,2}"
+    r"(\"[^\"\r\n]*\"|[^\s\"]+)"
+)
+_DEVICE_WORDS = ("password ", "secret ", "key ", "key-string", "community ", "authentication-key", "pre-shared-key", "encrypted-password", "psk ")  # fmt: skip
+# a password hash in crypt(3)'s form, which a device's config, /etc/shadow or htpasswd print: an
+# offline guess recovers the password (Cisco's types 5, 8 and 9, Juniper's $9$ and $6$, $apr1$, bcrypt)
+_CRYPT_HASH = pattern(r"(?:^|[^\w$])(\$(?:1|2[abxy]|5|6|7|8|9|y|gy|apr1|sha1|md5)\$[\w./$+=-]{8,})")
 # an FTP client's "user <name> <password>" command, alone on its line or in a here-string
 _FTP_USER = pattern(r"(?i:\buser)[ \t]+[^\s'\"]+[ \t]+([^\s'\"]+)[\"']?[ \t]*(?:\r?\n|\\n|$)")
 # expect's diagnostics (expect -d): the string sent after a password prompt was matched
@@ -331,6 +378,9 @@ _NAME_SUFFIXES = (
     "file", "path", "dir", "url", "uri", "name", "type", "arn", "expiry", "expires", "expires_at",
     "expiration", "ttl", "timeout", "length", "count", "format", "mode", "version", "policy", "scope",
     "method", "endpoint", "location", "_id", "-id", ".id", "keyid", "provider", "manager", "store",
+    # a hash of a secret, not the secret (kubeadm's --discovery-token-ca-cert-hash sha256:...)
+    "hash", "digest", "fingerprint", "checksum",
+    "stdin",  # docker login --password-stdin: the secret comes from standard input, the next word is not it
 )  # fmt: skip
 # keys ending in an id suffix whose value is the credential itself: a session's id, AppRole's secret_id
 _SECRET_IDS = ("sessionid", "session_id", "session-id", "secret_id", "secret-id", "secretid")
@@ -379,12 +429,19 @@ _HASH_WORDS = (
     "container", "ref ", "ref:", "ref=", "refs/", "reference", "checkout", "merge", "rebase", "revert", "reset", "cherry-pick", "fetch",
     "want ", "pack", "parent", "ocid1.", "arn:", "run '", "run_", "job ", "job '", "job_", "ssh-rsa", "ssh-ed25519", "ssh-dss", "event", "updating", "change", "check sum", "public", "peer",
     "chunk",  # a buffer's chunk id (Fluentd's chunk="<32 hex>")
+    # an object named by its noun just before its id (Comet's "experiment <32 hex>", Swarm's "node <25>")
+    "experiment", "node ", "dataset", "model ", "artifact", "pipeline", "workflow", "deployment",
+    "instance", "volume", "snapshot", "service ", "task ", "workspace",
 )  # fmt: skip
+_GATES = LiteralSet((*_FOREIGN_WORDS, *_DEVICE_WORDS, "echo", "printf", "connect", "/u"))
+"""The literals that gate the families below a plain message's cost, found in one pass of the
+lowered text (one search per word would scan it once per word)."""
 PATTERNS: tuple[Pattern, ...] = (
     _PEM, _URI, _WEBHOOK, _COOKIE, _AUTHORIZATION, _SCHEME, _KEY_VALUE, _KEY_SPACE, _XML_ELEMENT, *_NAMED,
     _ORACLE, _TABLE_RULE, _PLAIN_HEADER, _PYDANTIC_INPUT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN, _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER,
     _VENDOR, _RUN, _LIBPQ, _QUOTED_PORT, _RELATIVE_URL, _USERINFO, _EXPECT_SEND, _CREDENTIAL_PAIR, _SECURE_STRING, _NET_USE, _FTP_USER, _SPACED_KEY,
-    _ERLANG_TUPLE, _REDIS_USERINFO, _DSN_CALL, _CARET_PLAIN, _SASL_ELEMENT, _SETTING_ECHO, _NAGIOS_MACRO,
+    _ERLANG_TUPLE, _REDIS_USERINFO, _CONNECT_CALL, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _WINDOWS_LOGIN, _PIPED,
+    _DEVICE_SECRET, _CRYPT_HASH, _MODIFIED_KEY, _CARET_PLAIN, _SASL_ELEMENT, _SETTING_ECHO, _NAGIOS_MACRO,
 )  # fmt: skip
 """Every pattern redaction runs (the linear-time test runs each on adversarial input)."""
 
@@ -485,6 +542,135 @@ def _spans_of(pattern_: Pattern, text: str, spans: list[Span], groups: int = 1) 
                 if end > start and text[start:end] != MASK:
                     spans.append((start, end))
                 break
+
+
+_HOST_NAMES = ("host", "dsn", "url", "uri", "addr", "server", "endpoint")
+
+
+def _location(arg: str) -> bool:
+    """Whether a call's or a directive's argument names where to connect: a URL, a DSN
+    (``mysql:host=db;dbname=x``, ``jdbc:h2:mem:x``, ``dbi:Pg:dbname=x``), an IP address or a host name with its domain (a port after
+    ``:`` or in parentheses, a user before ``@``), ``localhost``, or a variable named for one (``$dsn``)."""
+    if arg[:1] not in "'\"":
+        name = arg.lstrip("$").lower()
+        return any(word in name for word in _HOST_NAMES)
+    value = arg[1:-1]
+    head, colon, rest = value.partition(":")
+    if "://" in value or (
+        head.replace("+", "").isalnum() and head[:1].isalpha() and colon and ("=" in rest or ":" in rest)
+    ):
+        return True
+    if any(c in value for c in " \t/\\") or not value:
+        return False
+    host = value.rsplit("@", 1)[-1].split("(", 1)[0]
+    host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    labels = host.split(".")
+    if len(labels) == 4 and all(label.isdigit() for label in labels):
+        return True
+    return host == "localhost" or (
+        len(labels) >= 3
+        and labels[-1].isalpha()
+        and all(label.replace("-", "").isalnum() for label in labels)
+    )
+
+
+def _user_name(arg: str) -> bool:
+    """A quoted user's name: 1-64 characters, no space, not a location (``'etl'``, ``'ACME\\\\svc'``)."""
+    value = arg[1:-1]
+    return (
+        arg[:1] in "'\""
+        and 0 < len(value) <= 64
+        and not any(c.isspace() for c in value)
+        and "/" not in value
+        and not _location(arg)
+    )
+
+
+def _connection_arguments(args: list[tuple[int, int, str]], spans: list[Span]) -> None:
+    """Of a connection's arguments, the one after a location and a user's name: the password."""
+    for index in range(len(args) - 2):
+        if _location(args[index][2]) and _user_name(args[index + 1][2]):
+            start, end, password = args[index + 2]
+            if password[:1] in "'\"":
+                start, end = start + 1, end - 1
+            if end > start and not _not_secret(password.strip("'\"")) and password[:1] != "$":
+                spans.append((start, end))
+            return
+
+
+def _connection_calls(text: str, spans: list[Span]) -> None:
+    for match in _matches(_CONNECT_CALL, text, spans):
+        offset = match.start(1)
+        args = [
+            (offset + a.start(), offset + a.end(), a.group()) for a in _CALL_ARGUMENT.finditer(match.group(1))
+        ]
+        _connection_arguments(args, spans)
+
+
+def _connection_directives(text: str, spans: list[Span]) -> None:
+    """``SQLConnectInfo db@host:3306 user x``: the location is bare, quoted here to be judged the same way."""
+    for match in _matches(_CONNECT_DIRECTIVE, text, spans):
+        location, user, password = match.group(1), match.group(2), match.group(3)
+        if _location(f"'{location}'") and _user_name(f"'{user}'") and not _prose(password):
+            if not _not_secret(password):
+                spans.append(match.span(3))
+
+
+def _device_secrets(text: str, spans: list[Span]) -> None:
+    """A device configuration's secret: after an encryption type, any value but a word of a
+    sentence (``password 7 times``); without one, a value that is not a word (``password authentication``)."""
+    for match in _matches(_DEVICE_SECRET, text, spans):
+        start, end = _content(text, *match.span(2))
+        if end > start and text[end - 1] == '"':
+            end -= 1
+        value = text[start:end]
+        kind = match.group(1)
+        if _not_secret(value) or value.startswith(MASK) or value.lower() in PROSE_WORDS:
+            continue
+        words = text[match.start() : start].lower().split()
+        if len(words) >= 2 and words[-2] in ("create", "drop", "alter", "replace", "exists", "describe"):
+            continue  # create secret s3_prod (...): the object's name, its fields are judged each
+        if kind == "0" or not _prose(value):
+            spans.append((start, end))
+
+
+def _piped_secrets(text: str, lowered: str, spans: list[Span]) -> None:
+    """What ``echo``/``printf`` writes into a command that reads a secret from standard input:
+    the sink on the same line after ``|``, or on the line before or after (a ``bash -x`` trace)."""
+    for match in _matches(_PIPED, text, spans):
+        start, end = match.span(1)
+        line_start = lowered.rfind("\n", 0, start) + 1
+        line_end = lowered.find("\n", end)
+        line_end = len(lowered) if line_end < 0 else line_end
+        before = lowered.rfind("\n", 0, max(0, line_start - 1)) + 1
+        after = lowered.find("\n", line_end + 1)
+        after = len(lowered) if after < 0 or line_end >= len(lowered) else after
+        rest = lowered[end:line_end]
+        near = (
+            (rest[rest.find("|") :] if "|" in rest else "")
+            + lowered[before:line_start]
+            + lowered[line_end:after]
+        )
+        if not any(sink in near for sink in _STDIN_SINKS):
+            continue
+        start, end = _content(text, start, end)
+        if text[end - 1 : end] in ("'", '"') and end - 1 > start:
+            end -= 1
+        if end > start and not _not_secret(text[start:end]) and text[start:end] != "-":
+            spans.append((start, end))
+
+
+def _modified_keys(text: str, spans: list[Span]) -> None:
+    for match in _matches(_MODIFIED_KEY, text, spans):
+        if any(word in PROSE_WORDS for word in match.group(2).lower().split()):
+            continue
+        raw_start, raw_end = match.span(3)
+        start, end = _content(text, raw_start, raw_end)
+        if end > start and text[end - 1] in "'\"" and start > raw_start:
+            end -= 1
+        value = text[start:end]
+        if not _not_secret(value) and not (start == raw_start and _prose_after_colon(text, start, value)):
+            spans.append((start, end))
 
 
 def _pem(text: str, spans: list[Span]) -> None:
@@ -895,6 +1081,9 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
             continue  # the next assignment (Token token=x): its key is the key family's
         if text[max(0, match.start(1) - 24) : match.start(1)].lower().rstrip().endswith(_DDL_VERBS):
             continue  # CREATE SECRET s3_prod (...): the object's name, its fields are judged each
+        if value.startswith("(") or value.lower() in _DEVICE_KINDS:
+            continue  # a sub-expression (-Password (ConvertTo-SecureString ...), judged by its own
+            # family) or a device's encryption type (secret sha512 $6$...: the crypt family's)
         if end > start and not _not_secret(value) and _secret_key(key):
             if _spaced_value(key, value):
                 spans.append((start, end))
@@ -956,6 +1145,8 @@ def _key_values(text: str, spans: list[Span]) -> None:
                 continue  # "auth: Debug: client in": a log's words, no password after the colon
         if sep.rstrip().endswith(":") and value.startswith("//"):
             continue  # a scheme (https://), not a value
+        if start == raw_start and value.endswith("("):
+            continue  # source code's call (session = winrm.Session('host', ...)): its arguments are judged each
         inner, equals, rest = value.partition("=")
         if (
             start == raw_start
@@ -1028,6 +1219,9 @@ def _prose_after_colon(text: str, start: int, value: str) -> bool:
     if not word.strip("-_*.") or word.lower() in PROSE_WORDS:
         return True
     after = start + len(value)
+    if len(word) == 3 and word.isdigit() and "100" <= word < "600" and text[after : after + 1] == " ":
+        # an HTTP status and its reason: "token: 401 Unauthorized"
+        return text[after + 1 : after + 2].isupper()
     return (
         len(word) >= 4
         and word == value
@@ -1547,6 +1741,7 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
     spans: list[Span] = []
     readable: list[Span] = []  # where the entropy catch-all hides nothing (a URL's path beside its secret)
     lowered = text.lower()
+    gates = _GATES.found(lowered)
     if "PRIVATE KEY" in text or "PuTTY-User-Key" in text:
         _pem(text, spans)
     if "//" in text:
@@ -1574,9 +1769,11 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         or "auth" in lowered
         or "session" in lowered
         or "cookie" in lowered
-        or any(map(lowered.__contains__, _FOREIGN_WORDS))
+        or not gates.isdisjoint(_FOREIGN_WORDS)
     ):
         _key_values(text, spans)
+        if not gates.isdisjoint(_FOREIGN_WORDS):
+            _modified_keys(text, spans)
         if " " in text or "\t" in text or "," in text:
             _key_space_values(text, spans)
         if "<" in text:
@@ -1598,8 +1795,18 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
     if "securestring" in lowered:
         _spans_of(_SECURE_STRING, text, spans, groups=3)
     # a single character first: a search for one is a memchr, for two or more a slower scan
-    if "(" in text and ("('" in text or '("' in text):
-        _spans_of(_DSN_CALL, text, spans, groups=2)
+    if "(" in text and ("('" in text or '("' in text or "($" in text or ", '" in text or ', "' in text):
+        _connection_calls(text, spans)
+    if "connect" in gates:
+        _connection_directives(text, spans)
+    if "$" in text:
+        _spans_of(_CRYPT_HASH, text, spans)
+    if not gates.isdisjoint(_DEVICE_WORDS):
+        _device_secrets(text, spans)
+    if ("echo" in gates or "printf" in gates) and any(map(lowered.__contains__, _STDIN_SINKS)):
+        _piped_secrets(text, lowered, spans)
+    if "/u" in gates:
+        _spans_of(_WINDOWS_LOGIN, text, spans)
     if "^" in text:
         _spans_of(_CARET_PLAIN, text, spans)
     if "<" in text and "mechanism=" in text:
@@ -1612,7 +1819,7 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
         _erlang_tuples(text, spans)
     if "@" in text and ("redis" in lowered or "valkey" in lowered):
         _spans_of(_REDIS_USERINFO, text, spans)
-    if "net use" in lowered:
+    if "net use" in lowered or "net user" in lowered:
         _spans_of(_NET_USE, text, spans)
     if "ftp" in lowered and "user" in lowered:
         _spans_of(_FTP_USER, text, spans)

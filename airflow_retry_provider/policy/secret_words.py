@@ -24,7 +24,7 @@ Sources:
   "chiave", "segreto"; de "Schlüssel", "Geheimnis", "Zugangsdaten"; fr "clé", "jeton"; nl
   "sleutel"; pl "klucz"; tr "anahtar"; ru "ключ", "секрет", "токен"; el "κωδικός";
   fa "رمز", "رمز عبور"; zh "口令", "密钥", "秘钥", "令牌"; ja "暗証番号", "秘密鍵", "トークン"; ko "암호",
-  "패스워드", "토큰", "키" after "API", "시크릿"), in the forms code writes them: lower case,
+  "패스워드", "토큰", "키" after "API", "시크릿"; hi "कुंजी"), in the forms code writes them: lower case,
   with and without their accents, with ``_`` or a space between words.
 
 Left out on purpose: words that are the inside of common English words (fr "clé" without its
@@ -80,7 +80,7 @@ SECRET_WORDS: dict[str, tuple[str, ...]] = {
     "he": ("סיסמה", "סיסמא"),
     "ar": ("كلمة المرور", "كلمة_المرور", "كلمة السر", "كلمة_السر"),
     "fa": ("رمز", "رمز عبور", "رمز_عبور", "گذرواژه"),
-    "hi": ("पासवर्ड", "कूटशब्द"),
+    "hi": ("पासवर्ड", "कूटशब्द", "कुंजी"),  # कुंजी: key (गुप्त कुंजी, secret key)
     "th": ("รหัสผ่าน",),
     "zh": ("密码", "口令", "密钥", "秘钥", "私钥", "令牌"),
     "zh_pinyin": ("mima", "miyao"),  # 密码 and 密钥 romanised, as config keys are written: jdbc.mima=
