@@ -3,7 +3,7 @@
 ``policy/data/cli_flags.json`` lists, per row, the tools, the flag, how its value is written and
 the page of the tool's documentation that says so (``mysql -pX``, ``ldapsearch -w X``,
 ``etcdctl --user=root:X``, ``mc alias set <alias> <url> <access> X``). A flag named as a secret
-(``--password X``, ``-storepass X``) is the key family's in ``policy/redact.py``; this table holds
+(``--password X``, ``-storepass X``) is the key family's in ``policy/redactor/assignments.py``; this table holds
 the flags whose name gives nothing away, and the secret-named flags of the tools it lists (so the
 table says, for a reviewer, what each tool's secret flags are).
 

@@ -1,7 +1,7 @@
 """The words for password, key, secret and token in other languages: the one list redaction reads.
 
 A key that holds one of these words (``senha``, ``db_contraseña``, ``chave_api``) names a secret
-the way ``password`` does in English: ``policy/redact.py`` builds its key pattern, its gates and
+the way ``password`` does in English: ``policy/redactor/`` builds its key pattern, its gates and
 its name/value rules from :data:`SECRET_WORDS`. Add a word here, with the language it comes from;
 nothing else needs to change (``tests/unit/policy/test_redact.py`` checks each word hides a value).
 

@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 
 from airflow_retry_provider.policy import redact, secret_words
 from airflow_retry_provider.policy.engine import CUT_MARK, MAX_MATCH_CHARS
-from airflow_retry_provider.policy.redact import _KEY_WORDS, MASK, MAX_MATCHES, PATTERNS
+from airflow_retry_provider.policy.redact import MASK, PATTERNS
+from airflow_retry_provider.policy.redactor.judge import _KEY_WORDS
+from airflow_retry_provider.policy.redactor.spans import MAX_MATCHES
 
 CORPUS = Path(__file__).parents[2] / "data" / "leaks.yaml"
 UNSEEN = Path(__file__).parents[2] / "data" / "unseen.yaml"
