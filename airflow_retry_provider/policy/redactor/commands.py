@@ -57,7 +57,7 @@ _IMAP_LOGIN = pattern(
 # driver("10.0.0.3", "netops", "x", ...), pymqi.connect('QM1', 'CH', 'mq01.x.y(1414)', 'app', 'x'),
 # MySQLdb.connect('db.x.y', 'etl', 'x', 'orders'), new PDO($dsn, 'u', 'x')); the arguments are
 # judged in Python (_connection_arguments)
-_CALL_ARG = r"(?:'(?:[^'\\\r\n]|\\.)*'|\"(?:[^\"\\\r\n]|\\.)*\"|\$?[A-Za-z_][\w.$>-]*)"
+_CALL_ARG = r"(?:'(?:[^'\\\r\n]|\\.)*'|\"(?:[^\"\\\r\n]|\\.)*\"|\$?[A-Za-z_][\w.$>-]*|[0-9]+)"
 
 
 _CONNECT_CALL = pattern(rf"\([ \t]*((?:{_CALL_ARG}[ \t]*,[ \t]*){{2,8}}{_CALL_ARG})")
@@ -66,6 +66,15 @@ _CONNECT_CALL = pattern(rf"\([ \t]*((?:{_CALL_ARG}[ \t]*,[ \t]*){{2,8}}{_CALL_AR
 _CALL_ARGUMENT = pattern(_CALL_ARG)
 
 
+# a call named for logging in, given a user and a password (smtplib's server.login('u', 'x'),
+# imaplib's and ftplib's login, python-ldap's simple_bind_s('cn=admin,...', 'x'))
+_QUOTED_ARG = r"'(?:[^'\\\r\n]|\\.)*'|\"(?:[^\"\\\r\n]|\\.)*\""
+_LOGIN_CALL = pattern(
+    r"(?i:\b(?:login|log_in|logon|signin|sign_in|authenticate|auth|bind|bind_s|simple_bind|simple_bind_s))"
+    rf"[ \t]*\([ \t]*(?:{_QUOTED_ARG})[ \t]*,[ \t]*"
+    r"(?:'((?:[^'\\\r\n]|\\.)*)'|\"((?:[^\"\\\r\n]|\\.)*)\")[ \t]*[,)]"
+)
+_LOGIN_WORDS = ("log", "auth", "bind", "sign")
 # and in a directive or command named for a connection, apart by spaces (ProFTPD's
 # SQLConnectInfo db@host:3306 user x)
 _CONNECT_DIRECTIVE = pattern(r"(?i:\b\w*connect\w*)[ \t]+([^\s'\"]+)[ \t]+([^\s'\"]+)[ \t]+([^\s'\"]+)")
@@ -91,7 +100,7 @@ _SECURE_STRING = pattern(
 
 # and net user <name> <password> (/add, /domain after it: a flag, no password; * prompts for one)
 _NET_USE = pattern(
-    r"(?i:\bnet[ \t]+(?:use[ \t]+(?:[A-Za-z*]:[ \t]+)?\\\\\S+|user[ \t]+(?:\"[^\"\r\n]*\"|[^\s/'\"]+)))"
+    r"(?i:\bnet[ \t]+(?:use[ \t]+(?:[A-Za-z*]:[ \t]+)?\\\\\S+(?:[ \t]+/user:\S+)?|user[ \t]+(?:\"[^\"\r\n]*\"|[^\s/'\"]+)))"
     r"[ \t]+([^\s/*'\"][^\s'\"]*)"
 )
 
@@ -113,18 +122,25 @@ _PIPED = pattern(
 )
 
 
-_STDIN_SINKS = ("stdin", "secret create", "secret set", "chpasswd", "--password -", "with-token", "=-")
+_STDIN_SINKS = ("-stdin", "/dev/stdin", "secret create", "secret set", "chpasswd", "--password -", "with-token", "=-")  # fmt: skip
 
 
+# the secret's word: password, secret, key, psk, community, with a prefix (authentication-key,
+# pre-shared-key, psksecret, passwd); then, on some devices, words and an explicit kind (Aruba's
+# "password manager user-name admin plaintext X", FortiOS's "set psksecret ENC X")
+_DEVICE_KEYWORD = r"(?:[a-z][a-z0-9]*-){0,3}[a-z0-9]*(?:password|passwd|secret|key|psk|key-string|community)"
+_DEVICE_KIND_LATER = pattern(
+    rf"(?m)^[ \t]*(?:[\w.:-]+[ \t]+){{0,6}}?{_DEVICE_KEYWORD}(?:[ \t]+[\w.:-]+){{0,4}}?"
+    r"[ \t]+(?:plaintext|cleartext|ENC|encrypted|sha512|sha256)[ \t]+(\"[^\"\r\n]*\"|[^\s\"]+)"
+)
 _DEVICE_SECRET = pattern(
-    r"(?m)^[ \t]*(?:[\w.:-]+[ \t]+){0,6}?(?:[a-z][a-z0-9]*-){0,3}(?:password|secret|key|key-string|community|authentication-key"
-    r"|pre-shared-key|encrypted-password|plain-text-password|auth-password|priv-password|psk)"
+    rf"(?m)^[ \t]*(?:[\w.:-]+[ \t]+){{0,6}}?{_DEVICE_KEYWORD}"
     r"[ \t]+(?:([0-9]{1,2}|" + "|".join(_DEVICE_KINDS) + r")[ \t]+){0,2}"
     r"(\"[^\"\r\n]*\"|[^\s\"]+)"
 )
 
 
-_DEVICE_WORDS = ("password ", "secret ", "key ", "key-string", "community ", "authentication-key", "pre-shared-key", "encrypted-password", "psk ")  # fmt: skip
+_DEVICE_WORDS = ("password ", "passwd ", "secret ", "key ", "key-string", "community ", "authentication-key", "pre-shared-key", "encrypted-password", "psk ")  # fmt: skip
 
 
 # an FTP client's "user <name> <password>" command, alone on its line or in a here-string
@@ -243,14 +259,18 @@ def _user_name(arg: str) -> bool:
 
 
 def _connection_arguments(args: list[tuple[int, int, str]], spans: list[Span]) -> None:
-    """Of a connection's arguments, the one after a location and a user's name: the password."""
+    """Of a connection's arguments, the quoted one after a location (and its port, as numbers:
+    ``connect('h.x.y', 22, 'u', 'x')``) and a user's name: the password."""
     for index in range(len(args) - 2):
-        if _location(args[index][2]) and _user_name(args[index + 1][2]):
-            start, end, password = args[index + 2]
-            if password[:1] in "'\"":
-                start, end = start + 1, end - 1
-            if end > start and not _not_secret(password.strip("'\"")) and password[:1] != "$":
-                spans.append((start, end))
+        if not _location(args[index][2]):
+            continue
+        user = index + 1
+        while user < len(args) and args[user][2].isdigit():
+            user += 1
+        if user + 1 < len(args) and _user_name(args[user][2]):
+            start, end, password = args[user + 1]
+            if password[:1] in "'\"" and end - start > 2 and not _not_secret(password[1:-1]):
+                spans.append((start + 1, end - 1))
             return
 
 
@@ -273,6 +293,16 @@ def _connection_directives(text: str, spans: list[Span]) -> None:
 
 
 def _device_secrets(text: str, spans: list[Span]) -> None:
+    for match in _matches(_DEVICE_KIND_LATER, text, spans):
+        start, end = _content(text, *match.span(1))
+        if end > start and text[end - 1] == '"':
+            end -= 1
+        if end > start and not _not_secret(text[start:end]) and not text[start:end].startswith(MASK):
+            spans.append((start, end))
+    _device_values(text, spans)
+
+
+def _device_values(text: str, spans: list[Span]) -> None:
     """A device configuration's secret: after an encryption type, any value but a word of a
     sentence (``password 7 times``); without one, a value that is not a word (``password authentication``)."""
     for match in _matches(_DEVICE_SECRET, text, spans):
@@ -436,7 +466,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 PATTERNS: tuple[Pattern, ...] = (
     _ORACLE, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
-    _NET_USE, _FTP_USER, _CONNECT_CALL, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _WINDOWS_LOGIN, _PIPED,
+    _NET_USE, _FTP_USER, _CONNECT_CALL, _LOGIN_CALL, _DEVICE_KIND_LATER, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _WINDOWS_LOGIN, _PIPED,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO,
 )  # fmt: skip
 """This module's patterns, beside ``policy/argv.py``'s (the linear-time test runs each on adversarial input)."""
@@ -460,6 +490,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
     # a single character first: a search for one is a memchr, for two or more a slower scan
     if "(" in text and ("('" in text or '("' in text or "($" in text or ", '" in text or ', "' in text):
         _connection_calls(text, spans)
+    if "(" in text and any(map(lowered.__contains__, _LOGIN_WORDS)):
+        _spans_of(_LOGIN_CALL, text, spans, groups=2)
     if "connect" in gates:
         _connection_directives(text, spans)
     if not gates.isdisjoint(_DEVICE_WORDS):

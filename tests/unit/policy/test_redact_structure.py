@@ -323,6 +323,20 @@ def test_general_mechanisms(text: str, expected: str) -> None:
             "    ssh.connect('bastion.acme.io:2222', 'deploy', 'Dep!oy99')",
             "    ssh.connect('bastion.acme.io:2222', 'deploy', '***')",
         ),
+        # a port between the location and the user
+        (
+            "    client.connect('sftp01.acme.example', 22, 'etl', 'Sftp!Pw55')",
+            "    client.connect('sftp01.acme.example', 22, 'etl', '***')",
+        ),
+        # a call named for logging in: a user, then the password
+        (
+            "    server.login('alerts@acme.example', 'Smtp!Pw22')",
+            "    server.login('alerts@acme.example', '***')",
+        ),
+        (
+            "    conn.simple_bind_s('cn=admin,dc=acme,dc=example', 'Ld4p!Pw')",
+            "    conn.simple_bind_s('cn=admin,dc=acme,dc=example', '***')",
+        ),
         # and in a directive named for a connection
         (
             "SQLConnectInfo app@db02.acme.internal ftp Ftp!Sql9",
@@ -330,6 +344,7 @@ def test_general_mechanisms(text: str, expected: str) -> None:
         ),
         # Windows: net user, a /user flag then a /p flag, wmic's /password:
         ("net user backup_svc Bkp#2024x /add", "net user backup_svc *** /add"),
+        ("net use \\\\srv01\\ipc$ /user:ACME\\etl N3tU5e!x", "net use \\\\srv01\\ipc$ /user:ACME\\etl ***"),
         (
             "schtasks /Create /S srv /U dom\\u /P P4ss!x /TN t",
             "schtasks /Create /S srv /U dom\\u /P *** /TN t",
@@ -378,6 +393,12 @@ def test_general_mechanisms(text: str, expected: str) -> None:
         ),
         ("crypto isakmp key Ik3!Psk address 203.0.113.5", "crypto isakmp key *** address 203.0.113.5"),
         ("wpa-psk ascii 0 Wif1!Pass", "wpa-psk ascii 0 ***"),
+        # a kind word later on the line (Aruba), FortiOS's ENC
+        (
+            "password manager user-name admin plaintext Ar4ba!Pw",
+            "password manager user-name admin plaintext ***",
+        ),
+        ("    set psksecret ENC Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5", "    set psksecret ENC ***"),
         # a key word of another language, then the word that says which
         ("mật khẩu quản trị: Qtr!2024x, mã lỗi=97", "mật khẩu quản trị: ***, mã lỗi=97"),
         ("klucz API=Kl8cz_9f3a, kod=1", "klucz API=***, kod=1"),
@@ -403,8 +424,9 @@ def test_round_three_classes(text: str, expected: str) -> None:
         "token: 503 Service Unavailable",  # an HTTP status and its reason after the key word
         "kubeadm join 10.0.0.1:6443 --discovery-token-ca-cert-hash sha256:"
         "415d9742be98a0b5f00a94d665578a480d90efb69f5858915282617c4b78d733",  # a public hash of a secret
-        "echo 'starting job' | tee /var/log/run.log",  # no command that reads a secret from stdin
+        "echo 'starting job' | tee /var/log/stdin.log",  # no command that reads a secret from stdin
         "CREATE SECRET s3_prod (TYPE S3)",  # the object's name after CREATE
+        "Net::SSH.start('bastion.acme.example', 'deploy', keys: [])",  # a keyword argument's name is no password
     ],
 )
 def test_round_three_keeps_what_on_call_reads(text: str) -> None:
