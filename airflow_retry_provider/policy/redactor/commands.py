@@ -66,6 +66,15 @@ _CONNECT_CALL = pattern(rf"\([ \t]*((?:{_CALL_ARG}[ \t]*,[ \t]*){{2,8}}{_CALL_AR
 _CALL_ARGUMENT = pattern(_CALL_ARG)
 
 
+# a registry value named as a secret, and its data (reg add ... /v DefaultPassword /t REG_SZ /d x)
+_REGISTRY_VALUE = pattern(
+    r"(?i:/v[ \t]+\"?[\w .-]*(?:password|passwd|pwd|secret|token|key)[\w .-]*\"?[^\r\n]*?[ \t]/d[ \t]+)"
+    r"(?:\"([^\"\r\n]*)\"|([^\s\"]+))"
+)
+# a PostgreSQL password file's line (.pgpass: host:port:database:user:password; * for any)
+_PGPASS_LINE = pattern(
+    r"(?:^|[\s'\"])(?:[A-Za-z*][\w.-]*|[0-9]{1,3}(?:\.[0-9]{1,3}){3}):(?:[0-9]{1,5}|\*):[^:\s'\"]+:[^:\s'\"]+:([^\s'\"]+)"
+)
 # a call named for logging in, given a user and a password (smtplib's server.login('u', 'x'),
 # imaplib's and ftplib's login, python-ldap's simple_bind_s('cn=admin,...', 'x'))
 _QUOTED_ARG = r"'(?:[^'\\\r\n]|\\.)*'|\"(?:[^\"\\\r\n]|\\.)*\""
@@ -94,7 +103,7 @@ _NAGIOS_MACRO = pattern(r"\$USER[0-9]{1,3}\$[ \t]*=[ \t]*([^\s'\"]+)")
 
 # PowerShell's ConvertTo-SecureString "<password>" -AsPlainText, and Windows' net use <share> <password>
 _SECURE_STRING = pattern(
-    r"(?i:convertto-securestring)[ \t]+(?:-string[ \t]+)?(?:\"([^\"\r\n]*)\"|'([^'\r\n]*)'|([^\s'\"-]\S*))"
+    r"(?i:convertto-securestring)[ \t]+(?i:-(?:string|asplaintext|force)[ \t]+)*(?:\"([^\"\r\n]*)\"|'([^'\r\n]*)'|([^\s'\"-]\S*))"
 )
 
 
@@ -130,7 +139,7 @@ _STDIN_SINKS = ("-stdin", "/dev/stdin", "secret create", "secret set", "chpasswd
 # "password manager user-name admin plaintext X", FortiOS's "set psksecret ENC X")
 _DEVICE_KEYWORD = r"(?:[a-z][a-z0-9]*-){0,3}[a-z0-9]*(?:password|passwd|secret|key|psk|key-string|community)"
 _DEVICE_KIND_LATER = pattern(
-    rf"(?m)^[ \t]*(?:[\w.:-]+[ \t]+){{0,6}}?{_DEVICE_KEYWORD}(?:[ \t]+[\w.:-]+){{0,4}}?"
+    rf"(?m)^[ \t]*(?:[\w.:-]+[ \t]+){{0,6}}?{_DEVICE_KEYWORD}(?:[ \t]+[a-z][\w.:-]*){{0,4}}?"
     r"[ \t]+(?:plaintext|cleartext|ENC|encrypted|sha512|sha256)[ \t]+(\"[^\"\r\n]*\"|[^\s\"]+)"
 )
 _DEVICE_SECRET = pattern(
@@ -466,7 +475,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 PATTERNS: tuple[Pattern, ...] = (
     _ORACLE, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
-    _NET_USE, _FTP_USER, _CONNECT_CALL, _LOGIN_CALL, _DEVICE_KIND_LATER, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _WINDOWS_LOGIN, _PIPED,
+    _NET_USE, _FTP_USER, _CONNECT_CALL, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _WINDOWS_LOGIN, _PIPED,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO,
 )  # fmt: skip
 """This module's patterns, beside ``policy/argv.py``'s (the linear-time test runs each on adversarial input)."""
@@ -506,6 +515,10 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         _spans_of(_SASL_ELEMENT, text, spans)
     if "$" in text and "$USER" in text:
         _nagios_macros(text, spans)
+    if "/d" in lowered and "/v" in lowered:
+        _spans_of(_REGISTRY_VALUE, text, spans, groups=2)
+    if text.count(":") >= 4:
+        _spans_of(_PGPASS_LINE, text, spans)
     if "net use" in lowered or "net user" in lowered:
         _spans_of(_NET_USE, text, spans)
     if "ftp" in lowered and "user" in lowered:

@@ -29,7 +29,7 @@ _FOREIGN_WORDS = secret_words.words()
 # secret 5 $1$..., snmp-server community X RO, key-string X, tacacs-server key 7 X, set system
 # login user x authentication encrypted-password "$6$..."); in lower case, as devices print them
 # an encryption type's number (0 plain, 5 MD5, 7 Cisco's reversible, 8 PBKDF2, 9 scrypt) or name
-_DEVICE_KINDS = ("sha512", "sha256", "md5", "plaintext", "encrypted", "ascii", "ascii-text", "hex", "simple", "unencrypted", "cipher", "ENC", "enc")  # fmt: skip
+_DEVICE_KINDS = ("sha512", "sha256", "md5", "plaintext", "encrypted", "ascii", "ascii-text", "hex", "simple", "unencrypted", "cipher", "irreversible-cipher", "ENC", "enc")  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------

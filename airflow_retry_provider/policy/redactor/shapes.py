@@ -24,7 +24,7 @@ _PEM = pattern(
 
 # a password hash in crypt(3)'s form, which a device's config, /etc/shadow or htpasswd print: an
 # offline guess recovers the password (Cisco's types 5, 8 and 9, Juniper's $9$ and $6$, $apr1$, bcrypt)
-_CRYPT_HASH = pattern(r"(?:^|[^\w$])(\$(?:1|2[abxy]|5|6|7|8|9|y|gy|apr1|sha1|md5)\$[\w./$+=-]{8,})")
+_CRYPT_HASH = pattern(r"(?:^|[^\w$])(\$(?:1|1[a-d]|2[abxy]|5|6|7|8|9|y|gy|apr1|sha1|md5)\$[\w./$+=-]{8,})")
 
 
 # secrets recognisable on their own (a vendor's prefix) that gitleaks' rules (policy/vendor.py,

@@ -399,6 +399,33 @@ def test_general_mechanisms(text: str, expected: str) -> None:
             "password manager user-name admin plaintext ***",
         ),
         ("    set psksecret ENC Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5", "    set psksecret ENC ***"),
+        # Huawei's irreversible cipher, a registry value named as a secret, a .pgpass line,
+        # ConvertTo-SecureString with its flags first
+        (
+            "local-user admin password irreversible-cipher $1a$Qw9eRt5yUi$AbCdEfGhIjKlMnOp$",
+            "local-user admin password irreversible-cipher ***",
+        ),
+        (
+            'reg add "HKLM\\x\\Winlogon" /v DefaultPassword /t REG_SZ /d Reg!Pw1 /f',
+            'reg add "HKLM\\x\\Winlogon" /v DefaultPassword /t REG_SZ /d *** /f',
+        ),
+        (
+            "bad line: db01.acme.example:5432:orders:etl:PgPass!1",
+            "bad line: db01.acme.example:5432:orders:etl:***",
+        ),
+        (
+            '-NewPassword (ConvertTo-SecureString -AsPlainText "Ad!Pw2024" -Force)',
+            '-NewPassword (ConvertTo-SecureString -AsPlainText "***" -Force)',
+        ),
+        # Cisco ASA: the kind after the value, the privilege kept
+        (
+            "username admin password 8Ry2YjIyt7RRXU24 encrypted privilege 15",
+            "username admin password *** encrypted privilege 15",
+        ),
+        # key words for "key" in more languages
+        ("(kunci API=Kn9!xYz12)", "(kunci API=***)"),
+        ("エラー: APIキー=Jp9kEy!x12 が無効です", "エラー: APIキー=*** が無効です"),
+        ("Lỗi: khóa bí mật=Vn9kEy!x12 không hợp lệ", "Lỗi: khóa bí mật=*** không hợp lệ"),
         # a key word of another language, then the word that says which
         ("mật khẩu quản trị: Qtr!2024x, mã lỗi=97", "mật khẩu quản trị: ***, mã lỗi=97"),
         ("klucz API=Kl8cz_9f3a, kod=1", "klucz API=***, kod=1"),
