@@ -267,10 +267,15 @@ def _user_name(arg: str) -> bool:
     )
 
 
+_FORMAT_MARKS = ("%s", "%r", "%d", "{}", "{0}")
+
+
 def _connection_arguments(args: list[tuple[int, int, str]], spans: list[Span]) -> None:
     """Of a connection's arguments, the quoted one after a location (and its port, as numbers:
     ``connect('h.x.y', 22, 'u', 'x')``) and a user's name: the password."""
     for index in range(len(args) - 2):
+        if any(mark in args[index][2] for mark in _FORMAT_MARKS):
+            return  # a log call's format string: the arguments after it are the message's values
         if not _location(args[index][2]):
             continue
         user = index + 1
@@ -325,6 +330,8 @@ def _device_values(text: str, spans: list[Span]) -> None:
         words = text[match.start() : start].lower().split()
         if len(words) >= 2 and words[-2] in ("create", "drop", "alter", "replace", "exists", "describe"):
             continue  # create secret s3_prod (...): the object's name, its fields are judged each
+        if not kind and value.isdigit():
+            continue  # a count or a size (ssh key 2048 bits), not a secret
         if kind == "0" or not _prose(value):
             spans.append((start, end))
 

@@ -454,6 +454,8 @@ def test_round_three_classes(text: str, expected: str) -> None:
         "echo 'starting job' | tee /var/log/stdin.log",  # no command that reads a secret from stdin
         "CREATE SECRET s3_prod (TYPE S3)",  # the object's name after CREATE
         "Net::SSH.start('bastion.acme.example', 'deploy', keys: [])",  # a keyword argument's name is no password
+        'log.info("connect %s", "db01.acme.internal", "etl", "extra")',  # a log call's values after its format
+        "ssh key 2048 bits is too short",  # a size after the key word
     ],
 )
 def test_round_three_keeps_what_on_call_reads(text: str) -> None:
