@@ -1,7 +1,7 @@
 """The words for password, key, secret and token in other languages: the one list redaction reads.
 
 A key that holds one of these words (``senha``, ``db_contraseña``, ``chave_api``) names a secret
-the way ``password`` does in English: ``policy/redact.py`` builds its key pattern, its gates and
+the way ``password`` does in English: ``policy/redactor/`` builds its key pattern, its gates and
 its name/value rules from :data:`SECRET_WORDS`. Add a word here, with the language it comes from;
 nothing else needs to change (``tests/unit/policy/test_redact.py`` checks each word hides a value).
 
@@ -24,7 +24,8 @@ Sources:
   "chiave", "segreto"; de "Schlüssel", "Geheimnis", "Zugangsdaten"; fr "clé", "jeton"; nl
   "sleutel"; pl "klucz"; tr "anahtar"; ru "ключ", "секрет", "токен"; el "κωδικός";
   fa "رمز", "رمز عبور"; zh "口令", "密钥", "秘钥", "令牌"; ja "暗証番号", "秘密鍵", "トークン"; ko "암호",
-  "패스워드", "토큰", "키" after "API", "시크릿"), in the forms code writes them: lower case,
+  "패스워드", "토큰", "키" after "API", "시크릿"; hi "कुंजी"; id and ms "kunci"; ar "مفتاح"; ja "キー";
+  vi "bí mật"), in the forms code writes them: lower case,
   with and without their accents, with ``_`` or a space between words.
 
 Left out on purpose: words that are the inside of common English words (fr "clé" without its
@@ -62,9 +63,15 @@ SECRET_WORDS: dict[str, tuple[str, ...]] = {
     "hu": ("jelszó", "jelszo"),
     "ro": ("parolă", "parola"),  # parola is Turkish and Italian too
     "tr": ("sifre", "şifre", "anahtar"),
-    "id": ("kata_sandi", "katasandi", "kata sandi"),
+    "id": ("kata_sandi", "katasandi", "kata sandi", "kunci"),  # kunci: key (Indonesian and Malay)
     "ms": ("kata_laluan", "kata laluan"),
-    "vi": ("mật khẩu", "mật_khẩu", "mat_khau", "matkhau"),
+    "vi": (
+        "mật khẩu",
+        "mật_khẩu",
+        "mat_khau",
+        "matkhau",
+        "bí mật",
+    ),  # bí mật: secret (khóa bí mật, secret key)
     "el": ("κωδικός", "κωδικος", "κωδικός πρόσβασης", "συνθηματικό"),
     "bn": ("পাসওয়ার্ড",),
     "ur": ("پاس ورڈ",),
@@ -78,13 +85,13 @@ SECRET_WORDS: dict[str, tuple[str, ...]] = {
     "bg": ("парола",),
     "sr": ("лозинка",),
     "he": ("סיסמה", "סיסמא"),
-    "ar": ("كلمة المرور", "كلمة_المرور", "كلمة السر", "كلمة_السر"),
+    "ar": ("كلمة المرور", "كلمة_المرور", "كلمة السر", "كلمة_السر", "مفتاح"),  # مفتاح: key
     "fa": ("رمز", "رمز عبور", "رمز_عبور", "گذرواژه"),
-    "hi": ("पासवर्ड", "कूटशब्द"),
+    "hi": ("पासवर्ड", "कूटशब्द", "कुंजी"),  # कुंजी: key (गुप्त कुंजी, secret key)
     "th": ("รหัสผ่าน",),
     "zh": ("密码", "口令", "密钥", "秘钥", "私钥", "令牌"),
     "zh_pinyin": ("mima", "miyao"),  # 密码 and 密钥 romanised, as config keys are written: jdbc.mima=
-    "ja": ("パスワード", "暗証番号", "秘密鍵", "トークン", "シークレット"),
+    "ja": ("パスワード", "暗証番号", "秘密鍵", "トークン", "シークレット", "キー"),  # キー: key (APIキー)
     "ko": ("비밀번호", "암호", "패스워드", "토큰", "api 키", "api키", "시크릿"),
 }
 """Each language's words for a secret, as they appear inside a key (lower case)."""

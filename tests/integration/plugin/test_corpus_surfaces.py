@@ -1,4 +1,4 @@
-"""No secret of the leak corpus or the unseen corpus reaches any surface: the stored row, the page,
+"""No secret of the leak corpus, the unseen corpus or the second held-out set reaches any surface: the stored row, the page,
 the JSON API, both exports, the alert and the log line of a letter that could not be filed (real
 app, real PostgreSQL)."""
 
@@ -28,10 +28,11 @@ from tests.integration.plugin.test_app import Ui
 airflow_auth, ui = test_app.airflow_auth, test_app.ui  # the plugin tests' fixtures: users, the app
 
 DATA = Path(__file__).parents[2] / "data"
-# the corpus the rules were written from, and the messages of tools no rule was written for
+# the corpus the rules were written from, the messages of tools no rule was written for, and the
+# second held-out set (fitted in round three)
 CORPUS = [
     entry
-    for name in ("leaks.yaml", "unseen.yaml")
+    for name in ("leaks.yaml", "unseen.yaml", "holdout2.yaml")
     for entry in yaml.safe_load((DATA / name).read_text(encoding="utf-8"))
 ]
 

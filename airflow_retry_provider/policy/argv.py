@@ -3,7 +3,7 @@
 ``policy/data/cli_flags.json`` lists, per row, the tools, the flag, how its value is written and
 the page of the tool's documentation that says so (``mysql -pX``, ``ldapsearch -w X``,
 ``etcdctl --user=root:X``, ``mc alias set <alias> <url> <access> X``). A flag named as a secret
-(``--password X``, ``-storepass X``) is the key family's in ``policy/redact.py``; this table holds
+(``--password X``, ``-storepass X``) is the key family's in ``policy/redactor/assignments.py``; this table holds
 the flags whose name gives nothing away, and the secret-named flags of the tools it lists (so the
 table says, for a reviewer, what each tool's secret flags are).
 
@@ -12,8 +12,8 @@ the same line the flag at the start of an argument (after a space, or a quote of
 ``['-p', 'x']``), then the value. A row runs only when its tool's name (all names are looked for in one pass) and its flag are in
 the text.
 
-The generic rule, for any tool: ``user:secret`` (or ``user%secret``) after ``--user``, ``-u`` or
-``-U`` hides what follows the separator, unless it is a number (``docker run -u 1000:1000``), the
+The generic rule, for any tool: ``user:secret`` (or ``user%secret``) after ``--user``, ``-u``,
+``-U`` or a flag named for credentials (``--creds``, ``--src-creds``, ``--*-credentials``) hides what follows the separator, unless it is a number (``docker run -u 1000:1000``), the
 user again, or a URL's rest (``beeline -u jdbc:hive2://...``); and after a user flag and its name,
 a short password flag's value on the same command (``-p``, ``-P``, ``-pw``, ``-w``, ``--pass``:
 ``knife -U ubuntu -P x``), unless it is a port (digits) or a path. A flag whose value is random (high entropy) is the entropy family's.
@@ -160,10 +160,11 @@ def _pattern_of(row: Flag) -> tuple[Pattern, Pattern]:
 
 
 # the generic rule: user:secret or user%secret after --user, -u, -U (any tool)
+# (and after a flag named for credentials: crictl --creds, skopeo --src-creds, any --*-credentials)
 USER_PAIR = pattern(
-    rf"{START}(?:--user(?:name)?|-u|-U)(?:=|{NEXT})?[\"']?([^\s:%'\"/@,]+)[:%]([^\s'\"@,\])]+)"
+    rf"{START}(?:--user(?:name)?|-u|-U|--(?:[\w-]*-)?creds|--(?:[\w-]*-)?credentials)(?:=|{NEXT})?[\"']?([^\s:%'\"/@,]+)[:%]([^\s'\"@,\])]+)"
 )
-_USER_FLAGS = ("--user", "-u", "-U")
+_USER_FLAGS = ("--user", "-u", "-U", "creds", "credentials")
 # and a short password flag after a user flag on the same command line (knife -U ubuntu -P x,
 # bolt --user ops -p x): a user's name then a password's flag is a login, whatever the tool
 USER_THEN_PASSWORD = pattern(

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_retry_provider.policy import cli, redact
-from airflow_retry_provider.policy.cli import CliTableError, _row
+from airflow_retry_provider.policy import argv, redact
+from airflow_retry_provider.policy.argv import CliTableError, _row
 
 
 def test_table_covers_sixty_tools_each_with_its_documentation() -> None:
     """The table names at least 60 tools, and every row cites the tool's documentation."""
-    rows = cli.table()
+    rows = argv.table()
     assert len({tool for row in rows for tool in row.tools}) >= 60
     assert all(row.source.startswith("https://") for row in rows)
 
 
 def test_every_row_compiles_in_re2() -> None:
     """Each row's pattern compiles in RE2 (so none can make matching slow)."""
-    for row in cli.table():
+    for row in argv.table():
         row.pattern.check()
 
 
@@ -122,7 +122,7 @@ def test_rows_stay_fast_on_a_text_of_their_tools_and_flags() -> None:
     """A bounded text made of every tool and flag runs every row, in time linear in the text."""
     import time
 
-    text = (" ".join(f"{row.tools[0]} {row.flag} '" for row in cli.table()) * 20)[:16_384]
+    text = (" ".join(f"{row.tools[0]} {row.flag} '" for row in argv.table()) * 20)[:16_384]
     started = time.process_time()
-    cli.find(text, text.lower())
+    argv.find(text, text.lower())
     assert time.process_time() - started < 1.0

@@ -1,0 +1,506 @@
+"""Assignments in any syntax: ``k=v``, ``k: v``, ``"k": "v"``, reprs and escaped JSON at any depth,
+``key value`` after a secret's name, YAML (lists and block scalars), XML elements and name/value
+pairs, credential pairs, Erlang tuples, a tool's echo of a setting, pydantic's inputs, and a key
+word of another language followed by its modifier."""
+
+from __future__ import annotations
+
+from airflow_retry_provider.policy.engine import Pattern, pattern
+from airflow_retry_provider.policy.redactor.judge import (
+    _DEVICE_KINDS,
+    _FOREIGN_WORDS,
+    _NOT_SECRETS,
+    _PASSWORD_KEYS,
+    _SPACED_KEY,
+    PROSE_WORDS,
+    _not_secret,
+    _prose_after_colon,
+    _secret_column,
+    _secret_key,
+    _secret_name,
+    _spaced_value,
+)
+from airflow_retry_provider.policy.redactor.spans import (
+    _QUOTED,
+    MASK,
+    MAX_TABLE_LINES,
+    Span,
+    _content,
+    _escaped_line_end,
+    _matches,
+    _spans_of,
+)
+
+# A key's characters: Unicode letters, digits and marks (RE2's \w is ASCII only: пароль_бд, 密码,
+# पासवर्ड with its vowel signs), _ . and -
+_KEY_CHAR = r"[\pL\pN\pM_.-]"
+
+
+_KEY = (
+    rf"{_KEY_CHAR}*(?:pass|pwd|token|secret|credential|signature|cookie|session-?id|"
+    + "|".join(_FOREIGN_WORDS)
+    + rf"|api-?key|access-?key|private-?key|account-?key)"
+    # then the rest of the word, or a connecting word and one more (token de acceso, senha do banco)
+    rf"(?:[ \t](?:de|do|da|del|di|du|des|der|van|von|of|от|для)(?:[ \t]\pL+){{1,4}}|{_KEY_CHAR}*)"
+    # or the kind of secret after it, with no linking word (clé API, Schlüssel SSH)
+    r"(?:[ \t](?:api|ssh|gpg|pgp|jwt|aws|s3|db|sql|smtp|ldap|ftp|vpn|wifi|wi-fi|hmac|oauth|tls|ssl))?"
+    rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw)|auth|sig|session"  # upw=, dbpw=
+    r"|x-[\w-]*-session"  # a session header (X-Metabase-Session: <uuid>)  # SSSD's ldap_default_authtok
+)
+
+
+# = or :, full-width too (密码：x), or : then a YAML list item
+_SEP = r"(\\*[\"']?[ \t]*(?::=|=>|==?|:|：|＝)[ \t]*(?:\r?\n[ \t]*-[ \t]+)?)"
+
+
+# key<space>value, '--key', 'value': only the key and the space are matched, the value is read in
+# Python, so a value that is not a secret is not consumed ("pass password=x" still shows its key)
+_SPACE_SEP = r"(\\*[\"'][ \t]*,[ \t]*|[ \t]+)"
+
+
+_VALUE = (
+    f"({_QUOTED}"
+    r"|\{(?:[^}\r\n]|\}\})*\}?"  # {braced} (ODBC: PWD={a;b}; }} is a literal })
+    # a bare word (not starting with "(": Key (id)=(5)), ending before a repr's escaped line end (\r\n)
+    r"|[^\s&;,，；、。\"'<>()\]}\\](?:[^\s&;,，；、。\"'<>)\]}\\]|\\+[^\s&;,，；、。\"'<>)\]}\\rn])*)"
+)
+
+
+# key=value, "key": "value", key: value, key value, '--key', 'value', where the key names a secret
+_KEY_VALUE = pattern(rf"(?:^|[^\pL\pN\pM_.-])({_KEY}){_SEP}{_VALUE}", ignore_case=True)
+
+
+_KEY_SPACE = pattern(rf"(?:^|[\s\"'(\[{{,])({_KEY}){_SPACE_SEP}", ignore_case=True)
+
+
+# a key word of another language, then one or two words that say which (Vietnamese "mật khẩu merchant:",
+# Polish "klucz CRC=": languages that put the modifier after the noun)
+_MODIFIED_KEY = pattern(
+    rf"(?:^|[^\pL\pN\pM_.-])({'|'.join(_FOREIGN_WORDS)})[ \t]+(\pL{{2,16}}(?:[ \t]\pL{{2,16}})?)[ \t]*(?::|=|：|＝)[ \t]*{_VALUE}",
+    ignore_case=True,
+)
+
+
+# XML: <Password>x</Password>, <ns:ApiKey><![CDATA[x]]></ns:ApiKey>
+_XML_ELEMENT = pattern(
+    r"<([\w:.-]*(?:pass|pwd|secret|token|credential|signature|api-?key|access-?key|private-?key"
+    r"|account-?key|session-?key|auth-?key|client-?key|"
+    + "|".join(_FOREIGN_WORDS)
+    + r")[\w:.-]*)((?:\s[^<>]*)?)>"
+    r"(?:<!\[CDATA\[((?s:.*?))\]\]>|([^<]*)(?:</|$))",  # closed, or cut short: <token> in prose is no element
+    ignore_case=True,
+)
+
+
+# a secret named in one field and given in the next: <add key="DbPassword" value="x"/>,
+# {"Name": "DB_PASSWORD", "Value": "x"} (ECS, Lambda, CloudFormation's ParameterKey/ParameterValue),
+# Kubernetes' "- name: DB_PASSWORD / value: x", <entry key="password">x</entry>
+# one scalar field of a JSON object or a dict's repr ("slotSetting": false, 'type': 'Opaque'), no group
+_FIELD = r"\\*[\"'][\w-]{1,40}\\*[\"'][ \t]*:[ \t]*(?:\\*[\"'][^\"'\\\r\n]{0,80}\\*[\"']|[\w.-]{1,20})"
+
+
+_NAMED = (
+    pattern(r"\b(?:name|key)[ \t]*=[ \t]*[\"']([^\"'<>]*)[\"'][^<>]*?\bvalue[ \t]*=[ \t]*[\"']([^\"'<>]*)", ignore_case=True),
+    pattern(
+        r"\\*[\"'](?:name|key|parameterkey|type)\\*[\"'][ \t]*:[ \t]*\\*[\"']([^\"'\\]*)\\*[\"'][ \t]*,[ \t]*(?:\r?\n[ \t]*)?"
+        rf"(?:{_FIELD}[ \t]*,[ \t]*(?:\r?\n[ \t]*)?){{0,2}}"  # fields between: Azure's "slotSetting": false
+        rf"\\*[\"'](?:value|parametervalue)\\*[\"'][ \t]*:[ \t]*({_QUOTED})",
+        ignore_case=True,
+    ),
+    # and Spring Boot's "Failed to bind properties": "Property: db.password / Value: "x""
+    pattern(r"\b(?:name|property):[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*\r?\n[ \t]*value:[ \t]*([^\r\n]*)", ignore_case=True),
+    pattern(r"<[\w:.-]+[ \t][^<>]*?\b(?:name|key)[ \t]*=[ \t]*[\"']([^\"'<>]*)[\"'][^<>/]*>([^<]*)<", ignore_case=True),
+    # YAML's flow style: {name: DB_PASS, value: x}
+    pattern(r"\bname:[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*,[ \t]*value:[ \t]*([^,}\]\r\n]*)", ignore_case=True),
+)  # fmt: skip
+
+
+# a (user, password) pair given to a credential's constructor or an auth argument: requests'
+# auth=('u', 'p'), HTTPBasicAuth('u', 'p'), aiohttp's BasicAuth, .NET's NetworkCredential("u", "p")
+_CREDENTIAL_PAIR = pattern(
+    r"(?i:\b(?:auth|basic_?auth|http_?basic_?auth|http_?digest_?auth|network_?credential"
+    r"|username_?password_?credentials?|password_?credential))[ \t]*(?:=|:|\()[ \t]*\(?[ \t]*"
+    # the user may hold escaped characters (a Windows domain user in a repr: 'ACME\\\\svc_etl')
+    r"(?:\\*\"(?:[^\"\r\n\\]|\\\\)*\\*\"|\\*'(?:[^'\r\n\\]|\\\\)*\\*')[ \t]*,[ \t]*(?:\\*\"([^\"\r\n\\]*)|\\*'([^'\r\n\\]*))"
+)
+
+
+# an Erlang or Elixir option tuple whose atom names a secret: {password, "x"}, {secret_key, <<"x">>}
+_ERLANG_TUPLE = pattern(
+    r"\{[ \t]*:?([a-z][\w@]*)[ \t]*,[ \t]*(?:<<)?(?:\"([^\"\r\n]*)\"|'([^'\r\n]*)'|([^\s,}>'\"]+))"
+)
+
+
+# a tool's echo of a setting it set: a quoted setting name, words, then the quoted value (Meltano's
+# "setting 'password' was set in `.env`: 'x'", "set option 'token' to 'x'")
+_SETTING_ECHO = pattern(
+    r"(?i:setting|option|parameter|variable|property|key)[ \t]+['\"`]([\w.-]{1,60})['\"`]"
+    r"[^\r\n'\"]{0,60}?(?::|[ \t]to)[ \t]*(?:'([^'\r\n]*)'|\"([^\"\r\n]*)\")"
+)
+
+
+_SETTING_WORDS = ("setting ", "option ", "parameter ", "variable ", "property ", "key '", 'key "', "key `")
+
+
+# pydantic's ValidationError: the field's path on one line, its input on the next
+# ("db.senha\n  String should have at least 12 characters [type=..., input_value='x', ...]")
+_PYDANTIC_INPUT = pattern(
+    rf"(?m)^([\w.\[\]-]{{1,128}})\r?\n[ \t]+[^\r\n]*?\[type=[\w.-]+, input_value=({_QUOTED}|[^,\]\r\n]+)"
+)
+
+
+_WORD_STOPS = frozenset(" \t\r\n&;,\"'<>()[]{}=:")
+
+
+def _setting_echoes(text: str, spans: list[Span]) -> None:
+    """A quoted setting's value after its quoted name, when the name is a secret's."""
+    for match in _matches(_SETTING_ECHO, text, spans):
+        if _secret_name(match.group(1)):
+            for index in (2, 3):
+                start, end = match.span(index)
+                if start >= 0 and end > start and not _not_secret(text[start:end]):
+                    spans.append((start, end))
+
+
+def _erlang_tuples(text: str, spans: list[Span]) -> None:
+    """An option tuple's value when its atom names a secret (``{password, "x"}``)."""
+    for match in _matches(_ERLANG_TUPLE, text, spans):
+        if _secret_name(match.group(1)) or match.group(1).lower() == "pw":
+            for index in (2, 3, 4):
+                start, end = match.span(index)
+                if start >= 0:
+                    if end > start and not _not_secret(text[start:end]):
+                        spans.append((start, end))
+                    break
+
+
+def _modified_keys(text: str, spans: list[Span]) -> None:
+    for match in _matches(_MODIFIED_KEY, text, spans):
+        if any(word in PROSE_WORDS for word in match.group(2).lower().split()):
+            continue
+        raw_start, raw_end = match.span(3)
+        start, end = _content(text, raw_start, raw_end)
+        if end > start and text[end - 1] in "'\"" and start > raw_start:
+            end -= 1
+        value = text[start:end]
+        if not _not_secret(value) and not (start == raw_start and _prose_after_colon(text, start, value)):
+            spans.append((start, end))
+
+
+def _continuation(text: str, end: int) -> int:
+    """Where a password's bare value ends: it takes the following plain words (``correct horse
+    battery``) up to a word that is the next key (``user=``), a flag, an address or path, a delimiter
+    or the line's end."""
+    size = len(text)
+    while True:
+        word = end
+        while word < size and text[word] in " \t":
+            word += 1
+        if word == end or word >= size or text[word] == "-":
+            return end
+        stop = word
+        while stop < size and text[stop] not in _WORD_STOPS:
+            stop += 1
+        if stop == word or (stop < size and text[stop] in "=:"):
+            return end
+        if text[word].isdigit() or any(c in "/.@" for c in text[word:stop]):
+            return end  # an address, a path or a number: the command's next argument
+        end = stop
+
+
+_BLOCK_SCALARS = frozenset({"|", ">", "|-", ">-", "|+", ">+"})
+
+
+def _block_lines(text: str, key_start: int, end: int, spans: list[Span]) -> None:
+    """The lines of a YAML block scalar under a secret-named key: each line indented deeper than the key's."""
+    line_start = text.rfind("\n", 0, key_start) + 1
+    indent = len(text[line_start:key_start]) - len(text[line_start:key_start].lstrip(" \t"))
+    for _ in range(MAX_TABLE_LINES):
+        newline = text.find("\n", end)
+        if newline < 0:
+            return
+        start = newline + 1
+        stop = text.find("\n", start)
+        stop = len(text) if stop < 0 else stop
+        line = text[start:stop]
+        if not line.strip() or len(line) - len(line.lstrip(" \t")) <= indent:
+            return
+        spans.append((start + len(line) - len(line.lstrip(" \t")), stop))
+        end = stop
+
+
+def _list_items(text: str, end: int, spans: list[Span]) -> None:
+    """The further items of a YAML list under a secret-named key, each hidden to its line's end."""
+    while (newline := text.find("\n", end)) >= 0:
+        item = newline + 1
+        while item < len(text) and text[item] in " \t":
+            item += 1
+        if not text.startswith(("- ", "-\t"), item):
+            return
+        end = text.find("\n", item)
+        end = len(text) if end < 0 else end
+        spans.append((item + 2, end))
+
+
+_DDL_VERBS = (
+    "create",
+    "create or replace",
+    "drop",
+    "alter",
+    "describe",
+    "show",
+    "if not exists",
+    "if exists",
+)
+
+
+_SPACED_VALUE_CHARS = 256
+"""A value read after ``key<space>`` is at most this long (the scan is bounded, so it stays linear)."""
+
+
+_BARE_STOPS = frozenset(" \t\r\n&;,\"'<>)]}")
+
+
+def _next_word(text: str, start: int) -> Span:
+    """The word at ``start``: inside its quotes if quoted, else to a space or delimiter (bounded)."""
+    limit = min(len(text), start + _SPACED_VALUE_CHARS)
+    if start < limit and text[start] in "\"'":
+        close = text.find(text[start], start + 1, limit)
+        newline = text.find("\n", start + 1, limit)
+        end = min(i for i in (close, newline, limit) if i >= 0)
+        return start + 1, end
+    end = start
+    while end < limit and text[end] not in _BARE_STOPS:
+        end += 1
+    return start, end
+
+
+def _key_space_values(text: str, spans: list[Span]) -> None:
+    for match in _matches(_KEY_SPACE, text, spans):
+        key = match.group(1)
+        start, end = _next_word(text, match.end())
+        end = _escaped_line_end(text, start, end)
+        value = text[start:end]
+        name, equals, _ = value.partition("=")
+        if equals and name.replace("_", "").replace("-", "").isalnum():
+            continue  # the next assignment (Token token=x): its key is the key family's
+        if text[max(0, match.start(1) - 24) : match.start(1)].lower().rstrip().endswith(_DDL_VERBS):
+            continue  # CREATE SECRET s3_prod (...): the object's name, its fields are judged each
+        if value.startswith("(") or value.lower() in _DEVICE_KINDS:
+            continue  # a sub-expression (-Password (ConvertTo-SecureString ...), judged by its own
+            # family) or a device's encryption type (secret sha512 $6$...: the crypt family's)
+        if end > start and not _not_secret(value) and _secret_key(key):
+            if _spaced_value(key, value):
+                spans.append((start, end))
+
+
+_ACCESS_KEY_IDS = ("accesskey", "access_key", "access-key", "accesskeyid", "access_key_id", "access-key-id")
+
+
+_SECRET_KEY_NAMES = ("secretkey", "secret_key", "secret-key", "secretaccesskey", "secret_access_key")
+
+
+def _access_key_id(key: str, text: str) -> bool:
+    """An access key beside a secret key in the same text names the key pair's id (Druid's
+    ``druid.s3.accessKey`` and ``druid.s3.secretKey``, MinIO's ``AccessKeyID``): the id is readable."""
+    lowered = key.lower()
+    if "secret" in lowered or not lowered.endswith(_ACCESS_KEY_IDS):
+        return False  # aws_secret_access_key, SecretAccessKey: the secret itself
+    return any(name in text.lower() for name in _SECRET_KEY_NAMES)
+
+
+_GO_FIELD = pattern(r"[A-Z][A-Za-z0-9]*:")
+
+
+def _go_empty_field(text: str, key_start: int, key: str, sep: str, value: str) -> bool:
+    """Go's ``%+v`` of a struct with an empty field: ``{... SessionToken: UseSSL:false}``, the "value"
+    is the next field's name and value."""
+    if sep != ": " or _GO_FIELD.match(key + ":") is None or _GO_FIELD.match(value) is None:
+        return False
+    line_start = text.rfind("\n", 0, key_start) + 1
+    return "{" in text[line_start:key_start]
+
+
+def _key_values(text: str, spans: list[Span]) -> None:
+    for match in _matches(_KEY_VALUE, text, spans):
+        (key_start, key_end), (sep_start, sep_end) = match.span(1), match.span(2)
+        key, sep = text[key_start:key_end], text[sep_start:sep_end]
+        if not _secret_key(key) or text[max(0, key_start - 3) : key_start] == "://":
+            continue  # not a secret's name, or the user of a URI (https://x-access-token:...@): the URI's family
+        if text[max(0, key_start - 7) : key_start].lower() in ("public ", "public-"):
+            continue  # a public key (WireGuard's "public key: x") is published
+        raw_start, raw_end = match.span(3)
+        start, end = _content(text, raw_start, raw_end)
+        value = text[start:end]
+        if _not_secret(value):
+            continue
+        if start == raw_start and _go_empty_field(text, key_start, key, sep, value):
+            continue
+        if _access_key_id(key, text):
+            continue
+        if (
+            start > raw_start
+            and text[start - 1] in "\"'"
+            and text[start : start + 1] in (" ", "\t")
+            and sep.endswith((" ", "\t"))
+        ):
+            continue  # 'Password: " (spawn_id': the quote closes a string around the key, it opens no value
+        if _user_and_password_key(key) and ":" in value and "://" not in value:
+            start += value.index(":") + 1  # --auth=user:password (HTTPie, xh): the user is kept
+            value = text[start:end]
+            if _not_secret(value):
+                continue  # "auth: Debug: client in": a log's words, no password after the colon
+        if sep.rstrip().endswith(":") and value.startswith("//"):
+            continue  # a scheme (https://), not a value
+        if start == raw_start and value.endswith("("):
+            continue  # source code's call (session = winrm.Session('host', ...)): its arguments are judged each
+        inner, equals, rest = value.partition("=")
+        if (
+            start == raw_start
+            and sep.strip("\"'\\") == ":"  # Section:option=value (boto's -o), not a header's "Name: value"
+            and equals
+            and rest[:1] not in ("", "=")
+            and inner.replace("_", "").replace(".", "").replace("-", "").isalnum()
+            and not _secret_column(inner)
+        ):
+            continue  # gsutil's "-o Credentials:gs_service_key_file=/k.json": the inner key names a file
+        if (
+            start == raw_start
+            and sep.strip(" \t\"'\\") in (":", "：")
+            and _prose_after_colon(text, start, value)
+        ):
+            continue  # "token: expired", "AUTH: Received control message": a sentence, not a value
+        if start > raw_start and end < len(text) and text[end] == text[start - 1]:
+            end = _quote_inside(text, start, end)
+        lowered = key.lower()
+        if lowered.endswith("pwd") and value.startswith(("/", "~")):
+            continue  # the shell's working directory (PWD=/opt/airflow), not ODBC's password
+        if lowered in ("key", "keys") and (
+            not any(c.isdigit() for c in value) or "/" in value or "." in value
+        ):
+            continue  # a name (<entry key="db.user">, "Key": "bronze/x.parquet"), not an API key
+        bare = start == raw_start
+        if bare and value in _BLOCK_SCALARS:  # YAML's "password: |": the indented lines below
+            _block_lines(text, key_start, end, spans)
+            continue
+        if bare and value.startswith("!") and text[end : end + 3].strip() in _BLOCK_SCALARS:
+            _block_lines(text, key_start, end, spans)  # a tag then a block: "secret: !!binary |"
+            continue
+        if "\n" in sep:  # a YAML list: every item, each to its line's end
+            line_end = text.find("\n", start)
+            end = len(text) if line_end < 0 else line_end
+            _list_items(text, end, spans)
+        elif (
+            bare
+            and not key.startswith("-")
+            and not key.isupper()
+            and any(w in lowered for w in _PASSWORD_KEYS)
+            and "=" in sep
+        ):
+            end = _continuation(text, end)  # not after FLAGS or ENV_VARS=x (a shell's word ends at a space)
+        spans.append((start, end))
+
+
+_QUOTE_INSIDE = 256
+
+
+def _quote_inside(text: str, start: int, end: int) -> int:
+    """Where a quoted value ends when its closing quote is followed by a letter: the quote was in
+    the password (jackson's ``"sasl.password":"Kf"Pass_7"}``), so it runs to the next quote followed
+    by a delimiter (bounded)."""
+    quote = text[end]
+    limit = min(len(text), end + _QUOTE_INSIDE)  # the whole extension is bounded, not each step
+    while end + 1 < limit and (text[end + 1].isalnum() or text[end + 1] in "_-@#$%!"):
+        close = text.find(quote, end + 1, limit)
+        newline = text.find("\n", end + 1, close if close >= 0 else end + 1)
+        if close < 0 or newline >= 0:
+            return end
+        end = close
+    return end
+
+
+def _user_and_password_key(key: str) -> bool:
+    """A key whose value is ``user:password`` (``--auth=etl:x``): only the password is hidden."""
+    return key.lstrip("-").lower() in ("auth", "basic-auth", "proxy-auth", "http-auth")
+
+
+def _xml(text: str, spans: list[Span]) -> None:
+    for match in _matches(_XML_ELEMENT, text, spans):
+        if match.group(2).endswith("/") or not _secret_key(match.group(1)):
+            continue  # <password/> holds nothing
+        start, end = match.span(3) if match.span(3)[0] >= 0 else match.span(4)
+        name = match.group(1).lower()
+        lines = text[start:end].strip().split("\n")
+        if "user" in name and len(lines) == 2:  # OpenVPN's <auth-user-pass>: user, then password
+            start = text.index(lines[1], start)
+            end = start + len(lines[1].rstrip())
+        if text[start:end].strip() not in ("", MASK):
+            spans.append((start, end))
+
+
+def _named(text: str, spans: list[Span]) -> None:
+    for named in _NAMED:
+        for match in _matches(named, text, spans):
+            if _secret_name(match.group(1)):
+                start, end = _content(text, *match.span(2))
+                if (
+                    start > 0
+                    and text[start - 1] in "\"'"
+                    and text[end - 1 : end] == text[start - 1]
+                    and end > start
+                ):
+                    end -= 1  # the closing quote of a value read to its line's end
+                if text[start:end].strip() not in _NOT_SECRETS:
+                    spans.append((start, end))
+
+
+def _pydantic_inputs(text: str, spans: list[Span]) -> None:
+    for match in _matches(_PYDANTIC_INPUT, text, spans):
+        field = match.group(1).rstrip("]").rsplit(".", 1)[-1].rsplit("[", 1)[-1]
+        if _secret_column(field):
+            start, end = _content(text, *match.span(2))
+            if text[end - 1 : end] in ("'", '"') and end - 1 > start:
+                end -= 1
+            if not _not_secret(text[start:end]):
+                spans.append((start, end))
+
+
+PATTERNS: tuple[Pattern, ...] = (
+    _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _ERLANG_TUPLE,
+    _SETTING_ECHO, _PYDANTIC_INPUT, _GO_FIELD,
+)  # fmt: skip
+"""This module's patterns (the linear-time test runs each on adversarial input)."""
+
+
+def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> None:
+    """The secrets of assignments; ``gates`` holds the key words of other languages found in ``lowered``."""
+    foreign = not gates.isdisjoint(_FOREIGN_WORDS)
+    if (  # _KEY_WORDS, spelled out: the hot path of every decision, no call per word
+        "pass" in lowered
+        or "pw" in lowered
+        or "token" in lowered
+        or "key" in lowered
+        or "secret" in lowered
+        or "credential" in lowered
+        or "sig" in lowered
+        or "auth" in lowered
+        or "session" in lowered
+        or "cookie" in lowered
+        or foreign
+    ):
+        _key_values(text, spans)
+        if foreign:
+            _modified_keys(text, spans)
+        if " " in text or "\t" in text or "," in text:
+            _key_space_values(text, spans)
+        if "<" in text:
+            _xml(text, spans)
+        _named(text, spans)
+    if "auth" in lowered or "credential" in lowered:
+        _spans_of(_CREDENTIAL_PAIR, text, spans, groups=2)
+    if ("'" in text or '"' in text or "`" in text) and any(map(lowered.__contains__, _SETTING_WORDS)):
+        _setting_echoes(text, spans)
+    if "{" in text and "," in text:
+        _erlang_tuples(text, spans)
+    if "input_value=" in text:
+        _pydantic_inputs(text, spans)

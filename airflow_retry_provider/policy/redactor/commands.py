@@ -1,0 +1,545 @@
+"""Command lines, protocol exchanges and parse errors: the (tool, flag) table (``policy/argv.py``),
+Windows commands, a secret piped to a command's stdin, a connection's positional arguments,
+network devices' configuration lines, Redis, SMTP, FTP, IMAP and SQL's ``IDENTIFIED BY``, Oracle
+connect strings, and parsers that quote the piece of a URI they could not read."""
+
+from __future__ import annotations
+
+from airflow_retry_provider.policy import argv
+from airflow_retry_provider.policy.engine import Pattern, pattern
+from airflow_retry_provider.policy.redactor.judge import _DEVICE_KINDS, PROSE_WORDS, _not_secret, _prose
+from airflow_retry_provider.policy.redactor.spans import MASK, Span, _content, _matches, _spans_of
+
+# Oracle connect strings user/password[@db], on the line of an Oracle tool or in a JDBC URL
+_ORACLE_WORDS = ("sqlplus", "sqlcl", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "userid", "jdbc:oracle", "sql> conn")  # fmt: skip
+
+
+_ORACLE = pattern(r"(?:^|[\s'\"=,\[(:])([A-Za-z_][\w$#.]*)/(\"[^\"\r\n]*\"|[^\s/@'\";,]+)(?:@|[\s'\"]|$)")
+
+
+# protocol exchanges a failure quotes: Redis's AUTH [user] password (redis-cli, MONITOR's quoted
+# words), SMTP's AUTH <mechanism> <initial response> (smtplib's debug "send: 'AUTH PLAIN ...\\r\\n'");
+# the arguments must end the line (AUTH in prose is followed by more words)
+_AUTH_COMMAND = pattern(r"(?:^|[\s>'\"\[,(])[\"']?AUTH[\"']?(?:[ \t]+|[\"'],[ \t]*)")
+
+
+_SASL_MECHANISMS = frozenset({"PLAIN", "LOGIN", "XOAUTH2", "OAUTHBEARER", "CRAM-MD5", "DIGEST-MD5", "NTLM", "GSSAPI", "EXTERNAL"})  # fmt: skip
+
+
+# Redis's password directives, as redis.conf, CONFIG SET and the config error's ">>> '<line>'" write
+# them: the password is the rest of the line (unquoted, it may hold spaces: "wrong number of arguments")
+_REDIS_DIRECTIVE = pattern(r"(?:^|[\s'\"])(?:requirepass|masterauth)[ \t]+([^\r\n]+)", ignore_case=True)
+
+
+# Redis Sentinel's "sentinel auth-pass <master> <password>" (its config and SENTINEL SET)
+_SENTINEL_AUTH = pattern(r"(?i:\bsentinel[ \t]+(?:set[ \t]+\S+[ \t]+)?auth-pass)[ \t]+(?:\S+[ \t]+)?(\S+)")
+
+
+# SQL that sets a password, echoed by the server's error (MySQL, MariaDB, Oracle: IDENTIFIED BY)
+_IDENTIFIED_BY = pattern(
+    r"(?i:\bidentified(?:[ \t]+with[ \t]+\S+)?[ \t]+by)[ \t]+(?:password[ \t]+)?(?:\\*'([^'\r\n\\]*)|\\*\"([^\"\r\n\\]*)|([^\s;'\"]+))"
+)
+
+
+# line protocols whose client sends the password as a command: FTP and POP3's PASS (curl -v's
+# "> PASS x"), IMAP's "<tag> LOGIN <user> <password>" (imaplib's debug "> b'ABCD1 LOGIN u p'")
+_PASS_COMMAND = pattern(r"(?m)^[ \t]*(?:>|C:|\*cmd\*|->)?[ \t]*'?PASS[ \t]+([^\r\n']+)")
+
+
+_IMAP_LOGIN = pattern(
+    r"(?:^|[\s'>])([A-Za-z0-9]{1,10}) LOGIN[ \t]+(?:\\?\"[^\"\r\n]*\\?\"|\S+)[ \t]+(?:\\?\"([^\"\r\n\\]*)|([^\s']+))"
+)
+
+
+# a connection's positional arguments: a location, then the user, then the password, in a call
+# (PHP's trace of PDO->__construct('mysql:host=...', 'forge', 'x'), Perl's DBI->connect, JDBC's
+# getConnection, RouterOS's Client->__construct('10.0.0.1', 'api', 'x'), napalm's
+# driver("10.0.0.3", "netops", "x", ...), pymqi.connect('QM1', 'CH', 'mq01.x.y(1414)', 'app', 'x'),
+# MySQLdb.connect('db.x.y', 'etl', 'x', 'orders'), new PDO($dsn, 'u', 'x')); the arguments are
+# judged in Python (_connection_arguments)
+_CALL_ARG = r"(?:'(?:[^'\\\r\n]|\\.)*'|\"(?:[^\"\\\r\n]|\\.)*\"|\$?[A-Za-z_][\w.$>-]*|[0-9]+)"
+
+
+_CONNECT_CALL = pattern(rf"\([ \t]*((?:{_CALL_ARG}[ \t]*,[ \t]*){{2,8}}{_CALL_ARG})")
+
+
+_CALL_ARGUMENT = pattern(_CALL_ARG)
+
+
+# a registry value named as a secret, and its data (reg add ... /v DefaultPassword /t REG_SZ /d x)
+_REGISTRY_VALUE = pattern(
+    r"(?i:/v[ \t]+\"?[\w .-]*(?:password|passwd|pwd|secret|token|key)[\w .-]*\"?[^\r\n]*?[ \t]/d[ \t]+)"
+    r"(?:\"([^\"\r\n]*)\"|([^\s\"]+))"
+)
+# a PostgreSQL password file's line (.pgpass: host:port:database:user:password; * for any)
+_PGPASS_LINE = pattern(
+    r"(?:^|[\s'\"])(?:[A-Za-z*][\w.-]*|[0-9]{1,3}(?:\.[0-9]{1,3}){3}):(?:[0-9]{1,5}|\*):[^:\s'\"]+:[^:\s'\"]+:([^\s'\"]+)"
+)
+# a call named for logging in, given a user and a password (smtplib's server.login('u', 'x'),
+# imaplib's and ftplib's login, python-ldap's simple_bind_s('cn=admin,...', 'x'))
+_QUOTED_ARG = r"'(?:[^'\\\r\n]|\\.)*'|\"(?:[^\"\\\r\n]|\\.)*\""
+_LOGIN_CALL = pattern(
+    r"(?i:\b(?:login|log_in|logon|signin|sign_in|authenticate|auth|bind|bind_s|simple_bind|simple_bind_s))"
+    rf"[ \t]*\([ \t]*(?:{_QUOTED_ARG})[ \t]*,[ \t]*"
+    r"(?:'((?:[^'\\\r\n]|\\.)*)'|\"((?:[^\"\\\r\n]|\\.)*)\")[ \t]*[,)]"
+)
+_LOGIN_WORDS = ("log", "auth", "bind", "sign")
+# and in a directive or command named for a connection, apart by spaces (ProFTPD's
+# SQLConnectInfo db@host:3306 user x)
+_CONNECT_DIRECTIVE = pattern(r"(?i:\b\w*connect\w*)[ \t]+([^\s'\"]+)[ \t]+([^\s'\"]+)[ \t]+([^\s'\"]+)")
+
+
+# SASL PLAIN's caret form in a mail server's config (Exim's client_send = ^user^password)
+_CARET_PLAIN = pattern(r"(?:=|:)[ \t]*\^[^\s^]*\^([^\s^'\"]+)")
+
+
+# a SASL exchange's initial response in an XML stream (XMPP's <auth mechanism="PLAIN">base64</auth>)
+_SASL_ELEMENT = pattern(r"mechanism=[\"'][A-Z0-9-]+[\"'][^>\r\n]*>([^<\s]+)<")
+
+
+# Nagios's resource.cfg macros ($USER1$=...), the store its documentation gives for passwords
+_NAGIOS_MACRO = pattern(r"\$USER[0-9]{1,3}\$[ \t]*=[ \t]*([^\s'\"]+)")
+
+
+# PowerShell's ConvertTo-SecureString "<password>" -AsPlainText, and Windows' net use <share> <password>
+_SECURE_STRING = pattern(
+    r"(?i:convertto-securestring)[ \t]+(?i:-(?:string|asplaintext|force)[ \t]+)*(?:\"([^\"\r\n]*)\"|'([^'\r\n]*)'|([^\s'\"-]\S*))"
+)
+
+
+# and net user <name> <password> (/add, /domain after it: a flag, no password; * prompts for one)
+_NET_USE = pattern(
+    r"(?i:\bnet[ \t]+(?:use[ \t]+(?:[A-Za-z*]:[ \t]+)?\\\\\S+(?:[ \t]+/user:\S+)?|user[ \t]+(?:\"[^\"\r\n]*\"|[^\s/'\"]+)))"
+    r"[ \t]+([^\s/*'\"][^\s'\"]*)"
+)
+
+
+# a Windows command's login: a user flag and its name, then a password flag (schtasks /U x /P y,
+# wmic-style /user:x /password:y, any tool's /u x /pw y); /RU and /RP are the table's
+_WINDOWS_LOGIN = pattern(
+    r"(?i:(?:^|[\s'\"])/(?:u|user)(?::|[ \t]+)(?:\"[^\"\r\n]*\"|[^\s\"']+)[^\r\n|&]*?[\s'\"]/(?:p|pw|pass|password)(?::|[ \t]+))"
+    r"(\"[^\"\r\n]*\"|[^\s\"'/*][^\s\"']*)"
+)
+
+
+# a secret piped into a command that reads one from standard input (printf %s 'x' | podman secret
+# create name -, echo x | docker login --password-stdin): in a shell string the same line, in a
+# bash -x trace the line before or after (a pipeline's commands are traced in any order)
+_PIPED = pattern(
+    r"(?:^|[\s'\"(;|&+])(?:echo|printf)[ \t]+(?:-[neE]{1,3}[ \t]+)?(?:['\"]?%s(?:\\n)?['\"]?[ \t]+)?"
+    r"('[^'\r\n]*'|\"[^\"\r\n]*\"|[^\s'\"|;&>]+)"
+)
+
+
+_STDIN_SINKS = ("-stdin", "/dev/stdin", "secret create", "secret set", "chpasswd", "--password -", "with-token", "=-")  # fmt: skip
+
+
+# the secret's word: password, secret, key, psk, community, with a prefix (authentication-key,
+# pre-shared-key, psksecret, passwd); then, on some devices, words and an explicit kind (Aruba's
+# "password manager user-name admin plaintext X", FortiOS's "set psksecret ENC X")
+_DEVICE_KEYWORD = r"(?:[a-z][a-z0-9]*-){0,3}[a-z0-9]*(?:password|passwd|secret|key|psk|key-string|community)"
+_DEVICE_KIND_LATER = pattern(
+    rf"(?m)^[ \t]*(?:[\w.:-]+[ \t]+){{0,6}}?{_DEVICE_KEYWORD}(?:[ \t]+[a-z][\w.:-]*){{0,4}}?"
+    r"[ \t]+(?:plaintext|cleartext|ENC|encrypted|sha512|sha256)[ \t]+(\"[^\"\r\n]*\"|[^\s\"]+)"
+)
+_DEVICE_SECRET = pattern(
+    rf"(?m)^[ \t]*(?:[\w.:-]+[ \t]+){{0,6}}?{_DEVICE_KEYWORD}"
+    r"[ \t]+(?:([0-9]{1,2}|" + "|".join(_DEVICE_KINDS) + r")[ \t]+){0,2}"
+    r"(\"[^\"\r\n]*\"|[^\s\"]+)"
+)
+
+
+_DEVICE_WORDS = ("password ", "passwd ", "secret ", "key ", "key-string", "community ", "authentication-key", "pre-shared-key", "encrypted-password", "psk ")  # fmt: skip
+
+
+# an FTP client's "user <name> <password>" command, alone on its line or in a here-string
+_FTP_USER = pattern(r"(?i:\buser)[ \t]+[^\s'\"]+[ \t]+([^\s'\"]+)[\"']?[ \t]*(?:\r?\n|\\n|$)")
+
+
+# expect's diagnostics (expect -d): the string sent after a password prompt was matched
+_EXPECT_SEND = pattern(
+    r"(?i:assword|passphrase|pin)[^\r\n]*(?:\r?\n[^\r\n]*){0,4}?\r?\n[ \t]*send: sending \"([^\"\r\n]*?)(?:\\r|\\n)*\""
+)
+
+
+# redis-cli's reply to CONFIG GET requirepass: 1) "requirepass" / 2) "<the password>"
+_REDIS_CONFIG_REPLY = pattern(
+    r"\\*\"(?:requirepass|masterauth|masteruser)\\*\"\r?\n[ \t]*2\)[ \t]*\"([^\"\r\n]*)\""
+)
+
+
+# an SMTP server's 334 challenge: the client's next line is a base64 answer (a user name, a
+# password, a token): smtplib's debug output (send: 'x\\r\\n'), swaks ( -> x), a C:/S: transcript
+_SMTP_CHALLENGE = pattern(r"(?:^|[^\w.])334[ \t][^\r\n]*")
+
+
+_SMTP_ANSWER = pattern(
+    r"[ \t]*(?:send:[ \t]*b?'|->[ \t]*|C:[ \t]*|>>>?[ \t]*|~>[ \t]*)?([A-Za-z0-9+/]{2,}={0,2})(?:\\r\\n)?'?\r?$"
+)
+
+
+# a parser that quotes the piece of a URI or DSN it could not read: with an @, : or / in a
+# password, that piece is the password's start (urllib's and redis-py's "Port could not be cast to
+# integer value as 'x'", httpx's "Invalid port: 'x'", Go's net/url "invalid port \":x\" after
+# host", libpq's "invalid integer value \"x\" for connection option \"port\"")
+_QUOTED_PORT = pattern(
+    r"(?i:port could not be cast to integer value as|invalid port:?|invalid integer value|invalid url escape"
+    r"|(invalid literal for int\(\) with base 10:|for input string:))[ \t]*"
+    r"(?:\\*'([^'\r\n\\]*)|\\*\"([^\"\r\n\\]*))"
+)
+
+
+# libpq (psycopg, psycopg2) quotes the word of a DSN it could not parse: with a space in a
+# password (password=Sup3r S3cret), that word is the password's second half
+_LIBPQ = pattern(
+    r"missing \"=\" after \"([^\"\r\n]*)\" in connection info string|unexpected spaces found in \"([^\"\r\n]*)\""
+)
+
+
+def _imap_logins(text: str, spans: list[Span]) -> None:
+    """IMAP's ``tag LOGIN user password``; ``SASL LOGIN authentication failed`` names a mechanism."""
+    for match in _matches(_IMAP_LOGIN, text, spans):
+        if match.group(1).upper() in ("SASL", "AUTH", "MECHANISM"):
+            continue
+        for index in (2, 3):
+            start, end = match.span(index)
+            if start >= 0:
+                start, end = _content(text, start, end)
+                if end > start and text[start:end] != MASK:
+                    spans.append((start, end))
+                break
+
+
+def _nagios_macros(text: str, spans: list[Span]) -> None:
+    """A ``$USERn$`` macro's value, unless a path or a lower-case name (``/usr/local/nagios/libexec``, ``nagios_db``)."""
+    for match in _matches(_NAGIOS_MACRO, text, spans):
+        start, end = match.span(1)
+        value = text[start:end]
+        if (
+            value.startswith(("/", "$"))
+            or value.replace("_", "a").replace("-", "a").replace(".", "a").isalpha()
+            and value.islower()
+        ):
+            continue
+        if not _not_secret(value):
+            spans.append((start, end))
+
+
+_HOST_NAMES = ("host", "dsn", "url", "uri", "addr", "server", "endpoint")
+
+
+def _location(arg: str) -> bool:
+    """Whether a call's or a directive's argument names where to connect: a URL, a DSN
+    (``mysql:host=db;dbname=x``, ``jdbc:h2:mem:x``, ``dbi:Pg:dbname=x``), an IP address or a host name with its domain (a port after
+    ``:`` or in parentheses, a user before ``@``), ``localhost``, or a variable named for one (``$dsn``)."""
+    if arg[:1] not in "'\"":
+        name = arg.lstrip("$").lower()
+        return any(word in name for word in _HOST_NAMES)
+    value = arg[1:-1]
+    head, colon, rest = value.partition(":")
+    if "://" in value or (
+        head.replace("+", "").isalnum() and head[:1].isalpha() and colon and ("=" in rest or ":" in rest)
+    ):
+        return True
+    if any(c in value for c in " \t/\\") or not value:
+        return False
+    host = value.rsplit("@", 1)[-1].split("(", 1)[0]
+    host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    labels = host.split(".")
+    if len(labels) == 4 and all(label.isdigit() for label in labels):
+        return True
+    return host == "localhost" or (
+        len(labels) >= 3
+        and labels[-1].isalpha()
+        and all(label.replace("-", "").isalnum() for label in labels)
+    )
+
+
+def _user_name(arg: str) -> bool:
+    """A quoted user's name: 1-64 characters, no space, not a location (``'etl'``, ``'ACME\\\\svc'``)."""
+    value = arg[1:-1]
+    return (
+        arg[:1] in "'\""
+        and 0 < len(value) <= 64
+        and not any(c.isspace() for c in value)
+        and "/" not in value
+        and not _location(arg)
+    )
+
+
+_FORMAT_MARKS = ("%s", "%r", "%d", "{}", "{0}")
+
+
+def _connection_arguments(args: list[tuple[int, int, str]], spans: list[Span]) -> None:
+    """Of a connection's arguments, the quoted one after a location (and its port, as numbers:
+    ``connect('h.x.y', 22, 'u', 'x')``) and a user's name: the password."""
+    for index in range(len(args) - 2):
+        if any(mark in args[index][2] for mark in _FORMAT_MARKS):
+            return  # a log call's format string: the arguments after it are the message's values
+        if not _location(args[index][2]):
+            continue
+        user = index + 1
+        while user < len(args) and args[user][2].isdigit():
+            user += 1
+        if user + 1 < len(args) and _user_name(args[user][2]):
+            start, end, password = args[user + 1]
+            if password[:1] in "'\"" and end - start > 2 and not _not_secret(password[1:-1]):
+                spans.append((start + 1, end - 1))
+            return
+
+
+def _connection_calls(text: str, spans: list[Span]) -> None:
+    for match in _matches(_CONNECT_CALL, text, spans):
+        offset = match.start(1)
+        args = [
+            (offset + a.start(), offset + a.end(), a.group()) for a in _CALL_ARGUMENT.finditer(match.group(1))
+        ]
+        _connection_arguments(args, spans)
+
+
+def _connection_directives(text: str, spans: list[Span]) -> None:
+    """``SQLConnectInfo db@host:3306 user x``: the location is bare, quoted here to be judged the same way."""
+    for match in _matches(_CONNECT_DIRECTIVE, text, spans):
+        location, user, password = match.group(1), match.group(2), match.group(3)
+        if _location(f"'{location}'") and _user_name(f"'{user}'") and not _prose(password):
+            if not _not_secret(password):
+                spans.append(match.span(3))
+
+
+def _device_secrets(text: str, spans: list[Span]) -> None:
+    for match in _matches(_DEVICE_KIND_LATER, text, spans):
+        start, end = _content(text, *match.span(1))
+        if end > start and text[end - 1] == '"':
+            end -= 1
+        if end > start and not _not_secret(text[start:end]) and not text[start:end].startswith(MASK):
+            spans.append((start, end))
+    _device_values(text, spans)
+
+
+def _device_values(text: str, spans: list[Span]) -> None:
+    """A device configuration's secret: after an encryption type, any value but a word of a
+    sentence (``password 7 times``); without one, a value that is not a word (``password authentication``)."""
+    for match in _matches(_DEVICE_SECRET, text, spans):
+        start, end = _content(text, *match.span(2))
+        if end > start and text[end - 1] == '"':
+            end -= 1
+        value = text[start:end]
+        kind = match.group(1)
+        if _not_secret(value) or value.startswith(MASK) or value.lower() in PROSE_WORDS:
+            continue
+        words = text[match.start() : start].lower().split()
+        if len(words) >= 2 and words[-2] in ("create", "drop", "alter", "replace", "exists", "describe"):
+            continue  # create secret s3_prod (...): the object's name, its fields are judged each
+        if not kind and value.isdigit():
+            continue  # a count or a size (ssh key 2048 bits), not a secret
+        if kind == "0" or not _prose(value):
+            spans.append((start, end))
+
+
+def _piped_secrets(text: str, lowered: str, spans: list[Span]) -> None:
+    """What ``echo``/``printf`` writes into a command that reads a secret from standard input:
+    the sink on the same line after ``|``, or on the line before or after (a ``bash -x`` trace)."""
+    for match in _matches(_PIPED, text, spans):
+        start, end = match.span(1)
+        line_start = lowered.rfind("\n", 0, start) + 1
+        line_end = lowered.find("\n", end)
+        line_end = len(lowered) if line_end < 0 else line_end
+        before = lowered.rfind("\n", 0, max(0, line_start - 1)) + 1
+        after = lowered.find("\n", line_end + 1)
+        after = len(lowered) if after < 0 or line_end >= len(lowered) else after
+        rest = lowered[end:line_end]
+        near = (
+            (rest[rest.find("|") :] if "|" in rest else "")
+            + lowered[before:line_start]
+            + lowered[line_end:after]
+        )
+        if not any(sink in near for sink in _STDIN_SINKS):
+            continue
+        start, end = _content(text, start, end)
+        if text[end - 1 : end] in ("'", '"') and end - 1 > start:
+            end -= 1
+        if end > start and not _not_secret(text[start:end]) and text[start:end] != "-":
+            spans.append((start, end))
+
+
+def _argv(text: str, lowered: str, spans: list[Span]) -> None:
+    for start, end in argv.find(text, lowered):
+        if text[start:end] != MASK and not _not_secret(text[start:end]):
+            spans.append((start, end))
+
+
+_AUTH_LINE = 256
+"""An AUTH command's arguments are read this far at most."""
+
+
+_ARG_STOPS = frozenset(" \t\r\n,])\\")
+
+
+def _command_args(text: str, start: int) -> list[Span] | None:
+    """The arguments from ``start`` to the end of a command: words apart by spaces or by ``', '``
+    (an argv list), each inside its quotes; None when the line goes on past three of them (prose)."""
+    args: list[Span] = []
+    limit = min(len(text), start + _AUTH_LINE)
+    at = start
+    while at < limit:
+        while at < limit and text[at] in " \t,":
+            at += 1
+        if at >= limit or text[at] in "\r\n])\\":  # the line's end, an argv list's, a repr's \\r\\n
+            return args
+        if text[at] in "\"'":
+            close = text.find(text[at], at + 1, limit)
+            if close < 0:
+                return None
+            args.append((at + 1, close))
+            at = close + 1
+        else:
+            end = at
+            while end < limit and text[end] not in _ARG_STOPS and text[end] not in "\"'":
+                end += 1
+            args.append((at, end))
+            at = end
+        if len(args) > 3:
+            return None
+    return args if at >= len(text) else None
+
+
+def _auth_commands(text: str, spans: list[Span]) -> None:
+    """Redis's ``AUTH [user] password`` hides the password; SMTP's ``AUTH PLAIN <b64>`` its response."""
+    for match in _matches(_AUTH_COMMAND, text, spans):
+        args = _command_args(text, match.end())
+        if not args:
+            continue
+        if text[args[0][0] : args[0][1]].upper() in _SASL_MECHANISMS:
+            args = args[1:]  # AUTH LOGIN alone asks; AUTH PLAIN <response> carries the credentials
+        elif len(args) > 2:
+            continue  # Redis's AUTH takes a password, or a user and a password
+        if args and text[args[-1][0] : args[-1][1]] not in ("", MASK):
+            spans.append(args[-1])
+
+
+def _redis_directives(text: str, spans: list[Span]) -> None:
+    for match in _matches(_REDIS_DIRECTIVE, text, spans):
+        start, end = match.span(1)
+        if text[match.start()] == "'" and text[end - 1] == "'":
+            end -= 1  # the config error quotes the line: >>> 'requirepass x'
+        value = text[start:end].strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        if value and not _not_secret(value):
+            start = text.index(value, start)
+            spans.append((start, start + len(value)))
+
+
+_SMTP_LOOKAHEAD = 3
+"""After a 334 challenge, the client's answer is looked for on this many next lines (smtplib prints the reply twice)."""
+
+
+_SERVER_LINES = ("reply:", "<-", "<~", "<**", "s:")
+
+
+def _smtp_answers(text: str, spans: list[Span]) -> None:
+    """The client's line after a 334 challenge: the first line that is not the server's."""
+    for match in _matches(_SMTP_CHALLENGE, text, spans):
+        line_end = match.end()
+        for _ in range(_SMTP_LOOKAHEAD):
+            if line_end >= len(text):
+                break
+            start = line_end + 1
+            line_end = text.find("\n", start)
+            line_end = len(text) if line_end < 0 else line_end
+            line = text[start:line_end]
+            if line.lstrip().lower().startswith(_SERVER_LINES):
+                continue  # smtplib prints the reply twice
+            answer = _SMTP_ANSWER.match(line)
+            if answer is not None:
+                spans.append((start + answer.start(1), start + answer.end(1)))
+            break
+
+
+def _quoted_ports(text: str, spans: list[Span]) -> None:
+    """A port's or an escape's quoted piece is hidden; a number parse's (Python's ``int()``, Java's
+    ``For input string``) only when it holds a URI's ``@``, ``:`` or ``/`` (else it is a value on-call reads)."""
+    for match in _matches(_QUOTED_PORT, text, spans):
+        start, end = match.span(2) if match.span(2)[0] >= 0 else match.span(3)
+        value = text[start:end].lstrip(":")
+        generic = match.span(1)[0] >= 0
+        if generic and not any(c in value for c in "@:/"):
+            continue
+        if value and not value.isdigit() and value != MASK:
+            spans.append((end - len(value), end))
+
+
+def _oracle(text: str, spans: list[Span]) -> None:
+    for match in _matches(_ORACLE, text, spans):
+        user, (start, end) = match.group(1), match.span(2)
+        if user.lower() == "tcp" or text[start:end] == MASK:
+            continue  # TCP/IP
+        if text[start] == '"':
+            start, end = start + 1, end - 1
+        spans.append((start, end))
+
+
+PATTERNS: tuple[Pattern, ...] = (
+    _ORACLE, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN,
+    _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
+    _NET_USE, _FTP_USER, _CONNECT_CALL, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _WINDOWS_LOGIN, _PIPED,
+    _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO,
+)  # fmt: skip
+"""This module's patterns, beside ``policy/argv.py``'s (the linear-time test runs each on adversarial input)."""
+
+
+def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> None:
+    """The secrets of command lines and protocol exchanges; ``gates`` holds the literals found in ``lowered``."""
+    _argv(text, lowered, spans)  # each row gated on its tools' names and its flag
+    if "AUTH" in text:
+        _auth_commands(text, spans)
+    if "PASS" in text:
+        _spans_of(_PASS_COMMAND, text, spans)
+    if "LOGIN" in text:
+        _imap_logins(text, spans)
+    if "identified" in lowered:
+        _spans_of(_IDENTIFIED_BY, text, spans, groups=3)
+    if "auth-pass" in lowered:
+        _spans_of(_SENTINEL_AUTH, text, spans)
+    if "securestring" in lowered:
+        _spans_of(_SECURE_STRING, text, spans, groups=3)
+    # a single character first: a search for one is a memchr, for two or more a slower scan
+    if "(" in text and ("('" in text or '("' in text or "($" in text or ", '" in text or ', "' in text):
+        _connection_calls(text, spans)
+    if "(" in text and any(map(lowered.__contains__, _LOGIN_WORDS)):
+        _spans_of(_LOGIN_CALL, text, spans, groups=2)
+    if "connect" in gates:
+        _connection_directives(text, spans)
+    if not gates.isdisjoint(_DEVICE_WORDS):
+        _device_secrets(text, spans)
+    if ("echo" in gates or "printf" in gates) and any(map(lowered.__contains__, _STDIN_SINKS)):
+        _piped_secrets(text, lowered, spans)
+    if "/u" in gates:
+        _spans_of(_WINDOWS_LOGIN, text, spans)
+    if "^" in text:
+        _spans_of(_CARET_PLAIN, text, spans)
+    if "<" in text and "mechanism=" in text:
+        _spans_of(_SASL_ELEMENT, text, spans)
+    if "$" in text and "$USER" in text:
+        _nagios_macros(text, spans)
+    if "/d" in lowered and "/v" in lowered:
+        _spans_of(_REGISTRY_VALUE, text, spans, groups=2)
+    if text.count(":") >= 4:
+        _spans_of(_PGPASS_LINE, text, spans)
+    if "net use" in lowered or "net user" in lowered:
+        _spans_of(_NET_USE, text, spans)
+    if "ftp" in lowered and "user" in lowered:
+        _spans_of(_FTP_USER, text, spans)
+    if "sending" in text:
+        _spans_of(_EXPECT_SEND, text, spans)
+    if "334" in text:
+        _smtp_answers(text, spans)
+    if "requirepass" in lowered or "masterauth" in lowered or "masteruser" in lowered:
+        _spans_of(_REDIS_CONFIG_REPLY, text, spans)
+        _redis_directives(text, spans)
+    if "/" in text and any(map(lowered.__contains__, _ORACLE_WORDS)):
+        _oracle(text, spans)
+    if "port" in lowered or "invalid" in lowered or "input string" in lowered:
+        _quoted_ports(text, spans)
+    if "connection info string" in text or "unexpected spaces found" in text:
+        _spans_of(_LIBPQ, text, spans, groups=2)

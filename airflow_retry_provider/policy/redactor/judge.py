@@ -1,0 +1,370 @@
+"""Redaction's judgement of a value: what its key means, what the value means, what it looks like,
+and where it stands (docs/REDACTION.md's table, the rows "key's meaning" to "position").
+
+The structure readers (``urls``, ``assignments``, ``commands``, ``tables``, ``shapes``) find a
+value; the functions here say whether it is a secret: a key that names a secret (``_secret_key``),
+a placeholder or a word of the sentence (``_not_secret``, ``_prose_after_colon``), a random run
+(``_looks_random``), a run named as a hash or an id by the words before it (``_named_hash``).
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from collections import Counter
+
+from airflow_retry_provider.policy import secret_words
+from airflow_retry_provider.policy.engine import pattern
+from airflow_retry_provider.policy.redactor.spans import MASK
+
+# A word that names a secret (detect-secrets' KeywordDetector DENYLIST, plus the key words of
+# HTTP, cloud SDKs and connection strings, plus other languages' words: policy/secret_words.py);
+# a key that *ends* in key/keys/auth is one too.
+_FOREIGN_WORDS = secret_words.words()
+
+
+# a network device's configuration line (Cisco IOS and NX-OS, Arista EOS, Juniper set lines): a
+# secret's word after up to six words at the line's start, an optional encryption type or hash
+# name, then the value (username x privilege 15 secret 9 $9$..., password 7 0822..., enable
+# secret 5 $1$..., snmp-server community X RO, key-string X, tacacs-server key 7 X, set system
+# login user x authentication encrypted-password "$6$..."); in lower case, as devices print them
+# an encryption type's number (0 plain, 5 MD5, 7 Cisco's reversible, 8 PBKDF2, 9 scrypt) or name
+_DEVICE_KINDS = ("sha512", "sha256", "md5", "plaintext", "encrypted", "ascii", "ascii-text", "hex", "simple", "unencrypted", "cipher", "irreversible-cipher", "ENC", "enc")  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+_NOT_SECRETS = frozenset(
+    {"", MASK, "null", "none", "nil", "true", "false", "undefined", "bearer", "basic", "token", "digest",
+     "negotiate", "ntlm", "<redacted>", "[redacted]", "redacted", "********", "xxx",
+     "%s", "%r", "%d", "?", "{}", "<token>", "<password>", "<secret>",
+     "yes", "no"}  # MySQL's "(using password: YES)"
+)  # fmt: skip
+
+
+def _not_secret(value: str) -> bool:
+    """A placeholder, not a value: ``***``, ``null``, ``%s``, ``<token>``, a shell variable in capitals
+    (``$TOKEN``, ``${PG_PASSWORD}``; ``$ecret1`` is a value)."""
+    if value.lower() in _NOT_SECRETS:
+        return True
+    name = (
+        value[2:-1]
+        if value.startswith("${") and value.endswith("}")
+        else value[1:]
+        if value[:1] == "$"
+        else ""
+    )
+    return (
+        name.isupper() and name.replace("_", "A").isalnum() and not name[0].isdigit()
+    )  # $TOKEN, not $ecret1
+
+
+# a key whose value is a name, place, kind or time, not the secret itself: secret_name=, token_url=
+_NAME_SUFFIXES = (
+    "file", "path", "dir", "url", "uri", "name", "type", "arn", "expiry", "expires", "expires_at",
+    "expiration", "ttl", "timeout", "length", "count", "format", "mode", "version", "policy", "scope",
+    "method", "endpoint", "location", "_id", "-id", ".id", "keyid", "provider", "manager", "store",
+    # a hash of a secret, not the secret (kubeadm's --discovery-token-ca-cert-hash sha256:...)
+    "hash", "digest", "fingerprint", "checksum",
+    "stdin",  # docker login --password-stdin: the secret comes from standard input, the next word is not it
+)  # fmt: skip
+
+
+# keys ending in an id suffix whose value is the credential itself: a session's id, AppRole's secret_id
+_SECRET_IDS = ("sessionid", "session_id", "session-id", "secret_id", "secret-id", "secretid")
+
+
+# keys that end in "key" and name a row, an object or a parameter: a name, not a secret
+_NAMING_KEYS = (
+    "parameterkey", "objectkey", "s3key", "s3_key", "partitionkey", "partition_key", "sortkey", "sort_key",
+    "hashkey", "rangekey", "tagkey", "primarykey", "primary_key", "foreignkey", "foreign_key", "routingkey",
+    "routing_key", "cachekey", "cache_key", "dedupkey", "dedup_key", "idempotencykey", "idempotency_key",
+    "idempotency-key", "groupkey", "group_key", "sessionkey_name", "monkey", "turkey", "hockey", "whiskey",
+    "projectkey", "project_key", "project-key", "issuekey", "issue_key", "bucketkey", "bucket_key",
+    "publickey", "public_key", "public-key", "pubkey", "pub_key",
+)  # fmt: skip
+
+
+# flags that name a key by its id (GnuPG's and duplicity's --encrypt-key 9F3C2A1B), not a secret
+_KEY_ID_FLAGS = frozenset({"encrypt-key", "sign-key", "hidden-encrypt-key", "default-key", "trusted-key", "local-user"})  # fmt: skip
+
+
+# Python's "SomeTokenError: message": an exception's name, not a key
+_EXCEPTION_SUFFIXES = ("error", "exception", "warning", "fault", "failure")
+
+
+# key<space>value is a secret only after an identifier whose last word names one
+_SPACED_KEY = pattern(
+    r"(?:[a-z0-9]+[_.-])*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key"
+    r"|secret[_-]?key|private[_-]?key|account[_-]?key|credentials?|client[_-]?secret"
+    r"|requirepass|masterauth"  # Redis's config directives, echoed as they are written: requirepass "x"
+    + "".join(f"|{word}" for word in secret_words.PASSPHRASE_WORDS)
+    + r")(?:は|が|を|는|은|를|을|가|이|为|是|為)?$"  # a particle after the key: パスワードは x, 비밀번호는 x
+)
+
+
+_PASSWORD_KEYS = (
+    "pass",
+    "pwd",
+    "secret",
+    "pw",
+    *secret_words.PASSPHRASE_WORDS,
+)  # values that may hold spaces (passphrases)
+
+
+_ENGLISH_KEY_WORDS = ("pass", "pw", "token", "key", "secret", "credential", "sig", "auth", "session", "cookie")  # fmt: skip
+
+
+_KEY_WORDS = (*_ENGLISH_KEY_WORDS, *_FOREIGN_WORDS)
+
+
+_XML_WORDS = ("pass", "pwd", "secret", "token", "credential", "signature", "key", *_FOREIGN_WORDS)
+
+
+_HEXDIGITS = frozenset(string.hexdigits)
+
+
+_HEX = str.maketrans("", "", "0123456789abcdefABCDEF")
+
+
+_CASES = str.maketrans(string.ascii_uppercase + string.ascii_lowercase, "U" * 26 + "l" * 26)
+
+
+_HASH_WORDS = (
+    "sha", "md5", "hash", "digest", "commit", "checksum", "etag", "fingerprint", "revision", "rev ",
+    "oid", "blob", "tree", "trace", "span", "request", "correlation", "uuid", "guid", "object", "build",
+    "image", "layer", "integrity", "crc", "git", "head", "version", "_id", "-id", " id", "id=", "id:",
+    "id>", 'id"', "id'",  # <HostId>, "RequestId": (an id's key, in XML, JSON or a repr)
+    "container", "ref ", "ref:", "ref=", "refs/", "reference", "checkout", "merge", "rebase", "revert", "reset", "cherry-pick", "fetch",
+    "want ", "pack", "parent", "ocid1.", "arn:", "run '", "run_", "job ", "job '", "job_", "ssh-rsa", "ssh-ed25519", "ssh-dss", "event", "updating", "change", "check sum", "public", "peer",
+    "chunk",  # a buffer's chunk id (Fluentd's chunk="<32 hex>")
+    # an object named by its noun just before its id (Comet's "experiment <32 hex>", Swarm's "node <25>")
+    "experiment", "node ", "dataset", "model ", "artifact", "pipeline", "workflow", "deployment",
+    "instance", "volume", "snapshot", "service ", "task ", "workspace",
+)  # fmt: skip
+
+
+BASE64_ENTROPY_LIMIT = 4.5
+"""detect-secrets' Base64HighEntropyString default: a base64 run above this is random."""
+
+
+HEX_ENTROPY_LIMIT = 3.0
+"""detect-secrets' HexHighEntropyString default, for hex runs of 32+ characters not named as a hash."""
+
+
+def _has_digit(word: str) -> bool:
+    return any(c.isdigit() for c in word)
+
+
+def _prose(value: str) -> bool:
+    """A word of a sentence, not a value: a lower-case word or an error code (``provided.``,
+    ``[unauthorized_client]``, ``invalid_grant``), a bracketed one, or punctuation alone."""
+    word = value.strip("[](){}<>.,;:!?'\"`")
+    return not word or (word.replace("_", "").replace("-", "").isalpha() and word.islower())
+
+
+def _looks_secret(value: str) -> bool:
+    """A value after ``key<space>``: 6+ characters with a digit, a symbol or an inner capital, not an ARN or
+    URL, not a word of the sentence (``Invalid client secret provided.``)."""
+    if len(value) < 6 or value.lower().startswith("arn:") or "://" in value or _prose(value):
+        return False
+    if value.isalpha() and value.isupper():
+        return False  # a constant's or a message's word (PASSWORD INVALID), not a password
+    return any(not c.isalpha() for c in value) or not value[1:].islower()
+
+
+def _secret_key(key: str) -> bool:
+    """Whether a matched key really names a secret (not ``secret_name``, ``token_url``, ``PWD=/home``;
+    ``secret_id`` is Vault AppRole's credential, ``token_id`` and ``key_id`` name one)."""
+    lowered = key.lower().lstrip("-")
+    if key.startswith("--") and lowered in _KEY_ID_FLAGS:
+        return False
+    if lowered.endswith(_NAMING_KEYS) or lowered.endswith(_EXCEPTION_SUFFIXES):
+        return False
+    return not lowered.endswith(_NAME_SUFFIXES) or lowered.endswith(_SECRET_IDS)
+
+
+def _spaced_value(key: str, value: str) -> bool:
+    """Whether ``key value`` (no = or :) is a secret: a flag's argument (``--password x``,
+    ``-storepass x``), or a secret after an identifier naming one (``aws_secret_access_key x``)."""
+    if value.startswith("-"):
+        return False  # the next flag: the value was asked for
+    if key.startswith("-"):
+        return not (value.isalpha() and value.islower() and len(value) <= 4)  # --password via the CLI
+    if key.lower() in ("requirepass", "masterauth"):
+        return True  # Redis's config line, echoed: requirepass "foobared" (any value is the password)
+    return _SPACED_KEY.match(key.lower()) is not None and _looks_secret(value)
+
+
+PROSE_WORDS = frozenset(
+    {"required", "missing", "invalid", "incorrect", "expired", "empty", "wrong", "denied", "rejected",
+     "mismatch", "provided", "revoked", "unknown", "needed", "unset", "changed", "reset", "not", "is",
+     "was", "must", "should", "has", "have", "for", "the", "and", "failed", "none", "ok", "error",
+     "refused", "blank", "absent", "malformed", "unauthorized", "forbidden", "too", "of", "does",
+     "cannot", "can't", "did", "set", "yes", "no",
+     # the same words in the languages of policy/secret_words.py: wrong, invalid, expired, required
+     "falsch", "ungültig", "abgelaufen", "erforderlich", "incorrecte", "invalide", "expiré",
+     "requis", "incorrecta", "incorrecto", "inválida", "inválido", "caducada", "requerida", "incorreta",
+     "expirada", "obrigatória", "errata", "errato", "sbagliata", "scaduta", "onjuist", "ongeldig",
+     "verlopen", "hatalı", "geçersiz", "yanlış", "błędne", "nieprawidłowe", "špatné", "neplatné", "fel",
+     "ogiltigt", "väärä", "virheellinen", "hibás", "érvénytelen", "sai", "salah", "неверный",
+     "неправильный", "недействителен", "истёк", "истек", "требуется", "невірний", "λάθος", "שגויה",
+     "错误", "无效", "已过期", "間違っています", "無効", "틀렸습니다", "잘못됨", "만료됨", "غير صحيحة", "خاطئة", "गलत"}
+)  # fmt: skip
+"""Words that follow a secret's name in a sentence (``token: expired``): after ``:`` they are not a value."""
+
+
+def _prose_after_colon(text: str, start: int, value: str) -> bool:
+    """A bare value after ``key:`` that is a word of the sentence: a listed word, punctuation alone,
+    or a word of letters followed by another lower-case word (``could not find``, ``Received control``)."""
+    word = value.rstrip(".,;:!?")
+    if not word.strip("-_*.") or word.lower() in PROSE_WORDS:
+        return True
+    after = start + len(value)
+    if len(word) == 3 and word.isdigit() and "100" <= word < "600" and text[after : after + 1] == " ":
+        # an HTTP status and its reason: "token: 401 Unauthorized"
+        return text[after + 1 : after + 2].isupper()
+    return (
+        len(word) >= 4
+        and word == value
+        and word.isalpha()
+        and (word.islower() or word.istitle())
+        and text[after : after + 1] == " "
+        and text[after + 1 : after + 2].islower()
+    )
+
+
+def _secret_name(name: str) -> bool:
+    lowered = name.lower()
+    return any(word in lowered for word in _XML_WORDS) and _secret_key(name)
+
+
+def _secret_column(name: str) -> bool:
+    lowered = name.lower()
+    return bool(name) and " " not in name and any(w in lowered for w in _KEY_WORDS) and _secret_key(name)
+
+
+def _entropy(data: str) -> float:
+    """Shannon entropy in bits per character (detect-secrets' calculate_shannon_entropy)."""
+    size = len(data)
+    return math.log2(size) - sum(count * math.log2(count) for count in Counter(data).values()) / size
+
+
+def _readable(token: str) -> bool:
+    """A path or identifier made of words (``airflow/providers/standard``, ``ClassifiedRetryPolicy``)."""
+    for piece in token.replace("/", " ").replace("_", " ").replace("-", " ").replace("+", " ").split():
+        piece = piece.rstrip("0123456789")
+        if len(piece) <= 3 or piece.isdigit():
+            continue
+        if not piece.isalpha():
+            return False
+        cases = piece.translate(_CASES)  # "ClassifiedRetry" -> "Ullllllllllullll"
+        if (cases.count("Ul") + cases.count("lU")) / len(piece) >= 0.3:
+            return False
+    return True
+
+
+def _looks_random(token: str) -> bool:
+    """The entropy catch-all: detect-secrets' thresholds, with what operators read kept."""
+    token = token.rstrip("=")
+    if len(token) < 20:
+        return False
+    if not token.translate(_HEX):
+        has_digit = any(c.isdigit() for c in token)
+        return (
+            len(token) >= 32
+            and has_digit
+            and not token.isdigit()
+            and _entropy(token.lower()) > HEX_ENTROPY_LIMIT
+        )
+    pieces = token.split("-")
+    if [len(p) for p in pieces] == [8, 4, 4, 4, 12] and not "".join(pieces).translate(_HEX):
+        return False  # a UUID
+    if _aws_resource_id(pieces) or _typed_object_id(token):
+        return False
+    if token.startswith(_SSH_PUBLIC_KEYS):
+        return False  # an SSH public key's blob (known_hosts, BadHostKeyException): public by design
+    if _mixed_run(token):
+        return True
+    if _object_name(token, pieces):
+        return False
+    if math.log2(len(set(token))) <= BASE64_ENTROPY_LIMIT:
+        return False  # the entropy is at most log2 of the characters used: no need to count them
+    return _entropy(token) > BASE64_ENTROPY_LIMIT and not _readable(token)
+
+
+# the base64 of an SSH public key blob's length and type name (ssh-rsa, ssh-ed25519, ssh-dss, ecdsa-...)
+_SSH_PUBLIC_KEYS = ("AAAAB3NzaC1", "AAAAC3NzaC1", "AAAAE2VjZHNh")
+
+
+_AWS_ID_PREFIXES = frozenset({"i", "vol", "snap", "sg", "subnet", "vpc", "ami", "eni", "igw", "nat", "rtb", "acl", "eipalloc", "lt", "tgw", "vpce", "pcx", "db", "cluster"})  # fmt: skip
+
+
+# the type prefixes of API objects' ids (Stripe's ch_/cus_/pi_/evt_/req_..., and the generic ones):
+# an id on-call looks up, not a credential (secret prefixes, sk_live_, whsec_, are vendor shapes)
+_OBJECT_ID_PREFIXES = frozenset(
+    {"ch", "cus", "pi", "pm", "in", "sub", "evt", "req", "txn", "acct", "prod", "price", "cs", "seti",
+     "src", "py", "tr", "po", "re", "ii", "il", "job", "run", "msg", "ord", "usr", "org", "proj", "obj"}
+)  # fmt: skip
+
+
+def _typed_object_id(token: str) -> bool:
+    """An API object's id: a type prefix, ``_``, letters and digits (``ch_3PQrStUv...``, ``cus_Nffr...``)."""
+    prefix, underscore, rest = token.partition("_")
+    return bool(underscore) and prefix in _OBJECT_ID_PREFIXES and rest.isalnum()
+
+
+def _aws_resource_id(pieces: list[str]) -> bool:
+    """An AWS resource's id (``i-0a1b2c3d4e5f67890``, ``vol-...``, ``subnet-...``): a prefix, a dash, hex."""
+    return len(pieces) == 2 and pieces[0] in _AWS_ID_PREFIXES and not pieces[1].translate(_HEX)
+
+
+def _mixed_run(token: str) -> bool:
+    """A random key of one case's letters and digits (``ul65c6982k0409bbo38ag7iubzneh4``): 24+
+    characters, digits and letters each at least a fifth, switching often (a word, a date or a
+    version switches a few times). Its alphabet is too small for the base64 entropy limit."""
+    if (
+        len(token) < 24
+        or not token.isalnum()
+        or not token.isascii()
+        or not (token.islower() or token.isupper())
+    ):
+        return False
+    digits = sum(c.isdigit() for c in token)
+    if not 0.2 <= digits / len(token) <= 0.8:
+        return False
+    switches = sum(a.isdigit() != b.isdigit() for a, b in zip(token, token[1:], strict=False))
+    return switches >= len(token) // 3
+
+
+_DNS_LABEL = frozenset(string.ascii_lowercase + string.digits + "-")
+
+
+def _object_name(token: str, pieces: list[str]) -> bool:
+    """A Kubernetes object's name (``etl-orders-7f9c8d6b5-x2x9q``: a Deployment's name, its
+    ReplicaSet's hash, the Pod's suffix; ``spark-etl-a1b2c3d4e5f6a7b8-exec-12``): lower case,
+    letters, digits and dashes, a word among its pieces and no piece longer than a generated
+    suffix (16: Spark's application hash). A secret is rarely cut into short lower-case pieces."""
+    return (
+        len(pieces) >= 3
+        and set(token) <= _DNS_LABEL
+        and max(map(len, pieces)) <= 16
+        and any(len(p) >= 3 and p.isalpha() for p in pieces)
+    )
+
+
+_SECRET_IN_NAME = ("key", "secret", "token", "pass", "pwd", "credential", "sig", "auth", "hmac")
+
+
+def _named_hash(before: str, hexadecimal: bool = False) -> bool:
+    """Whether the words just before a random run (32 characters) name it as a hash or an id
+    (``sha256=``, ``commit``, ``request id:``), unless its own key names a secret
+    (``fs.azure.account.key.x.blob.core.windows.net=``: "blob" is a hash word, "key" wins)."""
+    # the end of a range (a1b2..c3d4) reads as its start; a hex digest may be named a line above
+    window = 80 if before.endswith("..") else len(before) if hexadecimal else 32
+    if not any(word in before[-window:] for word in _HASH_WORDS):
+        return False
+    words = before.rstrip(" \t=:\"'").split()
+    key = words[-1] if words else ""
+    if len(words) > 1 and words[-2] == "public":
+        return True  # "public key: <base64>" is published
+    return not any(word in key for word in _SECRET_IN_NAME)

@@ -1,0 +1,131 @@
+"""Secrets recognisable by their shape alone, wherever they stand: PEM and PuTTY private keys, the
+vendor prefixes gitleaks' rules do not cover, crypt(3) password hashes, and the high-entropy
+catch-all (judged by ``judge._looks_random`` and ``judge._named_hash``)."""
+
+from __future__ import annotations
+
+from airflow_retry_provider.policy import vendor
+from airflow_retry_provider.policy.engine import Pattern, pattern
+from airflow_retry_provider.policy.redactor.judge import _HEX, _looks_random, _named_hash, _readable
+from airflow_retry_provider.policy.redactor.spans import Span, _matches, _spans_of
+
+LONG_WORD = 15
+"""A whitespace-separated word this long may hold a vendor token or a random run: only then are they looked for."""
+
+
+# PEM and PuTTY private keys, to the END line or, cut short, to the end of the text
+# (detect-secrets' PrivateKeyDetector lists the same BEGIN lines)
+_PEM = pattern(
+    r"-{4,5} ?BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)? ?-{4,5}"
+    r"(?s:.*?)(?:-{4,5} ?END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)? ?-{4,5}|$)"
+    r"|PuTTY-User-Key-File-\d(?s:.*?)(?:Private-MAC:[^\r\n]*|$)"
+)
+
+
+# a password hash in crypt(3)'s form, which a device's config, /etc/shadow or htpasswd print: an
+# offline guess recovers the password (Cisco's types 5, 8 and 9, Juniper's $9$ and $6$, $apr1$, bcrypt)
+_CRYPT_HASH = pattern(r"(?:^|[^\w$])(\$(?:1|1[a-d]|2[abxy]|5|6|7|8|9|y|gy|apr1|sha1|md5)\$[\w./$+=-]{8,})")
+
+
+# secrets recognisable on their own (a vendor's prefix) that gitleaks' rules (policy/vendor.py,
+# data/gitleaks.json) do not cover, or cover more narrowly; where a line says detect-secrets, the
+# pattern is that plugin's (detect_secrets/plugins/<name>.py, Apache-2.0), in RE2 form. Taken out
+# because gitleaks' rules hide them (checked on every sample of the tests and corpora): GitLab's
+# glpat-/gldt-/glft-/glsoat-/glrt-, Artifactory's AKCp, Stripe's sk_/rk_/pk_, PyPI, Google's AIza, DigitalOcean, Shopify, Databricks, Linear, PlanetScale, Alibaba's LTAI.
+_VENDOR = pattern(
+    r"(?:^|[^\w-])("
+    r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}"  # AWS key id (aws.py + AWS's id prefixes)
+    r"|eyJ[A-Za-z0-9_=-]{5,}\.[A-Za-z0-9_=-]{5,}\.?[A-Za-z0-9_.+/=-]*"  # JSON Web Token (jwt.py)
+    r"|(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{30,}|github_pat_\w{22,}"  # GitHub (github_token.py; gitleaks asks entropy)
+    r"|GR1348941[\w-]{20,}|glcbt-(?:[0-9a-fA-F]{2}_)?[\w-]{20,}"
+    r"|glimt-[\w-]{25,}|glptt-[\w-]{40,}|glagent-[\w-]{50,}|gloas-[\w-]{64,}"  # GitLab (gitlab_token.py)
+    r"|xox[abposre]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,}"  # Slack (slack.py, + xoxe/xapp)
+    r"|[MNO][\w-]{23,25}\.[\w-]{6}\.[\w-]{27,}"  # Discord bot token (discord.py)
+    r"|sq0csp-[0-9A-Za-z_\\-]{43}|sq0atp-[\w-]{22,}|EAAA[\w-]{60,}"  # Square (square_oauth.py, + access tokens)
+    r"|[0-9a-z]{32}-us[0-9]{1,2}"  # Mailchimp (mailchimp.py)
+    r"|SK[a-z0-9]{32}"  # Twilio API key (twilio.py; its AC... account SID is an id, as in gitleaks)
+    r"|whsec_[A-Za-z0-9]{20,}"  # Stripe's webhook secret
+    r"|SG\.[\w-]{16,}\.[\w-]{16,}"  # SendGrid (sendgrid.py; gitleaks' asks exact lengths)
+    r"|npm_[A-Za-z0-9]{36}"  # npm (npm.py; gitleaks' asks entropy)
+    r"|sk-[\w-]{20,}"  # sk-... secret keys: OpenAI (openai.py), Anthropic, DeepSeek...
+    # not in detect-secrets: vendors' documented prefixes
+    r"|ya29\.[\w-]{20,}|GOCSPX-[\w-]{20,}|1//0[\w-]{30,}"  # Google OAuth token, client secret, refresh token
+    r"|hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,}"  # Hugging Face
+    r"|r8_[A-Za-z0-9]{30,}|gsk_[A-Za-z0-9]{40,}|pplx-[A-Za-z0-9]{40,}"  # Replicate, Groq, Perplexity
+    r"|hv[sbr]\.[\w-]{20,}"  # HashiCorp Vault
+    r"|dckr_pat_[\w-]{20,}|rubygems_[a-f0-9]{48}|oy2[a-z0-9]{43}"  # Docker Hub, RubyGems, NuGet
+    r"|ATBB[\w=.-]{20,}|ATATT[\w=.-]{20,}"  # Bitbucket app password, Atlassian API token
+    r"|glc_[A-Za-z0-9+/=]{32,}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}"  # Grafana
+    r"|NRAK-[A-Z0-9]{27}|ntn_[A-Za-z0-9]{40,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}"  # New Relic, Notion, Postman
+    r"|sntry[su]_[\w=+/]{40,}|sbp_[a-f0-9]{40}"  # Sentry, Supabase
+    r"|dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,}|pul-[a-f0-9]{40}|nfp_[A-Za-z0-9]{36}"  # Doppler, Pulumi, Netlify
+    r"|[A-Za-z0-9]{14}\.atlasv1\.[\w-]{60,}|AGE-SECRET-KEY-1[0-9A-Z]{58}"  # Terraform Cloud, age
+    r"|AKID[A-Za-z0-9]{32}"  # Tencent Cloud
+    r")"
+)
+
+
+# the high-entropy catch-all: a long run of base64 / hex characters (detect-secrets'
+# Base64HighEntropyString and HexHighEntropyString charsets), judged in Python (_looks_random)
+_RUN = pattern(r"(?:^|[^A-Za-z0-9+/_-])([A-Za-z0-9+/_-]{20,}=*)")  # also after = (X=<random>)
+
+
+MAX_RUNS = 100
+"""The high-entropy catch-all judges at most this many long runs of a text (a long traceback has
+many paths), then stops: the other families still run on the whole text."""
+
+
+def _pem(text: str, spans: list[Span]) -> None:
+    spans.extend(match.span() for match in _matches(_PEM, text, spans))
+
+
+def _random_part(token: str) -> Span:
+    """The part of a random run to hide: from its first to its last piece (split at ``/``) that
+    is not a word, so ``<token>/sendMessage`` keeps its path."""
+    if "/" not in token:
+        return 0, len(token)
+    first = last = -1
+    offset = 0
+    for piece in token.split("/"):
+        if not _readable(piece):
+            first = offset if first < 0 else first
+            last = offset + len(piece)
+        offset += len(piece) + 1
+    return (first, last) if first >= 0 else (0, len(token))
+
+
+def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> None:
+    judged: dict[str, bool] = {}  # a text that repeats a token judges it once
+    for count, match in enumerate(_RUN.finditer(text)):
+        if count == MAX_RUNS:
+            return
+        start, end = match.span(1)
+        token = text[start:end]
+        random = judged.get(token)
+        if random is None:
+            random = judged[token] = _looks_random(token)
+        if random and not _named_hash(
+            lowered[max(0, start - 128) : start], hexadecimal=not token.translate(_HEX)
+        ):
+            first, last = _random_part(token)
+            if not any(begin <= start + first < finish for begin, finish in readable):
+                spans.append((start + first, start + last))  # not a URL's path beside its query's secret
+
+
+PATTERNS: tuple[Pattern, ...] = (_PEM, _CRYPT_HASH, _VENDOR, _RUN)
+"""This module's patterns (the linear-time test runs each on adversarial input)."""
+
+
+def find(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> None:
+    """The secrets known by their shape; nothing random is hidden inside a ``readable`` span."""
+    if "PRIVATE KEY" in text or "PuTTY-User-Key" in text:
+        _pem(text, spans)
+    if "$" in text:
+        _spans_of(_CRYPT_HASH, text, spans)
+    if len(text) >= LONG_WORD:  # a word long enough to hold a vendor token, found with a loop (not a
+        for word in text.split():  # max(map(len, ...)), which costs more for a few words)
+            if len(word) >= LONG_WORD:
+                _spans_of(_VENDOR, text, spans)
+                spans.extend(vendor.find(text))
+                _random_runs(text, lowered, spans, readable)
+                break

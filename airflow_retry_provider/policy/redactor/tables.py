@@ -1,0 +1,170 @@
+"""Tables a CLI prints: a secret-named column's cells are hidden, every other cell is redacted as a
+text of its own (through the entry point's ``collect``), joined again across the lines it is
+wrapped over; tabulate's plain tables by their header's columns."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from airflow_retry_provider.policy.engine import Pattern, pattern
+from airflow_retry_provider.policy.redactor.assignments import _KEY
+from airflow_retry_provider.policy.redactor.judge import _not_secret, _secret_column
+from airflow_retry_provider.policy.redactor.spans import (
+    MASK,
+    MAX_TABLE_LINES,
+    Collect,
+    Span,
+    _matches,
+)
+
+# tables a CLI prints (airflow connections get / list: rich's ASCII_DOUBLE_HEAD, "id | conn_id |
+# ... | password | ..." over "===+===", its cells wrapped over lines; -o plain: tabulate's columns)
+_TABLE_RULE = pattern(r"(?m)^[ \t]*[=+|:-]*(?:={3,}|-{3,})[=+|: -]*\r?$")
+
+
+_PLAIN_HEADER = pattern(rf"(?m)^(?:[^\r\n]*?[ \t]{{2,}})?({_KEY})(?:[ \t]{{2,}}|\r?$)", ignore_case=True)
+
+
+MAX_TABLES = 8
+"""At most this many tables of one text are read cell by cell (each at most MAX_TABLE_LINES)."""
+
+
+MAX_CELLS = 48
+"""At most this many cells of a text's tables are redacted as texts of their own (each wrapped cell
+joined again costs a pass of every family); past them a table's secret-named columns are still
+hidden, and the whole text was redacted anyway."""
+
+
+MAX_MATCH_LINE = 1 << 20
+"""The last column of a table runs to its line's end."""
+
+
+def _line_at(text: str, start: int) -> tuple[int, int]:
+    """The line that starts at ``start``: its start and its end (without ``\r``)."""
+    end = text.find("\n", start)
+    end = len(text) if end < 0 else end
+    return start, end - 1 if end > start and text[end - 1] == "\r" else end
+
+
+def _table_rows(text: str, start: int, bars: list[int]) -> Iterator[list[Span]]:
+    """The rows below a table's rule, each the lines it is wrapped over (a line whose first cell is
+    blank continues the row above); the table ends at a line whose bars are not under the rule's
+    (the end of the table, or a row redacted already: its cells no longer line up)."""
+    row: list[Span] = []
+    for _ in range(MAX_TABLE_LINES):
+        if start >= len(text):
+            break
+        line = _line_at(text, start)
+        bar = line[0] + bars[0]
+        if bar >= line[1] or any(text[line[0] + b] != "|" for b in bars if line[0] + b < line[1]):
+            break
+        if row and text[line[0] : bar].strip():
+            yield row
+            row = []
+        row.append(line)
+        start = line[1] + 1 + (text[line[1] : line[1] + 1] == "\r")
+    if row:
+        yield row
+
+
+def _cell_spans(text: str, pieces: list[Span], depth: int, spans: list[Span], collect: Collect) -> None:
+    """The secrets of one cell wrapped over ``pieces`` (one slice per line), found in the cell's
+    text joined again: with a space where the line was padded (rich wrapped at a space), without
+    one where the piece filled its column (a word cut in two)."""
+    joined: list[str] = []
+    offsets: list[int] = []  # where each joined character is in ``text``
+    for start, end in pieces:
+        content = text[start:end]
+        stripped = content.strip(" ")
+        if not stripped:
+            continue
+        lead = start + len(content) - len(content.lstrip(" "))
+        joined.append(stripped)
+        offsets.extend(range(lead, lead + len(stripped)))
+        if content.endswith(" "):  # padded: the line was broken at a space
+            joined.append(" ")
+            offsets.append(lead + len(stripped))
+    cell = "".join(joined).rstrip(" ")
+    if len(cell) < 6:
+        return
+    for begin, finish in collect(cell, depth + 1):
+        run_start = previous = offsets[begin]
+        for index in range(begin + 1, finish):
+            if offsets[index] != previous + 1:
+                spans.append((run_start, previous + 1))
+                run_start = offsets[index]
+            previous = offsets[index]
+        spans.append((run_start, previous + 1))
+
+
+def _tables(text: str, depth: int, spans: list[Span], collect: Collect) -> None:
+    """A table's cells, each read whole across its wrapped lines: a secret-named column's every
+    cell is hidden, the other cells are redacted as texts of their own. The columns are where the
+    rule under the header crosses them (``=====+=====``, psql's ``----+----``, ``|---|---|``);
+    their names are the header's cells in order (a log prefix may shift the header's line)."""
+    cells = MAX_CELLS  # for the whole text
+    for count, rule in enumerate(_TABLE_RULE.finditer(text)):
+        if count == MAX_TABLES or rule.start() == 0:
+            return
+        line = _line_at(text, rule.start())
+        crossings = "+" if "+" in text[line[0] : line[1]] else "|"
+        bars = [i - line[0] for i in range(*line) if text[i] == crossings]
+        header = _line_at(text, text.rfind("\n", 0, rule.start() - 1) + 1)
+        names = [cell.strip() for cell in text[header[0] : header[1]].split("|")]
+        if crossings == "|":  # |---|---|: the cells are between the outer bars
+            bars, names = bars[1:-1], names[1:-1]
+        if not bars or len(names) != len(bars) + 1:
+            continue
+        columns = list(zip([0, *(b + 1 for b in bars)], [*bars, MAX_MATCH_LINE], strict=True))
+        secret = [_secret_column(name) for name in names]
+        for row in _table_rows(text, line[1] + 1 + (text[line[1] : line[1] + 1] == "\r"), bars):
+            for (a, b), hidden in zip(columns, secret, strict=True):
+                pieces = [(line[0] + a, min(line[0] + b, line[1])) for line in row if line[0] + a < line[1]]
+                if hidden:
+                    for start, end in pieces:
+                        value = text[start:end].strip(" ")
+                        if value and not _not_secret(value):
+                            lead = start + text[start:end].index(value)
+                            spans.append((lead, lead + len(value)))
+                elif cells > 0 and len(pieces) > 1:  # wrapped (a one-line cell was redacted with the text)
+                    cells -= 1
+                    _cell_spans(text, pieces, depth, spans, collect)
+
+
+def _plain_tables(text: str, spans: list[Span]) -> None:
+    """tabulate's plain table: a header of 4+ names apart by 2+ spaces; a secret-named column's
+    values are below it, from where its name starts to where the next name starts."""
+    for match in _matches(_PLAIN_HEADER, text, spans, limit=MAX_TABLES):
+        name_start, name_end = match.span(1)
+        header = _line_at(text, text.rfind("\n", 0, name_start) + 1)
+        line = text[header[0] : header[1]]
+        if line.count("  ") < 4 or len(line.split()) < 4 or not _secret_column(match.group(1)):
+            continue
+        column = name_start - header[0]
+        following = name_end
+        while following < header[1] and text[following] in " \t":
+            following += 1
+        width = following - name_start if following < header[1] else MAX_MATCH_LINE
+        start = header[1] + 1
+        for _ in range(MAX_TABLE_LINES):
+            row = _line_at(text, start)
+            if row[0] >= len(text) or not text[row[0] : row[1]].strip():
+                break
+            cell_start, cell_end = row[0] + column, min(row[0] + column + width, row[1])
+            value = text[cell_start:cell_end].strip()
+            if value and not value.startswith(MASK) and not _not_secret(value):  # not redacted already
+                lead = text.index(value, cell_start)
+                spans.append((lead, lead + len(value)))
+            start = row[1] + 1 + (text[row[1] : row[1] + 1] == "\r")
+
+
+PATTERNS: tuple[Pattern, ...] = (_TABLE_RULE, _PLAIN_HEADER)
+"""This module's patterns (the linear-time test runs each on adversarial input)."""
+
+
+def find(text: str, depth: int, spans: list[Span], collect: Collect) -> None:
+    """The secrets of the tables in ``text``; a table inside a table's cell is read too, two deep at most."""
+    if "|" in text and ("===" in text or "---" in text) and depth < 2:
+        _tables(text, depth, spans, collect)
+    if "   " in text and "\n" in text:
+        _plain_tables(text, spans)

@@ -1,0 +1,361 @@
+"""URLs and HTTP headers: userinfo, query parameters, webhook paths, ``Cookie``, ``Authorization``
+with any scheme word and its auth-params, and a bare credential after a scheme word."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_retry_provider.policy.engine import Pattern, pattern
+from airflow_retry_provider.policy.redactor.judge import (
+    _has_digit,
+    _looks_random,
+    _not_secret,
+    _readable,
+    _secret_column,
+)
+from airflow_retry_provider.policy.redactor.spans import MASK, Span, _escaped_line_end, _matches, _spans_of
+
+# scheme://user:password@host: the password runs to the LAST @ of the word, so it may hold / and @
+# (and a scheme that lost its colon: SQLAlchemy's "Could not parse rfc1738 URL from string 'trino//u:p@h'")
+_URI = pattern(r"(?:^|[^\w+.-])[a-zA-Z][\w+.-]*:?//([^\s\"'<>]+)")
+
+
+# user:password@host without a scheme (curl --socks5 u:p@proxy, mysqlsh --uri u:p@db)
+# (also with no user: redis-py's "connecting to :x@cache:6379"), or an e-mail address then :password,
+# as a relay's credentials file writes it (Postfix's sasl_passwd: [smtp.example.org]:587 user@example.org:x)
+_USERINFO = pattern(
+    r"(?:^|[\s'\"=(\[,])(?:(?:[A-Za-z_][\w.-]*)?:([^\s:@/'\"]+)@[A-Za-z0-9][\w.-]*(:/)?"
+    r"|[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+:([^\s:@/'\"]*[^\s\d:@/'\"][^\s:@/'\"]*)(?:[\s'\"]|$))"
+)
+
+
+# a path and its query without a scheme and host (an access log's "GET /callback?code=x HTTP/1.1")
+_RELATIVE_URL = pattern(r"(?:^|[\s\"'(\[])(/[^\s\"'<>?]*\?[^\s\"'<>]+)")
+
+
+# secrets that travel in a URL path: chat webhooks, Telegram bot tokens
+_WEBHOOK = pattern(
+    r"(?:hooks\.slack\.com/(?:services|workflows|triggers)/|discord(?:app)?\.com/api/webhooks/"
+    r"|\.webhook\.office\.com/webhookb2/|chat\.googleapis\.com/v1/spaces/)([^\s\"'<>]+)"
+    r"|api\.telegram\.org/(?:file/)?bot([^\s/\"'<>]+)",
+    ignore_case=True,
+)
+
+
+# Cookie: a=b; c=d / Set-Cookie: id=... and Authorization: <scheme> <credentials>, any scheme
+# (Bearer, Basic, NTLM, Negotiate, Digest...): the header and the rest of its line, with no
+# group (RE2 then finds both ends with its DFA alone); _header_value() reads the value in Python.
+# A cookie is hidden to its closing quote or the line's end; an authorization keeps its scheme
+# word, and ends at a delimiter unless it is Digest's parameters.
+_COOKIE = pattern(r"(?:^|[^\w-]|\\[rn])(?:set-)?cookie\\*[\"']?[ \t]*[:=][^\r\n]*", ignore_case=True)
+
+
+_AUTHORIZATION = pattern(
+    r"(?:^|[^\w-]|\\[rn])(?:proxy-)?authori[sz]ation\\*[\"']?[ \t]*[:=][^\r\n]*", ignore_case=True
+)
+
+
+# a bare credential after its scheme word: Bearer <8+ chars>; Basic/NTLM/Negotiate <base64>
+_SCHEME = pattern(r"(?:^|[^\w-])(bearer|basic|ntlm|negotiate)[ \t]+([\w.~+/=-]{8,})", ignore_case=True)
+
+
+# on a Redis line a lone word before @host:port, which Redis reads as the password (redis://x@cache:6379)
+_REDIS_USERINFO = pattern(r"(?:^|[\s'\"=(\[,])([^\s:@/'\"]+)@[A-Za-z0-9][\w.-]*:[0-9]{2,5}\b")
+
+
+_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate", "ntlm", "aws4-hmac-sha256", "hmac",
+                      "sharedkey", "sharedkeylite", "apikey", "key", "dpop", "mac", "oauth", "otp", "sso-key"})  # fmt: skip
+
+
+def _is_port_then_path(rest: str, colon: int, at: int) -> bool:
+    """``https://host:443/a@b``: digits after the colon, then a path; the @ is in the path."""
+    digits = colon + 1
+    while digits < len(rest) and digits - colon <= 6 and rest[digits].isdigit():
+        digits += 1
+    return (
+        1 <= digits - colon - 1 <= 5
+        and (digits == len(rest) or rest[digits] in "/?#")
+        and "/" in rest[colon + 1 : at]
+    )
+
+
+def _uri_spaced(text: str, end: int, start: int, rest: str, spans: list[Span]) -> None:
+    """``http://user:pass word@host`` (urllib3's "Failed to parse: ..."): a user, a colon, no @ in
+    the word, and an @ further on the line: the password runs to that @."""
+    colon = rest.find(":")
+    password = rest[colon + 1 :]
+    if colon <= 0 or "/" in rest or password.isdigit() or password == MASK:
+        return
+    window = text[end : end + 128].split("\n", 1)[0]
+    at = window.find("@")
+    if at > 0 and "/" not in window[:at]:
+        spans.append((start + colon + 1, end + at))
+
+
+_INNER_URIS = 16
+"""At most this many URIs inside one URI's word are looked at (a redirect_uri=https://... value)."""
+
+
+def _uri_rest(text: str, start: int, rest: str, end: int, spans: list[Span]) -> None:
+    """The password of one URI whose text after ``://`` is ``rest`` (at ``start`` in ``text``)."""
+    at = rest.rfind("@")
+    if at < 0:
+        _uri_spaced(text, end, start, rest, spans)
+        return
+    colon = rest.find(":", 0, at)
+    if colon < 0 or "/" in rest[:colon] or rest[colon + 1 : at] in ("", MASK):
+        return
+    if not _is_port_then_path(rest, colon, at):
+        spans.append((start + colon + 1, start + at))
+
+
+MAX_QUERY_PARAMETERS = 32
+"""At most this many parameters of one URL's query are judged by their shape."""
+
+
+# a query parameter whose name says its value is a hash, a version or a trace: its shape is no clue
+_QUERY_HASH_KEYS = ("sha", "hash", "digest", "commit", "checksum", "etag", "rev", "ref", "version", "trace",
+                    "span", "request", "correlation", "fingerprint", "oid", "uuid", "guid", "integrity")  # fmt: skip
+
+
+# query parameters that carry a credential by their protocol: OAuth 2.0's authorization code and
+# client assertion (RFC 6749 4.1.2, RFC 7523), CAS's service ticket, SAML's response, a one-time code
+_QUERY_CREDENTIALS = frozenset({"code", "assertion", "client_assertion", "ticket", "samlresponse", "otp"})
+
+
+# a resource's structured name (an OCID, an ARN, a URN): an id, whatever its random part looks like
+_RESOURCE_NAMES = ("ocid1.", "arn:", "urn:", "arn%3a", "urn%3a")
+
+
+# a query whose user is named gives its password as p= (InfluxDB 1.x: ?u=x&p=y)
+_QUERY_USERS = ("u=", "user=", "username=")
+
+
+def _query(start: int, rest: str, spans: list[Span], readable: list[Span]) -> None:
+    """Every parameter of one URL's query (``rest`` at ``start``): a value shaped as a credential
+    (random, long hex) is hidden whatever its name (``&appid=<32 hex>``), unless the name says it is
+    a hash; a secret-named one is the key family's. When the query holds a secret, the URL's path
+    is what on-call reads (a resource's id beside ``sig=``): its random-looking pieces stay."""
+    question = rest.find("?")
+    if question < 0:
+        return
+    secret = False
+    offset = start + question + 1
+    query = rest[question + 1 :]
+    has_user = query.startswith(_QUERY_USERS) or any(f"&{user}" in query for user in _QUERY_USERS)
+    for parameter in rest[question + 1 :].split("&", MAX_QUERY_PARAMETERS)[:MAX_QUERY_PARAMETERS]:
+        key, equals, value = parameter.partition("=")
+        value = value.split("#", 1)[0]
+        if equals and value and "//" not in value and "%2f%2f" not in value.lower():  # not a URL
+            if _secret_column(key) and not (key.lower() in ("key", "keys") and len(value) >= 16):
+                secret = True
+            elif (
+                key.lower() in _QUERY_CREDENTIALS
+                or (key == "p" and has_user)
+                or (key.lower() in ("key", "keys") and _has_digit(value))
+            ) and not value.isdigit():
+                value_start = offset + len(key) + 1
+                spans.append((value_start, value_start + len(value)))
+                secret = True
+            elif (
+                not any(word in key.lower() for word in _QUERY_HASH_KEYS)
+                and not value.lower().startswith(_RESOURCE_NAMES)
+                and _looks_random(value)
+            ):
+                value_start = offset + len(key) + 1
+                spans.append((value_start, value_start + len(value)))
+                secret = True
+        offset += len(parameter) + 1
+    path = rest.find("/", 0, question)
+    if secret and path >= 0:
+        readable.append((start + path, start + question))
+
+
+def _userinfo(text: str, spans: list[Span]) -> None:
+    for match in _matches(_USERINFO, text, spans):
+        if match.group(3) is not None:
+            if match.group(3) != MASK:
+                spans.append(match.span(3))  # user@domain:password
+            continue
+        start, end = match.span(1)
+        if match.group(2):
+            continue  # a backend's scp-style location (restic's sftp:user@host:/path): a name, no password
+        if not text[start:end].isdigit() and text[start:end] != MASK:
+            spans.append((start, end))
+
+
+def _relative_urls(text: str, spans: list[Span], readable: list[Span]) -> None:
+    for match in _matches(_RELATIVE_URL, text, spans):
+        _query(match.start(1), match.group(1), spans, readable)
+
+
+_HOOK_SEGMENTS = frozenset({"hook", "hooks", "webhook", "webhooks", "webhookb2", "robot"})
+
+
+def _hook_path(start: int, rest: str, spans: list[Span]) -> None:
+    """A URL whose path is its credential: after a ``hook``/``hooks``/``webhook``/``webhooks``
+    segment (Feishu's ``/bot/v2/hook/<uuid>``, Zapier's ``/hooks/catch/<id>/<key>``), each later
+    segment that is not a number or a word without digits is hidden."""
+    path = rest.split("?", 1)[0].split("#", 1)[0]
+    offset = 0
+    after_hook = False
+    for segment in path.split("/"):
+        if (
+            after_hook
+            and segment
+            and not segment.isdigit()
+            and (not _readable(segment) or _has_digit(segment))
+        ):
+            spans.append((start + offset, start + offset + len(segment)))
+        after_hook = after_hook or segment.lower() in _HOOK_SEGMENTS
+        offset += len(segment) + 1
+
+
+def _uri(text: str, spans: list[Span], readable: list[Span]) -> None:
+    for match in _matches(_URI, text, spans):
+        start, end = match.span(1)
+        rest = match.group(1)
+        _uri_rest(text, start, rest, end, spans)
+        _query(start, rest, spans, readable)
+        if "hook" in rest.lower() or "robot" in rest.lower():
+            _hook_path(start, rest, spans)
+        inner = rest.find("://")
+        for _ in range(_INNER_URIS):  # a URI in the query or path of this one
+            if inner < 1:
+                break
+            if rest[inner - 1].isalnum():
+                _uri_rest(text, start + inner + 3, rest[inner + 3 :], end, spans)
+            inner = rest.find("://", inner + 3)
+
+
+def _header_value(text: str, match: Any, stops: str) -> Span:
+    """The value of a ``Name: value`` header matched to its line's end: inside its quotes (to the
+    quote that closes it at its own depth of backslashes), else up to the first of ``stops``."""
+    start, end = match.span()
+    start = min(i for i in (text.find(":", start, end), text.find("=", start, end)) if i >= 0) + 1
+    while start < end and text[start] in " \t":
+        start += 1
+    lead = start
+    while lead < end and text[lead] == "\\":
+        lead += 1
+    if lead < end and text[lead] in "\"'":
+        close = lead + 1
+        while (close := text.find(text[lead], close, end)) >= 0:
+            slashes = close
+            while text[slashes - 1] == "\\":
+                slashes -= 1
+            if close - slashes == lead - start:  # as many backslashes as the opening quote
+                return lead + 1, close
+            close += 1
+        return lead + 1, end
+    cut = min((i for i in (text.find(c, start, end) for c in stops) if i >= 0), default=end)
+    return start, _escaped_line_end(text, start, cut)
+
+
+def _cookie(text: str, spans: list[Span]) -> None:
+    for match in _matches(_COOKIE, text, spans):
+        start, end = _header_value(text, match, "")
+        if end > start and text[start:end] != MASK:
+            spans.append((start, end))
+
+
+def _authorization(text: str, spans: list[Span]) -> None:
+    for match in _matches(_AUTHORIZATION, text, spans):
+        start, end = match.span()
+        digest = text[start:end].lower().find("digest")
+        start, end = _header_value(text, match, "" if 0 <= digest < 40 else "\"'&,;")
+        value = text[start:end]
+        scheme, _, rest = value.partition(" ")
+        if rest.strip() and _scheme_word(scheme):  # keep the scheme: "Bearer ***", "GenieKey ***"
+            start += len(scheme) + len(rest) - len(rest.lstrip(" \t")) + 1
+        line = text[start : _escaped_line_end(text, start, match.end())]
+        if "%26" in line or ("&" in line and "=" in line):
+            continue  # a parameter list (Cosmos DB's type=master&ver=1.0&sig=x): each judged by its name
+        if not 0 <= digest < 40 and _AUTH_PARAMETERS.match(line):
+            _auth_parameters(text, start, start + len(line), spans)  # Hawk id="x", ts="1", mac="***"
+            continue
+        equals = text.find("=", start, end)
+        if 0 <= equals and text[start:equals].isalpha() and " " not in text[start:equals]:
+            start = equals + 1  # AWS4-HMAC-SHA256 Credential=***: the parameter's name stays
+        if digest < 0 or digest >= 40:  # one credential: to the next space (Digest's run to the end)
+            space = min(
+                (i for i in (text.find(" ", start, end), text.find("\t", start, end)) if i >= 0), default=end
+            )
+            end = space
+        while end > start and text[end - 1] in " \t":
+            end -= 1
+        if end > start and not _not_secret(text[start:end]):
+            spans.append((start, end))
+
+
+# a scheme's quoted auth-params (RFC 7235): Hawk id="x", ts="1", nonce="y", mac="z"
+_AUTH_PARAMETERS = pattern(r"[A-Za-z_][\w-]*=\\*\"[^\"\r\n]*\"[ \t]*,[ \t]*[A-Za-z_][\w-]*=\\*\"")
+
+
+_AUTH_PARAMETER = pattern(r"([A-Za-z_][\w-]*)=\\*\"([^\"\r\n\\]*)")
+
+
+# the auth-params that carry the proof: Hawk's mac, OAuth 1.0's oauth_signature and oauth_token
+_PROOF_PARAMETERS = frozenset({"mac", "signature", "sig", "oauth_signature", "oauth_token", "token", "response"})  # fmt: skip
+
+
+def _auth_parameters(text: str, start: int, end: int, spans: list[Span]) -> None:
+    """Each quoted auth-param after a scheme word: the proof's value is hidden, the id, time and nonce stay."""
+    for match in _matches(_AUTH_PARAMETER, text[start:end], []):
+        if match.group(1).lower() in _PROOF_PARAMETERS and match.group(2):
+            spans.append((start + match.start(2), start + match.end(2)))
+
+
+def _scheme_word(word: str) -> bool:
+    """An authorization scheme's name, whatever it is (``Bearer``, ``GenieKey``, ``Splunk``, ``SSWS``,
+    ``AWS4-HMAC-SHA256``, ``SharedKey``): a known one, or a short word of letters (a few digits and
+    dashes at most) that does not look random. The credential after it is hidden, the word kept."""
+    if word.lower() in _SCHEMES:
+        return True
+    letters = word.replace("-", "").replace("_", "")
+    return (
+        0 < len(word) <= 24
+        and word[0].isalpha()
+        and letters.isalnum()
+        and letters.isascii()
+        and sum(c.isdigit() for c in word) <= 4
+        and not _looks_random(word)
+    )
+
+
+def _looks_encoded(secret: str) -> bool:
+    """Base64, not an English word: ``Basic authentication failed`` keeps its word."""
+    return secret.endswith("=") or any(c.isdigit() or c in "+/" for c in secret) or not secret[1:].islower()
+
+
+def _scheme(text: str, spans: list[Span]) -> None:
+    for match in _matches(_SCHEME, text, spans):
+        if match.group(1).lower() == "bearer" or _looks_encoded(match.group(2)):
+            spans.append(match.span(2))
+
+
+PATTERNS: tuple[Pattern, ...] = (
+    _URI, _RELATIVE_URL, _USERINFO, _WEBHOOK, _REDIS_USERINFO, _COOKIE, _AUTHORIZATION, _AUTH_PARAMETERS,
+    _AUTH_PARAMETER, _SCHEME,
+)  # fmt: skip
+"""This module's patterns (the linear-time test runs each on adversarial input)."""
+
+
+def find(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> None:
+    """The secrets of URLs and HTTP headers; ``readable`` gets a URL's path beside its query's secret."""
+    if "//" in text:
+        _uri(text, spans, readable)
+    if "/" in text and "?" in text and "=" in text:
+        _relative_urls(text, spans, readable)
+    if "@" in text and ":" in text:
+        _userinfo(text, spans)
+    if "hook" in lowered or "chat.googleapis" in lowered or "telegram" in lowered:
+        _spans_of(_WEBHOOK, text, spans, groups=2)
+    if "@" in text and ("redis" in lowered or "valkey" in lowered):
+        _spans_of(_REDIS_USERINFO, text, spans)
+    if "cookie" in lowered:
+        _cookie(text, spans)
+    if "authori" in lowered:
+        _authorization(text, spans)
+    if "bearer" in lowered or "basic" in lowered or "ntlm" in lowered or "negotiate" in lowered:
+        _scheme(text, spans)
