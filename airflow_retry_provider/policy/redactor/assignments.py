@@ -302,13 +302,14 @@ _SECRET_KEY_NAMES = ("secretkey", "secret_key", "secret-key", "secretaccesskey",
 
 
 # a run of counters (dbt's "PASS=41 WARN=0 ERROR=1"): a count beside another KEY=count is not a password
-_NEXT_COUNTER = pattern(r"^[ \t]+[A-Za-z_]{2,24}=\d{1,9}(?:[ \t]|$)")
-_PREVIOUS_COUNTER = pattern(r"(?:^|[ \t])[A-Za-z_]{2,24}=\d{1,9}[ \t]+$")
+_NEXT_COUNTER = pattern(r"^[ \t]+[A-Z_]{2,24}=\d{1,9}(?:[ \t]|$)")
+_PREVIOUS_COUNTER = pattern(r"(?:^|[ \t])[A-Z_]{2,24}=\d{1,9}[ \t]+$")
 
 
 def _counter(text: str, key_start: int, end: int, value: str) -> bool:
-    """A small integer beside another ``KEY=integer`` on its line: a summary's counter, not a secret."""
-    if not (value.isdigit() and len(value) <= 6):
+    """A small integer under a key in capitals beside another ``KEY=integer`` on its line: a summary's
+    counter, not a secret (``password=4711 RETRIES=3``: a lower-case key is no counter's label)."""
+    if not (value.isdigit() and len(value) <= 6 and text[key_start:end].split("=", 1)[0].isupper()):
         return False
     line_end = text.find("\n", end)
     after = text[end : line_end if line_end >= 0 else len(text)]

@@ -481,6 +481,8 @@ def test_round_three_keeps_what_on_call_reads(text: str) -> None:
             "body=api_token=x&account=Zx8Kq2Lm9Vb4Rt8Wn1Yc6D&to=4915112345678",
             "body=api_token=***&account=***&to=4915112345678",
         ),
+        # a password of digits beside a count is no summary's counter: its key is no label in capitals
+        ("password=4711 RETRIES=3", "password=*** RETRIES=3"),
         # a user, then a secret-shaped value, then the URL to connect to (a WebDAV client)
         (
             "client = DavClient('acme', 'etl-sync', 'Wd4v!pQ9zz', 'https://dav.acme.example/remote.php/dav')",
