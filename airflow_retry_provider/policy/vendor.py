@@ -98,6 +98,19 @@ def _secret(match: Any, group: int) -> Span:
     return match.span()
 
 
+MIN_PATH_SECRET = 16
+"""A URL's last path segment this long holds a webhook's secret alone (``/services/T.../B.../<secret>``)."""
+
+
+def _url_path_secret(text: str, start: int, end: int) -> Span:
+    """Of a match that is a URL, its last path segment when that is long enough to be the secret:
+    the segments before it name the account and the app (Slack's team and bot ids), on-call reads them."""
+    last = text.rfind("/", start, end) + 1
+    if last == 0 or "." not in text[start:last]:
+        return start, end  # not a host and a path
+    return (last, end) if end - last >= MIN_PATH_SECRET else (start, end)
+
+
 def find(text: str) -> list[Span]:
     """The spans of the vendor tokens in ``text``."""
     spans: list[Span] = []
@@ -111,7 +124,7 @@ def find(text: str) -> list[Span]:
         for count, match in enumerate(rule.pattern.finditer(text)):
             if count == MAX_MATCHES_PER_RULE:
                 break
-            start, end = _secret(match, rule.group)
+            start, end = _url_path_secret(text, *_secret(match, rule.group))
             if end > start and (not rule.entropy or entropy(text[start:end]) > rule.entropy):
                 spans.append((start, end))
     return spans

@@ -30,3 +30,4 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     out = capsys.readouterr().out
     assert "leaks.yaml: " in out and "unseen.yaml: 200/200 held (100.0 %)" in out and "MISSED" not in out
     assert "holdout2.yaml: 100/100 held (100.0 %)" in out  # fitted in round three
+    assert "holdout3.yaml: 100/100 held (100.0 %)" in out  # fitted in round four

@@ -297,7 +297,24 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
 _ACCESS_KEY_IDS = ("accesskey", "access_key", "access-key", "accesskeyid", "access_key_id", "access-key-id")
 
 
-_SECRET_KEY_NAMES = ("secretkey", "secret_key", "secret-key", "secretaccesskey", "secret_access_key")
+_SECRET_KEY_NAMES = ("secretkey", "secret_key", "secret-key", "secretaccesskey", "secret_access_key",
+                     "accesskeysecret", "access_key_secret", "access-key-secret")  # fmt: skip
+
+
+# a run of counters (dbt's "PASS=41 WARN=0 ERROR=1"): a count beside another KEY=count is not a password
+_NEXT_COUNTER = pattern(r"^[ \t]+[A-Z_]{2,24}=\d{1,9}(?:[ \t]|$)")
+_PREVIOUS_COUNTER = pattern(r"(?:^|[ \t])[A-Z_]{2,24}=\d{1,9}[ \t]+$")
+
+
+def _counter(text: str, key_start: int, end: int, value: str) -> bool:
+    """A small integer under a key in capitals beside another ``KEY=integer`` on its line: a summary's
+    counter, not a secret (``password=4711 RETRIES=3``: a lower-case key is no counter's label)."""
+    if not (value.isdigit() and len(value) <= 6 and text[key_start:end].split("=", 1)[0].isupper()):
+        return False
+    line_end = text.find("\n", end)
+    after = text[end : line_end if line_end >= 0 else len(text)]
+    before = text[text.rfind("\n", 0, key_start) + 1 : key_start]
+    return _NEXT_COUNTER.match(after) is not None or _PREVIOUS_COUNTER.search(before) is not None
 
 
 def _access_key_id(key: str, text: str) -> bool:
@@ -336,7 +353,7 @@ def _key_values(text: str, spans: list[Span]) -> None:
             continue
         if start == raw_start and _go_empty_field(text, key_start, key, sep, value):
             continue
-        if _access_key_id(key, text):
+        if _access_key_id(key, text) or (sep == "=" and _counter(text, key_start, end, value)):
             continue
         if (
             start > raw_start
@@ -420,8 +437,16 @@ def _quote_inside(text: str, start: int, end: int) -> int:
 
 
 def _user_and_password_key(key: str) -> bool:
-    """A key whose value is ``user:password`` (``--auth=etl:x``): only the password is hidden."""
-    return key.lstrip("-").lower() in ("auth", "basic-auth", "proxy-auth", "http-auth")
+    """A key whose value is ``user:password`` (``--auth=etl:x``, an OAuth client's ``credential:
+    'client_id:client_secret'``): only the password is hidden."""
+    return key.lstrip("-").lower() in (
+        "auth",
+        "basic-auth",
+        "proxy-auth",
+        "http-auth",
+        "credential",
+        "credentials",
+    )
 
 
 def _xml(text: str, spans: list[Span]) -> None:
@@ -465,7 +490,43 @@ def _pydantic_inputs(text: str, spans: list[Span]) -> None:
                 spans.append((start, end))
 
 
+# a form body (k=v&k=v...), as an HTTP client logs what it posted
+_FORM_BODY = pattern(r"[\w.-]+=[^&\s]*(?:&[\w.-]+=[^&\s]*)+")
+
+MIN_SIBLING_CREDENTIAL = 20
+"""A value this long, of letters of both cases and digits, beside a secret's key is a credential too."""
+
+
+def _credential_shaped(value: str) -> bool:
+    """20-128 letters and digits with a digit, a capital and a small letter: a generated key."""
+    return (
+        MIN_SIBLING_CREDENTIAL <= len(value) <= 128
+        and value.isalnum()
+        and value.isascii()
+        and any(c.isdigit() for c in value)
+        and any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+    )
+
+
+def _form_siblings(text: str, spans: list[Span]) -> None:
+    """Of a form body with a secret's key (Pushover's ``token=x&user=<key>``), every credential-shaped
+    value whatever its key: a sibling of a token is the other half of the credential."""
+    for match in _matches(_FORM_BODY, text, spans):
+        offset = match.start()
+        parameters = []
+        for part in match.group().split("&"):
+            key, _, value = part.rpartition("=")
+            parameters.append((key.rpartition("=")[2], offset + len(key) + 1, value))
+            offset += len(part) + 1
+        if any(_secret_name(key) for key, _, _ in parameters):
+            for _, start, value in parameters:
+                if _credential_shaped(value) and not _not_secret(value):
+                    spans.append((start, start + len(value)))
+
+
 PATTERNS: tuple[Pattern, ...] = (
+    _FORM_BODY,
     _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _ERLANG_TUPLE,
     _SETTING_ECHO, _PYDANTIC_INPUT, _GO_FIELD,
 )  # fmt: skip
@@ -496,6 +557,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         if "<" in text:
             _xml(text, spans)
         _named(text, spans)
+    if "&" in text and "=" in text:
+        _form_siblings(text, spans)
     if "auth" in lowered or "credential" in lowered:
         _spans_of(_CREDENTIAL_PAIR, text, spans, groups=2)
     if ("'" in text or '"' in text or "`" in text) and any(map(lowered.__contains__, _SETTING_WORDS)):

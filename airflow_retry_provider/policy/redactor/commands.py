@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from airflow_retry_provider.policy import argv
 from airflow_retry_provider.policy.engine import Pattern, pattern
-from airflow_retry_provider.policy.redactor.judge import _DEVICE_KINDS, PROSE_WORDS, _not_secret, _prose
+from airflow_retry_provider.policy.redactor.judge import (
+    _DEVICE_KINDS,
+    PROSE_WORDS,
+    _looks_secret,
+    _not_secret,
+    _prose,
+)
 from airflow_retry_provider.policy.redactor.spans import MASK, Span, _content, _matches, _spans_of
 
 # Oracle connect strings user/password[@db], on the line of an Oracle tool or in a JDBC URL
@@ -152,6 +158,19 @@ _DEVICE_SECRET = pattern(
 _DEVICE_WORDS = ("password ", "passwd ", "secret ", "key ", "key-string", "community ", "authentication-key", "pre-shared-key", "encrypted-password", "psk ")  # fmt: skip
 
 
+# a logon command's "[host/]user,password[,account]" (Teradata's BTEQ, FastLoad, MultiLoad, TPump
+# scripts: .LOGON tdpid/user,password): the word after the first comma is the password
+_LOGON_STRING = pattern(r"(?mi)^[ \t]*\.?logon[ \t]+(?:[^\s,/;]+/)?[^\s,/;]+,([^\s,;]+)")
+
+
+# a configuration block named by an SNMP community: the block's name is the community string, the
+# secret (Junos' "[edit snmp community]" then "+   <name> {", or "community <name> {" in one line)
+_COMMUNITY_BLOCK = pattern(
+    r"(?m)(?:\[edit[^\]\r\n]*[ \t]community\][ \t]*\r?\n[+\- \t]*|^[+\- \t]*community[ \t]+)"
+    r"(?:\"([^\"\r\n]+)\"|([^\s{;\"]+))[ \t]*\{"
+)
+
+
 # an FTP client's "user <name> <password>" command, alone on its line or in a here-string
 _FTP_USER = pattern(r"(?i:\buser)[ \t]+[^\s'\"]+[ \t]+([^\s'\"]+)[\"']?[ \t]*(?:\r?\n|\\n|$)")
 
@@ -286,6 +305,23 @@ def _connection_arguments(args: list[tuple[int, int, str]], spans: list[Span]) -
             if password[:1] in "'\"" and end - start > 2 and not _not_secret(password[1:-1]):
                 spans.append((start + 1, end - 1))
             return
+    _password_before_url(args, spans)
+
+
+def _password_before_url(args: list[tuple[int, int, str]], spans: list[Span]) -> None:
+    """A user, then a secret-shaped value, then the URL to connect to (a banking client's
+    ``FinTS3PinTanClient('<bank code>', '<user>', '<pin>', 'https://...')``): the value is the password."""
+    for index in range(1, len(args) - 1):
+        start, end, password = args[index]
+        if (
+            password[:1] in "'\""
+            and "://" in args[index + 1][2]
+            and _user_name(args[index - 1][2])
+            and _looks_secret(password[1:-1])
+            and not _not_secret(password[1:-1])
+        ):
+            spans.append((start + 1, end - 1))
+            return
 
 
 def _connection_calls(text: str, spans: list[Span]) -> None:
@@ -332,6 +368,8 @@ def _device_values(text: str, spans: list[Span]) -> None:
             continue  # create secret s3_prod (...): the object's name, its fields are judged each
         if not kind and value.isdigit():
             continue  # a count or a size (ssh key 2048 bits), not a secret
+        if any(word.startswith("-") and len(word) > 1 for word in words[:-1]):
+            continue  # a command line's flags (isql -user x -password masterkey <db>): not a device's line
         if kind == "0" or not _prose(value):
             spans.append((start, end))
 
@@ -482,7 +520,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 PATTERNS: tuple[Pattern, ...] = (
     _ORACLE, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
-    _NET_USE, _FTP_USER, _CONNECT_CALL, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _WINDOWS_LOGIN, _PIPED,
+    _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _WINDOWS_LOGIN, _PIPED,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO,
 )  # fmt: skip
 """This module's patterns, beside ``policy/argv.py``'s (the linear-time test runs each on adversarial input)."""
@@ -530,6 +568,10 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         _spans_of(_NET_USE, text, spans)
     if "ftp" in lowered and "user" in lowered:
         _spans_of(_FTP_USER, text, spans)
+    if "logon" in lowered:
+        _spans_of(_LOGON_STRING, text, spans)
+    if "community" in lowered and "{" in text:
+        _spans_of(_COMMUNITY_BLOCK, text, spans, groups=2)
     if "sending" in text:
         _spans_of(_EXPECT_SEND, text, spans)
     if "334" in text:

@@ -37,15 +37,32 @@ _NOT_SECRETS = frozenset(
     {"", MASK, "null", "none", "nil", "true", "false", "undefined", "bearer", "basic", "token", "digest",
      "negotiate", "ntlm", "<redacted>", "[redacted]", "redacted", "********", "xxx",
      "%s", "%r", "%d", "?", "{}", "<token>", "<password>", "<secret>",
-     "yes", "no"}  # MySQL's "(using password: YES)"
+     "yes", "no",  # MySQL's "(using password: YES)"
+     # a value another tool already masked: Ansible's no_log, gcloud's --log-http, a hidden field
+     "value_specified_in_no_log_parameter", "[hidden]", "<hidden>", "(hidden)", "hidden", "<masked>",
+     "[masked]", "masked", "[filtered]", "filtered", "[secure]", "<omitted>", "[omitted]", "******",
+     "*****", "****", "---", "--",
+     *(ANSWER_WORDS := (  # yes/no/hidden/none in the languages of policy/secret_words.py
+         "si", "sí", "oui", "non", "ja", "nein", "não", "nao", "sim", "nenhuma", "nenhum", "ninguna",
+         "ninguno", "aucun", "aucune", "masqué", "masquée", "caché", "cachée", "oculta", "oculto",
+         "versteckt", "verborgen", "nee", "evet", "hayır", "tak", "nie", "да", "нет", "скрыт",
+         "скрыто", "예", "아니오", "아니요", "숨김", "없음", "はい", "いいえ", "なし", "非表示", "是", "否",
+         "无", "隐藏", "نعم", "لا", "مخفية", "مخفي", "هاں", "हाँ", "नहीं", "छिपा"))}
 )  # fmt: skip
+
+# a mask a tool printed in place of a secret, with spaces or dashes around it: "--- Token Redacted ---"
+_MASK_PHRASE = pattern(
+    r"^[-=*#\[(<\s]*(?:\w+\s+)?(?:redacted|hidden|masked|filtered|omitted|removed)[-=*#\])>\s]*$"
+)
 
 
 def _not_secret(value: str) -> bool:
     """A placeholder, not a value: ``***``, ``null``, ``%s``, ``<token>``, a shell variable in capitals
     (``$TOKEN``, ``${PG_PASSWORD}``; ``$ecret1`` is a value)."""
-    if value.lower() in _NOT_SECRETS:
+    if value.lower() in _NOT_SECRETS or _MASK_PHRASE.match(value.lower()) is not None:
         return True
+    if value.startswith("arn:") and value.count(":") >= 5:
+        return True  # a resource's name (SecretId='arn:aws:secretsmanager:...'), not the secret it names
     name = (
         value[2:-1]
         if value.startswith("${") and value.endswith("}")
@@ -200,7 +217,8 @@ PROSE_WORDS = frozenset(
      "mismatch", "provided", "revoked", "unknown", "needed", "unset", "changed", "reset", "not", "is",
      "was", "must", "should", "has", "have", "for", "the", "and", "failed", "none", "ok", "error",
      "refused", "blank", "absent", "malformed", "unauthorized", "forbidden", "too", "of", "does",
-     "cannot", "can't", "did", "set", "yes", "no",
+     "cannot", "can't", "did", "set", "yes", "no", *ANSWER_WORDS,
+     "hidden", "informada", "informado", "fourni", "fournie", "angegeben", "dado", "dada", "given",
      # the same words in the languages of policy/secret_words.py: wrong, invalid, expired, required
      "falsch", "ungültig", "abgelaufen", "erforderlich", "incorrecte", "invalide", "expiré",
      "requis", "incorrecta", "incorrecto", "inválida", "inválido", "caducada", "requerida", "incorreta",
@@ -221,8 +239,8 @@ def _prose_after_colon(text: str, start: int, value: str) -> bool:
         return True
     after = start + len(value)
     if len(word) == 3 and word.isdigit() and "100" <= word < "600" and text[after : after + 1] == " ":
-        # an HTTP status and its reason: "token: 401 Unauthorized"
-        return text[after + 1 : after + 2].isupper()
+        # an HTTP status and its reason or request id: "token: 401 Unauthorized", "keys: 401 (request ...)"
+        return text[after + 1 : after + 2].isupper() or text[after + 1 : after + 2] == "("
     return (
         len(word) >= 4
         and word == value
@@ -355,11 +373,17 @@ def _object_name(token: str, pieces: list[str]) -> bool:
 _SECRET_IN_NAME = ("key", "secret", "token", "pass", "pwd", "credential", "sig", "auth", "hmac")
 
 
+# a URL path's collection nouns: the segment after one is the id of an object of that kind
+_PATH_NOUNS = ("/accounts/", "/users/", "/projects/", "/organizations/", "/orgs/", "/customers/", "/tenants/", "/teams/", "/workspaces/", "/subscriptions/", "/instances/", "/clusters/", "/databases/", "/apps/")  # fmt: skip
+
+
 def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     """Whether the words just before a random run (32 characters) name it as a hash or an id
     (``sha256=``, ``commit``, ``request id:``), unless its own key names a secret
     (``fs.azure.account.key.x.blob.core.windows.net=``: "blob" is a hash word, "key" wins)."""
     # the end of a range (a1b2..c3d4) reads as its start; a hex digest may be named a line above
+    if before.endswith(_PATH_NOUNS):
+        return True  # an object's id after its collection in a path: /Accounts/AC<32 hex>/
     window = 80 if before.endswith("..") else len(before) if hexadecimal else 32
     if not any(word in before[-window:] for word in _HASH_WORDS):
         return False

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from airflow_retry_provider.policy import vendor
 from airflow_retry_provider.policy.engine import Pattern, pattern
-from airflow_retry_provider.policy.redactor.judge import _HEX, _looks_random, _named_hash, _readable
+from airflow_retry_provider.policy.redactor.judge import (
+    _HEX,
+    _PATH_NOUNS,
+    _looks_random,
+    _named_hash,
+    _readable,
+)
 from airflow_retry_provider.policy.redactor.spans import Span, _matches, _spans_of
 
 LONG_WORD = 15
@@ -81,17 +87,25 @@ def _pem(text: str, spans: list[Span]) -> None:
 
 def _random_part(token: str) -> Span:
     """The part of a random run to hide: from its first to its last piece (split at ``/``) that
-    is not a word, so ``<token>/sendMessage`` keeps its path."""
+    is not a word nor an object's id after its collection's noun (``/Accounts/<id>``), so
+    ``<token>/sendMessage`` keeps its path."""
     if "/" not in token:
         return 0, len(token)
     first = last = -1
     offset = 0
+    previous = ""
+    named = False  # a piece was an object's id
     for piece in token.split("/"):
-        if not _readable(piece):
+        if f"/{previous.lower()}/" in _PATH_NOUNS:
+            named = True  # /Accounts/<id>: the id of an account
+        elif not _readable(piece):
             first = offset if first < 0 else first
             last = offset + len(piece)
         offset += len(piece) + 1
-    return (first, last) if first >= 0 else (0, len(token))
+        previous = piece
+    if first >= 0:
+        return first, last
+    return (0, 0) if named else (0, len(token))
 
 
 def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> None:
@@ -108,11 +122,26 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
             lowered[max(0, start - 128) : start], hexadecimal=not token.translate(_HEX)
         ):
             first, last = _random_part(token)
-            if not any(begin <= start + first < finish for begin, finish in readable):
+            if last > first and not any(begin <= start + first < finish for begin, finish in readable):
                 spans.append((start + first, start + last))  # not a URL's path beside its query's secret
 
 
-PATTERNS: tuple[Pattern, ...] = (_PEM, _CRYPT_HASH, _VENDOR, _RUN)
+# a flag that names a key pair's id (aliyun's --access-key-id, beside --access-key-secret)
+_ID_FLAG_BEFORE = pattern(r"--[A-Za-z][\w-]*-id['\"]?(?:,[ \t]*['\"]|[ \t]+['\"]?|=['\"]?)$")
+_SECRET_FLAG = pattern(r"--[\w-]*secret")
+
+
+def _id_flag_value(text: str, span: Span) -> bool:
+    """A key pair's id after its ``--*-id`` flag, when the same command has the flag of its secret
+    (hidden by its key): the id names the key, on-call reads which one failed."""
+    start = span[0]
+    return (
+        _ID_FLAG_BEFORE.search(text[max(0, start - 64) : start]) is not None
+        and _SECRET_FLAG.search(text) is not None
+    )
+
+
+PATTERNS: tuple[Pattern, ...] = (_PEM, _CRYPT_HASH, _VENDOR, _RUN, _ID_FLAG_BEFORE, _SECRET_FLAG)
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 
 
@@ -125,7 +154,11 @@ def find(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> No
     if len(text) >= LONG_WORD:  # a word long enough to hold a vendor token, found with a loop (not a
         for word in text.split():  # max(map(len, ...)), which costs more for a few words)
             if len(word) >= LONG_WORD:
-                _spans_of(_VENDOR, text, spans)
-                spans.extend(vendor.find(text))
-                _random_runs(text, lowered, spans, readable)
+                shaped: list[Span] = []
+                _spans_of(_VENDOR, text, shaped)
+                shaped.extend(vendor.find(text))
+                _random_runs(text, lowered, shaped, readable)
+                if "-id" in lowered and "secret" in lowered:
+                    shaped = [span for span in shaped if not _id_flag_value(text, span)]
+                spans.extend(shaped)
                 break

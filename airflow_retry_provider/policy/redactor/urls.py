@@ -35,7 +35,8 @@ _RELATIVE_URL = pattern(r"(?:^|[\s\"'(\[])(/[^\s\"'<>?]*\?[^\s\"'<>]+)")
 
 # secrets that travel in a URL path: chat webhooks, Telegram bot tokens
 _WEBHOOK = pattern(
-    r"(?:hooks\.slack\.com/(?:services|workflows|triggers)/|discord(?:app)?\.com/api/webhooks/"
+    # Slack's team and bot ids (T..., B...) name the workspace and the app; the last segment is the secret
+    r"(?:hooks\.slack\.com/(?:services|workflows|triggers)/(?:[TBA][A-Z0-9]{6,14}/){0,2}|discord(?:app)?\.com/api/webhooks/"
     r"|\.webhook\.office\.com/webhookb2/|chat\.googleapis\.com/v1/spaces/)([^\s\"'<>]+)"
     r"|api\.telegram\.org/(?:file/)?bot([^\s/\"'<>]+)",
     ignore_case=True,
@@ -211,6 +212,19 @@ def _hook_path(start: int, rest: str, spans: list[Span]) -> None:
         offset += len(segment) + 1
 
 
+def _webhooks(text: str, spans: list[Span], readable: list[Span]) -> None:
+    """A chat webhook's secret path; the account and app ids before it (Slack's ``T...``/``B...``)
+    stay readable, so the random-run catch-all does not hide them either."""
+    for match in _matches(_WEBHOOK, text, spans):
+        for index in (1, 2):
+            start, end = match.span(index)
+            if start >= 0:
+                if end > start and text[start:end] != MASK:
+                    spans.append((start, end))
+                readable.append((match.start(), start))
+                break
+
+
 def _uri(text: str, spans: list[Span], readable: list[Span]) -> None:
     for match in _matches(_URI, text, spans):
         start, end = match.span(1)
@@ -350,7 +364,7 @@ def find(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> No
     if "@" in text and ":" in text:
         _userinfo(text, spans)
     if "hook" in lowered or "chat.googleapis" in lowered or "telegram" in lowered:
-        _spans_of(_WEBHOOK, text, spans, groups=2)
+        _webhooks(text, spans, readable)
     if "@" in text and ("redis" in lowered or "valkey" in lowered):
         _spans_of(_REDIS_USERINFO, text, spans)
     if "cookie" in lowered:

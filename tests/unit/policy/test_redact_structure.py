@@ -461,3 +461,77 @@ def test_round_three_classes(text: str, expected: str) -> None:
 def test_round_three_keeps_what_on_call_reads(text: str) -> None:
     """Text of the same shapes that holds no secret stays as it was."""
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a logon command's "host/user,password" (Teradata FastLoad, not BTEQ)
+        (
+            ".LOGON tdp1/loader,Fl9!ad2x;\n.BEGIN LOADING stage.orders",
+            ".LOGON tdp1/loader,***;\n.BEGIN LOADING stage.orders",
+        ),
+        # a configuration block named by its SNMP community (VyOS)
+        (
+            "service {\n  snmp {\n    community pubRO9x-44 {\n      authorization ro\n",
+            "service {\n  snmp {\n    community *** {\n      authorization ro\n",
+        ),
+        # a credential-shaped sibling of a token in a form body (an SMS gateway)
+        (
+            "body=api_token=x&account=Zx8Kq2Lm9Vb4Rt8Wn1Yc6D&to=4915112345678",
+            "body=api_token=***&account=***&to=4915112345678",
+        ),
+        # a password of digits beside a count is no summary's counter: its key is no label in capitals
+        ("password=4711 RETRIES=3", "password=*** RETRIES=3"),
+        # a user, then a secret-shaped value, then the URL to connect to (a WebDAV client)
+        (
+            "client = DavClient('acme', 'etl-sync', 'Wd4v!pQ9zz', 'https://dav.acme.example/remote.php/dav')",
+            "client = DavClient('acme', 'etl-sync', '***', 'https://dav.acme.example/remote.php/dav')",
+        ),
+        # an OAuth client's credential "client_id:client_secret": the id stays
+        ("credentials='etl-client:Sx9kQ2mLp7Vb4Rt8'", "credentials='etl-client:***'"),
+    ],
+)
+def test_round_four_classes(text: str, expected: str) -> None:
+    """Each class added from the third held-out set hides its secret in a tool it was not written from."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a value another tool already masked
+        '{"db_password": "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"}',
+        "authorization: --- Secret Redacted ---",
+        '"api_key": "[hidden]"',
+        # "password: yes/no/hidden/none" in other languages
+        "(password utilizzata: sì)",
+        "Passwort: ja",
+        "wachtwoord: nee",
+        "パスワード: なし",
+        "contraseña: oculta",
+        # a summary's counters (a test harness)
+        "Summary: PASS=12 FAIL=0 SKIP=2",
+        # a key pair's id after its id flag, the secret's flag beside it (goofys-style mount tool)
+        "s3mount acme-raw /mnt/raw --access-key-id AKIA4QZ7XK2LMN3PRT5V --secret-access-key ***",
+        # an object's id after its collection's noun in a path (a CI server's API)
+        "GET /api/v1/projects/Zx8Kq2Lm9Vb4Rt8Wn1Yc6Dp3Gh0Jf5aB/builds 404",
+        # a resource's name under a secret's key (SSM)
+        "token=arn:aws:ssm:us-east-1:123456789012:parameter/etl/token",
+        # an HTTP status and its request id after a key word
+        "GET https://api.example.org/v2/api-keys: 403 (request 5c2f8e1a)",
+        # a database path after a flag whose value ends in "key" (Firebird's gbak)
+        "gbak -user SYSDBA -password *** fb01.acme.example:/data/erp.fdb /backup/erp.fbk",
+    ],
+)
+def test_round_four_keeps_what_on_call_reads(text: str) -> None:
+    """Text of the same shapes that holds no secret, or a secret already masked, stays as it was."""
+    assert redact(text) == text
+
+
+def test_slack_workflow_webhook_keeps_its_ids() -> None:
+    """A webhook's team and app ids stay readable; the path's last, secret segment is hidden."""
+    text = (
+        "POST https://hooks.slack.com/workflows/T0123ABCD/A0456EFGH/412345678/Xq9rT2vB8nLm4pK7wZ3sY6dF failed"
+    )
+    assert redact(text) == "POST https://hooks.slack.com/workflows/T0123ABCD/A0456EFGH/*** failed"
