@@ -91,14 +91,16 @@ class ImpactReader:
     :param api: Airflow's REST API.
     """
 
-    def __init__(self, api: AirflowApi, cache: ReadCache | None = None) -> None:
+    def __init__(self, api: AirflowApi, cache: ReadCache | None = None, scope: Hashable = None) -> None:
         self.api = api
         self.cache = cache if cache is not None else ReadCache(ttl=0.0)
+        self.scope = scope
         self.notes: list[str] = []
 
     def _get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
-        """``GET path`` through the cache: the letters of one DAG run ask Airflow once."""
-        key = (path, tuple(sorted((params or {}).items())))
+        """``GET path`` through the cache, kept for this reader's ``scope`` (a DAG run): the letters of one
+        run ask Airflow once, and another run of the DAG reads its history afresh."""
+        key = (self.scope, path, tuple(sorted((params or {}).items())))
         return self.cache.read(key, lambda: self.api.request("GET", path, params=dict(params or {})))
 
     def assess(self, letter: NewLetter, now: datetime) -> Impact:
@@ -301,7 +303,8 @@ MAX_ATTEMPTS = 5
 RETRY_SECONDS = 30.0
 """After a failed claim, the letter waits this many seconds times its attempts (30 s, 60 s, ... 2 min 30)."""
 CACHE_SECONDS = 300.0
-"""How long the impact thread keeps Airflow's answers: as long as a sweep lets an impact age (REFRESH_EVERY)."""
+"""How long the impact thread keeps Airflow's answers for a DAG run's letters (as long as a sweep lets an
+impact age, REFRESH_EVERY); another run of the DAG reads afresh."""
 SWEEPER_HANDOVER_SECONDS = 120.0
 """A letter awaiting its impact this long is computed by the sweeper too (no api-server computed it)."""
 
@@ -354,7 +357,7 @@ def compute_pending(
     errors: list[str] = []
     for (dag_id, run_id, task_id, _), letters in groups.items():
         ids = [letter.id for letter in letters]
-        reader = ImpactReader(api, cache)
+        reader = ImpactReader(api, cache, scope=(dag_id, run_id))
         try:
             impact = reader.assess(letters[0], now)
         except (AirflowApiError, FieldError) as exc:

@@ -300,6 +300,9 @@ def test_a_storm_of_one_run_reads_airflow_once_and_tells_each_delivery_once(pg_d
     assert all(store.impact(i).impact.blocked_tasks.count == 4 for i in ids)  # type: ignore[union-attr]
     titles = sorted(sent["title"] for sent in RecordingNotifier.sent)
     assert [t.split(" delivery of ")[-1] for t in titles] == ["etl.publish", "gold_risk_report.report"]
+    store.file(_letter(run_id="r2"), replay_cap=3)  # another run of the DAG reads its own history afresh
+    with _seeded() as fake, fake.api() as api:
+        assert compute_pending(store, api, NOW, cache).reads == 5
 
 
 def test_an_impact_airflow_cannot_answer_is_tried_again_then_given_up_with_its_reason(pg_dsn):
