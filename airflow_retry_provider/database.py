@@ -34,11 +34,16 @@ class ProviderDatabase:
         ``RetryProviderHook().get_conn`` or ``lambda: psycopg.connect(dsn)``; or a pool's ``getconn``
         whose connections go back to the pool on ``close()`` (see :meth:`pooled`).
     :param close: what :meth:`close` releases (the pool), if anything.
+    :param dedicated: returns a connection of its own, never a pool's (see :meth:`connect_dedicated`);
+        by default ``connect``.
     """
 
-    def __init__(self, connect: Connect, close: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, connect: Connect, close: Callable[[], None] | None = None, dedicated: Connect | None = None
+    ) -> None:
         self._connect = connect
         self._close = close
+        self._dedicated = dedicated or connect
 
     @classmethod
     def from_dsn(cls, dsn: str) -> ProviderDatabase:
@@ -58,10 +63,13 @@ class ProviderDatabase:
     def pooled(cls, conn_id: str = DEFAULT_CONN_ID) -> ProviderDatabase:
         """For a long-lived, threaded process (the api-server): each transaction borrows its own
         connection from a pool built on the Airflow connection ``conn_id``."""
+        import psycopg
+
         from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
 
-        pool = RetryProviderHook(postgres_conn_id=conn_id).pool()
-        return cls(pool.getconn, close=pool.close)
+        hook = RetryProviderHook(postgres_conn_id=conn_id)
+        pool = hook.pool()
+        return cls(pool.getconn, close=pool.close, dedicated=lambda: psycopg.connect(**hook.connect_kwargs()))
 
     def close(self) -> None:
         """Release what the database holds (a pool's connections); plain connections hold nothing."""
@@ -81,6 +89,11 @@ class ProviderDatabase:
         """A new connection, for work that outlives one transaction (an export streaming its rows):
         the caller ends its transaction and closes it (see :func:`~airflow_retry_provider.sql.transaction`)."""
         return self._connect()
+
+    def connect_dedicated(self) -> Any:
+        """A new connection that is no pool's, for a session that outlives transactions (the impact
+        thread's ``LISTEN`` and its session lock): the caller closes it."""
+        return self._dedicated()
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:

@@ -50,6 +50,9 @@ TARGETS = {
     "breaker.py": "an outage of one dependency under 100 task instances in 4 DAGs: with the breaker at most one "
     "failed try per task plus the probes, no letter, one down and one recovered alert, drain after recovery "
     "<= 1.5x a drain with no outage; without it, the same outage's letters and tries beside (issue 28)",
+    "storm.py": "200 mapped poison failures beside the same storm without the provider: at most one REST call per "
+    "20 letters of a DAG run; GET /api/v2/dags p95 within 10 % of the native storm's; every letter filed and "
+    "every impact computed; one new-root-cause and one at-risk mail (issue 58)",
     "impact.py": "one poison failure in a chain whose last task delivers by a deadline: the delivery-at-risk mail "
     "within 10 s of the failure, naming the latest replay time, beside Airflow's own DeadlineAlert on the same "
     "run and instant, which fires only at the deadline (issue 48)",

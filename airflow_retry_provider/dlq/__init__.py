@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         todays_deliveries,
     )
     from airflow_retry_provider.dlq.driver import ReplayDriver, replay_and_wait
+    from airflow_retry_provider.dlq.impact import ImpactWorker
     from airflow_retry_provider.dlq.models import (
         Actor,
         ClosedReplay,
@@ -79,6 +80,7 @@ _EXPORTS = {
     "filed_letter": "callback",
     "closed_replay": "callback",
     "ReplayDriver": "driver",
+    "ImpactWorker": "impact",
     "replay_and_wait": "driver",
     "JobError": "store",
     "JobStore": "store",

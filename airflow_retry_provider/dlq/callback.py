@@ -1,8 +1,13 @@
 """The failure callback that files a dead letter, and the success callback that resolves one.
 
 Both run in the worker (or, for a task that died outside the task runner, in the
-dag-processor). They use the provider's PostgreSQL connection, never Airflow's ORM. Writing
-is retried briefly; if PostgreSQL stays unreachable the whole redacted record is logged on one
+dag-processor). They use the provider's PostgreSQL connection, never Airflow's ORM, and make no
+REST call: filing is one short transaction (the letter, its event, and its place in the impact
+queue, whose NOTIFY wakes the api-server's impact thread: issue 58), then the new-root-cause alert's
+outbox. A PostgreSQL with no connection left for us (SQLSTATE 53300, or 57P03 while it starts) or
+refusing connections is waited out for up to :data:`CROWDED_SECONDS`, each pause jittered
+deterministically per task instance so a storm's callbacks do not come back together; other errors
+are retried briefly. If PostgreSQL stays unreachable the whole redacted record is logged on one
 line, which says whether the sweeper will file the letter later (its DAG is tagged or listed,
 ``dlq/managed.py``) or the line is the failure's only record.
 """
@@ -14,7 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_retry_provider import metrics, settings
@@ -22,7 +27,7 @@ from airflow_retry_provider.airflow_compat import in_dag_test, policies_in, poli
 from airflow_retry_provider.dlq.models import MANAGED_TAG, SWEEP_VARIABLE, NewLetter, parse_dag_list
 from airflow_retry_provider.identity import key_parts, make_work_unit_key
 from airflow_retry_provider.masking import mask
-from airflow_retry_provider.policy import Classification, DeadLetter, classify, fingerprint, redact
+from airflow_retry_provider.policy import Backoff, Classification, DeadLetter, classify, fingerprint, redact
 from airflow_retry_provider.policy.decide import DEAD_LETTER_EXHAUSTED, letter_reason
 from airflow_retry_provider.policy.text import storable
 
@@ -34,6 +39,19 @@ log = logging.getLogger(__name__)
 
 WRITE_ATTEMPTS = 3
 WRITE_PAUSE_SECONDS = 0.5
+CROWDED_SECONDS = 60.0
+"""How long filing waits out a PostgreSQL with no connection for it (then the sweeper files the letter)."""
+CROWDED_BACKOFF = Backoff(base=timedelta(seconds=0.5), multiplier=2, cap=timedelta(seconds=8), jitter=0.5)
+"""The pauses while PostgreSQL is crowded: 0.5, 1, 2, 4, 8, 8 ... s, each up to half off by the FNV-1a
+hash of the task instance's try (the spec's deterministic jitter), so a storm spreads its retries."""
+_CROWDED_STATES = frozenset({"53300", "57P03"})  # too_many_connections, cannot_connect_now
+_CROWDED_WORDS = (
+    "too many clients",
+    "too many connections",
+    "remaining connection slots are reserved",
+    "the database system is starting up",
+    "connection refused",
+)
 UNFILED_EVENT = "airflow-retry-provider: dead letter not written"
 
 # What this task process's callbacks did for a try, by (dag_id, run_id, task_id, map_index,
@@ -240,22 +258,38 @@ def file_letter(
     pause: float = WRITE_PAUSE_SECONDS,
     sleep: Callable[[float], None] = time.sleep,
     swept: Callable[[], str] | None = None,
+    crowded_seconds: float = CROWDED_SECONDS,
 ) -> FileResult | None:
-    """Write ``letter``, retrying briefly; on failure log it whole (redacted) on one line and return None.
+    """Write ``letter``, retrying; on failure log it whole (redacted) on one line and return None.
+
+    A crowded or refusing PostgreSQL (:func:`crowded`) is waited out with :data:`CROWDED_BACKOFF`'s
+    pauses (seeded by the letter's work unit and try) while they add up to at most ``crowded_seconds``;
+    any other error is tried ``attempts`` times, ``pause`` doubling.
 
     :param swept: says, when the letter could not be written, whether the sweeper will file it
         (see :func:`sweeper_fate`); called only then. Without it the line says what the sweeper needs.
     """
     last: Exception | None = None
-    for attempt in range(1, attempts + 1):
+    attempt, waited = 0, 0.0
+    seed = f"{letter.work_unit_key}#{letter.try_number}"
+    while True:
+        attempt += 1
         try:
             return store.file(letter, replay_cap)
         except Exception as exc:  # unreachable database, failover, ...: try again, then hand over
             last = exc
             if _no_connection(exc):  # no connection defined: trying again cannot help
                 break
-            if attempt < attempts:
-                sleep(pause * 2 ** (attempt - 1))
+            if crowded(exc):
+                wait = CROWDED_BACKOFF.delay(attempt, seed).total_seconds()
+                if waited + wait > crowded_seconds:
+                    break
+            elif attempt >= attempts:
+                break
+            else:
+                wait = pause * 2 ** (attempt - 1)
+            sleep(wait)
+            waited += wait
     if _no_connection(last) and in_dag_test():
         _say_not_filed_in_test(letter)
         return None
@@ -268,6 +302,17 @@ def file_letter(
         json.dumps(record, sort_keys=True),
     )
     return None
+
+
+def crowded(exc: BaseException) -> bool:
+    """PostgreSQL had no connection for us (SQLSTATE 53300 too many connections, 57P03 starting up) or
+    refused to connect: waiting helps. Read from psycopg 3's ``sqlstate``, psycopg2's ``pgcode``, or the
+    server's words (a connection that failed to open carries no code in psycopg2)."""
+    code = getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
+    if code in _CROWDED_STATES:
+        return True
+    text = str(exc)[:2000].lower()
+    return type(exc).__name__ == "OperationalError" and any(words in text for words in _CROWDED_WORDS)
 
 
 def _no_connection(exc: BaseException | None) -> bool:
@@ -375,7 +420,6 @@ def file_dead_letter(context: Mapping[str, Any]) -> None:
             _keep(_replays, context["ti"], result.replay)
         if result.changed:
             metrics.letter("created" if result.created else result.status, letter.category)
-            record_impact_now(store, result.letter_id, letter)
             announce.filed(store.db, letter, result, context)
         if result.reopened:
             metrics.letter("reopened", letter.category)
@@ -390,36 +434,6 @@ def file_dead_letter(context: Mapping[str, Any]) -> None:
             result.status,
             letter.failure_class,
             letter.category,
-        )
-
-
-IMPACT_TIMEOUT_SECONDS = 5.0
-"""Each REST call of the impact at filing time; the sweeper computes what this could not."""
-
-
-def record_impact_now(store: DeadLetterStore, letter_id: int, letter: NewLetter) -> None:
-    """What the letter blocks, from Airflow's REST API (connection ``retry_provider_airflow_api``),
-    stored and announced at once (the delivery-at-risk alerts). Never raises: without the connection,
-    or when Airflow does not answer, the dead-letter sweeper computes it on its next run."""
-    try:
-        from airflow_retry_provider.hooks.airflow_api import AirflowApi, credentials_from_airflow
-
-        credentials = credentials_from_airflow()
-    except Exception:  # no API connection in this worker: the sweeper does it
-        log.debug("airflow-retry-provider: no API connection; the sweeper computes the impact", exc_info=True)
-        return
-    from datetime import timezone
-
-    from airflow_retry_provider.dlq.impact import record_impact
-
-    try:
-        with AirflowApi(credentials, timeout=IMPACT_TIMEOUT_SECONDS) as api:
-            record_impact(store, api, letter_id, letter, datetime.now(timezone.utc))
-    except Exception as exc:  # the letter is filed; the impact can wait for the sweeper
-        log.warning(
-            "airflow-retry-provider: the impact of letter %s is left to the sweeper: %s",
-            letter_id,
-            storable(mask(redact(f"{type(exc).__name__}: {exc}")))[:300],
         )
 
 

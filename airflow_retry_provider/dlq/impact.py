@@ -27,16 +27,18 @@ run for that data arrives after it.
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
-from collections.abc import Iterator, Mapping
+import threading
+import time
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
 from airflow_retry_provider.dlq import announce
-from airflow_retry_provider.dlq.models import NewLetter
-from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.dlq.models import Letter, NewLetter
+from airflow_retry_provider.dlq.store import DeadLetterStore, FilingListener
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError, parse_time
 from airflow_retry_provider.masking import mask
 from airflow_retry_provider.policy.fields import FieldError
@@ -89,9 +91,17 @@ class ImpactReader:
     :param api: Airflow's REST API.
     """
 
-    def __init__(self, api: AirflowApi) -> None:
+    def __init__(self, api: AirflowApi, cache: ReadCache | None = None, scope: Hashable = None) -> None:
         self.api = api
+        self.cache = cache if cache is not None else ReadCache(ttl=0.0)
+        self.scope = scope
         self.notes: list[str] = []
+
+    def _get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+        """``GET path`` through the cache, kept for this reader's ``scope`` (a DAG run): the letters of one
+        run ask Airflow once, and another run of the DAG reads its history afresh."""
+        key = (self.scope, path, tuple(sorted((params or {}).items())))
+        return self.cache.read(key, lambda: self.api.request("GET", path, params=dict(params or {})))
 
     def assess(self, letter: NewLetter, now: datetime) -> Impact:
         """The impact of ``letter`` as of ``now``."""
@@ -134,14 +144,14 @@ class ImpactReader:
     def run_anchor(self, dag_id: str, run_id: str) -> datetime | None:
         """The run's data interval end (its run date without one); None if Airflow does not say."""
         try:
-            run = self.api.dag_run(dag_id, run_id)
+            run = self._get(f"/api/v2/dags/{quote(dag_id, safe='')}/dagRuns/{quote(run_id, safe='')}")
         except AirflowApiError:
             return None
         return parse_time(run.get("data_interval_end")) or parse_time(run.get("run_after"))
 
     def dag_tasks(self, dag_id: str, anchor: datetime | None) -> list[TaskFacts]:
         """The facts of every task of ``dag_id``: structure, params and recent durations."""
-        answer = self.api.request("GET", f"/api/v2/dags/{quote(dag_id, safe='')}/tasks")
+        answer = self._get(f"/api/v2/dags/{quote(dag_id, safe='')}/tasks")
         durations = self.recent_durations(dag_id)
         found = []
         for task in answer.get("tasks", []):
@@ -179,8 +189,7 @@ class ImpactReader:
 
     def recent_durations(self, dag_id: str) -> dict[str, list[timedelta]]:
         """The newest successful durations of each task of ``dag_id`` (one page for the whole DAG)."""
-        page = self.api.request(
-            "GET",
+        page = self._get(
             f"/api/v2/dags/{quote(dag_id, safe='')}/dagRuns/~/taskInstances",
             params={"state": "success", "order_by": "-end_date", "limit": HISTORY_PAGE},
         )
@@ -195,8 +204,7 @@ class ImpactReader:
     def assets_of(self, dag_id: str) -> Iterator[dict[str, Any]]:
         """The assets ``dag_id`` produces, consumes or is scheduled on (bounded pages)."""
         for number in range(MAX_ASSET_PAGES):
-            page = self.api.request(
-                "GET",
+            page = self._get(
                 "/api/v2/assets",
                 params={"dag_ids": dag_id, "limit": PAGE_SIZE, "offset": number * PAGE_SIZE},
             )
@@ -205,6 +213,38 @@ class ImpactReader:
             if len(assets) < PAGE_SIZE:
                 return
         self.notes.append(f"more than {MAX_ASSET_PAGES * PAGE_SIZE} assets: the rest not read")
+
+
+class ReadCache:
+    """Airflow's answers to the impact's reads, each kept ``ttl`` seconds (at most ``max_entries``, the
+    oldest dropped first): the letters of one DAG run, filed in a storm, ask Airflow once (issue 58).
+
+    An error is never kept. :attr:`reads` counts the calls that reached Airflow (the misses).
+    """
+
+    def __init__(
+        self, ttl: float = 300.0, max_entries: int = 1024, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self._clock = clock
+        self._answers: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
+        self.reads = 0
+
+    def read(self, key: Hashable, fetch: Callable[[], Any]) -> Any:
+        """The answer kept for ``key`` if younger than ``ttl``; else ``fetch()``, kept."""
+        now = self._clock()
+        kept = self._answers.get(key)
+        if kept is not None and now - kept[0] < self.ttl:
+            return kept[1]
+        self.reads += 1
+        answer = fetch()
+        if self.ttl > 0:
+            self._answers[key] = (now, answer)
+            self._answers.move_to_end(key)
+            while len(self._answers) > self.max_entries:
+                self._answers.popitem(last=False)
+        return answer
 
 
 def _safe(exc: BaseException) -> str:
@@ -250,3 +290,187 @@ def refresh_impacts(
     if errors:
         log.warning("airflow-retry-provider: impacts not refreshed: %s", errors)
     return refreshed, errors
+
+
+# -- letters awaiting their impact (issue 58) ------------------------------------------------------
+
+CLAIM_LIMIT = 500
+"""Letters claimed per round: a storm's letters are taken in a few rounds, grouped by DAG run."""
+LEASE_SECONDS = 120.0
+"""A claim's lease: another process takes the letters over once it expired (their computer died)."""
+MAX_ATTEMPTS = 5
+"""Claims of a letter before its impact is given up (with the reason; the sweeper's refresh then has it)."""
+RETRY_SECONDS = 30.0
+"""After a failed claim, the letter waits this many seconds times its attempts (30 s, 60 s, ... 2 min 30)."""
+CACHE_SECONDS = 300.0
+"""How long the impact thread keeps Airflow's answers for a DAG run's letters (as long as a sweep lets an
+impact age, REFRESH_EVERY); another run of the DAG reads afresh."""
+SWEEPER_HANDOVER_SECONDS = 120.0
+"""A letter awaiting its impact this long is computed by the sweeper too (no api-server computed it)."""
+
+
+@dataclass(frozen=True)
+class ImpactRound:
+    """What one round of :func:`compute_pending` did.
+
+    :param claimed: letters claimed.
+    :param computed: letters whose impact was stored.
+    :param runs: DAG runs they belong to.
+    :param reads: REST reads it made (the cache's misses).
+    :param errors: one line per group of letters whose impact could not be computed (tried again later).
+    """
+
+    claimed: int = 0
+    computed: int = 0
+    runs: int = 0
+    reads: int = 0
+    errors: tuple[str, ...] = ()
+
+
+def compute_pending(
+    store: DeadLetterStore,
+    api: AirflowApi,
+    now: datetime,
+    cache: ReadCache,
+    *,
+    limit: int = CLAIM_LIMIT,
+    min_age_seconds: float = 0.0,
+) -> ImpactRound:
+    """Claim letters awaiting their impact and compute it once per task of each DAG run (issue 58).
+
+    The letters of one task in one run (a mapped task's instances) block the same things: one
+    :class:`ImpactReader` assessment is stored for all of them in one transaction, and announced once
+    per root cause (the delivery-at-risk alert is told once per root cause and delivery anyway). Reads
+    go through ``cache``, so a DAG run's tasks, history and assets are asked once for its letters,
+    whichever round claims them. A group Airflow does not answer for is tried again after
+    :data:`RETRY_SECONDS` x its attempts, and given up with its reason after :data:`MAX_ATTEMPTS`; a DAG
+    that is gone (404) or a task no longer in it gets an empty impact, as a sweep's refresh does.
+    """
+    claimed = store.claim_impacts(limit, LEASE_SECONDS, min_age_seconds)
+    if not claimed:
+        return ImpactRound()
+    reads_before = cache.reads
+    groups: dict[tuple[str, str, str, str | None], list[Letter]] = defaultdict(list)
+    for letter, _attempts in claimed:
+        groups[(letter.dag_id, letter.run_id, letter.task_id, letter.workspace_id)].append(letter)
+    computed = 0
+    errors: list[str] = []
+    for (dag_id, run_id, task_id, _), letters in groups.items():
+        ids = [letter.id for letter in letters]
+        reader = ImpactReader(api, cache, scope=(dag_id, run_id))
+        try:
+            impact = reader.assess(letters[0], now)
+        except (AirflowApiError, FieldError) as exc:
+            if isinstance(exc, FieldError) or exc.status_code == 404:  # nothing left to block
+                store.set_impacts(ids, Impact())
+                computed += len(ids)
+                continue
+            errors.append(_not_computed(store, ids, f"{dag_id}/{run_id}/{task_id}", exc))
+            continue
+        except Exception as exc:  # one run never stops the others
+            errors.append(_not_computed(store, ids, f"{dag_id}/{run_id}/{task_id}", exc))
+            continue
+        if reader.notes:
+            log.warning(
+                "airflow-retry-provider: impact of %s/%s/%s: %s", dag_id, run_id, task_id, reader.notes[:20]
+            )
+        store.set_impacts(ids, impact)
+        computed += len(ids)
+        told: set[str] = set()
+        for letter in letters:  # one announcement per root cause of the group
+            if letter.fingerprint not in told:
+                told.add(letter.fingerprint)
+                announce.impact_assessed(store.db, letter.id, letter, impact)
+    done = ImpactRound(
+        claimed=len(claimed),
+        computed=computed,
+        runs=len({(dag_id, run_id) for dag_id, run_id, _, _ in groups}),
+        reads=cache.reads - reads_before,
+        errors=tuple(errors),
+    )
+    log.info(
+        "airflow-retry-provider: impact of %s letter(s) of %s DAG run(s) computed with %s REST read(s)%s",
+        done.computed,
+        done.runs,
+        done.reads,
+        f"; not computed: {list(done.errors)[:5]}" if done.errors else "",
+    )
+    return done
+
+
+def _not_computed(store: DeadLetterStore, letter_ids: Sequence[int], where: str, exc: BaseException) -> str:
+    """Record that the impact of ``letter_ids`` could not be computed now; the error line."""
+    reason = f"{type(exc).__name__}: {_safe(exc)}"
+    store.impact_not_computed(letter_ids, reason, MAX_ATTEMPTS, RETRY_SECONDS)
+    return f"{where} ({len(letter_ids)} letter(s)): {reason}"
+
+
+POLL_SECONDS = 10.0
+"""How often the impact thread looks without a notice (a notice lost, a retry due, the lead to take)."""
+
+
+class ImpactWorker:
+    """Computes the impacts of letters as they are filed, in one long-lived process (the api-server
+    plugin's impact thread, issue 58).
+
+    It listens for letters filed (``NOTIFY retry_provider_filed``, sent by the filing's transaction),
+    and looks every ``poll`` seconds besides. Only the process holding the session lock computes
+    (:meth:`~airflow_retry_provider.dlq.store.letters.FilingListener.try_lead`), so its
+    :class:`ReadCache` reads each DAG run once for the whole deployment; another one takes over
+    within ``poll`` seconds when its connection goes.
+
+    :param store: the letters (its database gives the listener a dedicated connection).
+    :param api_factory: returns the Airflow REST client the reads go through (kept between rounds).
+    """
+
+    def __init__(
+        self,
+        store: DeadLetterStore,
+        api_factory: Callable[[], AirflowApi],
+        poll: float = POLL_SECONDS,
+        cache: ReadCache | None = None,
+    ) -> None:
+        self.store = store
+        self._api_factory = api_factory
+        self.poll = poll
+        self.cache = cache if cache is not None else ReadCache(ttl=CACHE_SECONDS)
+        self._api: AirflowApi | None = None
+
+    def drain(self, now: Callable[[], datetime]) -> list[ImpactRound]:
+        """Rounds of :func:`compute_pending` until fewer letters than a full claim are left."""
+        done: list[ImpactRound] = []
+        while True:
+            if self._api is None:
+                self._api = self._api_factory()
+            finished = compute_pending(self.store, self._api, now(), self.cache)
+            if finished.claimed:
+                done.append(finished)
+            if finished.claimed < CLAIM_LIMIT:
+                return done
+
+    def _wait(self, listener: FilingListener, stop: threading.Event) -> None:
+        """Until a letter is filed, ``poll`` seconds pass, or ``stop`` is set (looked at every second)."""
+        waited = 0.0
+        while not stop.is_set() and waited < self.poll:
+            if listener.wait(min(1.0, self.poll - waited)):
+                return
+            waited += 1.0
+
+    def loop(self, stop: threading.Event) -> None:
+        """Listen, lead, and drain until ``stop`` is set. Never raises."""
+        from datetime import timezone
+
+        try:
+            while not stop.is_set():
+                try:
+                    with self.store.listening() as listener:
+                        while not stop.is_set():
+                            if listener.try_lead():
+                                self.drain(lambda: datetime.now(timezone.utc))
+                            self._wait(listener, stop)
+                except Exception as exc:  # the database or Airflow went away: look again after a poll
+                    log.warning("airflow-retry-provider: impact thread round failed: %s", _safe(exc))
+                    stop.wait(self.poll)
+        finally:
+            if self._api is not None:
+                self._api.close()

@@ -32,7 +32,12 @@ from airflow_retry_provider.dlq import announce
 from airflow_retry_provider.dlq.decide import FoundInstance, SweepStep, resolves_at_rest, sweep_step
 from airflow_retry_provider.dlq.deliveries import watch_deliveries, watch_outages
 from airflow_retry_provider.dlq.driver import ReplayDriver
-from airflow_retry_provider.dlq.impact import refresh_impacts
+from airflow_retry_provider.dlq.impact import (
+    SWEEPER_HANDOVER_SECONDS,
+    ReadCache,
+    compute_pending,
+    refresh_impacts,
+)
 from airflow_retry_provider.dlq.models import (
     MANAGED_TAG,
     SWEEP_VARIABLE,
@@ -465,6 +470,10 @@ def run_sweeper(
             )
             numbered, version_errors = number_versions(pinned, api)
             noticed, notice_errors = notice_fixes(pinned, api)
+            # issue 58: letters awaiting their impact that no api-server computed (grouped by DAG run)
+            compute_pending(
+                pinned, api, datetime.now(timezone.utc), ReadCache(), min_age_seconds=SWEEPER_HANDOVER_SECONDS
+            )
             refresh_impacts(pinned, api, datetime.now(timezone.utc))  # issue 48: logs what it could not
             watch_deliveries(pinned, datetime.now(timezone.utc))  # lost before the deadline, saved once
             watch_outages(

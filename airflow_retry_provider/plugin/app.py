@@ -18,8 +18,10 @@ they share (who is asking, the database, Airflow's API, the time zone) in
 
 from __future__ import annotations
 
+import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, HTTPException, Request, status
@@ -30,7 +32,7 @@ from airflow_retry_provider import settings
 from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.hooks.airflow_api import AirflowApi
 from airflow_retry_provider.plugin.access import URL_PREFIX, acting_user_api, airflow_root, default_api
-from airflow_retry_provider.plugin.deps import ApiFactory, get_database, storable_query
+from airflow_retry_provider.plugin.deps import ApiFactory, app_database, get_database, storable_query
 from airflow_retry_provider.plugin.driver_thread import WORKER_HEADER, DriverThread, service_api
 from airflow_retry_provider.plugin.rendering import page, templates
 from airflow_retry_provider.plugin.routers import (
@@ -46,6 +48,8 @@ from airflow_retry_provider.plugin.routers import (
 from airflow_retry_provider.settings import ui_timezone
 
 __all__ = ["URL_PREFIX", "acting_user_api", "create_app"]
+
+log = logging.getLogger(__name__)
 
 
 def create_app(
@@ -68,6 +72,7 @@ def create_app(
     :param driver: run a replay driver in this process (started on the first request).
     """
     app = FastAPI(
+        lifespan=start_threads,
         title="Dead letters (airflow-retry-provider)",
         description=(
             "Review, group, preview and replay the dead-letter queue. Authenticate as for Airflow's "
@@ -105,6 +110,21 @@ def create_app(
         app.include_router(router)
     app.middleware("http")(same_origin_json)  # added last: runs first, before any other work
     return app
+
+
+@asynccontextmanager
+async def start_threads(app: FastAPI) -> AsyncIterator[None]:
+    """The api-server starts the app (Airflow enters each mounted app's lifespan): start this worker's
+    replay driver and impact thread now, so letters filed before anyone opens a page get their impact
+    and alerts (issue 58). Without the provider's database they start on the first request instead."""
+    driver: DriverThread = app.state.driver_thread
+    try:
+        driver.ensure_started(app_database(app))
+    except Exception as exc:  # no connection yet: the first request tries again
+        log.warning(
+            "airflow-retry-provider: background threads not started at start-up: %s", type(exc).__name__
+        )
+    yield
 
 
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Annotated
 from zoneinfo import ZoneInfo
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import Depends, FastAPI, HTTPException, Request, status
 from fastapi.exceptions import RequestValidationError
 
 from airflow_retry_provider.database import ProviderDatabase
@@ -76,7 +76,12 @@ def tab_map_index(value: str) -> int:
 def get_database(request: Request) -> ProviderDatabase:
     """The provider's database on ``app.state``, built once from ``retry_provider_default`` on first use,
     on a connection pool: each request's transaction has a connection of its own."""
-    state = request.app.state
+    return app_database(request.app)
+
+
+def app_database(app: FastAPI) -> ProviderDatabase:
+    """:func:`get_database` for the app itself (its lifespan starts the background threads with it)."""
+    state = app.state
     if state.db is None:
         with _DB_LOCK:
             if state.db is None:

@@ -611,10 +611,17 @@ FROM retry_dead_letters WHERE status IN ('dlq', 'parked');
 SELECT DISTINCT dag_id FROM retry_dead_letters WHERE status IN ('dlq', 'parked', 'replaying') ORDER BY dag_id;
 
 -- name: upsert_letter_impact
--- What a letter blocks (issue 48): written when it is filed, replaced by each refresh.
-INSERT INTO retry_letter_impacts (letter_id, impact, computed_at)
-VALUES (%(letter_id)s, %(impact)s::jsonb, clock_timestamp())
-ON CONFLICT (letter_id) DO UPDATE SET impact = EXCLUDED.impact, computed_at = EXCLUDED.computed_at;
+-- What letters block (issue 48), one impact for all of %(letter_ids)s (the letters of one task in one
+-- DAG run, issue 58): written after filing, replaced by each refresh; the letters no longer await it.
+WITH stored AS (
+    INSERT INTO retry_letter_impacts (letter_id, impact, computed_at)
+    SELECT letter_id, %(impact)s::jsonb, clock_timestamp()
+    FROM unnest(%(letter_ids)s::bigint[]) AS ids(letter_id)
+    JOIN retry_dead_letters l ON l.id = ids.letter_id
+    ON CONFLICT (letter_id) DO UPDATE SET impact = EXCLUDED.impact, computed_at = EXCLUDED.computed_at
+    RETURNING letter_id
+)
+DELETE FROM retry_impact_queue WHERE letter_id IN (SELECT letter_id FROM stored);
 
 -- name: letter_impact
 SELECT impact, computed_at FROM retry_letter_impacts WHERE letter_id = %(letter_id)s;
@@ -627,5 +634,60 @@ SELECT l.* FROM retry_dead_letters l
 LEFT JOIN retry_letter_impacts i ON i.letter_id = l.id
 WHERE l.status IN ('dlq', 'parked')
   AND (i.computed_at IS NULL OR i.computed_at < clock_timestamp() - make_interval(secs => %(stale_seconds)s))
+  -- a letter awaiting its first impact is the impact queue's (claim_impacts), until it gives up
+  AND NOT EXISTS (SELECT 1 FROM retry_impact_queue q WHERE q.letter_id = l.id AND q.gave_up_at IS NULL)
 ORDER BY i.computed_at NULLS FIRST, l.id
 LIMIT %(limit)s;
+
+-- name: queue_impact
+-- Filing a letter (created or changed) queues its impact, in the filing's transaction (issue 58); a
+-- letter queued before starts again (its attempts and any give-up forgotten).
+INSERT INTO retry_impact_queue (letter_id) VALUES (%(letter_id)s)
+ON CONFLICT (letter_id) DO UPDATE SET
+    queued_at = clock_timestamp(), attempts = 0, lease_until = NULL, last_error = NULL, gave_up_at = NULL;
+
+-- name: notify_filed
+-- Wakes the api-server's impact thread (LISTEN retry_provider_filed) when the filing commits.
+SELECT pg_notify('retry_provider_filed', '');
+
+-- name: listen_filed
+LISTEN retry_provider_filed;
+
+-- name: try_impact_lead
+-- One impact thread computes at a time in a deployment (its in-process cache then reads each DAG run
+-- once): a session lock, held while its listening connection lives.
+SELECT pg_try_advisory_lock(7311058);
+
+-- name: claim_impacts
+-- The letters awaiting their impact, not leased by another process, queued at least %(min_age_seconds)s
+-- ago, the oldest first, at most %(limit)s: each claimed for %(lease_seconds)s and counted an attempt.
+UPDATE retry_impact_queue q SET
+    attempts = q.attempts + 1,
+    lease_until = clock_timestamp() + make_interval(secs => %(lease_seconds)s)
+FROM retry_dead_letters l
+WHERE l.id = q.letter_id
+  AND q.letter_id IN (
+      SELECT letter_id FROM retry_impact_queue
+      WHERE gave_up_at IS NULL
+        AND (lease_until IS NULL OR lease_until < clock_timestamp())
+        AND queued_at <= clock_timestamp() - make_interval(secs => %(min_age_seconds)s)
+      ORDER BY queued_at, letter_id
+      LIMIT %(limit)s
+      FOR UPDATE SKIP LOCKED
+  )
+RETURNING l.*, q.attempts AS impact_attempts;
+
+-- name: impact_not_computed
+-- The impact of %(letter_ids)s could not be computed (%(reason)s): tried again after
+-- %(retry_seconds)s x its attempts, or given up (gave_up_at) once it had %(max_attempts)s.
+UPDATE retry_impact_queue SET
+    last_error = %(reason)s,
+    lease_until = clock_timestamp() + make_interval(secs => %(retry_seconds)s * attempts),
+    gave_up_at = CASE WHEN attempts >= %(max_attempts)s THEN clock_timestamp() END
+WHERE letter_id = ANY(%(letter_ids)s::bigint[]) AND gave_up_at IS NULL;
+
+-- name: impact_queue_counts
+-- How many letters await their impact, and how many gave up (with the newest reason).
+SELECT count(*) FILTER (WHERE gave_up_at IS NULL) AS awaiting,
+       count(*) FILTER (WHERE gave_up_at IS NOT NULL) AS gave_up
+FROM retry_impact_queue;

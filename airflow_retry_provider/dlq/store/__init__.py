@@ -10,13 +10,20 @@ The loops above (``replay``, ``sync``, ``driver``, ``sweeper``) run no SQL of th
 
 from airflow_retry_provider.dlq.store.deliveries import DeliveryStore
 from airflow_retry_provider.dlq.store.jobs import JobError, JobStore, JobTurn, JobView, Verdict
-from airflow_retry_provider.dlq.store.letters import DeadLetterStore, FileResult, LetterFilter, StoredImpact
+from airflow_retry_provider.dlq.store.letters import (
+    DeadLetterStore,
+    FileResult,
+    FilingListener,
+    LetterFilter,
+    StoredImpact,
+)
 from airflow_retry_provider.dlq.store.replays import ReplayStore
 
 __all__ = [
     "DeadLetterStore",
     "DeliveryStore",
     "FileResult",
+    "FilingListener",
     "JobError",
     "JobStore",
     "JobTurn",

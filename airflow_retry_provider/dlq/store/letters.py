@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,9 @@ from airflow_retry_provider.dlq.models import (
 )
 from airflow_retry_provider.dlq.sql import query
 from airflow_retry_provider.dlq.store.base import QueueStore, record
+from airflow_retry_provider.policy import redact
 from airflow_retry_provider.policy.impact import Impact
+from airflow_retry_provider.policy.text import storable
 from airflow_retry_provider.states import LETTER_OPEN, LetterStatus, ReplayOutcome
 
 if TYPE_CHECKING:
@@ -84,6 +87,36 @@ class LetterFilter:
         return params
 
 
+class FilingListener:
+    """A session of its own on the provider's database that hears letters filed (``LISTEN
+    retry_provider_filed``) and may hold the impact thread's session lock (one computer per deployment).
+
+    :param conn: a dedicated psycopg 3 connection in autocommit (a pool's would keep the lock and the
+        LISTEN after it went back).
+    """
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.lead = False
+
+    def try_lead(self) -> bool:
+        """Take the session lock if no other session holds it; True while this one holds it."""
+        if not self.lead:
+            row = self.conn.execute(query("try_impact_lead")).fetchone()
+            self.lead = bool(row[0])
+        return self.lead
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for a letter filed; True when one was (every notice waiting is read)."""
+        heard = False
+        for _ in self.conn.notifies(timeout=timeout, stop_after=1):
+            heard = True
+        if heard:  # the rest of a storm's notices, without waiting
+            for _ in self.conn.notifies(timeout=0.0):
+                pass
+        return heard
+
+
 class DeadLetterStore(QueueStore):
     """Reads and writes letters; each public method is one transaction.
 
@@ -118,6 +151,7 @@ class DeadLetterStore(QueueStore):
             inserted = cur.fetchone()
             if inserted is not None:
                 self.record(cur, int(inserted[0]), "filed", by, letter.reason, try_number=letter.try_number)
+                self._await_impact(cur, int(inserted[0]))
                 return FileResult(int(inserted[0]), LetterStatus.DLQ, 0, created=True, changed=True)
             cur.execute(query("lock_letter_by_ti"), params)
             letter_id, status, replay_count, try_number = cur.fetchone()
@@ -156,6 +190,7 @@ class DeadLetterStore(QueueStore):
                 replay_id=replay_id,
                 try_number=letter.try_number,
             )
+            self._await_impact(cur, letter_id)
             return FileResult(
                 letter_id,
                 new_status,
@@ -165,6 +200,13 @@ class DeadLetterStore(QueueStore):
                 reopened=status == LetterStatus.DISMISSED,
                 replay=replay,
             )
+
+    @staticmethod
+    def _await_impact(cur: Any, letter_id: int) -> None:
+        """The letter awaits its impact (``retry_impact_queue``), and the impact thread is woken when the
+        filing commits (NOTIFY ``retry_provider_filed``): no REST call where the letter is filed (issue 58)."""
+        cur.execute(query("queue_impact"), {"letter_id": letter_id})
+        cur.execute(query("notify_filed"))
 
     def resolve_replaying(
         self, dag_id: str, run_id: str, task_id: str, map_index: int, source: str = "callback"
@@ -480,10 +522,57 @@ class DeadLetterStore(QueueStore):
 
     def set_impact(self, letter_id: int, impact: Impact) -> None:
         """Store what ``letter_id`` blocks, replacing what was stored."""
+        self.set_impacts([letter_id], impact)
+
+    def set_impacts(self, letter_ids: Sequence[int], impact: Impact) -> None:
+        """Store ``impact`` as what each of ``letter_ids`` blocks (one task's letters in one DAG run), in
+        one transaction; they no longer await it."""
         self._run(
             "upsert_letter_impact",
-            {"letter_id": letter_id, "impact": json.dumps(impact.to_json(), sort_keys=True)},
+            {"letter_ids": list(letter_ids), "impact": json.dumps(impact.to_json(), sort_keys=True)},
         )
+
+    def claim_impacts(
+        self, limit: int, lease_seconds: float, min_age_seconds: float = 0.0
+    ) -> builtins.list[tuple[Letter, int]]:
+        """Letters awaiting their impact (oldest first, at most ``limit``, queued at least ``min_age_seconds``
+        ago), each leased for ``lease_seconds`` and counted an attempt: ``(letter, attempts)``."""
+        rows = self._rows(
+            "claim_impacts",
+            {"limit": limit, "lease_seconds": lease_seconds, "min_age_seconds": min_age_seconds},
+        )
+        return [(Letter.from_row(row), int(row["impact_attempts"])) for row in rows]
+
+    def impact_not_computed(
+        self, letter_ids: Sequence[int], reason: str, max_attempts: int, retry_seconds: float
+    ) -> None:
+        """The impact of ``letter_ids`` could not be computed: tried again later, or given up with
+        ``reason`` once they were claimed ``max_attempts`` times (the sweeper's refresh then has them)."""
+        self._run(
+            "impact_not_computed",
+            {
+                "letter_ids": list(letter_ids),
+                "reason": storable(redact(reason, limit=500)),
+                "max_attempts": max_attempts,
+                "retry_seconds": retry_seconds,
+            },
+        )
+
+    @contextmanager
+    def listening(self) -> Iterator[FilingListener]:
+        """A :class:`FilingListener` on a dedicated connection, listening from now on; closed after."""
+        conn = self.db.connect_dedicated()
+        try:
+            conn.autocommit = True
+            conn.execute(query("listen_filed"))
+            yield FilingListener(conn)
+        finally:
+            conn.close()
+
+    def impact_queue_counts(self) -> tuple[int, int]:
+        """Letters awaiting their impact, and those whose impact was given up."""
+        awaiting, gave_up = self._row("impact_queue_counts")
+        return int(awaiting), int(gave_up)
 
     def impact(self, letter_id: int) -> StoredImpact | None:
         """What ``letter_id`` blocks, as last computed; None before it was."""

@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 import logging
+import uuid
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 from typing import Any
 
-from airflow_retry_provider.dlq.callback import UNFILED_EVENT, build_letter, file_dead_letter, file_letter
+import psycopg
+
+from airflow_retry_provider.dlq.callback import (
+    CROWDED_BACKOFF,
+    CROWDED_SECONDS,
+    UNFILED_EVENT,
+    build_letter,
+    crowded,
+    file_dead_letter,
+    file_letter,
+)
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.retry_policy import ClassifiedRetryPolicy
 from devstack.postgres import free_port
 from tests.integration.dlq import support
 from tests.integration.dlq.support import SECRET
+from tests.local_airflow import Reply, serve
 
 T0 = datetime(2026, 11, 2, 10, 0, tzinfo=timezone.utc)
 
@@ -57,18 +70,101 @@ def test_a_password_in_a_connection_uri_reaches_neither_the_row_nor_our_logs(pro
 
 
 def test_unreachable_postgres_logs_one_unfiled_event_with_the_redacted_record(caplog):
-    """With PostgreSQL down, file_letter retries, logs exactly one UNFILED_EVENT line (no secret) and returns None."""
+    """With PostgreSQL refusing connections, file_letter waits it out with the seeded pauses for at most
+    CROWDED_SECONDS, then logs exactly one UNFILED_EVENT line (no secret) and returns None."""
     exc = RuntimeError(f"password authentication failed for postgresql://etl:{SECRET}@db.internal/positions")
     letter = build_letter(_context(exc))
     down = DeadLetterStore.from_dsn(f"postgresql://postgres:{SECRET}@127.0.0.1:{free_port()}/nowhere")
     pauses: list[float] = []
     with caplog.at_level(logging.DEBUG):
         assert file_letter(letter, down, replay_cap=3, sleep=pauses.append) is None
-    assert pauses == [0.5, 1.0]
+    seed = f"{letter.work_unit_key}#{letter.try_number}"
+    assert pauses == [CROWDED_BACKOFF.delay(n, seed).total_seconds() for n in range(1, len(pauses) + 1)]
+    # 0.5, 1, 2, 4, 8, 8 ... s less up to half each: within the budget, and the next one would pass it
+    assert (
+        sum(pauses)
+        <= CROWDED_SECONDS
+        < sum(pauses) + CROWDED_BACKOFF.delay(len(pauses) + 1, seed).total_seconds()
+    )
+    assert all(0.25 <= pause <= 8 for pause in pauses) and len(pauses) >= 8
     unfiled = [r.getMessage() for r in caplog.records if UNFILED_EVENT in r.getMessage()]
     assert len(unfiled) == 1
     assert '"dag_id": "positions"' in unfiled[0] and '"category": "auth-failed"' in unfiled[0]
     assert all(SECRET not in record.getMessage() for record in caplog.records)
+
+
+def test_the_pauses_of_a_storm_are_spread_by_task_instance():
+    """Two mapped instances of one task wait different, fixed pauses: a storm's callbacks do not come back together."""
+    first = build_letter(_context(ConnectionResetError("reset")))
+    second = replace(first, map_index=1, work_unit_key=first.work_unit_key.replace("/-1/", "/1/"))
+    seeds = [f"{letter.work_unit_key}#{letter.try_number}" for letter in (first, second)]
+    assert CROWDED_BACKOFF.delay(3, seeds[0]) != CROWDED_BACKOFF.delay(3, seeds[1])
+    assert CROWDED_BACKOFF.delay(3, seeds[0]) == CROWDED_BACKOFF.delay(3, seeds[0])
+
+
+def test_too_many_connections_is_waited_out_and_the_letter_filed(pg_server, pg_dsn):
+    """A role at its connection limit gets SQLSTATE 53300 from a real PostgreSQL: the callback's write
+    waits (a seeded pause) and files the letter once a connection is free, never losing it."""
+    role = f"crowded_{uuid.uuid4().hex[:8]}"
+    dbname = pg_dsn.rsplit("/", 1)[1]
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN CONNECTION LIMIT 1")
+        admin.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
+        admin.execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {role}")
+    crowded_dsn = f"postgresql://{role}@{pg_server.host}:{pg_server.port}/{dbname}"
+    try:
+        holder = psycopg.connect(crowded_dsn)  # the one connection the role may have
+        refused: list[BaseException] = []
+        try:
+            psycopg.connect(crowded_dsn)
+        except psycopg.OperationalError as exc:
+            refused.append(exc)
+        assert refused and crowded(refused[0])
+        pauses: list[float] = []
+
+        def pause(seconds: float) -> None:
+            pauses.append(seconds)
+            if len(pauses) == 2:
+                holder.close()  # a connection comes free
+
+        letter = build_letter(_context(ConnectionResetError("reset")))
+        result = file_letter(letter, DeadLetterStore.from_dsn(crowded_dsn), replay_cap=3, sleep=pause)
+        assert result is not None and result.created
+        assert len(pauses) == 2
+        assert len(support.rows(pg_dsn)) == 1
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            admin.execute(f"DROP OWNED BY {role}")
+            admin.execute(f"DROP ROLE {role}")
+
+
+class _CountingAirflow:
+    """A stand-in for Airflow's REST API that answers nothing useful and counts every request."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+
+    def answer(self, method: str, path: str, body: dict[str, Any]) -> Reply:
+        self.requests.append(f"{method} {path}")
+        return Reply(201, {"access_token": "t0ken"}) if path == "/auth/token" else Reply(404, {})
+
+
+def test_the_failure_callback_makes_no_rest_call(provider_conn, monkeypatch):
+    """With the API connection defined (as the worker may hold it), filing sends no request to Airflow's
+    REST API: the letter is filed and awaits its impact, which the api-server's thread computes."""
+    counting = _CountingAirflow()
+    with serve(counting) as url:
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API", url.replace("http://", "http://admin:admin@")
+        )
+        file_dead_letter(_context(RuntimeError("relation orders does not exist")))
+        for map_index in range(5):  # a small storm of one run
+            context = _context(RuntimeError("relation orders does not exist"))
+            context["ti"].map_index = map_index
+            file_dead_letter(context)
+    assert counting.requests == []
+    assert len(support.rows(provider_conn)) == 6
+    assert DeadLetterStore.from_dsn(provider_conn).impact_queue_counts() == (6, 0)
 
 
 def test_a_connection_that_does_not_exist_is_not_tried_again(caplog, monkeypatch):

@@ -11,7 +11,13 @@ from typing import Any
 import psycopg
 import pytest
 
-from airflow_retry_provider.dlq.impact import ImpactReader, record_impact, refresh_impacts
+from airflow_retry_provider.dlq.impact import (
+    ImpactReader,
+    ReadCache,
+    compute_pending,
+    record_impact,
+    refresh_impacts,
+)
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.policy.impact import DELIVERY_PARAM
 from airflow_retry_provider.states import DeliveryStatus
@@ -79,8 +85,12 @@ def _seeded() -> Iterator[AnsweringAirflow]:
         yield fake
 
 
-def _refresh(store: DeadLetterStore) -> tuple[list[int], list[str]]:
-    """``refresh_impacts`` at ``NOW`` against the seeded fake Airflow."""
+def _refresh(store: DeadLetterStore, awaiting: bool = False) -> tuple[list[int], list[str]]:
+    """``refresh_impacts`` at ``NOW`` against the seeded fake Airflow; unless ``awaiting``, the letters
+    no longer await their first impact (the impact queue's part is tested apart)."""
+    if not awaiting:
+        with store.db.transaction() as cur:
+            cur.execute("DELETE FROM retry_impact_queue")
     with _seeded() as fake, fake.api() as api:
         return refresh_impacts(store, api, NOW)
 
@@ -249,21 +259,20 @@ def test_the_sweep_refreshes_open_letters_and_stamps_a_vanished_dag(pg_dsn):
         assert conn.execute("SELECT count(*) FROM retry_letter_impacts").fetchone()[0] == 1
 
 
-def test_filing_computes_the_impact_and_the_root_cause_alert_shows_it(pg_dsn, monkeypatch):
-    """With the API connection the callback's step stores the impact; the new-root-cause alert then tells it."""
+def test_the_impact_round_stores_the_impact_and_the_root_cause_alert_shows_it(pg_dsn, monkeypatch):
+    """Filing queues the letter; the impact thread's round stores its impact; the new-root-cause alert then tells it."""
     from airflow_retry_provider.alerts import after_filing
-    from airflow_retry_provider.dlq.callback import record_impact_now
 
     _configure(monkeypatch, {"name": "rec", "class": "tests.alert_notifiers.RecordingNotifier"})
     store = DeadLetterStore.from_dsn(pg_dsn)
     letter = _letter(data_interval_end=datetime.now(timezone.utc) - timedelta(days=1))
     result = store.file(letter, replay_cap=3)
-    with _seeded() as fake:
-        monkeypatch.setenv(
-            "AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API", fake.url.replace("http://", "http://admin:admin@")
-        )
-        record_impact_now(store, result.letter_id, letter)
+    assert store.impact_queue_counts() == (1, 0)
+    with _seeded() as fake, fake.api() as api:
+        done = compute_pending(store, api, datetime.now(timezone.utc), ReadCache())
+    assert (done.claimed, done.computed, done.runs) == (1, 1, 1)
     assert store.impact(result.letter_id) is not None
+    assert store.impact_queue_counts() == (0, 0)
     after_filing(store.db, letter, result)
     root_cause = [sent for sent in RecordingNotifier.sent if sent["title"].startswith("New root cause")]
     assert len(root_cause) == 1
@@ -273,16 +282,52 @@ def test_filing_computes_the_impact_and_the_root_cause_alert_shows_it(pg_dsn, mo
     )
 
 
-def test_filing_without_an_api_connection_leaves_the_impact_to_the_sweeper(pg_dsn, monkeypatch):
-    """No API connection in the worker: nothing stored, nothing raised."""
-    from airflow_retry_provider.dlq.callback import record_impact_now
-
-    monkeypatch.delenv("AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API", raising=False)
+def test_a_storm_of_one_run_reads_airflow_once_and_tells_each_delivery_once(pg_dsn, monkeypatch):
+    """200 mapped letters of one task in one run, claimed over several rounds: one set of REST reads, one
+    impact stored for each letter, one at-risk alert per delivery."""
+    _configure(monkeypatch, {"name": "rec", "class": "tests.alert_notifiers.RecordingNotifier"})
     store = DeadLetterStore.from_dsn(pg_dsn)
-    letter = _letter()
-    result = store.file(letter, replay_cap=3)
-    record_impact_now(store, result.letter_id, letter)
-    assert store.impact(result.letter_id) is None
+    ids = [store.file(_letter(map_index=i), replay_cap=3).letter_id for i in range(200)]
+    cache = ReadCache()
+    with _seeded() as fake, fake.api() as api:
+        rounds = [compute_pending(store, api, NOW, cache, limit=60) for _ in range(5)]
+        calls = dict(fake.calls)
+    assert [r.claimed for r in rounds] == [60, 60, 60, 20, 0]
+    assert sum(r.computed for r in rounds) == 200 and store.impact_queue_counts() == (0, 0)
+    # etl's and its consumer's tasks and history, etl's assets: once for the 200 letters
+    assert calls == {"tasks": 2, "task_instances": 2, "assets": 1}
+    assert sum(r.reads for r in rounds) == 5
+    assert all(store.impact(i).impact.blocked_tasks.count == 4 for i in ids)  # type: ignore[union-attr]
+    titles = sorted(sent["title"] for sent in RecordingNotifier.sent)
+    assert [t.split(" delivery of ")[-1] for t in titles] == ["etl.publish", "gold_risk_report.report"]
+    store.file(_letter(run_id="r2"), replay_cap=3)  # another run of the DAG reads its own history afresh
+    with _seeded() as fake, fake.api() as api:
+        assert compute_pending(store, api, NOW, cache).reads == 5
+
+
+def test_an_impact_airflow_cannot_answer_is_tried_again_then_given_up_with_its_reason(pg_dsn):
+    """Each failed claim waits longer; after the last attempt the letter is marked given up with the
+    reason, leaves the queue's claims, and the sweeper's refresh computes it."""
+    from airflow_retry_provider.dlq.impact import MAX_ATTEMPTS
+    from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
+    from devstack.postgres import free_port
+
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    filed = store.file(_letter(), replay_cap=3)
+    down = ApiCredentials(f"http://127.0.0.1:{free_port()}", "admin", "admin")  # nothing listens there
+    with AirflowApi(down, timeout=2) as api:
+        for _ in range(MAX_ATTEMPTS):
+            done = compute_pending(store, api, NOW, ReadCache())
+            assert (done.claimed, done.computed, len(done.errors)) == (1, 0, 1)
+            with psycopg.connect(pg_dsn) as conn:  # the retry's wait is over: due again now
+                conn.execute("UPDATE retry_impact_queue SET lease_until = NULL")
+        assert store.impact_queue_counts() == (0, 1)
+        assert compute_pending(store, api, NOW, ReadCache()).claimed == 0  # given up: no more claims
+    with psycopg.connect(pg_dsn) as conn:
+        attempts, reason = conn.execute("SELECT attempts, last_error FROM retry_impact_queue").fetchone()
+    assert attempts == MAX_ATTEMPTS and "AirflowApiError" in reason
+    refreshed, _ = _refresh(store, awaiting=True)  # the sweeper's refresh has it now
+    assert refreshed == [filed.letter_id] and store.impact_queue_counts() == (0, 0)
 
 
 def test_a_letter_whose_task_left_its_dag_gets_an_empty_impact(pg_dsn):
@@ -294,3 +339,35 @@ def test_a_letter_whose_task_left_its_dag_gets_an_empty_impact(pg_dsn):
     assert refreshed == [kept.letter_id]
     assert len(errors) == 1 and "failed: is not among the tasks" in errors[0]
     assert store.impact(gone.letter_id).impact.blocked_tasks.count == 0  # type: ignore[union-attr]
+
+
+def test_a_filed_letter_wakes_the_impact_thread_which_computes_it_at_once(pg_dsn, monkeypatch):
+    """The filing's NOTIFY wakes the api-server's impact thread (its poll set to a minute): the impact is
+    stored and the at-risk alert sent within seconds; a second thread does not lead while the first does."""
+    import threading
+    import time
+
+    from airflow_retry_provider.dlq.impact import ImpactWorker
+
+    _configure(monkeypatch, {"name": "rec", "class": "tests.alert_notifiers.RecordingNotifier"})
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    stop = threading.Event()
+    with _seeded() as fake:
+        worker = ImpactWorker(store, fake.api, poll=60.0)
+        thread = threading.Thread(target=worker.loop, args=(stop,), daemon=True)
+        thread.start()
+        try:
+            time.sleep(1.0)  # listening and leading
+            with store.listening() as other:
+                assert not other.try_lead()  # one computer per deployment
+            filed = store.file(_letter(data_interval_end=datetime.now(timezone.utc)), replay_cap=3)
+            deadline = time.monotonic() + 10
+            while store.impact(filed.letter_id) is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert store.impact(filed.letter_id) is not None
+            assert any(sent["title"].startswith("Delivery at risk") for sent in RecordingNotifier.sent)
+        finally:
+            stop.set()
+            thread.join(timeout=10)
+            assert not thread.is_alive()
+    assert store.impact_queue_counts() == (0, 0)
