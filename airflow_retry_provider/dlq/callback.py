@@ -23,6 +23,7 @@ from airflow_retry_provider.dlq.models import MANAGED_TAG, SWEEP_VARIABLE, NewLe
 from airflow_retry_provider.identity import key_parts, make_work_unit_key
 from airflow_retry_provider.masking import mask
 from airflow_retry_provider.policy import Classification, DeadLetter, classify, fingerprint, redact
+from airflow_retry_provider.policy.decide import DEAD_LETTER_EXHAUSTED, letter_reason
 from airflow_retry_provider.policy.text import storable
 
 if TYPE_CHECKING:  # imported where a letter is filed: a task that succeeds never loads it
@@ -115,20 +116,21 @@ def build_letter(context: Mapping[str, Any], filed_by: str = "callback") -> NewL
         category, reason = decision.category, decision.reason
     elif policy_error is not None:  # our policy raised while deciding: the task failed for review
         category = rule = POLICY_ERROR
-        reason = (
-            f"[attempt {attempts_used}/{max_attempts or '?'}] dead letter {POLICY_ERROR}: the retry policy "
-            f"could not decide ({redact(policy_error, limit=200)}), so the task failed for review; {failure}"
+        what = (
+            f"the retry policy could not decide ({redact(policy_error, limit=200)}), "
+            f"so the task failed for review; {failure}"
         )
+        reason = letter_reason(what, attempt=attempts_used, max_attempts=max_attempts, category=POLICY_ERROR)
     elif decided_elsewhere is not None:  # another policy (alone, or before ours in a chain) decided
         name, said = decided_elsewhere
         left = max_attempts is None or attempts_used < max_attempts
-        category = OTHER_POLICY if left else "exhausted"
+        category = OTHER_POLICY if left else DEAD_LETTER_EXHAUSTED
         rule = f"policy:{name}"
-        reason = f"[attempt {attempts_used}/{max_attempts or '?'}] dead letter {category}: {said or name}"
-        reason += f" ({failure})"
+        what = f"{said or name} ({failure})"
+        reason = letter_reason(what, attempt=attempts_used, max_attempts=max_attempts, category=category)
     else:  # a retry was allowed but Airflow had no attempt left, or no policy decided
-        category = "exhausted"
-        reason = f"[attempt {attempts_used}/{max_attempts or '?'}] dead letter exhausted: " + failure
+        category = DEAD_LETTER_EXHAUSTED
+        reason = letter_reason(failure, attempt=attempts_used, max_attempts=max_attempts, category=category)
     parts = key_parts(context)
     return NewLetter(
         dag_id=parts["dag_id"],

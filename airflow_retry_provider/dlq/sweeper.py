@@ -55,6 +55,7 @@ from airflow_retry_provider.hooks.airflow_api import (
 )
 from airflow_retry_provider.identity import make_work_unit_key
 from airflow_retry_provider.policy import Classification, fingerprint, redact
+from airflow_retry_provider.policy.decide import letter_reason
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +148,7 @@ def sweeper_letter(ti: TaskInstanceRef, dag_run: dict[str, Any]) -> NewLetter:
         rule="sweeper",
         exception_type="TaskFailed",
         message=message,
-        reason=f"[filed by sweeper] {message}"[:500],
+        reason=letter_reason(message, attempt=None, max_attempts=None)[:500],
         fingerprint=fingerprint(classification),
         filed_by="sweeper",
         **ti.version_fields(),

@@ -17,6 +17,7 @@ The first rule that applies wins:
 
 from __future__ import annotations
 
+import functools
 import math
 from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
@@ -131,6 +132,26 @@ def describe(classification: Classification) -> str:
     return f"{head}: {classification.message}" if classification.message else head
 
 
+def letter_reason(
+    what: str, *, attempt: int | None, max_attempts: int | None, category: str | None = None, detail: str = ""
+) -> str:
+    """A dead letter's reason, written here only (the rules below, the failure callback, the sweeper):
+    ``[attempt 3/3] dead letter exhausted after 3 attempts: retryable/timeout: TimeoutError: ...``.
+
+    :param what: the failure (:func:`describe`), or what the deciding policy said of it.
+    :param attempt: the attempt that failed; None when no decision is known (the sweeper found the
+        failure): ``[filed by sweeper] <what>``.
+    :param max_attempts: the ceiling (None: unknown, shown ``?``).
+    :param category: the dead-letter category; None when ``what`` leads with it (poison's
+        ``poison/not-found: ...``).
+    :param detail: what follows the category (`` after 3 attempts``, the deadline's arithmetic).
+    """
+    if attempt is None:
+        return f"[filed by sweeper] {what}"
+    head = f"[attempt {attempt}/{max_attempts or '?'}] dead letter"
+    return f"{head} {category}{detail}: {what}" if category else f"{head} {what}"
+
+
 def decide(
     classification: Classification,
     *,
@@ -157,21 +178,20 @@ def decide(
     classification = classification._replace(message=redact(classification.message, MAX_MESSAGE_CHARS))
     failure_class = classification.failure_class
     what = describe(classification)
-    head = f"[attempt {attempt}/{max_attempts}]"
+    tried = functools.partial(letter_reason, attempt=attempt, max_attempts=max_attempts)
 
     # 1. poison: at once
     if failure_class == "poison":
-        return _dead_letter(classification.category, f"{head} dead letter {what}", failure_class)
+        return _dead_letter(classification.category, tried(what), failure_class)
     # 2. an unknown outcome is never resubmitted blindly
     if failure_class == "unknown" and not safe_to_repeat:
         category = DEAD_LETTER_UNKNOWN_OUTCOME
-        return _dead_letter(category, f"{head} dead letter {category}: {what}", failure_class)
+        return _dead_letter(category, tried(what, category=category), failure_class)
     # 3. attempts exhausted
     if attempt >= max_attempts:
         category = DEAD_LETTER_EXHAUSTED
-        return _dead_letter(
-            category, f"{head} dead letter {category} after {attempt} attempts: {what}", failure_class
-        )
+        reason = tried(what, category=category, detail=f" after {attempt} attempts")
+        return _dead_letter(category, reason, failure_class)
     delay, note = retry_delay(classification, backoff, attempt, seed)
     not_before = now + delay
     # 4. a retry that cannot finish before the deadline is not attempted (validation included)
@@ -179,12 +199,11 @@ def decide(
     if deadline is not None and not_before + needed > deadline:
         category = DEAD_LETTER_DEADLINE_INFEASIBLE
         waited = f" ({note})" if note else ""
-        return _dead_letter(
-            category,
-            f"{head} dead letter {category}: next attempt at {format_timestamp(not_before)}{waited} "
-            f"+ {format_duration(needed)} would finish after deadline {format_timestamp(deadline)}: {what}",
-            failure_class,
+        detail = (
+            f": next attempt at {format_timestamp(not_before)}{waited} "
+            f"+ {format_duration(needed)} would finish after deadline {format_timestamp(deadline)}"
         )
+        return _dead_letter(category, tried(what, category=category, detail=detail), failure_class)
     # 5. retry after the backoff's delay (or the server's Retry-After, within the cap)
     why = f"{note}: {what}" if note else what
     reason = f"[attempt {attempt + 1}/{max_attempts}] [after {format_timestamp(not_before)}] {why}"

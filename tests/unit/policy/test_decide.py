@@ -18,6 +18,7 @@ from airflow_retry_provider.policy import (
     format_duration,
     format_timestamp,
 )
+from airflow_retry_provider.policy.decide import letter_reason
 
 NOW = datetime(2026, 11, 30, 10, 0, 0, tzinfo=timezone.utc)
 # jitter 0 keeps the arithmetic readable: the delay after attempt n is 5 min * 2 ** (n - 1)
@@ -269,3 +270,27 @@ def test_reason_is_redacted() -> None:
     for result in (run(leaky), run(leaky, attempt=3)):
         assert "p@ss" not in result.reason and "sid=abc" not in result.reason
         assert "https://u:***@h/" in result.reason
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        # poison: the classification leads the text, so no category of its own
+        ({"attempt": 1, "max_attempts": 3}, "[attempt 1/3] dead letter poison/not-found: E: gone"),
+        # exhausted, as rule 3 writes it
+        (
+            {"attempt": 3, "max_attempts": 3, "category": "exhausted", "detail": " after 3 attempts"},
+            "[attempt 3/3] dead letter exhausted after 3 attempts: poison/not-found: E: gone",
+        ),
+        # the failure callback when Airflow's ceiling is unknown
+        (
+            {"attempt": 2, "max_attempts": None, "category": "other-policy"},
+            "[attempt 2/?] dead letter other-policy: poison/not-found: E: gone",
+        ),
+        # the sweeper knows no decision
+        ({"attempt": None, "max_attempts": None}, "[filed by sweeper] poison/not-found: E: gone"),
+    ],
+)
+def test_letter_reason_is_one_form(kwargs, expected) -> None:
+    """Every filer's reason comes from letter_reason: the attempt, the category and its detail, then what failed."""
+    assert letter_reason("poison/not-found: E: gone", **kwargs) == expected
