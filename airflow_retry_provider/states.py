@@ -96,6 +96,8 @@ class ItemOutcome(State):
 
 
 ITEM_OPEN = (ItemOutcome.PENDING,)
+# the letter went back to Airflow: cleared itself, or downstream of an earlier letter of its job
+ITEM_CLEARED = (ItemOutcome.CLEARED, ItemOutcome.INCLUDED)
 ITEM_TERMINAL = tuple(outcome for outcome in ItemOutcome if outcome not in ITEM_OPEN)
 
 

@@ -19,7 +19,7 @@ from airflow_retry_provider.breaker.announce import Outage
 from airflow_retry_provider.dlq import FixNotice, NewLetter
 from airflow_retry_provider.policy.impact import Delivery as DeliveryAtRisk
 from airflow_retry_provider.policy.impact import Impact as Blocked
-from airflow_retry_provider.states import DeliveryStatus
+from airflow_retry_provider.states import ITEM_CLEARED, DeliveryStatus
 
 PLUGIN_PREFIX = "/retry-provider"
 
@@ -189,7 +189,7 @@ def replay_job_failed(
     stop_reason: str | None = None,
 ) -> Alert:
     """A replay job ended and some of its letters were not cleared (refused, lost, abandoned, stopped)."""
-    failed = {outcome: n for outcome, n in counts.items() if outcome not in ("cleared", "included")}
+    failed = {outcome: n for outcome, n in counts.items() if outcome not in ITEM_CLEARED}
     total = sum(counts.values())
     title = f"Replay job {job_id} ended with {sum(failed.values())} of {total} letters not cleared"
     if stop_reason:

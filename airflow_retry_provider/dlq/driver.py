@@ -55,6 +55,7 @@ from airflow_retry_provider.dlq.store import JobStore, JobTurn, JobView, LetterF
 from airflow_retry_provider.dlq.sync import OutcomeSync, settle_claims
 from airflow_retry_provider.hooks.airflow_api import AirflowApi
 from airflow_retry_provider.policy import redact
+from airflow_retry_provider.states import ITEM_CLEARED, ITEM_OPEN, ItemOutcome
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +145,7 @@ class ReplayDriver:
             if turn is not None:
                 self._drive(turn, mine, reported)
             view = self.jobs.require(job_id)
-            done = [item for item in view.items if item.outcome != "pending"]
+            done = [item for item in view.items if item.outcome not in ITEM_OPEN]
             for n, item in enumerate(done[reported:], start=reported + 1):
                 mine(item.result(), n, len(view.items))
             if view.job.finished:
@@ -213,7 +214,7 @@ class ReplayDriver:
 
     def _tell_if_failed(self, view: JobView | None) -> None:
         """A job that ended with letters not cleared is announced (the alerts tell someone; never raises)."""
-        if view is not None and any(outcome not in ("cleared", "included") for outcome in view.counts):
+        if view is not None and any(outcome not in ITEM_CLEARED for outcome in view.counts):
             announce.job_failed(self.jobs.db, view.job, view.counts)
 
     # -- one job ---------------------------------------------------------------------------
@@ -282,7 +283,7 @@ class ReplayDriver:
         """Clear the canary (once) and wait for its outcome; True when it resolved and the rest may follow."""
         item = self.jobs.require(job.id).canary
         assert item is not None
-        if item.outcome == "pending":
+        if item.outcome == ItemOutcome.PENDING:
             result = self._letter(api, job, item, self.store.get(item.letter_id), request, deadline)
             if result is None:
                 return False
@@ -374,12 +375,12 @@ class ReplayDriver:
         if item.replay_id is not None:
             return ReplayResult(
                 item.letter_id,
-                "unknown",
+                ItemOutcome.UNKNOWN,
                 item.replay_id,
                 "the driver stopped during this letter's clear; the sync decides from Airflow's state",
             )
         if letter is None:
-            return ReplayResult(item.letter_id, "refused", detail="the letter no longer exists")
+            return ReplayResult(item.letter_id, ItemOutcome.REFUSED, detail="the letter no longer exists")
         while True:
             claim = self.engine.claim_paced(letter, request, job_id=job.id, position=item.position)
             if claim.replay_id is not None or claim.wait == 0:
@@ -393,19 +394,23 @@ class ReplayDriver:
         except Exception as exc:  # clear() records Airflow's errors itself; anything else: the clear may or may not have happened
             detail = redact(f"clear interrupted: {type(exc).__name__}: {exc}")[:1000]
             self.store.mark_replay_unknown(claim.replay_id, detail)
-            return ReplayResult(letter.id, "unknown", claim.replay_id, detail)
+            return ReplayResult(letter.id, ItemOutcome.UNKNOWN, claim.replay_id, detail)
 
     def _not_claimed(self, job: ReplayJob, item: JobItem) -> ReplayResult:
         """Why a letter of the job could not be claimed: cleared with an earlier one, or not replayable."""
         letter = self.store.get(item.letter_id)
         if letter is None:
-            return ReplayResult(item.letter_id, "refused", detail="the letter no longer exists")
+            return ReplayResult(item.letter_id, ItemOutcome.REFUSED, detail="the letter no longer exists")
         claim = self.store.open_replay(letter.id)
         if claim is not None and claim.job_id == job.id:
-            return ReplayResult(letter.id, "included", claim.id, "cleared downstream of an earlier letter")
+            return ReplayResult(
+                letter.id, ItemOutcome.INCLUDED, claim.id, "cleared downstream of an earlier letter"
+            )
         why = claim_refusal(letter.status, letter.replay_count, self.engine.replay_cap)
         # a dlq letter under the cap lost its claim to a concurrent one: said as before, the cap's words
-        return ReplayResult(letter.id, "refused", detail=why or f"replay cap reached ({letter.replay_count})")
+        return ReplayResult(
+            letter.id, ItemOutcome.REFUSED, detail=why or f"replay cap reached ({letter.replay_count})"
+        )
 
 
 def replay_and_wait(
@@ -423,7 +428,7 @@ def replay_and_wait(
     ``canary``: True clears the newest letter first and waits for its outcome; a letter id, that one.
     """
     ready, refused = engine.split(engine.select(ids, where, limit))
-    refusals = tuple(ReplayResult(r.letter_id, "refused", detail=r.reason) for r in refused)
+    refusals = tuple(ReplayResult(r.letter_id, ItemOutcome.REFUSED, detail=r.reason) for r in refused)
     if not ready:
         return ReplayReport(refusals)
     api = engine.require_api()

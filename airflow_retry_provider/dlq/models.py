@@ -17,6 +17,7 @@ from airflow_retry_provider.database import from_row
 from airflow_retry_provider.dlq.decide import claim_refusal
 from airflow_retry_provider.policy import redact
 from airflow_retry_provider.policy.text import storable
+from airflow_retry_provider.states import ItemOutcome
 
 if TYPE_CHECKING:  # a preview's instances: the failure callback never loads the REST client
     from airflow_retry_provider.hooks.airflow_api import TaskInstanceRef
@@ -314,7 +315,7 @@ class JobItem(_Row):
     replay_outcome: str | None = None
 
     def result(self) -> ReplayResult:
-        return ReplayResult(self.letter_id, self.outcome, self.replay_id, self.detail or "")
+        return ReplayResult(self.letter_id, ItemOutcome(self.outcome), self.replay_id, self.detail or "")
 
 
 @dataclass(frozen=True)
@@ -489,7 +490,7 @@ class ReplayResult(AsJson):
     """
 
     letter_id: int
-    outcome: str
+    outcome: ItemOutcome
     replay_id: int | None = None
     detail: str = ""
 

@@ -42,6 +42,7 @@ from airflow_retry_provider.dlq.models import (
 from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter, ReplayStore
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError
 from airflow_retry_provider.policy import redact
+from airflow_retry_provider.states import ItemOutcome
 
 DEFAULT_SELECTION_LIMIT = 1000
 
@@ -274,13 +275,13 @@ class ReplayEngine:
                 )
         except AirflowApiError as exc:
             detail = redact(f"clear failed: {exc}", 1000)
-            outcome = "unknown" if exc.outcome_unknown else "clear-failed"
+            outcome = ItemOutcome.UNKNOWN if exc.outcome_unknown else ItemOutcome.CLEAR_FAILED
             self.replays.clear_failed(letter, replay_id, job_id, detail, lost=exc.outcome_unknown)
             metrics.incr("replay", outcome.replace("-", "_"))
             return ReplayResult(letter.id, outcome, replay_id, detail)
         self.replays.cleared(letter, replay_id, request, job_id, cleared, note, self.lease_seconds)
         metrics.incr("replay", "cleared")
-        return ReplayResult(letter.id, "cleared", replay_id, note)
+        return ReplayResult(letter.id, ItemOutcome.CLEARED, replay_id, note)
 
 
 def number_versions(store: DeadLetterStore, api: AirflowApi) -> tuple[int, list[str]]:
