@@ -9,6 +9,7 @@ status and latest replay time, and follows the link to the letter that blocks it
 from __future__ import annotations
 
 import re
+import time
 from datetime import datetime, timezone
 from typing import Any
 
@@ -33,6 +34,14 @@ def test_an_operator_sees_todays_delivery_at_risk_and_opens_the_letter_that_bloc
     letter_id = store.file(
         new_letter(dag_id=DAG, run_id="browser_r1", task_id="extract"), replay_cap=3
     ).letter_id
+    # the stack's impact thread computes the filed letter's impact (its DAG is not in Airflow: none);
+    # wait for it, so the impact written below is not replaced by that computation
+    deadline_wait = time.monotonic() + 90
+    while store.impact(letter_id) is None and time.monotonic() < deadline_wait:
+        time.sleep(0.5)
+    assert store.impact(letter_id) is not None, (
+        "the impact thread did not compute the letter's impact in 90 s"
+    )
     now = datetime.now(timezone.utc)
     deadline = datetime.combine(now.date(), datetime.max.time(), timezone.utc).replace(microsecond=0)
     path = (deadline - now) / 2
