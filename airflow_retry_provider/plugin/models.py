@@ -17,7 +17,6 @@ from airflow_retry_provider.policy.text import storable
 PAGE_SIZE = 50
 GROUP_PAGE_SIZE = 50
 COUNT_CAP = 10_000
-FAILURE_CLASSES = ("poison", "retryable", "unknown")
 MAX_IDS = 1_000
 MAX_REASON = 500
 MAX_VERSION = 200

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 
 from airflow_retry_provider.policy.engine import bounded, pattern
 from airflow_retry_provider.policy.redact import redact
+from airflow_retry_provider.policy.rules import FailureClass
 
-INFRA_CLASS = "infra"
+INFRA_CLASS: FailureClass = "infra"
 """The class of a failure of the infrastructure the task ran on, not of its code."""
 
 MAX_EVIDENCE_CHARS = 4000

@@ -14,8 +14,10 @@ from typing import Any, Literal
 from airflow_retry_provider.policy.engine import Pattern
 from airflow_retry_provider.policy.evidence import Evidence
 
-FailureClass = Literal["poison", "retryable", "unknown"]
-FAILURE_CLASSES: tuple[str, ...] = ("poison", "retryable", "unknown")
+FailureClass = Literal["poison", "retryable", "unknown", "infra"]
+FAILURE_CLASSES: tuple[str, ...] = ("poison", "retryable", "unknown", "infra")
+"""Every class a failure (and its letter) can have; ``infra``: the task's process was killed, evicted,
+lost or never started (policy/infra.py), no exception from its code."""
 
 # checks of names from DAG code (not failure text); ``re`` compiles them on first use
 _CATEGORY_PATTERN = r"[a-z0-9]+(?:-[a-z0-9]+)*"

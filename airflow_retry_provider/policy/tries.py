@@ -18,10 +18,11 @@ from datetime import datetime, timedelta
 from airflow_retry_provider.policy.backoff import Backoff
 from airflow_retry_provider.policy.decide import MAX_REASON_CHARS, format_timestamp
 from airflow_retry_provider.policy.engine import pattern
+from airflow_retry_provider.policy.rules import FAILURE_CLASSES
 
 # reasons are read back from Airflow: text like any other, so matched with RE2
 _TAG = pattern(r"\[(attempt|after|rule|profile|deadline) ([^\]]+)\]")
-_CLASS = pattern(r"\b(poison|retryable|unknown)/([a-z0-9][a-z0-9-]*)")
+_CLASS = pattern(r"\b(poison|retryable|unknown|infra)/([a-z0-9][a-z0-9-]*)")
 _DEAD_LETTER = pattern(r"\bdead letter ([a-z][a-z0-9-]*)")
 
 
@@ -114,7 +115,7 @@ def parse_reason(reason: str | None) -> ReasonParts:
     found = _CLASS.search(body)
     stopped = _DEAD_LETTER.search(body)
     dead_letter = stopped.group(1) if stopped else None
-    if dead_letter in ("poison", "retryable", "unknown"):  # "dead letter poison/not-found: ..."
+    if dead_letter in FAILURE_CLASSES:  # "dead letter poison/not-found: ..."
         dead_letter = found.group(2) if found else None
     return ReasonParts(
         attempt=attempt,

@@ -17,7 +17,6 @@ from airflow_retry_provider.plugin.deps import JobDep, replay_engine, tab_map_in
 from airflow_retry_provider.plugin.letters import LettersDep
 from airflow_retry_provider.plugin.models import (
     COUNT_CAP,
-    FAILURE_CLASSES,
     GROUP_PAGE_SIZE,
     PAGE_SIZE,
     GroupsCursor,
@@ -31,6 +30,7 @@ from airflow_retry_provider.plugin.models import (
 )
 from airflow_retry_provider.plugin.queries import next_letters
 from airflow_retry_provider.plugin.rendering import page, query, ti_links
+from airflow_retry_provider.policy.rules import FAILURE_CLASSES
 from airflow_retry_provider.states import LetterStatus
 
 router = APIRouter(include_in_schema=False)
