@@ -14,7 +14,14 @@ from airflow_retry_provider.policy.redactor.judge import (
     _not_secret,
     _prose,
 )
-from airflow_retry_provider.policy.redactor.spans import MASK, Span, _content, _matches, _spans_of
+from airflow_retry_provider.policy.redactor.spans import (
+    MASK,
+    Span,
+    _content,
+    _first_group,
+    _matches,
+    _spans_of,
+)
 
 # Oracle connect strings user/password[@db], on the line of an Oracle tool or in a JDBC URL
 _ORACLE_WORDS = ("sqlplus", "sqlcl", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "userid", "jdbc:oracle", "sql> conn")  # fmt: skip
@@ -220,13 +227,7 @@ def _imap_logins(text: str, spans: list[Span]) -> None:
     for match in _matches(_IMAP_LOGIN, text, spans):
         if match.group(1).upper() in ("SASL", "AUTH", "MECHANISM"):
             continue
-        for index in (2, 3):
-            start, end = match.span(index)
-            if start >= 0:
-                start, end = _content(text, start, end)
-                if end > start and text[start:end] != MASK:
-                    spans.append((start, end))
-                break
+        _first_group(text, match, (2, 3), spans)
 
 
 def _nagios_macros(text: str, spans: list[Span]) -> None:

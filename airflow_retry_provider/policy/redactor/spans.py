@@ -6,7 +6,7 @@ leading ``_`` are shared between the package's modules and used nowhere else.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from airflow_retry_provider.policy.engine import Pattern
@@ -64,13 +64,18 @@ def _content(text: str, start: int, end: int) -> Span:
 def _spans_of(pattern_: Pattern, text: str, spans: list[Span], groups: int = 1) -> None:
     """Add the first taking-part group of every match (a pattern whose ``groups`` are all secrets)."""
     for match in _matches(pattern_, text, spans):
-        for index in range(1, groups + 1):
-            start, end = match.span(index)
-            if start >= 0:
-                start, end = _content(text, start, end)
-                if end > start and text[start:end] != MASK:
-                    spans.append((start, end))
-                break
+        _first_group(text, match, range(1, groups + 1), spans)
+
+
+def _first_group(text: str, match: Any, indexes: Iterable[int], spans: list[Span]) -> None:
+    """Add the content of the first of ``match``'s groups ``indexes`` that took part (not an earlier mask)."""
+    for index in indexes:
+        start, end = match.span(index)
+        if start >= 0:
+            start, end = _content(text, start, end)
+            if end > start and text[start:end] != MASK:
+                spans.append((start, end))
+            return
 
 
 def _escaped_line_end(text: str, start: int, end: int) -> int:
