@@ -27,6 +27,12 @@ from airflow_retry_provider.policy.redactor.spans import (
 _ORACLE_WORDS = ("sqlplus", "sqlcl", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "userid", "jdbc:oracle", "sql> conn")  # fmt: skip
 
 
+# the same words as whole words: a tool's name inside another word is not that tool ("rman" in
+# "Permanent error", "Performance"), or any a/b path on the line (queue_sender.go, otlphttp/x) reads
+# as user/password
+_ORACLE_WORD = pattern(r"(?i:\b(?:sqlplus|sqlcl|sqlldr|expdp|impdp|rman|dgmgrl|userid|jdbc:oracle|sql> conn)\b)")
+
+
 _ORACLE = pattern(r"(?:^|[\s'\"=,\[(:])([A-Za-z_][\w$#.]*)/(\"[^\"\r\n]*\"|[^\s/@'\";,]+)(?:@|[\s'\"]|$)")
 
 
@@ -519,7 +525,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    _ORACLE, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN,
+    _ORACLE, _ORACLE_WORD, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
     _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _WINDOWS_LOGIN, _PIPED,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO,
@@ -580,7 +586,7 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
     if "requirepass" in lowered or "masterauth" in lowered or "masteruser" in lowered:
         _spans_of(_REDIS_CONFIG_REPLY, text, spans)
         _redis_directives(text, spans)
-    if "/" in text and any(map(lowered.__contains__, _ORACLE_WORDS)):
+    if "/" in text and any(map(lowered.__contains__, _ORACLE_WORDS)) and _ORACLE_WORD.search(text):
         _oracle(text, spans)
     if "port" in lowered or "invalid" in lowered or "input string" in lowered:
         _quoted_ports(text, spans)
