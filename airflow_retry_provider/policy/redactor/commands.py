@@ -61,8 +61,13 @@ _IDENTIFIED_BY = pattern(
 
 
 # line protocols whose client sends the password as a command: FTP and POP3's PASS (curl -v's
-# "> PASS x"), IMAP's "<tag> LOGIN <user> <password>" (imaplib's debug "> b'ABCD1 LOGIN u p'")
-_PASS_COMMAND = pattern(r"(?m)^[ \t]*(?:>|C:|\*cmd\*|->)?[ \t]*'?PASS[ \t]+([^\r\n']+)")
+# "> PASS x"), IMAP's "<tag> LOGIN <user> <password>" (imaplib's debug "> b'ABCD1 LOGIN u p'");
+# behind any transcript's mark of what the client sent: arrows (">", ">>>" of z/OS FTP and
+# Net::FTP's "Net::FTP=GLOB(0x..)>>>", "--->" of BSD ftp -d, "==>"), a prompt ("ftp>"), "C:",
+# ftplib's "*cmd*", FileZilla's "Command:"
+_PASS_COMMAND = pattern(
+    r"(?m)^[ \t]*(?:[^\s>]{0,40}[-=]*>{1,3}|C:|\*cmd\*|Command:)?[ \t]*'?PASS[ \t]+([^\r\n']+)"
+)
 
 
 _IMAP_LOGIN = pattern(
