@@ -15,7 +15,8 @@ from airflow_retry_provider.policy.redactor.judge import (
 )
 from airflow_retry_provider.policy.redactor.spans import MASK, Span, _escaped_line_end, _matches, _spans_of
 
-# scheme://user:password@host: the password runs to the LAST @ of the word, so it may hold / and @
+# scheme://user:password@host: the password runs to the LAST @ of the word, so it may hold / and @,
+# unless an earlier @ is followed by a host and a path (_userinfo_end)
 # (and a scheme that lost its colon: SQLAlchemy's "Could not parse rfc1738 URL from string 'trino//u:p@h'")
 _URI = pattern(r"(?:^|[^\w+.-])[a-zA-Z][\w+.-]*:?//([^\s\"'<>]+)")
 
@@ -97,9 +98,33 @@ _INNER_URIS = 16
 """At most this many URIs inside one URI's word are looked at (a redirect_uri=https://... value)."""
 
 
+# a host after a userinfo's @: a dotted name or a name with a port, then the path's first /
+_HOST_THEN_PATH = pattern(r"(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?::[0-9]{1,5})?|[A-Za-z0-9-]+:[0-9]{1,5})/$")
+
+
+_USERINFO_ATS = 16
+"""At most this many @ before a URL's first / are tried as the end of its userinfo."""
+
+
+def _userinfo_end(rest: str) -> int:
+    """The @ that ends the userinfo of ``rest``: the LAST @ (a password may hold / and @), unless an
+    earlier @ is followed by a host and then a path: the later ones are then in the path (the Go
+    module proxy's ``/@v/v1.8.3.info``, npm's ``/@scope/name``, ``/pkg@1.2.3``)."""
+    last = rest.rfind("@")
+    slash = rest.find("/")  # the path starts at the first / after the userinfo's @
+    at = rest.find("@")
+    for _ in range(_USERINFO_ATS):
+        if not 0 <= at < slash < last:
+            break
+        if _HOST_THEN_PATH.match(rest[at + 1 : slash + 1]) is not None:
+            return at
+        at = rest.find("@", at + 1)
+    return last
+
+
 def _uri_rest(text: str, start: int, rest: str, end: int, spans: list[Span]) -> None:
     """The password of one URI whose text after ``://`` is ``rest`` (at ``start`` in ``text``)."""
-    at = rest.rfind("@")
+    at = _userinfo_end(rest)
     if at < 0:
         _uri_spaced(text, end, start, rest, spans)
         return
