@@ -125,6 +125,17 @@ _CREDENTIAL_PAIR = pattern(
 )
 
 
+# a secret's name and its value as two string arguments of a call, the name first: PHP's
+# define('AUTH_KEY', 'x'), Go's os.Setenv("API_TOKEN", "x"), C's setenv("K", "x", 1), Java's
+# System.setProperty("javax.net.ssl.keyStorePassword", "x"), Python's os.environ.setdefault('K', 'x')
+# and configparser's set('db', 'password', 'x'), PowerShell's SetEnvironmentVariable("K", "x");
+# the name must follow "(" or "," (an argument, not a sentence's quoted word), checked in Python
+_CALL_PAIR = pattern(
+    r"(?:'([\pL\pN_.-]{1,64})'|\"([\pL\pN_.-]{1,64})\")[ \t]*,[ \t]*"
+    r"(?:'((?:[^'\\\r\n]|\\.)*)'|\"((?:[^\"\\\r\n]|\\.)*)\")"
+)
+
+
 # an Erlang or Elixir option tuple whose atom names a secret: {password, "x"}, {secret_key, <<"x">>}
 _ERLANG_TUPLE = pattern(
     r"\{[ \t]*:?([a-z][\w@]*)[ \t]*,[ \t]*(?:<<)?(?:\"([^\"\r\n]*)\"|'([^'\r\n]*)'|([^\s,}>'\"]+))"
@@ -160,6 +171,21 @@ def _setting_echoes(text: str, spans: list[Span]) -> None:
                 start, end = match.span(index)
                 if start >= 0 and end > start and not _not_secret(text[start:end]):
                     spans.append((start, end))
+
+
+def _call_pairs(text: str, spans: list[Span]) -> None:
+    for match in _matches(_CALL_PAIR, text, spans):
+        before = text[max(0, match.start() - 8) : match.start()].rstrip(" \t")
+        key = match.group(1) if match.group(1) is not None else match.group(2)
+        group = 3 if match.group(3) is not None else 4
+        value = match.group(group)
+        if (
+            before.endswith(("(", ","))
+            and _secret_column(key)
+            and not _not_secret(value)
+            and value.lower() not in PROSE_WORDS
+        ):
+            spans.append(match.span(group))
 
 
 def _erlang_tuples(text: str, spans: list[Span]) -> None:
@@ -527,7 +553,7 @@ def _form_siblings(text: str, spans: list[Span]) -> None:
 
 PATTERNS: tuple[Pattern, ...] = (
     _FORM_BODY,
-    _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _ERLANG_TUPLE,
+    _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _ERLANG_TUPLE,
     _SETTING_ECHO, _PYDANTIC_INPUT, _GO_FIELD,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
@@ -556,6 +582,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
             _key_space_values(text, spans)
         if "<" in text:
             _xml(text, spans)
+        if "(" in text and ("'," in text or '",' in text or "' ," in text or '" ,' in text):
+            _call_pairs(text, spans)
         _named(text, spans)
     if "&" in text and "=" in text:
         _form_siblings(text, spans)
