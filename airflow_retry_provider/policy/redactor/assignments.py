@@ -136,6 +136,19 @@ _CALL_PAIR = pattern(
 )
 
 
+# a user and a password as an unquoted parenthesised pair (and a new password third) after a key
+# that names a login: IBM Connect:Direct's snodeid=(user,pw[,newpw]) and pnodeid=, a mainframe's
+# userid=(u,p), auth=(u, p) as a config echoes it; the key's ending is judged in Python
+_LOGIN_TUPLE = pattern(
+    r"(?:^|[^\w-])([A-Za-z_][\w-]{0,40})[ \t]*[=:][ \t]*\([ \t]*([^\s,()'\"=]+)[ \t]*,[ \t]*([^\s,()'\"=]+)"
+    r"(?:[ \t]*,[ \t]*([^\s,()'\"=]+))?[ \t]*\)"
+)
+
+
+_LOGIN_KEY_ENDINGS = ("id", "auth", "login", "logon", "cred", "creds", "credential", "credentials", "user")
+"""A key ending so names who logs in; its pair's second element is a password (bare ``id`` is not)."""
+
+
 # an Erlang or Elixir option tuple whose atom names a secret: {password, "x"}, {secret_key, <<"x">>}
 _ERLANG_TUPLE = pattern(
     r"\{[ \t]*:?([a-z][\w@]*)[ \t]*,[ \t]*(?:<<)?(?:\"([^\"\r\n]*)\"|'([^'\r\n]*)'|([^\s,}>'\"]+))"
@@ -186,6 +199,17 @@ def _call_pairs(text: str, spans: list[Span]) -> None:
             and value.lower() not in PROSE_WORDS
         ):
             spans.append(match.span(group))
+
+
+def _login_tuples(text: str, spans: list[Span]) -> None:
+    for match in _matches(_LOGIN_TUPLE, text, spans):
+        key = match.group(1).lower()
+        if key == "id" or not key.endswith(_LOGIN_KEY_ENDINGS) or match.group(2).isdigit():
+            continue  # id=(1,2): numbers, not a user
+        for group in (3, 4):
+            value = match.group(group)
+            if value is not None and not value.isdigit() and not _not_secret(value):
+                spans.append(match.span(group))
 
 
 def _erlang_tuples(text: str, spans: list[Span]) -> None:
@@ -553,7 +577,8 @@ def _form_siblings(text: str, spans: list[Span]) -> None:
 
 PATTERNS: tuple[Pattern, ...] = (
     _FORM_BODY,
-    _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _ERLANG_TUPLE,
+    _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _LOGIN_TUPLE,
+    _ERLANG_TUPLE,
     _SETTING_ECHO, _PYDANTIC_INPUT, _GO_FIELD,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
@@ -593,5 +618,7 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         _setting_echoes(text, spans)
     if "{" in text and "," in text:
         _erlang_tuples(text, spans)
+    if "(" in text and ("=(" in text or "= (" in text or ":(" in text or ": (" in text):
+        _login_tuples(text, spans)
     if "input_value=" in text:
         _pydantic_inputs(text, spans)
