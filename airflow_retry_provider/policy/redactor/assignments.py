@@ -13,6 +13,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _PASSWORD_KEYS,
     _SPACED_KEY,
     PROSE_WORDS,
+    _flag_prose,
     _not_secret,
     _prose_after_colon,
     _secret_column,
@@ -340,6 +341,8 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
             continue  # a sub-expression (-Password (ConvertTo-SecureString ...), judged by its own
             # family) or a device's encryption type (secret sha512 $6$...: the crypt family's)
         if end > start and not _not_secret(value) and _secret_key(key):
+            if key.startswith("-") and _flag_prose(text, start, value):
+                continue  # the flag named in a sentence: "Retry with --password prompting enabled."
             if _spaced_value(key, value):
                 spans.append((start, end))
 

@@ -251,6 +251,23 @@ def _prose_after_colon(text: str, start: int, value: str) -> bool:
     )
 
 
+_PARTICIPLE_ENDINGS = ("ing", "ed")
+
+
+def _flag_prose(text: str, start: int, value: str) -> bool:
+    """A flag named in a sentence, not given a value: the word after it is a listed word
+    (``--password required``) or a lower-case participle that the sentence goes on after
+    (``Retry with --password prompting enabled.``, ``--token expired,``)."""
+    word = value.rstrip(".,;:!?)")
+    if word.lower() in PROSE_WORDS:
+        return True
+    if not (word.isalpha() and word.islower() and word.endswith(_PARTICIPLE_ENDINGS)):
+        return False
+    after = start + len(word)
+    follows = text[after : after + 2]
+    return follows[:1] in (".", ",", ";", ":", "!", "?", ")") or (follows[:1] == " " and follows[1:].islower())
+
+
 def _secret_name(name: str) -> bool:
     lowered = name.lower()
     return any(word in lowered for word in _XML_WORDS) and _secret_key(name)
