@@ -38,7 +38,7 @@ _KEY_CHAR = r"[\pL\pN\pM_.-]"
 
 
 _KEY = (
-    rf"{_KEY_CHAR}*(?:pass|pwd|token|secret|credential|signature|cookie|session-?id|"
+    rf"{_KEY_CHAR}*(?:pass|pwd|token|secret|credential|signature|cookie|session-?id|salt|"
     + "|".join(_FOREIGN_WORDS)
     + rf"|api-?key|access-?key|private-?key|account-?key)"
     # then the rest of the word, or a connecting word and one more (token de acceso, senha do banco)
@@ -601,6 +601,7 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         or "auth" in lowered
         or "session" in lowered
         or "cookie" in lowered
+        or "salt" in lowered
         or foreign
     ):
         _key_values(text, spans)

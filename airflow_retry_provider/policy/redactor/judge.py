@@ -128,7 +128,8 @@ _PASSWORD_KEYS = (
 )  # values that may hold spaces (passphrases)
 
 
-_ENGLISH_KEY_WORDS = ("pass", "pw", "token", "key", "secret", "credential", "sig", "auth", "session", "cookie")  # fmt: skip
+# salt: a hash's salt is a secret key (WordPress's AUTH_SALT, Drupal's hash_salt, Django's SECRET_KEY_FALLBACKS' kin)
+_ENGLISH_KEY_WORDS = ("pass", "pw", "token", "key", "secret", "credential", "sig", "auth", "session", "cookie", "salt")  # fmt: skip
 
 
 _KEY_WORDS = (*_ENGLISH_KEY_WORDS, *_FOREIGN_WORDS)

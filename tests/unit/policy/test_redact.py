@@ -649,6 +649,7 @@ GATED_KEYS = {
     "auth": "x_auth",
     "session": "session",
     "cookie": "cookie",
+    "salt": "hash_salt",
     # other languages' words (policy/secret_words.py), each alone as the key
     **{word: word for word in secret_words.words()},
 }
