@@ -109,9 +109,10 @@ _KEY_ID_FLAGS = frozenset({"encrypt-key", "sign-key", "hidden-encrypt-key", "def
 _EXCEPTION_SUFFIXES = ("error", "exception", "warning", "fault", "failure")
 
 
-# key<space>value is a secret only after an identifier whose last word names one
+# key<space>value is a secret only after an identifier whose last word names one, joined by _ . -
+# or by nothing (a CamelCase directive, lowered: Apache's AuthLDAPBindPassword, BindPassword)
 _SPACED_KEY = pattern(
-    r"(?:[a-z0-9]+[_.-])*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key"
+    r"[a-z0-9_.-]*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key"
     r"|secret[_-]?key|private[_-]?key|account[_-]?key|credentials?|client[_-]?secret"
     r"|requirepass|masterauth"  # Redis's config directives, echoed as they are written: requirepass "x"
     + "".join(f"|{word}" for word in secret_words.PASSPHRASE_WORDS)
