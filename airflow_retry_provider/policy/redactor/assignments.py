@@ -113,6 +113,13 @@ _NAMED = (
     pattern(r"<[\w:.-]+[ \t][^<>]*?\b(?:name|key)[ \t]*=[ \t]*[\"']([^\"'<>]*)[\"'][^<>/]*>([^<]*)<", ignore_case=True),
     # YAML's flow style: {name: DB_PASS, value: x}
     pattern(r"\bname:[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*,[ \t]*value:[ \t]*([^,}\]\r\n]*)", ignore_case=True),
+    # a declared block named for a secret, its value the default (HCL: Terraform's and Packer's
+    # variable "db_password" { default = "x" }, Nomad's and Waypoint's variable/input blocks)
+    pattern(
+        r"\b(?:variable|input|param|parameter|output|secret)[ \t]+\"([^\"\r\n]{1,64})\"[ \t]*\{[^{}]{0,256}?"
+        r"\b(?:default|value)[ \t]*=[ \t]*(\"[^\"\r\n]*\")",
+        ignore_case=True,
+    ),
 )  # fmt: skip
 
 
