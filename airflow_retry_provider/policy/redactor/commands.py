@@ -30,7 +30,9 @@ _ORACLE_WORDS = ("sqlplus", "sqlcl", "sqlldr", "expdp", "impdp", "rman", "dgmgrl
 # the same words as whole words: a tool's name inside another word is not that tool ("rman" in
 # "Permanent error", "Performance"), or any a/b path on the line (queue_sender.go, otlphttp/x) reads
 # as user/password
-_ORACLE_WORD = pattern(r"(?i:\b(?:sqlplus|sqlcl|sqlldr|expdp|impdp|rman|dgmgrl|userid|jdbc:oracle|sql> conn)\b)")
+_ORACLE_WORD = pattern(
+    r"(?i:\b(?:sqlplus|sqlcl|sqlldr|expdp|impdp|rman|dgmgrl|userid|jdbc:oracle|sql> conn)\b)"
+)
 
 
 _ORACLE = pattern(r"(?:^|[\s'\"=,\[(:])([A-Za-z_][\w$#.]*)/(\"[^\"\r\n]*\"|[^\s/@'\";,]+)(?:@|[\s'\"]|$)")

@@ -267,7 +267,9 @@ def _flag_prose(text: str, start: int, value: str) -> bool:
         return False
     after = start + len(word)
     follows = text[after : after + 2]
-    return follows[:1] in (".", ",", ";", ":", "!", "?", ")") or (follows[:1] == " " and follows[1:].islower())
+    return follows[:1] in (".", ",", ";", ":", "!", "?", ")") or (
+        follows[:1] == " " and follows[1:].islower()
+    )
 
 
 def _secret_name(name: str) -> bool:
