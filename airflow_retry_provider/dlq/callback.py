@@ -5,7 +5,8 @@ dag-processor). They use the provider's PostgreSQL connection, never Airflow's O
 REST call: filing is one short transaction (the letter, its event, and its place in the impact
 queue, whose NOTIFY wakes the api-server's impact thread: issue 58), then the new-root-cause alert's
 outbox. A PostgreSQL with no connection left for us (SQLSTATE 53300, or 57P03 while it starts) or
-refusing connections is waited out for up to :data:`CROWDED_SECONDS`, each pause jittered
+refusing connections is waited out for up to :func:`crowded_budget` (:data:`CROWDED_SECONDS`, and at
+most half of Airflow's ``[core] task_success_overtime``: 10 s by default), each pause jittered
 deterministically per task instance so a storm's callbacks do not come back together; other errors
 are retried briefly. If PostgreSQL stays unreachable the whole redacted record is logged on one
 line, which says whether the sweeper will file the letter later (its DAG is tagged or listed,
@@ -40,7 +41,8 @@ log = logging.getLogger(__name__)
 WRITE_ATTEMPTS = 3
 WRITE_PAUSE_SECONDS = 0.5
 CROWDED_SECONDS = 60.0
-"""How long filing waits out a PostgreSQL with no connection for it (then the sweeper files the letter)."""
+"""How long filing waits out a PostgreSQL with no connection for it (then the sweeper files the letter);
+in a task's failure callback, at most :func:`crowded_budget`."""
 CROWDED_BACKOFF = Backoff(base=timedelta(seconds=0.5), multiplier=2, cap=timedelta(seconds=8), jitter=0.5)
 """The pauses while PostgreSQL is crowded: 0.5, 1, 2, 4, 8, 8 ... s, each up to half off by the FNV-1a
 hash of the task instance's try (the spec's deterministic jitter), so a storm spreads its retries."""
@@ -304,6 +306,24 @@ def file_letter(
     return None
 
 
+def crowded_budget() -> float:
+    """How long a failure callback may wait out a crowded PostgreSQL: :data:`CROWDED_SECONDS`, and at most
+    half of Airflow's ``[core] task_success_overtime`` (20 s by default).
+
+    Airflow runs the failure callback after the task reported its failed state, and terminates the task
+    process once that overtime has passed: a callback still waiting then is killed with the process, its
+    try left ``running`` and retried as if the task had died (a poison failure runs again), instead of
+    being handed to the sweeper. Half leaves the rest of the callback (the filing's announcement) its time.
+    """
+    from airflow.sdk import conf
+
+    try:
+        overtime = conf.getint("core", "task_success_overtime", fallback=20)
+    except ValueError:  # Airflow itself refuses to run with such a value
+        overtime = 20
+    return max(0.0, min(CROWDED_SECONDS, overtime / 2))
+
+
 def crowded(exc: BaseException) -> bool:
     """PostgreSQL had no connection for us (SQLSTATE 53300 too many connections, 57P03 starting up) or
     refused to connect: waiting helps. Read from psycopg 3's ``sqlstate``, psycopg2's ``pgcode``, or the
@@ -412,7 +432,11 @@ def file_dead_letter(context: Mapping[str, Any]) -> None:
 
     store = DeadLetterStore.from_conn_id()
     result = file_letter(
-        letter, store, settings.replay_max_attempts(), swept=lambda: sweeper_fate(context, letter.dag_id)
+        letter,
+        store,
+        settings.replay_max_attempts(),
+        swept=lambda: sweeper_fate(context, letter.dag_id),
+        crowded_seconds=crowded_budget(),
     )
     if result is not None:
         _keep(_filed, context["ti"], result.letter_id)

@@ -34,6 +34,7 @@ filed is told at filing.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -161,9 +162,14 @@ def group_impacts(
         return {}
     rows = DeliveryStore(db).group_impacts(wanted, sorted(set(dag_ids)), GROUP_LETTERS)
     by_group: dict[str, list[Impact]] = defaultdict(list)
-    for row in rows:
-        by_group[row["fingerprint"]].append(Impact.from_json(row["impact"]))
-    return {fingerprint: merge_impacts(impacts) for fingerprint, impacts in by_group.items()}
+    letters: dict[str, int] = defaultdict(int)
+    for row in rows:  # each distinct impact once: merging one twice changes nothing but the count
+        by_group[row["fingerprint"]].append(Impact.from_json(json.loads(row["impact"])))  # read as text
+        letters[row["fingerprint"]] += int(row["letters"])
+    return {
+        fingerprint: replace(merge_impacts(impacts), letters=letters[fingerprint])
+        for fingerprint, impacts in by_group.items()
+    }
 
 
 @dataclass(frozen=True)

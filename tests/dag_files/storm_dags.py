@@ -1,5 +1,6 @@
 """DAGs for the storm proof (issue 58): 200 mapped tasks failing at once with one poison cause, upstream
-of a task that delivers by a deadline (so the storm puts one delivery at risk)."""
+of a task that delivers by a deadline (so the storm puts one delivery at risk); and 30 failing while the
+provider's PostgreSQL is down (``storm_database_outage``)."""
 
 from __future__ import annotations
 
@@ -59,3 +60,17 @@ with DAG(dag_id="storm_outage", schedule=None, start_date=START, catchup=False, 
         expected_duration=timedelta(minutes=10),
     )
     outage_partitions >> outage_delivery
+
+
+DATABASE_OUTAGE_SIZE = 30
+
+with DAG(
+    dag_id="storm_database_outage", schedule=None, start_date=START, catchup=False, tags=["test", "storm"]
+):
+
+    @task
+    def load(partition: int) -> None:
+        """Poison while the provider's PostgreSQL is down: a table dropped under every partition."""
+        raise RuntimeError('relation "storm_database_orders" not found')
+
+    apply_profile(load.expand(partition=list(range(DATABASE_OUTAGE_SIZE))), "report")

@@ -75,6 +75,8 @@ class PostgresServer:
     admin_db: str = "postgres"
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     workdir: Path | None = None
+    command: list[str] = field(default_factory=list, repr=False)  # how start_cluster started it
+    run_as: str | None = None
 
     def dsn(self, dbname: str | None = None) -> str:
         """A libpq URI for ``dbname`` (the admin database by default)."""
@@ -114,8 +116,9 @@ class PostgresServer:
         with self.connect() as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
-    def stop(self) -> None:
-        """Stop a cluster we started (fast shutdown) and remove its files; no-op for a DSN server."""
+    def halt(self) -> None:
+        """Stop a cluster we started (fast shutdown: its clients are cut off, new ones refused), keeping
+        its files for :meth:`resume`."""
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGINT)  # PostgreSQL's "fast" shutdown
             try:
@@ -123,6 +126,26 @@ class PostgresServer:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=10)
+
+    def resume(self, timeout: float = 60) -> None:
+        """Start a cluster :meth:`halt` stopped again, on the same port and data, and wait until it answers."""
+        if not self.command or self.workdir is None:
+            raise RuntimeError("resume: only a cluster start_cluster started can be started again")
+        log = open(self.workdir / "postgres.log", "ab")  # noqa: SIM115 - owned by the server process
+        self.process = subprocess.Popen(
+            self.command,
+            user=self.run_as,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=self.workdir,
+        )
+        log.close()
+        _wait_ready(self, timeout)
+
+    def stop(self) -> None:
+        """Stop a cluster we started (fast shutdown) and remove its files; no-op for a DSN server."""
+        self.halt()
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
@@ -194,7 +217,15 @@ def start_cluster(parent: str | os.PathLike[str] | None = None, timeout: float =
         command, user=user, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=workdir
     )
     log.close()
-    server = PostgresServer(host="127.0.0.1", port=port, user="postgres", process=process, workdir=workdir)
+    server = PostgresServer(
+        host="127.0.0.1",
+        port=port,
+        user="postgres",
+        process=process,
+        workdir=workdir,
+        command=command,
+        run_as=user,
+    )
     _wait_ready(server, timeout)
     return server
 

@@ -5,6 +5,8 @@
 -- name: delivery_blockers
 -- Each (delivery, letter) pair whose deadline falls in [start, end], with the letter's status and
 -- when its newest replay cleared it (NULL: no replay, or its clear not confirmed yet). Bounded.
+-- Only the impacts whose last deadline is at or after start are expanded (an index scan of
+-- retry_letter_impacts_last_deadline, migration 0015), not every impact ever stored.
 SELECT l.id AS letter_id, l.dag_id AS letter_dag_id, l.run_id, l.task_id AS letter_task_id,
        l.status, l.fingerprint, l.updated_at,
        d.value->>'dag_id' AS dag_id, d.value->>'task_id' AS task_id,
@@ -19,7 +21,8 @@ LEFT JOIN LATERAL (
     ORDER BY rp.requested_at DESC, rp.id DESC
     LIMIT 1
 ) r ON true
-WHERE (d.value->>'deadline')::timestamptz >= %(start)s
+WHERE retry_impact_last_deadline(i.impact) >= %(start)s
+  AND (d.value->>'deadline')::timestamptz >= %(start)s
   AND (d.value->>'deadline')::timestamptz < %(end)s
 ORDER BY (d.value->>'deadline')::timestamptz, d.value->>'dag_id', d.value->>'task_id', l.id
 LIMIT %(limit)s;
@@ -56,8 +59,11 @@ LIMIT %(limit)s;
 
 -- name: group_impacts
 -- The stored impacts of the letters still in the way (dlq, parked, replaying) of each root cause
--- in %(fingerprints)s, in the DAGs %(dag_ids)s: the newest %(per_group)s letters of each.
-SELECT fingerprint, impact FROM (
+-- in %(fingerprints)s, in the DAGs %(dag_ids)s: the newest %(per_group)s letters of each, each
+-- distinct impact once with how many of those letters hold it (a storm's letters of one DAG run
+-- share one impact: read and summed once, not once per letter). As text: the caller parses it with
+-- json.loads, a quarter of the time psycopg's jsonb loader took for the thousands a page can read.
+SELECT fingerprint, impact::text AS impact, count(*) AS letters FROM (
     SELECT l.fingerprint, i.impact,
            row_number() OVER (PARTITION BY l.fingerprint ORDER BY l.id DESC) AS position
     FROM retry_dead_letters l
@@ -67,6 +73,7 @@ SELECT fingerprint, impact FROM (
       AND l.status IN ('dlq', 'parked', 'replaying')
 ) ranked
 WHERE position <= %(per_group)s
+GROUP BY fingerprint, impact
 ORDER BY fingerprint;
 
 -- name: held_tasks

@@ -26,7 +26,8 @@ class DeliveryStore(QueueStore):
     def group_impacts(
         self, fingerprints: Sequence[str], dag_ids: Sequence[str], per_group: int
     ) -> list[dict[str, Any]]:
-        """The stored impacts of each root cause's letters still in the way, the newest ``per_group``."""
+        """The stored impacts of each root cause's letters still in the way, the newest ``per_group``: each
+        distinct impact once, with how many of them hold it (``letters``)."""
         parameters = {"fingerprints": fingerprints, "dag_ids": dag_ids, "per_group": per_group}
         return self._rows("group_impacts", parameters)
 

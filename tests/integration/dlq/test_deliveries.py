@@ -9,10 +9,11 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 import pytest
 
+from airflow_retry_provider import sql
 from airflow_retry_provider.cli import main
 from airflow_retry_provider.dlq import announce
-from airflow_retry_provider.dlq.deliveries import todays_deliveries, watch_deliveries
-from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.dlq.deliveries import group_impacts, todays_deliveries, watch_deliveries
+from airflow_retry_provider.dlq.store import DeadLetterStore, DeliveryStore
 from airflow_retry_provider.policy.impact import Delivery, Impact, Names
 from airflow_retry_provider.states import DeliveryStatus
 from tests.alert_notifiers import RecordingNotifier
@@ -99,6 +100,52 @@ def test_two_letters_blocking_one_delivery_are_listed_together(pg_dsn):
         DeliveryStatus.AT_RISK,
         DEADLINE - timedelta(hours=3),
     )
+
+
+def test_a_root_cause_reads_each_distinct_impact_once_and_counts_every_letter(pg_dsn):
+    """Three letters of one root cause, two with the same impact: two impacts read, three letters summed."""
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    report = _delivery("report", DEADLINE, timedelta(hours=1))
+    for run_id in ("r1", "r2"):  # a storm's letters of one DAG: the same impact
+        _file(store, run_id, report)
+    _file(store, "r3", _delivery("summary", DEADLINE, timedelta(hours=2)))
+    rows = DeliveryStore(store.db).group_impacts(["0123456789abcdef"], ["etl"], per_group=200)
+    assert sorted(int(row["letters"]) for row in rows) == [1, 2]
+    group = group_impacts(store.db, ["0123456789abcdef"], ["etl"])["0123456789abcdef"]
+    assert group.letters == 3
+    assert [d.task_id for d in group.impact.deliveries] == [
+        "summary",
+        "report",
+    ]  # earliest latest replay first
+
+
+def test_todays_deliveries_expand_only_the_impacts_due_around_now(pg_dsn):
+    """With 20,000 impacts of past deliveries stored, the view's query reads them through the last-deadline
+    index (migration 0015) and still finds today's delivery."""
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    today = _file(store, "today", _delivery("report", DEADLINE, timedelta(hours=1)))
+    past = Impact(
+        deliveries=(_delivery("report", DEADLINE - timedelta(days=30), timedelta(hours=1)),), delivery_count=1
+    )
+    with psycopg.connect(pg_dsn) as conn:
+        conn.execute(
+            "INSERT INTO retry_dead_letters (dag_id, run_id, task_id, try_number, attempts_used, work_unit_key,"
+            " failure_class, category, rule, exception_type, message, fingerprint, status)"
+            " SELECT 'etl', 'old_' || g, 'extract', 1, 1, 'etl/old_' || g, 'poison', 'not-found', 'r', 'E', 'm',"
+            " '0123456789abcdef', 'resolved' FROM generate_series(1, 20000) AS g"
+        )
+        conn.execute(
+            "INSERT INTO retry_letter_impacts (letter_id, impact) SELECT id, %s::jsonb FROM retry_dead_letters"
+            " WHERE run_id LIKE 'old\\_%%'",
+            (json.dumps(past.to_json()),),
+        )
+        conn.execute("ANALYZE retry_dead_letters, retry_letter_impacts")
+        statement = sql.named("airflow_retry_provider.dlq.sql", "deliveries.sql")["delivery_blockers"]
+        parameters = {"start": NOW - timedelta(days=1), "end": NOW + timedelta(days=2), "limit": 2000}
+        [(plan,)] = conn.execute("EXPLAIN (FORMAT JSON) " + statement, parameters).fetchall()
+    assert "retry_letter_impacts_last_deadline" in json.dumps(plan)
+    [delivery] = todays_deliveries(store.db, NOW)
+    assert [letter.letter_id for letter in delivery.letters] == [today]
 
 
 def _configure(monkeypatch) -> None:
