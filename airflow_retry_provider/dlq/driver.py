@@ -30,7 +30,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from enum import Enum
 
 from airflow_retry_provider.dlq import announce
@@ -82,20 +82,13 @@ class Step(Enum):
     """What a driver's step says of the job it works: go on, or why the driver leaves the job here."""
 
     GO = "go"  # carry on with the job
-    ENDED = "ended"  # no letter left: the store ended the job with the turn
+    ENDED = "ended"  # no letter left: the store ended the job with the turn (another job may wait)
+    ALL_ENDED = "all-ended"  # the same, and the store saw no other job waiting
     STOPPED = (
         "stopped"  # the stop rule or the canary's verdict stopped it (its unclaimed letters stay in dlq)
     )
     DEADLINE = "deadline"  # the round's deadline came first: the job is released for another driver
     LOST = "lost"  # the job is no longer this driver's: cancelled, stopped, or taken over by another
-
-
-@dataclass(frozen=True)
-class Driven:
-    """How the driver left a job: the step that ended its work on it, and whether another job may wait."""
-
-    step: Step
-    another_waits: bool = True  # False only when the job ended and the store saw no other open job
 
 
 def request_of(job: ReplayJob) -> ReplayRequest:
@@ -173,15 +166,6 @@ class ReplayDriver:
                 return
             self._sleep(poll)
 
-    def drive_one(self, deadline: float | None = None, api: AirflowApi | None = None) -> int | None:
-        """Claim the oldest open job and work it until done or ``deadline`` (monotonic); its id or None.
-        ``api``: the round's Airflow client (a new one by default)."""
-        turn = self.jobs.claim(self.owner, self.lease_seconds)
-        if turn is None:
-            return None
-        self._drive(turn, None, 0, deadline, api)
-        return turn.job.id
-
     def drain(self, deadline: float | None = None) -> list[int]:
         """Settle open claims, then drive open jobs one after another until none is left or ``deadline``;
         one Airflow client for the round."""
@@ -193,7 +177,7 @@ class ReplayDriver:
                 turn = self.jobs.claim(self.owner, self.lease_seconds)
                 if turn is None:
                     break
-                more = self._drive(turn, None, 0, deadline, api).another_waits
+                more = self._drive(turn, None, 0, deadline, api) is not Step.ALL_ENDED
                 driven.append(turn.job.id)
         return driven
 
@@ -247,7 +231,7 @@ class ReplayDriver:
         reported: int,
         deadline: float | None = None,
         client: AirflowApi | None = None,
-    ) -> Driven:
+    ) -> Step:
         """Work the job claimed (``turn``) letter by letter: each turn read in one store call, the stop rule
         asked, the letter claimed and cleared, its outcome recorded with the next turn's read (the
         turn that finds none left ends the job). Says why the driver left the job."""
@@ -269,28 +253,28 @@ class ReplayDriver:
                     job, item = turn.job, turn.next_item
                     if turn.ended is not None:  # none left: the store ended the job with this turn
                         self._tell_if_failed(turn.ended)
-                        return Driven(Step.ENDED, turn.another_waits)
+                        return Step.ENDED if turn.another_waits else Step.ALL_ENDED
                     if job.in_canary:
                         step = self._canary(api, job, request, report, deadline)
                         if step is not Step.GO:
-                            return Driven(step)
+                            return step
                         turn = self.jobs.turn(job.id, self.owner, self.lease_seconds)
                         continue
                     if self._stop_rule(job, turn.failures):
-                        return Driven(Step.STOPPED)
+                        return Step.STOPPED
                     assert item is not None  # none left: the turn ended the job, or the stop rule stopped it
                     if deadline is not None and time.monotonic() >= deadline:
                         self.jobs.release(job.id, self.owner)
-                        return Driven(Step.DEADLINE)
+                        return Step.DEADLINE
                     step = self._wait_for_step(job, deadline) if job.paced_since is not None else Step.GO
                     if step is not Step.GO:
-                        return Driven(step)
+                        return step
                     result = self._letter(api, job, item, turn.letter, request, deadline)
                     if isinstance(result, Step):
-                        return Driven(result)
+                        return result
                     turn = self.jobs.turn(job.id, self.owner, self.lease_seconds, done=(item, result))
                     report(result)
-                return Driven(Step.LOST)
+                return Step.LOST
             except BaseException:
                 self.jobs.release(job.id, self.owner)
                 raise

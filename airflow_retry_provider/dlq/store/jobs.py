@@ -253,9 +253,6 @@ class JobStore(QueueStore):
     def results(self, job_id: int) -> list[ReplayResult]:
         return [item.result() for item in self.require(job_id).items]
 
-    def open_ids(self) -> list[int]:
-        return [int(row["id"]) for row in self._rows("open_job_ids")]
-
     def cancel(self, job_id: int, actor: str) -> int:
         """Cancel a queued or running job: letters it has not claimed stay in ``dlq``. How many were left."""
         detail = redact(f"cancelled by {actor}")[:500]
