@@ -216,40 +216,35 @@ def run_alerts(db: ProviderDatabase | None = None) -> dict[str, Any]:
     return report
 
 
-def _in_transaction(cur: Any, db: ProviderDatabase, build: Callable[[str], Alert]) -> AfterCommit | None:
-    """An event told in the announcer's transaction (a fix deployed, a dependency down or recovered):
-    queue ``build(base_url)`` with its cursor, send after the commit."""
-    settings = load_settings()
-    if not settings.enabled:
-        return None
-    outbox = AlertOutbox(db, settings)
-    ids = outbox.queue(cur, build(settings.base_url))
-    return lambda: outbox.deliver(ids)
-
-
 Handler = Callable[[Any], AfterCommit | None]
 """What the alerts do with one kind of event: queue its message(s), maybe send after a commit."""
 
 
-def _at_once(build: Callable[[Any, str], Alert]) -> Handler:
-    """The message ``build(event, base_url)``, queued and sent at once."""
+def _each(queue: Callable[[Any], Delivery]) -> Handler:
+    """The messages ``queue(event)`` queues (deciding which: once per window, delivery, ...), sent at once."""
 
     def handle(event: Any) -> None:
-        send_alert(event.db, lambda base: build(event, base))
+        queue(event)
 
     return handle
 
 
+def _at_once(build: Callable[[Any, str], Alert]) -> Handler:
+    """The message ``build(event, base_url)``, queued and sent at once."""
+    return _each(lambda event: send_alert(event.db, lambda base: build(event, base)))
+
+
 def _after_commit(build: Callable[[Any, str], Alert]) -> Handler:
-    """The message ``build(event, base_url)``, queued with the event's cursor and sent after its commit."""
-    return lambda event: _in_transaction(event.cur, event.db, lambda base: build(event, base))
+    """The message ``build(event, base_url)``, queued with the cursor of the transaction the event was
+    told in (a fix deployed, a dependency down or recovered) and sent after its commit."""
 
-
-def _each(queue: Callable[[Any], Delivery]) -> Handler:
-    """Messages ``queue(event)`` decides itself (once per window, delivery, ...), sent at once."""
-
-    def handle(event: Any) -> None:
-        queue(event)
+    def handle(event: Any) -> AfterCommit | None:
+        settings = load_settings()
+        if not settings.enabled:
+            return None
+        outbox = AlertOutbox(event.db, settings)
+        ids = outbox.queue(event.cur, build(event, settings.base_url))
+        return lambda: outbox.deliver(ids)
 
     return handle
 
