@@ -1,11 +1,12 @@
 """Alerts through Airflow's notifiers: someone is told when a letter is filed, parked, ...
 
-``after_filing`` runs where a letter is filed (the failure callback, the sweeper): it queues
-what deserves a message in the PostgreSQL outbox and sends it at once; it never raises, so
-alerting cannot fail the task. Neither the dead-letter queue nor the breakers call this module by
-name: they announce (a letter filed or parked, a replay job failed, a fix deployed, a dependency
-down or recovered) through the provider's one registry, ``announce.py``, and :func:`listen` hears
-them (registered like any other listener, by its entry point). ``run_alerts`` (the sweeper DAG) sends the
+Nothing calls this module by name to alert: the dead-letter queue, the breakers and the work-unit
+sweeper announce (a letter filed or parked, a replay job failed, a fix deployed, a dependency down
+or recovered, a work unit parked) through the provider's one registry, ``announce.py``, and
+:func:`listen` hears them (registered like any other listener, by its entry point) and makes the
+messages :data:`MESSAGES` maps each kind of event to (``messages.py`` builds them). What deserves a
+message is queued in the PostgreSQL outbox and sent at once; it never raises, so alerting cannot
+fail the task. ``run_alerts`` (the sweeper DAG) sends the
 summaries of ended windows and retries every message a notifier failed to send. Every function
 takes the provider's database (:class:`~airflow_retry_provider.database.ProviderDatabase`).
 """
@@ -215,54 +216,72 @@ def run_alerts(db: ProviderDatabase | None = None) -> dict[str, Any]:
     return report
 
 
-def _in_transaction(cur: Any, db: ProviderDatabase, build: Callable[[str], Alert]) -> AfterCommit | None:
-    """An event told in the announcer's transaction (a fix deployed, a dependency down or recovered):
-    queue ``build(base_url)`` with its cursor, send after the commit."""
-    settings = load_settings()
-    if not settings.enabled:
-        return None
-    outbox = AlertOutbox(db, settings)
-    ids = outbox.queue(cur, build(settings.base_url))
-    return lambda: outbox.deliver(ids)
+Handler = Callable[[Any], AfterCommit | None]
+"""What the alerts do with one kind of event: queue its message(s), maybe send after a commit."""
+
+
+def _each(queue: Callable[[Any], Delivery]) -> Handler:
+    """The messages ``queue(event)`` queues (deciding which: once per window, delivery, ...), sent at once."""
+
+    def handle(event: Any) -> None:
+        queue(event)
+
+    return handle
+
+
+def _at_once(build: Callable[[Any, str], Alert]) -> Handler:
+    """The message ``build(event, base_url)``, queued and sent at once."""
+    return _each(lambda event: send_alert(event.db, lambda base: build(event, base)))
+
+
+def _after_commit(build: Callable[[Any, str], Alert]) -> Handler:
+    """The message ``build(event, base_url)``, queued with the cursor of the transaction the event was
+    told in (a fix deployed, a dependency down or recovered) and sent after its commit."""
+
+    def handle(event: Any) -> AfterCommit | None:
+        settings = load_settings()
+        if not settings.enabled:
+            return None
+        outbox = AlertOutbox(event.db, settings)
+        ids = outbox.queue(event.cur, build(event, settings.base_url))
+        return lambda: outbox.deliver(ids)
+
+    return handle
+
+
+MESSAGES: dict[type[announce.Event], Handler] = {
+    dlq.LetterFiled: _each(lambda e: after_filing(e.db, e.letter, e.result, e.context)),
+    dlq.ImpactAssessed: _each(lambda e: deliveries_at_risk(e.db, e.letter_id, e.letter, e.impact)),
+    dlq.DeliveriesHeld: _each(lambda e: deliveries_held(e.db, e.dependency, e.opened_at, e.held)),
+    dlq.LetterParked: _at_once(
+        lambda e, base: messages.letter_parked(
+            e.letter, e.letter.id, e.letter.replay_count, base, reason=e.reason
+        )
+    ),
+    dlq.JobFailed: _at_once(
+        lambda e, base: messages.replay_job_failed(
+            e.job.id, e.job.actor, e.job.reason, e.job.dag_ids, dict(e.counts), base, e.job.stop_reason
+        )
+    ),
+    dlq.WorkUnitParked: _at_once(
+        lambda e, base: messages.work_unit_parked(e.key, e.owner_ti, e.detail, e.letter_id, base)
+    ),
+    dlq.FixDeployed: _after_commit(lambda e, base: messages.fix_deployed(e.notice, base)),
+    DependencyDown: _after_commit(lambda e, base: messages.dependency_down(e.outage, base)),
+    DependencyRecovered: _after_commit(lambda e, base: messages.dependency_recovered(e.outage, base)),
+}
+"""Each kind of event that deserves a message, and how the alerts make it (``alerts/messages.py``
+builds the text). A new kind: its event in an ``announce.py``, its builder in ``messages.py``, one
+entry here."""
 
 
 def listen(event: announce.Event) -> AfterCommit | None:
-    """The alerts' listener: a message for each announcement that deserves one.
+    """The alerts' listener: the message(s) :data:`MESSAGES` says the event deserves, if any.
 
     Registered like any other listener, by its entry point (``airflow_retry_provider.listeners`` in
     ``pyproject.toml``). Events told in a transaction are queued with its cursor (a fix deployed
     with the notice, a dependency down or recovered with the breaker's transition) and sent after the
     commit (the action returned); the others are queued and sent at once.
     """
-    if isinstance(event, dlq.LetterFiled):
-        after_filing(event.db, event.letter, event.result, event.context)
-    elif isinstance(event, dlq.ImpactAssessed):
-        deliveries_at_risk(event.db, event.letter_id, event.letter, event.impact)
-    elif isinstance(event, dlq.DeliveriesHeld):  # the sweeper's watch of the open breakers (issue 48)
-        deliveries_held(event.db, event.dependency, event.opened_at, event.held)
-    elif isinstance(event, dlq.LetterParked):
-        letter, reason = event.letter, event.reason
-        send_alert(
-            event.db,
-            lambda base: messages.letter_parked(letter, letter.id, letter.replay_count, base, reason=reason),
-        )
-    elif isinstance(event, dlq.JobFailed):
-        job, counts = event.job, dict(event.counts)
-        send_alert(
-            event.db,
-            lambda base: messages.replay_job_failed(
-                job.id, job.actor, job.reason, job.dag_ids, counts, base, job.stop_reason
-            ),
-        )
-    elif isinstance(event, dlq.FixDeployed):
-        notice = event.notice
-        return _in_transaction(event.cur, event.db, lambda base: messages.fix_deployed(notice, base))
-    elif isinstance(event, DependencyDown):
-        down = event.outage
-        return _in_transaction(event.cur, event.db, lambda base: messages.dependency_down(down, base))
-    elif isinstance(event, DependencyRecovered):
-        recovered = event.outage
-        return _in_transaction(
-            event.cur, event.db, lambda base: messages.dependency_recovered(recovered, base)
-        )
-    return None
+    handler = MESSAGES.get(type(event))
+    return handler(event) if handler is not None else None

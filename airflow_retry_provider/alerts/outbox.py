@@ -25,6 +25,7 @@ from airflow_retry_provider.alerts.sql import query
 from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq import DeadLetterStore, FileResult, NewLetter
 from airflow_retry_provider.policy import Backoff, redact
+from airflow_retry_provider.states import LetterStatus
 
 log = logging.getLogger(__name__)
 
@@ -87,10 +88,10 @@ class AlertOutbox:
             return []
         base = self.settings.base_url
         with self.db.transaction() as cur:
-            if result.status == "parked":
+            if result.status == LetterStatus.PARKED:
                 alert = messages.letter_parked(letter, result.letter_id, result.replay_count, base, impact)
                 return self.queue(cur, alert)
-            if result.status != "dlq":
+            if result.status != LetterStatus.DLQ:
                 return []
             count = self._count_in_window(cur, letter.fingerprint, result.letter_id)
             if count == 0:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         JobFailed,
         LetterFiled,
         LetterParked,
+        WorkUnitParked,
     )
     from airflow_retry_provider.dlq.callback import (
         closed_replay,
@@ -71,6 +72,7 @@ _EXPORTS = {
     "JobFailed": "announce",
     "LetterFiled": "announce",
     "LetterParked": "announce",
+    "WorkUnitParked": "announce",
     "DeliveryState": "deliveries",
     "group_impacts": "deliveries",
     "held_deliveries": "deliveries",

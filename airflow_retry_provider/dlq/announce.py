@@ -1,4 +1,5 @@
-"""What the dead-letter queue announces: a letter filed or parked, a replay job failed, a fix deployed.
+"""What the dead-letter queue announces: a letter filed or parked, a replay job failed, a fix deployed,
+a work unit parked.
 
 Each announcement is a frozen :class:`~airflow_retry_provider.announce.Event`. The queue never
 imports who listens: it tells the listeners of the provider's one registry
@@ -93,6 +94,18 @@ class FixDeployed(QueueEvent):
     name: ClassVar[str] = "fix_deployed"
     cur: Any
     notice: FixNotice
+
+
+@dataclass(frozen=True)
+class WorkUnitParked(QueueEvent):
+    """The work-unit sweeper parked work unit ``key`` (held by ``owner_ti``) for a person (``detail``)
+    and filed letter ``letter_id`` for it."""
+
+    name: ClassVar[str] = "unit_parked"
+    key: str
+    owner_ti: str | None
+    detail: str
+    letter_id: int | None
 
 
 def filed(

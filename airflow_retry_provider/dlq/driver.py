@@ -31,6 +31,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
+from enum import Enum
 
 from airflow_retry_provider.dlq import announce
 from airflow_retry_provider.dlq.decide import (
@@ -75,6 +76,19 @@ def canary_timeout_seconds() -> int:
     from airflow_retry_provider import settings
 
     return settings.replay_canary_timeout_seconds()
+
+
+class Step(Enum):
+    """What a driver's step says of the job it works: go on, or why the driver leaves the job here."""
+
+    GO = "go"  # carry on with the job
+    ENDED = "ended"  # no letter left: the store ended the job with the turn (another job may wait)
+    ALL_ENDED = "all-ended"  # the same, and the store saw no other job waiting
+    STOPPED = (
+        "stopped"  # the stop rule or the canary's verdict stopped it (its unclaimed letters stay in dlq)
+    )
+    DEADLINE = "deadline"  # the round's deadline came first: the job is released for another driver
+    LOST = "lost"  # the job is no longer this driver's: cancelled, stopped, or taken over by another
 
 
 def request_of(job: ReplayJob) -> ReplayRequest:
@@ -152,15 +166,6 @@ class ReplayDriver:
                 return
             self._sleep(poll)
 
-    def drive_one(self, deadline: float | None = None, api: AirflowApi | None = None) -> int | None:
-        """Claim the oldest open job and work it until done or ``deadline`` (monotonic); its id or None.
-        ``api``: the round's Airflow client (a new one by default)."""
-        turn = self.jobs.claim(self.owner, self.lease_seconds)
-        if turn is None:
-            return None
-        self._drive(turn, None, 0, deadline, api)
-        return turn.job.id
-
     def drain(self, deadline: float | None = None) -> list[int]:
         """Settle open claims, then drive open jobs one after another until none is left or ``deadline``;
         one Airflow client for the round."""
@@ -172,7 +177,7 @@ class ReplayDriver:
                 turn = self.jobs.claim(self.owner, self.lease_seconds)
                 if turn is None:
                     break
-                more = self._drive(turn, None, 0, deadline, api)
+                more = self._drive(turn, None, 0, deadline, api) is not Step.ALL_ENDED
                 driven.append(turn.job.id)
         return driven
 
@@ -226,10 +231,10 @@ class ReplayDriver:
         reported: int,
         deadline: float | None = None,
         client: AirflowApi | None = None,
-    ) -> bool:
+    ) -> Step:
         """Work the job claimed (``turn``) letter by letter: each turn read in one store call, the stop rule
         asked, the letter claimed and cleared, its outcome recorded with the next turn's read (the
-        turn that finds none left ends the job). False when the job ended and no other job waits."""
+        turn that finds none left ends the job). Says why the driver left the job."""
         assert turn is not None
         job = turn.job
         request = request_of(job)
@@ -248,26 +253,28 @@ class ReplayDriver:
                     job, item = turn.job, turn.next_item
                     if turn.ended is not None:  # none left: the store ended the job with this turn
                         self._tell_if_failed(turn.ended)
-                        return turn.another_waits
+                        return Step.ENDED if turn.another_waits else Step.ALL_ENDED
                     if job.in_canary:
-                        if not self._canary(api, job, request, report, deadline):
-                            return True
+                        step = self._canary(api, job, request, report, deadline)
+                        if step is not Step.GO:
+                            return step
                         turn = self.jobs.turn(job.id, self.owner, self.lease_seconds)
                         continue
                     if self._stop_rule(job, turn.failures):
-                        return True
+                        return Step.STOPPED
                     assert item is not None  # none left: the turn ended the job, or the stop rule stopped it
                     if deadline is not None and time.monotonic() >= deadline:
                         self.jobs.release(job.id, self.owner)
-                        return True
-                    if job.paced_since is not None and not self._wait_for_step(job, deadline):
-                        return True
+                        return Step.DEADLINE
+                    step = self._wait_for_step(job, deadline) if job.paced_since is not None else Step.GO
+                    if step is not Step.GO:
+                        return step
                     result = self._letter(api, job, item, turn.letter, request, deadline)
-                    if result is None:
-                        return True
+                    if isinstance(result, Step):
+                        return result
                     turn = self.jobs.turn(job.id, self.owner, self.lease_seconds, done=(item, result))
                     report(result)
-                return True
+                return Step.LOST
             except BaseException:
                 self.jobs.release(job.id, self.owner)
                 raise
@@ -279,14 +286,14 @@ class ReplayDriver:
         request: ReplayRequest,
         report: Callable[[ReplayResult], None],
         deadline: float | None,
-    ) -> bool:
-        """Clear the canary (once) and wait for its outcome; True when it resolved and the rest may follow."""
+    ) -> Step:
+        """Clear the canary (once) and wait for its outcome; ``GO`` when it resolved and the rest may follow."""
         item = self.jobs.require(job.id).canary
         assert item is not None
         if item.outcome == ItemOutcome.PENDING:
             result = self._letter(api, job, item, self.store.get(item.letter_id), request, deadline)
-            if result is None:
-                return False
+            if isinstance(result, Step):
+                return result
             self.jobs.turn(job.id, self.owner, self.lease_seconds, done=(item, result))
             report(result)
         self.jobs.wait_for_canary(job.id, self.owner, self.canary_timeout)
@@ -295,12 +302,13 @@ class ReplayDriver:
             assert canary is not None
             verdict = canary_verdict(canary, self.canary_timeout)
             if verdict.verdict is Canary.PASSED:
-                return self.jobs.pass_canary(job.id, self.owner)
+                return Step.GO if self.jobs.pass_canary(job.id, self.owner) else Step.LOST
             if verdict.verdict is not Canary.WAIT:  # failed, or undecided past its deadline
                 self._stop(job, verdict.reason)
-                return False
-            if not self._nap(job, self.canary_poll, deadline, longest=self.canary_poll, stop_rule=False):
-                return False
+                return Step.STOPPED
+            step = self._nap(job, self.canary_poll, deadline, longest=self.canary_poll, stop_rule=False)
+            if step is not Step.GO:
+                return step
             self._ask_airflow(api, canary.letter_id)
 
     def _ask_airflow(self, api: AirflowApi, letter_id: int) -> None:
@@ -312,8 +320,8 @@ class ReplayDriver:
         except Exception as exc:  # the next look asks again; the canary's deadline bounds the wait
             log.warning("airflow-retry-provider: driver could not ask Airflow: %s", redact(str(exc))[:500])
 
-    def _wait_for_step(self, job: ReplayJob, deadline: float | None) -> bool:
-        """Wait for the job's rising pace (its step's clears per minute); False when the job must stop here.
+    def _wait_for_step(self, job: ReplayJob, deadline: float | None) -> Step:
+        """Wait for the job's rising pace (its step's clears per minute); ``GO``, or why the job stops here.
 
         Past the steps the deployment's pace is the only wait, taken with the claim (``claim_paced``),
         so a job that had a canary clears as soon after its last clear as one that had none.
@@ -321,13 +329,12 @@ class ReplayDriver:
         while True:
             step_clears, since_clear = self.jobs.pace(job.id)
             rate = step_rate(step_clears, self.engine.rate_per_minute, self.pace_steps)
-            if rate >= self.engine.rate_per_minute:
-                return True
-            wait = 60.0 / rate - since_clear
+            wait = 60.0 / rate - since_clear if rate < self.engine.rate_per_minute else 0.0
             if wait <= 0:
-                return True
-            if not self._nap(job, wait, deadline):
-                return False
+                return Step.GO
+            step = self._nap(job, wait, deadline)
+            if step is not Step.GO:
+                return step
 
     def _nap(
         self,
@@ -336,15 +343,17 @@ class ReplayDriver:
         deadline: float | None,
         longest: float = MAX_PACE_NAP,
         stop_rule: bool = True,
-    ) -> bool:
-        """Wait ``wait`` seconds (``longest`` at most) holding the job; False when the job must stop here: the
+    ) -> Step:
+        """Wait ``wait`` seconds (``longest`` at most) holding the job; ``GO``, or why the job stops here: the
         deadline comes first (the job is released for another driver), the lease was lost, or the stop rule says so."""
         if deadline is not None and time.monotonic() + wait >= deadline:
             self.jobs.release(job.id, self.owner)
-            return False
+            return Step.DEADLINE
         self._sleep(min(wait, longest))
         turn = self.jobs.turn(job.id, self.owner, self.lease_seconds)
-        return turn is not None and not (stop_rule and self._stop_rule(job, turn.failures))
+        if turn is None:
+            return Step.LOST
+        return Step.STOPPED if stop_rule and self._stop_rule(job, turn.failures) else Step.GO
 
     def _stop_rule(self, job: ReplayJob, failures: int) -> bool:
         """``decide.STOP_AFTER_FAILURES`` of the job's replays failed in a row (``failures``): stop it here (True)."""
@@ -369,9 +378,9 @@ class ReplayDriver:
         letter: Letter | None,
         request: ReplayRequest,
         deadline: float | None,
-    ) -> ReplayResult | None:
+    ) -> ReplayResult | Step:
         """Claim (after waiting for the pace) and clear one letter (``letter``: the item's, read with its
-        turn); None when the job must stop here."""
+        turn); its result, or why the job stops here."""
         if item.replay_id is not None:
             return ReplayResult(
                 item.letter_id,
@@ -385,8 +394,9 @@ class ReplayDriver:
             claim = self.engine.claim_paced(letter, request, job_id=job.id, position=item.position)
             if claim.replay_id is not None or claim.wait == 0:
                 break
-            if not self._nap(job, claim.wait, deadline):
-                return None
+            step = self._nap(job, claim.wait, deadline)
+            if step is not Step.GO:
+                return step
         if claim.replay_id is None:
             return self._not_claimed(job, item)
         try:

@@ -500,12 +500,12 @@ class ReplayReport:
     results: tuple[ReplayResult, ...]
     job_id: int | None = None
 
-    def ids(self, outcome: str) -> list[int]:
+    def ids(self, outcome: ItemOutcome) -> list[int]:
         return [r.letter_id for r in self.results if r.outcome == outcome]
 
     @property
     def cleared(self) -> list[int]:
-        return self.ids("cleared")
+        return self.ids(ItemOutcome.CLEARED)
 
     def to_json(self) -> dict[str, Any]:
         counts = dict(Counter(r.outcome for r in self.results))

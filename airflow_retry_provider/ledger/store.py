@@ -24,6 +24,7 @@ from airflow_retry_provider.ledger.sql import query
 from airflow_retry_provider.policy import redact
 from airflow_retry_provider.policy.text import storable, storable_value
 from airflow_retry_provider.sql import transaction
+from airflow_retry_provider.states import WorkUnitStatus
 
 ClaimOutcome = Literal["claimed", "taken_over", "done", "busy"]
 
@@ -214,7 +215,7 @@ class Ledger(Store):
             cur.execute(query("claim"), params)
             row = ProviderDatabase.one(cur)
             if row is not None:
-                taken = row["claimed_from"] == "running"
+                taken = row["claimed_from"] == WorkUnitStatus.RUNNING
                 return Claim("taken_over" if taken else "claimed", WorkUnit.from_row(row), owner)
             cur.execute(query("get_unit"), {"key": key})
             current = ProviderDatabase.one(cur)
@@ -228,7 +229,7 @@ class Ledger(Store):
                 lease=lease,
             )
         unit = WorkUnit.from_row(current)
-        return Claim("done" if unit.status == "succeeded" else "busy", unit, owner)
+        return Claim("done" if unit.status == WorkUnitStatus.SUCCEEDED else "busy", unit, owner)
 
     def complete(self, claim: Claim, result_ref: Any = None, *, remote_job_id: str | None = None) -> WorkUnit:
         """Record success (``result_ref`` must be JSON-serialisable); LeaseLost if our claim was taken."""

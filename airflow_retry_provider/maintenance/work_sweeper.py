@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from airflow_retry_provider import metrics, settings
+from airflow_retry_provider import announce, metrics, settings
 from airflow_retry_provider.database import ProviderDatabase
-from airflow_retry_provider.dlq import DeadLetterStore, NewLetter
+from airflow_retry_provider.dlq import DeadLetterStore, LetterFiled, NewLetter, WorkUnitParked
 from airflow_retry_provider.ledger.store import WorkUnit
 from airflow_retry_provider.maintenance.sql import query
 from airflow_retry_provider.policy import Backoff, Classification, classify, fingerprint, redact
@@ -227,8 +227,6 @@ class WorkSweeper:
         return done
 
     def _sweep_unit(self, key: str) -> str | None:
-        from airflow_retry_provider.alerts import after_filing
-
         with self.db.transaction() as cur:
             cur.execute(query("lock_stale_unit"), {"key": key})
             rows = ProviderDatabase.rows(cur)
@@ -252,9 +250,11 @@ class WorkSweeper:
         if letter is not None:
             result = self.letters.file(letter, replay_cap=1)
             if action.kind == "park":
-                self._alert_parked(unit, action, result.letter_id)
+                announce.tell(
+                    WorkUnitParked(self.db, unit.key, unit.owner_ti, action.detail, result.letter_id)
+                )
             else:
-                after_filing(self.db, letter, result)
+                announce.tell(LetterFiled(self.db, letter, result))
         return action.kind
 
     def _look_up(self, unit: WorkUnit) -> tuple[Any, str | None]:
@@ -308,15 +308,6 @@ class WorkSweeper:
         cur.execute(
             query("insert_unit_history"),
             {"key": key, "action": history_action[action.kind], "detail": action.detail},
-        )
-
-    def _alert_parked(self, unit: WorkUnit, action: Action, letter_id: int) -> None:
-        """Queue and send the work-unit-parked alert (never raises)."""
-        from airflow_retry_provider.alerts import send_alert
-        from airflow_retry_provider.alerts.messages import work_unit_parked
-
-        send_alert(
-            self.db, lambda base: work_unit_parked(unit.key, unit.owner_ti, action.detail, letter_id, base)
         )
 
     def run(self, duration: timedelta, sleep: Callable[[float], None] = time.sleep) -> dict[str, int]:

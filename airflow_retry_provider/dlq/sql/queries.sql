@@ -298,9 +298,6 @@ FROM retry_replay_job_items i LEFT JOIN retry_replays r ON r.id = i.replay_id
 WHERE i.job_id = %(job_id)s
 ORDER BY i.position;
 
--- name: open_job_ids
-SELECT id FROM retry_replay_jobs WHERE status IN ('queued', 'running') ORDER BY id;
-
 -- name: release_failed_claim
 -- Airflow refused the clear: this replay (still open and not cleared) is closed clear-failed and its
 -- letter goes back to the queue. No row: another process closed the claim first.

@@ -32,6 +32,7 @@ from airflow_retry_provider.dlq.models import (
 from airflow_retry_provider.dlq.sql import query
 from airflow_retry_provider.dlq.store.base import QueueStore
 from airflow_retry_provider.policy import redact
+from airflow_retry_provider.states import ItemOutcome, JobStatus
 
 
 class JobError(ValueError):
@@ -102,7 +103,7 @@ class JobView:
 
     @property
     def done(self) -> int:
-        return sum(1 for item in self.items if item.outcome != "pending")
+        return sum(1 for item in self.items if item.outcome != ItemOutcome.PENDING)
 
     def to_json(self) -> dict[str, Any]:
         job, shown = self.job, json_of(self.job)
@@ -130,7 +131,7 @@ class JobView:
             return None
         if job.paced_since is not None:
             state = "succeeded"
-        elif job.status == "stopped" and canary.outcome != "pending":
+        elif job.status == JobStatus.STOPPED and canary.outcome != ItemOutcome.PENDING:
             state = "failed"
         else:
             state = "waiting"
@@ -237,7 +238,7 @@ class JobStore(QueueStore):
         items = tuple(JobItem.from_row(row) for row in ProviderDatabase.rows(cur))
         counts: dict[str, int] = {}
         for item in items:
-            if item.outcome != "pending":
+            if item.outcome != ItemOutcome.PENDING:
                 counts[item.outcome] = counts.get(item.outcome, 0) + 1
         cur.execute(query("job_verdict"), {"id": job_id})
         verdict = Verdict(*(int(n) for n in cur.fetchone()))
@@ -251,9 +252,6 @@ class JobStore(QueueStore):
 
     def results(self, job_id: int) -> list[ReplayResult]:
         return [item.result() for item in self.require(job_id).items]
-
-    def open_ids(self) -> list[int]:
-        return [int(row["id"]) for row in self._rows("open_job_ids")]
 
     def cancel(self, job_id: int, actor: str) -> int:
         """Cancel a queued or running job: letters it has not claimed stay in ``dlq``. How many were left."""

@@ -6,6 +6,7 @@ from typing import Any
 
 import psycopg
 
+from airflow_retry_provider.dlq.driver import ReplayDriver
 from airflow_retry_provider.dlq.models import NewLetter
 from tests.factories import new_letter
 
@@ -25,3 +26,22 @@ def rows(dsn: str, table: str = "retry_dead_letters") -> list[dict[str, Any]]:
         cur = conn.execute(f"SELECT * FROM {table} ORDER BY id")  # noqa: S608 - fixed table names in tests
         names = [c.name for c in cur.description]
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def drive_one(driver: ReplayDriver) -> int | None:
+    """Claim the oldest open job and drive it here until the driver leaves it (what a drain does for one
+    job, without settling claims first); its id, or None when no job is open."""
+    turn = driver.jobs.claim(driver.owner, driver.lease_seconds)
+    if turn is None:
+        return None
+    driver._drive(turn, None, 0)
+    return turn.job.id
+
+
+def open_job_ids(dsn: str) -> list[int]:
+    """The ids of the replay jobs queued or running, in id order."""
+    with psycopg.connect(dsn) as conn:
+        cur = conn.execute(
+            "SELECT id FROM retry_replay_jobs WHERE status IN ('queued', 'running') ORDER BY id"
+        )
+        return [int(row[0]) for row in cur.fetchall()]

@@ -25,6 +25,7 @@ from airflow_retry_provider.dlq.replay import ReplayEngine
 from airflow_retry_provider.dlq.store import DeadLetterStore, JobError, JobStore
 from airflow_retry_provider.dlq.sync import OutcomeSync
 from tests.factories import new_letter
+from tests.integration.dlq.support import drive_one
 from tests.local_airflow import AnsweringAirflow, answering_airflow
 from tests.one_by_one import sync_outcomes
 
@@ -249,7 +250,7 @@ def test_a_driver_dying_while_the_canary_runs_is_continued_by_another(pg_dsn, fa
         release.wait(30)
 
     a = _driver(store, fake, on_nap=hang, lease=1, owner="a")
-    thread = threading.Thread(target=a.drive_one, daemon=True)
+    thread = threading.Thread(target=drive_one, args=(a,), daemon=True)
     thread.start()
     assert hung.wait(30)
     first = JobStore(store.db).require(job_id)
@@ -257,7 +258,7 @@ def test_a_driver_dying_while_the_canary_runs_is_continued_by_another(pg_dsn, fa
     time.sleep(1.5)  # A's lease expires
     _queued_become(fake, "success")
     b = _driver(store, fake, lease=60, owner="b")
-    assert b.drive_one() == job_id
+    assert drive_one(b) == job_id
     release.set()
     thread.join(30)
     driver_view = b.jobs.require(job_id)

@@ -24,6 +24,7 @@ from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 from devstack.postgres import free_port
 from tests.conftest import VENV_BIN
 from tests.factories import new_letter
+from tests.integration.dlq.support import drive_one, open_job_ids
 from tests.local_airflow import refusing_airflow
 
 
@@ -169,7 +170,7 @@ def test_a_resumed_job_never_clears_a_letter_claimed_by_the_driver_that_died(pg_
     assert first.replay_id is not None  # ... and the process died before the clear's answer
     time.sleep(1.2)
     driver = ReplayDriver(engine, _closed_api, owner="new-driver")
-    assert driver.drive_one() == job_id
+    assert drive_one(driver) == job_id
     view = jobs.require(job_id)
     assert view.job.status == "done"
     assert [(i.letter_id, i.outcome) for i in view.items] == [(ids[0], "unknown"), (ids[1], "clear-failed")]
@@ -191,7 +192,7 @@ def test_cancel_leaves_unclaimed_letters_in_dlq_and_bad_requests_change_nothing(
         jobs.cancel(job_id, "bia")
     with pytest.raises(JobError, match="job: 999999 is not a replay job id"):
         jobs.cancel(999999, "bia")
-    assert ReplayDriver(ReplayEngine(store, replay_cap=3), _closed_api).drive_one() is None
+    assert drive_one(ReplayDriver(ReplayEngine(store, replay_cap=3), _closed_api)) is None
 
 
 def test_a_replay_of_a_replaying_letter_is_refused_and_makes_no_job(pg_dsn):
@@ -202,7 +203,7 @@ def test_a_replay_of_a_replaying_letter_is_refused_and_makes_no_job(pg_dsn):
     assert engine.claim(store.get(letter_id), ReplayRequest("ana", "first", "v1")) is not None  # type: ignore[arg-type]
     report = replay_and_wait(engine, ReplayRequest("bia", "second", "v1"), ids=[letter_id])
     assert [(r.outcome, r.detail) for r in report.results] == [("refused", "status is replaying, not dlq")]
-    assert report.job_id is None and JobStore(store.db).open_ids() == []
+    assert report.job_id is None and open_job_ids(pg_dsn) == []
     assert len(store.replays(letter_id)) == 1
 
 

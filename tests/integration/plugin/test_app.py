@@ -34,6 +34,7 @@ from airflow_retry_provider.plugin.app import acting_user_api, create_app
 from devstack.postgres import free_port
 from tests.conftest import metadata_dsn
 from tests.factories import new_letter
+from tests.integration.dlq.support import open_job_ids
 from tests.local_airflow import AnsweringAirflow, answering_airflow
 
 DAG_A, DAG_B, DAG_FREE = "ui_dag_team_a", "ui_dag_team_b", "ui_dag_no_team"
@@ -549,7 +550,7 @@ def test_jobs_are_read_from_the_table_and_bad_job_requests_change_nothing(ui: Ui
     refused = ui.post("/api/replays", {"ids": [second], "reason": "again", "fix_version": "v2"}, user="ops_a")
     assert refused.status_code == 409
     assert refused.json()["detail"] == f"nothing to replay: letter {second}: status is replaying, not dlq"
-    assert jobs.open_ids() == [] and len(ui.store.replays(second)) == 1
+    assert open_job_ids(ui.dsn) == [] and len(ui.store.replays(second)) == 1
     assert ui.store.get(first).status == "dlq"  # type: ignore[union-attr]
 
 
