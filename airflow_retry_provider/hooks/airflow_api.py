@@ -424,6 +424,47 @@ class AirflowApi:
             path += f"/{map_index}"
         return TaskInstanceRef.from_json(self.request("GET", path))
 
+    def _ti_path(self, dag_id: str, run_id: str, task_id: str, map_index: int) -> str:
+        path = (
+            f"/api/v2/dags/{quote(dag_id, safe='')}/dagRuns/{quote(run_id, safe='')}"
+            f"/taskInstances/{quote(task_id, safe='')}"
+        )
+        return path if map_index == -1 else f"{path}/{map_index}"
+
+    def tries(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> list[dict[str, Any]]:
+        """Every try of one task instance as Airflow lists them (``GET .../tries``): state, times, hostname."""
+        answer = self.request("GET", self._ti_path(dag_id, run_id, task_id, map_index) + "/tries") or {}
+        return [dict(item) for item in answer.get("task_instances", [])]
+
+    def try_log(self, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int) -> list[Any]:
+        """The log of one try (``GET .../logs/{try_number}``, whole): structured entries (dicts) or lines."""
+        path = f"{self._ti_path(dag_id, run_id, task_id, -1)}/logs/{try_number}"
+        answer = self.request("GET", path, params={"full_content": "true", "map_index": map_index}) or {}
+        content = answer.get("content") if isinstance(answer, Mapping) else None
+        return list(content) if isinstance(content, list) else []
+
+    def event_logs(
+        self,
+        dag_id: str,
+        run_id: str,
+        task_id: str,
+        map_index: int,
+        try_number: int,
+        events: Sequence[str],
+    ) -> list[dict[str, Any]]:
+        """The audit-log rows ``events`` of one try (``GET /api/v2/eventLogs``): event, extra, when."""
+        params: dict[str, Any] = {
+            "dag_id": dag_id,
+            "run_id": run_id,
+            "task_id": task_id,
+            "map_index": map_index,
+            "try_number": try_number,
+            "included_events": list(events),
+            "limit": PAGE_SIZE,
+        }
+        answer = self.request("GET", "/api/v2/eventLogs", params=params) or {}
+        return [dict(item) for item in answer.get("event_logs", [])]
+
     def dag_run(self, dag_id: str, run_id: str) -> dict[str, Any]:
         return dict(
             self.request("GET", f"/api/v2/dags/{quote(dag_id, safe='')}/dagRuns/{quote(run_id, safe='')}")
