@@ -189,7 +189,7 @@ class InfraWatcher:
                 runs[key] = self.api.dag_run(*key)
             outcome = file_infra(self.store, ended, found, runs.get(key, {}), cap)
             if outcome.recorded:
-                metrics.incr("infra", found.category)
+                metrics.infra_try(found.category)
             done.append(outcome)
         return done
 

@@ -15,7 +15,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import psycopg
 import pytest
+from airflow.sdk.observability.stats import Stats
 
+from airflow_retry_provider.cli import main
 from airflow_retry_provider.dlq.infra import node_fingerprint
 from airflow_retry_provider.dlq.infra_watch import WATCH_NAME, InfraWatcher
 from airflow_retry_provider.dlq.store import DeadLetterStore
@@ -163,8 +165,13 @@ def _events(dsn: str, letter_id: int) -> list[tuple[str, str, str]]:
         ).fetchall()
 
 
-def test_a_task_killed_on_every_try_gets_each_try_recorded_and_one_infra_letter_with_advice(pg_dsn, airflow):
-    """SIGKILL on both tries: try 1 recorded infra/killed at once, try 2's letter filed infra/killed, once."""
+def test_a_task_killed_on_every_try_gets_each_try_recorded_and_one_infra_letter_with_advice(
+    pg_dsn, airflow, monkeypatch
+):
+    """SIGKILL on both tries: try 1 recorded infra/killed at once, try 2's letter filed infra/killed, once,
+    counted in the metrics and queued for its impact."""
+    sent: list[str] = []
+    monkeypatch.setattr(Stats, "incr", lambda name, count=1, *args, **kwargs: sent.append(name))
     watcher = _watcher(pg_dsn, airflow)
     airflow.add("load", Try("up_for_retry", log=[{"event": "starting"}, KILLED_LINE]))
     first = watcher.round()
@@ -187,6 +194,25 @@ def test_a_task_killed_on_every_try_gets_each_try_recorded_and_one_infra_letter_
     assert letter["fingerprint"] == node_fingerprint("worker-7")
     assert [event[:2] for event in _events(pg_dsn, letter["id"])] == [("filed", "sweeper")]
     assert DeadLetterStore.from_dsn(pg_dsn).sweep_state(WATCH_NAME).watermark is not None
+    assert sent.count("retry_provider.infra.killed") == 2
+    assert "retry_provider.letter.created.killed" in sent
+    with psycopg.connect(pg_dsn) as conn:  # the impact view computes it as any letter's
+        assert conn.execute("SELECT letter_id FROM retry_impact_queue").fetchall() == [(letter["id"],)]
+
+
+def test_dlq_list_filters_by_class(pg_dsn, capsys, monkeypatch):
+    """`airflow-retry dlq list --class infra` lists the infra letters only; a class that is none is a usage error."""
+    monkeypatch.delenv("AIRFLOW_CONN_RETRY_PROVIDER_AIRFLOW_API", raising=False)
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    store.file(new_letter(task_id="code"), 3)
+    infra_id = store.file(new_letter(task_id="killed", failure_class="infra", category="killed"), 3).letter_id
+    assert main(["dlq", "list", "--dsn", pg_dsn, "--class", "infra", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [letter["id"] for letter in document["letters"]] == [infra_id]
+    assert main(["dlq", "list", "--dsn", pg_dsn, "--class", "infra", "--category", "killed", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["count"] == 1
+    assert main(["dlq", "list", "--dsn", pg_dsn, "--class", "oom"]) == 2
+    assert "--class: 'oom' is not one of poison, retryable, unknown, infra" in capsys.readouterr().err
 
 
 def test_an_unknown_letter_of_a_try_with_infra_evidence_is_reclassified_with_an_event(pg_dsn, airflow):
