@@ -30,7 +30,7 @@ from typing import Any
 
 from airflow_retry_provider import metrics
 from airflow_retry_provider.dlq import announce
-from airflow_retry_provider.dlq.models import NewLetter
+from airflow_retry_provider.dlq.models import Letter, NewLetter
 from airflow_retry_provider.dlq.store import DeadLetterStore, FailedTry, FileResult
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError, parse_time
 from airflow_retry_provider.identity import make_work_unit_key
@@ -49,8 +49,17 @@ EXIT_LINES = ("Process terminated by signal", "Process exited abnormally")
 lines read; everything else in a try's log is the task's own text."""
 SCHEDULER_EVENTS = ("heartbeat timeout", "state mismatch", "stuck in queued tries exceeded")
 """The scheduler's audit-log events that tell of a try the task's code did not end."""
-REPLACEABLE = (("unknown", "task-died"), ("unknown", "filed-by-sweeper"))
-"""The letters a try's infra evidence reclassifies: those filed without knowing what happened."""
+DIED = "TaskDied"
+"""The exception type of a letter the dag-processor's callback filed for a task that died outside the
+runner (``dlq/callback.py``: ``unknown/task-died``, its category ``exhausted`` after the last try)."""
+SWEPT = "filed-by-sweeper"
+
+
+def replaceable(letter: Letter) -> bool:
+    """Whether ``letter`` was filed without knowing what ended its try (so infra evidence may reclassify it)."""
+    return letter.failure_class == "unknown" and (letter.exception_type == DIED or letter.category == SWEPT)
+
+
 MAX_EXIT_LINES = 5
 WATCHER = "watcher"
 
@@ -102,7 +111,12 @@ def exit_lines(entries: Sequence[Any]) -> tuple[list[str], int | None]:
     code: int | None = None
     for entry in entries:
         text, found = _entry_text(entry)
-        if not any(start in text[:300] for start in EXIT_LINES):
+        # a structured entry is the supervisor's when its event starts so; a plain line, when its head holds it
+        if isinstance(entry, Mapping):
+            ours = text.startswith(EXIT_LINES)
+        else:
+            ours = any(start in text[:300] for start in EXIT_LINES)
+        if not ours:
             continue
         lines.append(text[:1000])
         if found is None and "signal=" in text:
@@ -221,10 +235,11 @@ def file_infra(
     result: FileResult | None
     reclassified = False
     if existing is not None and existing.try_number == ended.try_number:
-        if (existing.failure_class, existing.category) not in REPLACEABLE:
+        if not replaceable(existing):
             return InfraOutcome(found.category, recorded, existing.id)
+        was = "task-died" if existing.exception_type == DIED else existing.category
         why = (
-            f"reclassified {existing.failure_class}/{existing.category} as {found.failure}: "
+            f"reclassified {existing.failure_class}/{was} as {found.failure}: "
             f"Airflow's evidence shows the try ended with no exception ({found.rule})"
         )
         result = store.reclassify(existing.id, letter, why)

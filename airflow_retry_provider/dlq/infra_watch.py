@@ -7,16 +7,19 @@ its connection goes) reads Airflow's REST API:
 
 1. the task instances of the managed DAGs (tagged ``airflow-retry-provider`` or listed in the
    Variable, as the sweeper finds them) that ended ``up_for_retry`` or ``failed`` since its
-   watermark (``retry_sweep_state`` row ``infra-watch``, Airflow's ``end_date``; each read starts
-   :data:`OVERLAP` earlier, so a try read twice is decided once), at most :data:`MAX_PAGES` pages;
+   watermark (``retry_sweep_state`` row ``infra-watch``, Airflow's clock; each read starts
+   :data:`OVERLAP` earlier, so a try read twice is decided once), and those whose try 2 or later
+   started since then (a retry that waited less than a poll is never seen ``up_for_retry``), at
+   most :data:`MAX_PAGES` pages each;
 2. for each, its tries (``GET .../tries``): a failed try with no row in ``retry_failed_tries``
    (the retry policy records the tries its task's code failed) is read as ``dlq/infra.py`` says,
    and one :func:`~airflow_retry_provider.policy.infra.classify_infra` recognises is recorded
    (class ``infra``); on the task instance's final try its letter is filed ``infra/<category>``
    or the ``unknown`` letter filed for it is reclassified.
 
-The watermark moves after each page, to the newest ``end_date`` read: every try is read within
-:data:`OVERLAP` of when it ended or never again; a try Airflow cannot tell apart is left to the
+The watermark moves after each round, to the newest ``end_date`` or ``start_date`` read: a task
+instance is listed for :data:`OVERLAP` after it ended or restarted, and its tries that ended within
+:data:`LOOKBACK` and are not yet recorded are read then; a try Airflow cannot tell apart is left to the
 sweeper (``unknown/filed-by-sweeper``), which reads the same evidence. A round that fails (Airflow
 or PostgreSQL away) keeps the watermark and is tried again after a poll.
 """
@@ -31,7 +34,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from airflow_retry_provider import metrics, settings
-from airflow_retry_provider.dlq.infra import REPLACEABLE, EndedTry, InfraOutcome, file_infra, recognise
+from airflow_retry_provider.dlq.infra import EndedTry, InfraOutcome, file_infra, recognise, replaceable
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.dlq.sweeper import managed_dag_ids
 from airflow_retry_provider.hooks.airflow_api import PAGE_SIZE, AirflowApi, TaskInstanceRef, parse_time
@@ -52,6 +55,21 @@ ENDED_STATES = ("up_for_retry", "failed")
 
 
 @dataclass(frozen=True)
+class Stream:
+    """One read of Airflow's bulk list of task instances: those that ``ENDED`` failed or up for retry
+    since the watermark (a final failure, a retry not yet started), and those ``RESTARTED`` (a try 2 or
+    later started since the watermark: the try before it ended, maybe while the retry waited less than a poll)."""
+
+    states: tuple[str, ...] | None
+    order_by: str
+    mark: Callable[[TaskInstanceRef], datetime | None]
+
+
+ENDED = Stream(ENDED_STATES, "end_date", lambda ti: ti.end_date)
+RESTARTED = Stream(None, "start_date", lambda ti: ti.start_date)
+
+
+@dataclass(frozen=True)
 class WatchRound:
     """What one round did: task instances read, tries recognised (by category), letters filed, errors."""
 
@@ -62,7 +80,7 @@ class WatchRound:
 
 
 def ended_tries(api: AirflowApi, ti: TaskInstanceRef, since: datetime) -> list[EndedTry]:
-    """The tries of ``ti`` that ended failed (or up for retry) at or after ``since``, oldest first.
+    """The tries of ``ti`` that ended failed (or up for retry) at or after ``since`` (the lookback), oldest first.
 
     A try not started whose row carries the previous try's times (Airflow 3.4 creates the next
     try's row as soon as one fails) is skipped.
@@ -135,29 +153,36 @@ class InfraWatcher:
         runs: dict[tuple[str, str], dict[str, Any]] = {}
         read = 0
         cap = settings.replay_max_attempts()
-        for page in range(MAX_PAGES if dags else 0):
-            items, _ = self.api.task_instances_batch(
-                dag_ids=dags,
-                states=ENDED_STATES,
-                ended_from=since,
-                order_by="end_date",
-                offset=page * PAGE_SIZE,
-                limit=PAGE_SIZE,
-            )
-            read += len(items)
-            for ti in items:
-                try:
-                    recognised.extend(self._watch(ti, since, runs, cap))
-                except Exception as exc:  # one task instance is logged; the round goes on
-                    errors.append(
-                        f"{ti.dag_id}/{ti.run_id}/{ti.task_id}: {type(exc).__name__}: {redact(str(exc))}"
-                    )
-                    log.warning("airflow-retry-provider: infra watcher skipped %s", errors[-1])
-            ends = [ti.end_date for ti in items if ti.end_date is not None]
-            if ends and (newest is None or max(ends) > newest):
-                newest = max(ends)
-            if len(items) < PAGE_SIZE:
-                break
+        seen: set[tuple[str, str, str, int]] = set()
+        for stream in (ENDED, RESTARTED):
+            for page in range(MAX_PAGES if dags else 0):
+                items, _ = self.api.task_instances_batch(
+                    dag_ids=dags,
+                    states=stream.states,
+                    ended_from=since if stream is ENDED else None,
+                    started_from=since if stream is RESTARTED else None,
+                    order_by=stream.order_by,
+                    offset=page * PAGE_SIZE,
+                    limit=PAGE_SIZE,
+                )
+                read += len(items)
+                for ti in items:
+                    key = (ti.dag_id, ti.run_id, ti.task_id, ti.map_index)
+                    if key in seen or (stream is RESTARTED and ti.try_number < 2):
+                        continue
+                    seen.add(key)
+                    try:
+                        recognised.extend(self._watch(ti, now - LOOKBACK, runs, cap))
+                    except Exception as exc:  # one task instance is logged; the round goes on
+                        errors.append(
+                            f"{ti.dag_id}/{ti.run_id}/{ti.task_id}: {type(exc).__name__}: {redact(str(exc))}"
+                        )
+                        log.warning("airflow-retry-provider: infra watcher skipped %s", errors[-1])
+                marks = [mark for ti in items if (mark := stream.mark(ti)) is not None]
+                if marks and (newest is None or max(marks) > newest):
+                    newest = max(marks)
+                if len(items) < PAGE_SIZE:
+                    break
         if newest is not None:
             self.store.save_sweep_state(replace(state, watermark=newest, caught_up=True), WATCH_NAME)
         return WatchRound(read, tuple(recognised), tuple(errors), newest)
@@ -179,7 +204,7 @@ class InfraWatcher:
             if seen is not None and (seen != INFRA_CLASS or not ended.final):
                 continue  # the policy recorded what the task's code raised, or this try was recognised
             if ended.final and letter is not None and letter.try_number >= ended.try_number:
-                if (letter.failure_class, letter.category) not in REPLACEABLE:
+                if not replaceable(letter):
                     continue  # the callback filed what the code raised, or the infra letter is filed
             found = recognise(self.api, ended)
             if found is None:

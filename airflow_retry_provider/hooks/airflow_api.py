@@ -63,6 +63,7 @@ class TaskInstanceRef:
     dag_version_number: int | None = None
     bundle_name: str | None = None
     bundle_version: str | None = None
+    start_date: datetime | None = None
 
     @classmethod
     def from_json(cls, item: Mapping[str, Any]) -> TaskInstanceRef:
@@ -82,6 +83,7 @@ class TaskInstanceRef:
             dag_version_number=int(number) if isinstance(number, int) else None,
             bundle_name=version.get("bundle_name"),
             bundle_version=version.get("bundle_version"),
+            start_date=parse_time(item.get("start_date")),
         )
 
     def version_fields(self) -> dict[str, Any]:
@@ -479,6 +481,7 @@ class AirflowApi:
         states: Sequence[str] | None = None,
         ended_from: datetime | None = None,
         ended_until: datetime | None = None,
+        started_from: datetime | None = None,
         order_by: str = "id",
         offset: int = 0,
         limit: int = PAGE_SIZE,
@@ -486,7 +489,8 @@ class AirflowApi:
         """One page of task instances across DAGs and runs (``POST .../dagRuns/~/taskInstances/list``).
 
         Each list filters with ``IN`` (so ``dag_ids`` x ``run_ids`` x ``task_ids`` is asked: the caller
-        keeps the rows it wants); ``ended_from``/``ended_until`` bound ``end_date`` (both inclusive).
+        keeps the rows it wants); ``ended_from``/``ended_until`` bound ``end_date`` (both inclusive),
+        ``started_from`` ``start_date``.
         ``limit`` is at most ``[api] maximum_page_limit`` (100 by default). Returns the page and
         ``total_entries``.
         """
@@ -503,6 +507,8 @@ class AirflowApi:
             body["end_date_gte"] = ended_from.isoformat()
         if ended_until is not None:
             body["end_date_lte"] = ended_until.isoformat()
+        if started_from is not None:
+            body["start_date_gte"] = started_from.isoformat()
         answer = self.request("POST", "/api/v2/dags/~/dagRuns/~/taskInstances/list", json=body) or {}
         items = [TaskInstanceRef.from_json(item) for item in answer.get("task_instances", [])]
         return items, int(answer.get("total_entries") or 0)

@@ -710,14 +710,14 @@ SELECT * FROM retry_dead_letters
 WHERE dag_id = %(dag_id)s AND run_id = %(run_id)s AND task_id = %(task_id)s AND map_index = %(map_index)s;
 
 -- name: reclassify_letter
--- A letter filed for a try no exception explained (unknown/task-died by the dag-processor's callback,
--- unknown/filed-by-sweeper) gets the class its evidence shows; any other letter is left as it is.
+-- A letter filed for a try no exception explained (unknown, exception type TaskDied, by the
+-- dag-processor's callback; unknown/filed-by-sweeper) gets the class its evidence shows; any other letter is left as it is.
 UPDATE retry_dead_letters SET
     failure_class = %(failure_class)s, category = %(category)s, rule = %(rule)s,
     exception_type = %(exception_type)s, message = %(message)s, reason = %(reason)s,
     fingerprint = %(fingerprint)s, updated_at = now()
 WHERE id = %(id)s AND try_number = %(try_number)s AND failure_class = 'unknown'
-  AND category IN ('task-died', 'filed-by-sweeper')
+  AND (exception_type = 'TaskDied' OR category = 'filed-by-sweeper')
 RETURNING status, replay_count;
 
 -- name: try_infra_watch_lead

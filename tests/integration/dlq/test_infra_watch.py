@@ -77,6 +77,7 @@ class InfraAirflow:
             "state": last.state,
             "try_number": len(tries),
             "max_tries": 1,
+            "start_date": (last.ended - timedelta(seconds=5)).isoformat(),
             "end_date": last.ended.isoformat(),
             "hostname": last.hostname,
         }
@@ -96,7 +97,7 @@ class InfraAirflow:
                 found = [
                     self._ti(*key)
                     for key in sorted(self.tries)
-                    if self._ti(*key)["state"] in body.get("state", [])
+                    if "state" not in body or self._ti(*key)["state"] in body["state"]
                 ]
                 return Reply(200, {"task_instances": found, "total_entries": len(found)})
             if match := TRIES.match(route):
@@ -215,11 +216,27 @@ def test_dlq_list_filters_by_class(pg_dsn, capsys, monkeypatch):
     assert "--class: 'oom' is not one of poison, retryable, unknown, infra" in capsys.readouterr().err
 
 
+def test_a_killed_try_whose_retry_already_runs_is_recorded(pg_dsn, airflow):
+    """Try 1 killed, try 2 running before a round saw it up for retry: try 1 is still recorded infra/killed."""
+    airflow.add("load", Try("failed", log=[KILLED_LINE]))
+    airflow.add("load", Try("running"))
+    done = _watcher(pg_dsn, airflow).round()
+    assert [outcome.category for outcome in done.recognised] == ["killed"]
+    assert _failed_tries(pg_dsn) == [("load", 1, "infra", "killed", "worker-7")]
+    assert _letters(pg_dsn) == []
+
+
 def test_an_unknown_letter_of_a_try_with_infra_evidence_is_reclassified_with_an_event(pg_dsn, airflow):
     """The dag-processor's unknown/task-died letter of a heartbeat timeout becomes infra/heartbeat-timeout."""
     store = DeadLetterStore.from_dsn(pg_dsn)
-    died = new_letter(
-        dag_id=DAG, run_id=RUN, task_id="load", failure_class="unknown", category="task-died", try_number=1
+    died = new_letter(  # as the dag-processor's callback files it after the last try
+        dag_id=DAG,
+        run_id=RUN,
+        task_id="load",
+        failure_class="unknown",
+        category="exhausted",
+        exception_type="TaskDied",
+        try_number=1,
     )
     letter_id = store.file(died, 3).letter_id
     airflow.add(
