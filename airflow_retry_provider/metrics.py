@@ -53,8 +53,13 @@ def decision(failure_class: str, category: str, action: str) -> None:
     incr("action", action)
 
 
+def infra_try(category: str) -> None:
+    """A try that ended with no exception, recognised as ``infra/<category>``: ``retry_provider.infra.<category>``."""
+    incr("infra", category)
+
+
 def letter(event: str, category: str | None = None) -> None:
-    """A dead letter ``created``, ``refiled``, ``parked`` or ``resolved`` (with its category when known)."""
+    """A dead letter ``created``, ``refiled``, ``reclassified``, ``parked`` or ``resolved`` (with its category when known)."""
     incr("letter", event)
     if category:
         incr("letter", event, category)

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from airflow_retry_provider.breaker.announce import Outage
-from airflow_retry_provider.dlq import FixNotice, NewLetter
+from airflow_retry_provider.dlq import FixNotice, NewLetter, node_of
 from airflow_retry_provider.policy.impact import Delivery as DeliveryAtRisk
 from airflow_retry_provider.policy.impact import Impact as Blocked
 from airflow_retry_provider.states import ITEM_CLEARED, DeliveryStatus
@@ -122,6 +122,8 @@ def root_cause(
         kind = "new-root-cause"
         if letter.category == "deadline-infeasible":
             title = f"Delivery deadline cannot be met: {letter.dag_id}.{letter.task_id}"
+        elif node := node_of(letter):  # issue 57: every task lost on one worker or node is this root cause
+            title = f"Worker or node {node}: tasks lost ({letter.failure_class}/{letter.category})"
         else:
             title = f"New root cause: {letter.failure_class}/{letter.category} in {letter.dag_id}.{letter.task_id}"
         what = [
@@ -132,6 +134,8 @@ def root_cause(
         title = (
             f"{count} letters, 1 root cause: {letter.failure_class}/{letter.category} ({letter.fingerprint})"
         )
+        if node := node_of(letter):
+            title = f"{count} letters, 1 root cause: worker or node {node} ({letter.failure_class})"
         what = [
             f"{count} dead letters of root cause {letter.fingerprint} since the last message; latest: letter {letter_id}"
         ]

@@ -40,7 +40,18 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
-FILTER_FLAGS = ("dag", "task", "category", "status", "fingerprint", "workspace", "since", "until", "id")
+FILTER_FLAGS = (
+    "dag",
+    "task",
+    "category",
+    "failure_class",
+    "status",
+    "fingerprint",
+    "workspace",
+    "since",
+    "until",
+    "id",
+)
 
 
 def register(subparsers: Any) -> None:
@@ -182,6 +193,12 @@ def _filters(parser: argparse.ArgumentParser, default_limit: str) -> None:
     parser.add_argument("--dag", help="DAG id")
     parser.add_argument("--task", help="task id")
     parser.add_argument("--category", help="stable category, e.g. not-found")
+    parser.add_argument(
+        "--class",
+        dest="failure_class",
+        metavar="CLASS",
+        help="failure class: poison, retryable, unknown or infra",
+    )
     parser.add_argument("--status", help="|".join(LetterStatus.values()))
     parser.add_argument("--fingerprint", help="root-cause fingerprint")
     parser.add_argument("--workspace", help="workspace id")
@@ -222,7 +239,10 @@ def _ids(values: list[str] | None, flag: str = "--id") -> list[int] | None:
 
 def _filter(args: argparse.Namespace) -> LetterFilter:
     from airflow_retry_provider.dlq import LetterFilter
+    from airflow_retry_provider.policy.rules import FAILURE_CLASSES
 
+    if args.failure_class is not None and args.failure_class not in FAILURE_CLASSES:
+        raise UsageError(f"--class: {args.failure_class!r} is not one of {', '.join(FAILURE_CLASSES)}")
     if args.status is not None and args.status not in LetterStatus.values():
         raise UsageError(f"--status: {args.status!r} is not one of {', '.join(LetterStatus.values())}")
     since = _timestamp("--since", args.since) if args.since else None
@@ -237,6 +257,7 @@ def _filter(args: argparse.Namespace) -> LetterFilter:
         dag_id=args.dag,
         task_id=args.task,
         category=args.category,
+        failure_class=args.failure_class,
         status=args.status,
         fingerprint=args.fingerprint,
         workspace_id=args.workspace,

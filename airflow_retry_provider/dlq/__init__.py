@@ -7,7 +7,7 @@ worker's failure callback that needs ``file_dead_letter`` does not load the repl
 
 Inside, bottom-up (docs/ARCHITECTURE.md): ``states`` (the states, declared once) -> ``decide``
 (the pure decisions) -> ``models`` -> ``store`` (the one owner of the queue's SQL) -> ``announce``
--> ``replay`` / ``sync`` / ``impact`` -> ``driver`` -> ``sweeper``.
+-> ``replay`` / ``sync`` / ``impact`` / ``infra`` -> ``driver`` -> ``sweeper`` -> ``infra_watch``.
 """
 
 # The imports below are for type checkers only; ``__all__`` is ``_EXPORTS``'s names, which ruff cannot read.
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     )
     from airflow_retry_provider.dlq.driver import ReplayDriver, replay_and_wait
     from airflow_retry_provider.dlq.impact import ImpactWorker
+    from airflow_retry_provider.dlq.infra import node_of
+    from airflow_retry_provider.dlq.infra_watch import InfraWatcher
     from airflow_retry_provider.dlq.models import (
         Actor,
         ClosedReplay,
@@ -83,6 +85,8 @@ _EXPORTS = {
     "closed_replay": "callback",
     "ReplayDriver": "driver",
     "ImpactWorker": "impact",
+    "InfraWatcher": "infra_watch",
+    "node_of": "infra",
     "replay_and_wait": "driver",
     "JobError": "store",
     "JobStore": "store",

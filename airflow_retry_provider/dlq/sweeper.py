@@ -38,6 +38,7 @@ from airflow_retry_provider.dlq.impact import (
     compute_pending,
     refresh_impacts,
 )
+from airflow_retry_provider.dlq.infra import EndedTry, file_infra, recognise
 from airflow_retry_provider.dlq.models import (
     MANAGED_TAG,
     SWEEP_VARIABLE,
@@ -61,6 +62,7 @@ from airflow_retry_provider.hooks.airflow_api import (
 from airflow_retry_provider.identity import make_work_unit_key
 from airflow_retry_provider.policy import Classification, fingerprint, redact
 from airflow_retry_provider.policy.decide import letter_reason
+from airflow_retry_provider.policy.infra import InfraClassification
 
 log = logging.getLogger(__name__)
 
@@ -203,6 +205,10 @@ def _sweep_one(
             if exc.status_code != 404:
                 raise
             runs[key] = {}  # the run was deleted since it was listed: file the letter without its interval
+    found = _recognised(api, ti)
+    if found is not None:  # issue 57: the same evidence and filing as the infra watcher's
+        ended, classification = found
+        return file_infra(store, ended, classification, runs[key], replay_cap, filed_by="sweeper").letter_id
     letter = sweeper_letter(ti, runs[key])
     result = store.file(letter, replay_cap)
     if not result.changed:
@@ -219,6 +225,38 @@ def _sweep_one(
         result.status,
     )
     return result.letter_id
+
+
+def _recognised(api: AirflowApi, ti: TaskInstanceRef) -> tuple[EndedTry, InfraClassification] | None:
+    """The failed try of ``ti`` as an infrastructure failure, when Airflow's evidence shows one (issue 57)."""
+    ended = EndedTry(
+        dag_id=ti.dag_id,
+        run_id=ti.run_id,
+        task_id=ti.task_id,
+        map_index=ti.map_index,
+        try_number=ti.try_number,
+        state=ti.state or "failed",
+        hostname=None,
+        end_date=ti.end_date,
+        final=True,
+        max_tries=ti.max_tries,
+        note=ti.note,
+        version=ti.version_fields(),
+    )
+    try:
+        hosts = [
+            item.get("hostname")
+            for item in api.tries(ti.dag_id, ti.run_id, ti.task_id, ti.map_index)
+            if item.get("try_number") == ti.try_number
+        ]
+        ended = replace(ended, hostname=hosts[-1] if hosts and hosts[-1] else None)
+        found = recognise(api, ended)
+    except (
+        AirflowApiError
+    ) as exc:  # the evidence cannot be read now: filed as before, the watcher may reclassify
+        log.info("airflow-retry-provider: sweeper could not read the evidence of %s: %s", ti.task_id, exc)
+        return None
+    return (ended, found) if found is not None else None
 
 
 def read_changes(

@@ -63,6 +63,7 @@ class TaskInstanceRef:
     dag_version_number: int | None = None
     bundle_name: str | None = None
     bundle_version: str | None = None
+    start_date: datetime | None = None
 
     @classmethod
     def from_json(cls, item: Mapping[str, Any]) -> TaskInstanceRef:
@@ -82,6 +83,7 @@ class TaskInstanceRef:
             dag_version_number=int(number) if isinstance(number, int) else None,
             bundle_name=version.get("bundle_name"),
             bundle_version=version.get("bundle_version"),
+            start_date=parse_time(item.get("start_date")),
         )
 
     def version_fields(self) -> dict[str, Any]:
@@ -424,6 +426,47 @@ class AirflowApi:
             path += f"/{map_index}"
         return TaskInstanceRef.from_json(self.request("GET", path))
 
+    def _ti_path(self, dag_id: str, run_id: str, task_id: str, map_index: int) -> str:
+        path = (
+            f"/api/v2/dags/{quote(dag_id, safe='')}/dagRuns/{quote(run_id, safe='')}"
+            f"/taskInstances/{quote(task_id, safe='')}"
+        )
+        return path if map_index == -1 else f"{path}/{map_index}"
+
+    def tries(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> list[dict[str, Any]]:
+        """Every try of one task instance as Airflow lists them (``GET .../tries``): state, times, hostname."""
+        answer = self.request("GET", self._ti_path(dag_id, run_id, task_id, map_index) + "/tries") or {}
+        return [dict(item) for item in answer.get("task_instances", [])]
+
+    def try_log(self, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int) -> list[Any]:
+        """The log of one try (``GET .../logs/{try_number}``, whole): structured entries (dicts) or lines."""
+        path = f"{self._ti_path(dag_id, run_id, task_id, -1)}/logs/{try_number}"
+        answer = self.request("GET", path, params={"full_content": "true", "map_index": map_index}) or {}
+        content = answer.get("content") if isinstance(answer, Mapping) else None
+        return list(content) if isinstance(content, list) else []
+
+    def event_logs(
+        self,
+        dag_id: str,
+        run_id: str,
+        task_id: str,
+        map_index: int,
+        try_number: int,
+        events: Sequence[str],
+    ) -> list[dict[str, Any]]:
+        """The audit-log rows ``events`` of one try (``GET /api/v2/eventLogs``): event, extra, when."""
+        params: dict[str, Any] = {
+            "dag_id": dag_id,
+            "run_id": run_id,
+            "task_id": task_id,
+            "map_index": map_index,
+            "try_number": try_number,
+            "included_events": list(events),
+            "limit": PAGE_SIZE,
+        }
+        answer = self.request("GET", "/api/v2/eventLogs", params=params) or {}
+        return [dict(item) for item in answer.get("event_logs", [])]
+
     def dag_run(self, dag_id: str, run_id: str) -> dict[str, Any]:
         return dict(
             self.request("GET", f"/api/v2/dags/{quote(dag_id, safe='')}/dagRuns/{quote(run_id, safe='')}")
@@ -438,6 +481,7 @@ class AirflowApi:
         states: Sequence[str] | None = None,
         ended_from: datetime | None = None,
         ended_until: datetime | None = None,
+        started_from: datetime | None = None,
         order_by: str = "id",
         offset: int = 0,
         limit: int = PAGE_SIZE,
@@ -445,7 +489,8 @@ class AirflowApi:
         """One page of task instances across DAGs and runs (``POST .../dagRuns/~/taskInstances/list``).
 
         Each list filters with ``IN`` (so ``dag_ids`` x ``run_ids`` x ``task_ids`` is asked: the caller
-        keeps the rows it wants); ``ended_from``/``ended_until`` bound ``end_date`` (both inclusive).
+        keeps the rows it wants); ``ended_from``/``ended_until`` bound ``end_date`` (both inclusive),
+        ``started_from`` ``start_date``.
         ``limit`` is at most ``[api] maximum_page_limit`` (100 by default). Returns the page and
         ``total_entries``.
         """
@@ -462,6 +507,8 @@ class AirflowApi:
             body["end_date_gte"] = ended_from.isoformat()
         if ended_until is not None:
             body["end_date_lte"] = ended_until.isoformat()
+        if started_from is not None:
+            body["start_date_gte"] = started_from.isoformat()
         answer = self.request("POST", "/api/v2/dags/~/dagRuns/~/taskInstances/list", json=body) or {}
         items = [TaskInstanceRef.from_json(item) for item in answer.get("task_instances", [])]
         return items, int(answer.get("total_entries") or 0)

@@ -9,6 +9,10 @@ first. The driver wakes when ``POST /api/replays`` creates a job, and otherwise 
 ``[retry_provider] replay_driver_interval_seconds``; it clears through the Airflow connection
 ``retry_provider_airflow_api`` (the person who asked was checked when the job was created).
 
+The infra watcher (``dlq.infra_watch.InfraWatcher``, issue 57) reads, every 15 seconds, the tries of
+managed tasks that ended since its watermark and files those no exception explains as
+``infra/<category>``; one worker at a time (a session lock), as the impact thread.
+
 The impact thread (``dlq.impact.ImpactWorker``, issue 58) wakes on each letter filed (PostgreSQL
 ``LISTEN``/``NOTIFY``) and computes the impacts once per DAG run through the same connection; a
 thread of its own, so a replay job's canary wait never delays an at-risk alert.
@@ -22,7 +26,7 @@ import threading
 from collections.abc import Callable
 
 from airflow_retry_provider.database import ProviderDatabase
-from airflow_retry_provider.dlq import DeadLetterStore, ImpactWorker, ReplayDriver, ReplayEngine
+from airflow_retry_provider.dlq import DeadLetterStore, ImpactWorker, InfraWatcher, ReplayDriver, ReplayEngine
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 
 log = logging.getLogger(__name__)
@@ -41,7 +45,7 @@ def service_api() -> AirflowApi:
 
 
 class DriverThread:
-    """Starts this worker's replay driver and impact thread once, and wakes the driver when a job is created.
+    """Starts this worker's replay driver, impact thread and infra watcher once, and wakes the driver when a job is created.
 
     :param api_factory: the Airflow REST client the driver clears with and the impacts are read with
         (default :func:`service_api`).
@@ -54,6 +58,7 @@ class DriverThread:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._impact_thread: threading.Thread | None = None
+        self._infra_thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
 
@@ -78,6 +83,15 @@ class DriverThread:
                     daemon=True,
                 )
                 self._impact_thread.start()
+            if self._infra_thread is None or not self._infra_thread.is_alive():
+                watcher = InfraWatcher(DeadLetterStore(db), self._api_factory)
+                self._infra_thread = threading.Thread(
+                    target=watcher.loop,
+                    args=(self._stop,),
+                    name=f"retry-provider-infra-watcher-{self.worker}",
+                    daemon=True,
+                )
+                self._infra_thread.start()
             try:
                 driver = ReplayDriver(ReplayEngine(DeadLetterStore(db)), self._api_factory)
             except ValueError as exc:  # a bad [retry_provider] setting: the sweeper still drains
@@ -100,6 +114,6 @@ class DriverThread:
         """Stop the driver after its current round (a job it holds is handed on by its lease)."""
         self._stop.set()
         self._wake.set()
-        for thread in (self._thread, self._impact_thread):
+        for thread in (self._thread, self._impact_thread, self._infra_thread):
             if thread is not None:
                 thread.join(timeout)

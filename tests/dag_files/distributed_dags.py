@@ -99,3 +99,17 @@ with _dag("dist_worker_killed"):
         dataclasses.replace(get_profile("dashboard"), name="dashboard-once", max_attempts=1),
         backoff=FAST,
     )
+
+
+with _dag("dist_worker_child_killed"):
+
+    @task(queue="worker-1")
+    def extraction_whose_celery_child_dies(ti=None) -> str:
+        """Try 1: says it started with the pid of the Celery pool child supervising it (the test SIGKILLs that
+        child) and works on; try 2 succeeds."""
+        if ti.try_number == 1:
+            mark("child-killed", f"try-{ti.try_number}", f"{os.getpid()} {os.getppid()}")
+            time.sleep(600)
+        return "done"
+
+    apply_profile(extraction_whose_celery_child_dies(), "dashboard", backoff=FAST)

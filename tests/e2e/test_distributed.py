@@ -5,6 +5,8 @@ One distributed stack serves the whole module (it is the heaviest thing the suit
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -187,8 +189,12 @@ def test_worker_sigkilled_mid_task_fails_by_heartbeat_and_files_one_letter(dist)
         assert finished["state"] == "failed"
         assert "try-2" not in _marks(dist, "killed")  # one attempt: the heartbeat timeout was final
         sample_until(lambda: len(_worker_killed_letters(dist, run)) >= 1, timeout=180)
-        ((failure_class, try_number),) = _worker_killed_letters(dist, run)
-        assert (failure_class, try_number) == ("unknown", 1)  # nobody knows what the killed task did
+        sample_until(lambda: _worker_killed_letters(dist, run)[0][0] == "infra", timeout=60)
+        ((failure_class, category, try_number),) = _worker_killed_letters(dist, run)
+        # issue 57: the scheduler's events tell the infra watcher what ended the try: the heartbeat timeout,
+        # and, when Celery reported the lost worker's task failed first, the executor's state mismatch
+        assert (failure_class, try_number) == ("infra", 1)
+        assert category in ("worker-lost", "heartbeat-timeout")
         sweep = dist.wait(dist.trigger("dead_letter_sweeper"), timeout=300)
         assert sweep["state"] == "success"
         assert len(_worker_killed_letters(dist, run)) == 1  # filed by one path, found by the other
@@ -199,10 +205,45 @@ def test_worker_sigkilled_mid_task_fails_by_heartbeat_and_files_one_letter(dist)
 def _worker_killed_letters(dist: E2E, run: dict) -> list[tuple]:
     with psycopg.connect(dist.provider_dsn) as conn:
         return conn.execute(
-            "SELECT failure_class, try_number FROM retry_dead_letters "
+            "SELECT failure_class, category, try_number FROM retry_dead_letters "
             "WHERE dag_id = 'dist_worker_killed' AND run_id = %s",
             (run["dag_run_id"],),
         ).fetchall()
+
+
+def test_a_celery_pool_child_killed_mid_task_is_worker_lost_and_the_task_reruns_to_success(dist):
+    """SIGKILL the Celery pool child running a try: the executor reports WorkerLostError, the infra watcher
+    records the try infra/worker-lost on its worker's host, and try 2 succeeds with no letter filed."""
+    run = dist.trigger("dist_worker_child_killed")
+    sample_until(lambda: "try-1" in _marks(dist, "child-killed"), timeout=300)
+    worker, _, child = _marks(dist, "child-killed")["try-1"].split()
+    assert worker == "worker-1"
+    killed_at = time.time()
+    os.kill(int(child), signal.SIGKILL)
+    finished = dist.wait(run, timeout=300)
+    assert finished["state"] == "success"
+    assert [t["try_number"] for t in dist.tries(run, "extraction_whose_celery_child_dies")] == [1, 2]
+
+    def recorded() -> list[tuple]:
+        with psycopg.connect(dist.provider_dsn) as conn:
+            return conn.execute(
+                "SELECT try_number, failure_class, category, hostname, recorded_at FROM retry_failed_tries "
+                "WHERE dag_id = 'dist_worker_child_killed' AND run_id = %s",
+                (run["dag_run_id"],),
+            ).fetchall()
+
+    sample_until(lambda: bool(recorded()), timeout=120)
+    ((try_number, failure_class, category, hostname, recorded_at),) = recorded()
+    print(
+        f"\ninfra watcher: Celery child kill -> try recorded {category} in {recorded_at.timestamp() - killed_at:.1f} s"
+    )
+    assert (try_number, failure_class, category) == (1, "infra", "worker-lost")
+    assert hostname
+    with psycopg.connect(dist.provider_dsn) as conn:
+        letters = conn.execute(
+            "SELECT count(*) FROM retry_dead_letters WHERE dag_id = 'dist_worker_child_killed'"
+        ).fetchone()
+    assert letters == (0,)
 
 
 def test_scheduler_sigkilled_while_retries_pend_the_other_keeps_their_delays(dist):

@@ -688,3 +688,36 @@ WHERE letter_id = ANY(%(letter_ids)s::bigint[]) AND gave_up_at IS NULL;
 SELECT count(*) FILTER (WHERE gave_up_at IS NULL) AS awaiting,
        count(*) FILTER (WHERE gave_up_at IS NOT NULL) AS gave_up
 FROM retry_impact_queue;
+
+-- name: record_failed_try
+-- One row per failed try of a managed task (issue 57): the retry policy writes the tries its task's
+-- code failed, the infra watcher the tries that ended with no exception. The first writer wins.
+INSERT INTO retry_failed_tries (dag_id, run_id, task_id, map_index, try_number, failure_class, category, hostname)
+VALUES (%(dag_id)s, %(run_id)s, %(task_id)s, %(map_index)s, %(try_number)s, %(failure_class)s, %(category)s,
+        %(hostname)s)
+ON CONFLICT (dag_id, run_id, task_id, map_index, try_number) DO NOTHING;
+
+-- name: failed_tries_of
+SELECT try_number, failure_class, category, hostname FROM retry_failed_tries
+WHERE dag_id = %(dag_id)s AND run_id = %(run_id)s AND task_id = %(task_id)s AND map_index = %(map_index)s
+ORDER BY try_number;
+
+-- name: letter_of_task_instance
+SELECT * FROM retry_dead_letters
+WHERE dag_id = %(dag_id)s AND run_id = %(run_id)s AND task_id = %(task_id)s AND map_index = %(map_index)s;
+
+-- name: reclassify_letter
+-- A letter filed for a try no exception explained (unknown, exception type TaskDied, by the
+-- dag-processor's callback; unknown/filed-by-sweeper) gets the class its evidence shows; any other letter is left as it is.
+UPDATE retry_dead_letters SET
+    failure_class = %(failure_class)s, category = %(category)s, rule = %(rule)s,
+    exception_type = %(exception_type)s, message = %(message)s, reason = %(reason)s,
+    fingerprint = %(fingerprint)s, updated_at = now()
+WHERE id = %(id)s AND try_number = %(try_number)s AND failure_class = 'unknown'
+  AND (exception_type = 'TaskDied' OR category = 'filed-by-sweeper')
+RETURNING status, replay_count;
+
+-- name: try_infra_watch_lead
+-- One infra watcher reads Airflow at a time in a deployment (issue 57): a session lock, held while
+-- its dedicated connection lives; another api-server worker takes over when that connection goes.
+SELECT pg_try_advisory_lock(7311059);

@@ -12,6 +12,7 @@ from airflow_retry_provider.dlq.store.deliveries import DeliveryStore
 from airflow_retry_provider.dlq.store.jobs import JobError, JobStore, JobTurn, JobView, Verdict
 from airflow_retry_provider.dlq.store.letters import (
     DeadLetterStore,
+    FailedTry,
     FileResult,
     FilingListener,
     LetterFilter,
@@ -22,6 +23,7 @@ from airflow_retry_provider.dlq.store.replays import ReplayStore
 __all__ = [
     "DeadLetterStore",
     "DeliveryStore",
+    "FailedTry",
     "FileResult",
     "FilingListener",
     "JobError",

@@ -33,6 +33,30 @@ if TYPE_CHECKING:
     from airflow_retry_provider.hooks.airflow_api import DagVersion
 
 
+FILER_SOURCES = {"callback": "callback", "sweeper": "sweeper", "watcher": "sweeper"}
+"""Who filed a letter (``filed_by``) and the source its events carry: the infra watcher (issue 57)
+sweeps from the api-server, so its events read ``sweeper``."""
+
+
+@dataclass(frozen=True)
+class FailedTry:
+    """One failed try of a managed task and its class (``retry_failed_tries``, issue 57).
+
+    :param failure_class: ``poison``, ``retryable``, ``unknown`` (the task's code failed) or ``infra``.
+    :param category: the class's category (``killed``, ``worker-lost``...).
+    :param hostname: the worker or node the try ran on, when Airflow named it.
+    """
+
+    dag_id: str
+    run_id: str
+    task_id: str
+    map_index: int
+    try_number: int
+    failure_class: str
+    category: str
+    hostname: str | None = None
+
+
 @dataclass(frozen=True)
 class FileResult:
     """What filing a letter did: ``created`` a row, ``changed`` an existing one, or neither (a repeat)."""
@@ -145,7 +169,7 @@ class DeadLetterStore(QueueStore):
         """
         letter = letter.redacted().storable()
         params = letter.as_params()
-        by = Actor.system(letter.filed_by if letter.filed_by in ("callback", "sweeper") else "callback")
+        by = Actor.system(FILER_SOURCES.get(letter.filed_by, "callback"))
         with self.db.transaction() as cur:
             cur.execute(query("insert_letter"), params)
             inserted = cur.fetchone()
@@ -207,6 +231,39 @@ class DeadLetterStore(QueueStore):
         filing commits (NOTIFY ``retry_provider_filed``): no REST call where the letter is filed (issue 58)."""
         cur.execute(query("queue_impact"), {"letter_id": letter_id})
         cur.execute(query("notify_filed"))
+
+    # -- the tries that failed, and letters of tries no exception explained (issue 57) -------
+
+    def record_failed_try(self, failed: FailedTry) -> bool:
+        """Record one failed try with its class; False when it was recorded already (the first writer wins)."""
+        return self._run("record_failed_try", asdict(failed)) == 1
+
+    def failed_tries(
+        self, dag_id: str, run_id: str, task_id: str, map_index: int
+    ) -> builtins.list[FailedTry]:
+        """The recorded failed tries of one task instance, oldest first."""
+        key: dict[str, Any] = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index}
+        return [FailedTry(**key, **row) for row in self._rows("failed_tries_of", key)]
+
+    def letter_of(self, dag_id: str, run_id: str, task_id: str, map_index: int) -> Letter | None:
+        """The letter of one task instance (any status), if it has one."""
+        key = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index}
+        letters = self._letters("letter_of_task_instance", key)
+        return letters[0] if letters else None
+
+    def reclassify(self, letter_id: int, letter: NewLetter, why: str) -> FileResult | None:
+        """Give letter ``letter_id``, filed ``unknown`` for ``letter``'s try, the class ``letter`` carries,
+        with a ``refiled`` event saying ``why``; None when the letter is of another try or class."""
+        letter = letter.redacted().storable()
+        with self.db.transaction() as cur:
+            cur.execute(query("reclassify_letter"), {**letter.as_params(), "id": letter_id})
+            row = cur.fetchone()
+            if row is None:
+                return None
+            by = Actor.system(FILER_SOURCES.get(letter.filed_by, "callback"))
+            self.record(cur, letter_id, "refiled", by, why[:500], try_number=letter.try_number)
+            self._await_impact(cur, letter_id)
+            return FileResult(letter_id, row[0], int(row[1]), created=False, changed=True)
 
     def resolve_replaying(
         self, dag_id: str, run_id: str, task_id: str, map_index: int, source: str = "callback"
@@ -566,6 +623,25 @@ class DeadLetterStore(QueueStore):
             conn.autocommit = True
             conn.execute(query("listen_filed"))
             yield FilingListener(conn)
+        finally:
+            conn.close()
+
+    @contextmanager
+    def infra_watch_lead(self) -> Iterator[Callable[[], bool]]:
+        """A dedicated session whose ``try_lead()`` takes the infra watcher's session lock if no other
+        session holds it (True while this one holds it); the lock goes with the session, closed after."""
+        conn = self.db.connect_dedicated()
+        held = False
+
+        def try_lead() -> bool:
+            nonlocal held
+            if not held:
+                held = bool(conn.execute(query("try_infra_watch_lead")).fetchone()[0])
+            return held
+
+        try:
+            conn.autocommit = True
+            yield try_lead
         finally:
             conn.close()
 

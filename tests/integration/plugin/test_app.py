@@ -747,6 +747,7 @@ def test_the_list_pages_by_keyset_newest_first(ui: Ui):
         ({"task_id": "extract"}, "extract"),  # by task
         ({"category": "timeout"}, "timeout"),  # by category
         ({"failure_class": "retryable"}, "timeout"),  # by failure class
+        ({"failure_class": "infra"}, "infra"),  # the class no exception explains (issue 57)
         ({"workspace_id": "ws-9"}, "ws9"),  # by workspace
         ({"fingerprint": "fp-ws9"}, "ws9"),  # by fingerprint
         ({"status": "parked"}, "parked"),  # by status
@@ -763,6 +764,7 @@ def test_filters_select_the_matching_letters(ui: Ui, params: dict[str, str], exp
         "base": ui.file(2, run_id="base"),
         "extract": ui.file(task_id="extract", run_id="e"),
         "timeout": ui.file(category="timeout", failure_class="retryable", run_id="t"),
+        "infra": ui.file(category="killed", failure_class="infra", run_id="i"),
         "ws9": ui.file(workspace_id="ws-9", fingerprint="fp-ws9", run_id="w"),
         "parked": ui.file(run_id="pk"),
         "free": ui.file(dag_id=DAG_FREE, run_id="f"),
