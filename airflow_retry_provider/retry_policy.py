@@ -1,10 +1,12 @@
 """The Airflow edge of the policy core: an ``airflow.sdk.RetryPolicy`` and the profile helper.
 
 ``ClassifiedRetryPolicy.evaluate`` runs in the worker after a failed try. It classifies the
-exception, works out the attempt within the current replay generation (a cleared task starts
-its backoff afresh), seeds the jitter with the work unit's stable identity, and turns the pure
-core's decision into a ``RetryDecision``. It never raises: Airflow would silently fall back to
-its own defaults.
+exception, records the try in ``retry_failed_tries`` and works out the author's attempts spent
+within the current replay generation (a cleared task starts its backoff afresh): the failures of
+the task's own code, plus the tries that ended with no exception (killed, evicted, lost) beyond
+the profile's ``infra_allowance``. It seeds the jitter with the work unit's stable identity and
+turns the pure core's decision into a ``RetryDecision``. It never raises: Airflow would silently
+fall back to its own defaults.
 
 Building a policy (when the DAG file is parsed) reads the rule file of
 ``[retry_provider] rules_file`` (:mod:`airflow_retry_provider.rules_file`): a bad file fails the
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import socket
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -22,12 +25,13 @@ from typing import Any, NamedTuple
 
 from airflow.sdk import RetryDecision, RetryPolicy
 
-from airflow_retry_provider import metrics
+from airflow_retry_provider import metrics, settings, sql
 from airflow_retry_provider.airflow_compat import chain_policy
 from airflow_retry_provider.callbacks import with_callback
 from airflow_retry_provider.identity import work_unit_key
 from airflow_retry_provider.masking import mask
 from airflow_retry_provider.policy import (
+    DEFAULT_INFRA_ALLOWANCE,
     Backoff,
     Classification,
     DeadLetter,
@@ -38,16 +42,20 @@ from airflow_retry_provider.policy import (
     decide,
     get_profile,
     rule_book,
+    sized_retries,
 )
 from airflow_retry_provider.policy.decide import MAX_REASON_CHARS, check_aware, check_duration
 from airflow_retry_provider.policy.impact import DELIVERY_PARAM
+from airflow_retry_provider.policy.profiles import INFRA_ALLOWANCE_LIMIT
 from airflow_retry_provider.policy.text import storable
-from airflow_retry_provider.policy.tries import tag_reason
+from airflow_retry_provider.policy.tries import attempts_spent, tag_reason
 from airflow_retry_provider.rules_file import load_rules_file
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BACKOFF = Backoff()
+FAILED_TRIES_CONNECT_TIMEOUT = 3
+"""Seconds the policy waits to connect to the provider's database before it counts by try number."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +126,10 @@ class ClassifiedRetryPolicy(RetryPolicy):
     :param backoff: overrides the profile's backoff.
     :param max_attempts: overrides the profile's ceiling (counts the first try). Without a
         profile or this, the task's own ``retries`` + 1.
+    :param infra_allowance: overrides the profile's ``infra_allowance``: tries that end with no
+        exception (killed, evicted, lost) before they spend ``max_attempts``; ``retries`` is sized
+        ``max_attempts - 1 + infra_allowance``. Without a ceiling (no profile, no ``max_attempts``)
+        there is no allowance: every try spends one of the task's ``retries``.
     :param deadline: a ``DeliveryDeadline``, an aware datetime, or ``callable(context)``.
     :param expected_duration: how long a retry takes to run.
     :param validation: how long checking its output takes.
@@ -136,6 +148,7 @@ class ClassifiedRetryPolicy(RetryPolicy):
         rules: Sequence[Rule] = (),
         backoff: Backoff | None = None,
         max_attempts: int | None = None,
+        infra_allowance: int | None = None,
         deadline: DeadlineSpec | None = None,
         expected_duration: timedelta = timedelta(0),
         validation: timedelta = timedelta(0),
@@ -153,6 +166,17 @@ class ClassifiedRetryPolicy(RetryPolicy):
         ):
             raise ValueError(f"max_attempts must be an integer >= 1, got {_kind(max_attempts)}")
         self.max_attempts = max_attempts or (self.profile.max_attempts if self.profile else None)
+        if infra_allowance is not None and (
+            isinstance(infra_allowance, bool)
+            or not isinstance(infra_allowance, int)
+            or not 0 <= infra_allowance <= INFRA_ALLOWANCE_LIMIT
+        ):
+            raise ValueError(
+                f"infra_allowance must be an integer from 0 to {INFRA_ALLOWANCE_LIMIT}, got {_kind(infra_allowance)}"
+            )
+        if infra_allowance is None:
+            infra_allowance = self.profile.infra_allowance if self.profile else DEFAULT_INFRA_ALLOWANCE
+        self.infra_allowance = infra_allowance if self.max_attempts is not None else 0
         self.deadline = deadline
         self.expected_duration = check_duration("expected_duration", expected_duration)
         self.validation = check_duration("validation", validation)
@@ -221,8 +245,23 @@ class ClassifiedRetryPolicy(RetryPolicy):
             "__type": "ClassifiedRetryPolicy",
             "profile": self.profile.name if self.profile else None,
             "max_attempts": self.max_attempts,
+            "infra_allowance": self.infra_allowance,
             "safe_to_repeat": self.safe_to_repeat,
         }
+
+    # -- the two budgets ----------------------------------------------------------------------
+
+    def allowance(self) -> int:
+        """The infrastructure allowance in force: ``infra_allowance``, or 0 while the kill switch
+        ``[retry_provider] infra_allowance_enabled`` is off."""
+        return self.infra_allowance if settings.infra_allowance_enabled() else 0
+
+    def retries_needed(self) -> int | None:
+        """The task's ``retries`` that holds both budgets (``max_attempts - 1 + allowance()``); None
+        without a ceiling (the task's own ``retries`` is the ceiling)."""
+        if self.max_attempts is None:
+            return None
+        return sized_retries(self.max_attempts, self.allowance())
 
     # -- the decision, for the callback and for tests -----------------------------------------
 
@@ -233,14 +272,17 @@ class ClassifiedRetryPolicy(RetryPolicy):
         for this task instance and try.
 
         The attempt counts within the current replay generation: after a clear, Airflow's
-        ``max_tries`` grows by the task's ``retries``, and the backoff starts afresh.
+        ``max_tries`` grows by the task's ``retries``, and the backoff starts afresh. It counts the
+        author's attempts: the code's own failures of the generation (the rows of
+        ``retry_failed_tries``), the other tries (no exception) beyond :meth:`allowance`, and this one.
         """
         now = check_aware("clock()", self.clock())
         classification = classify(exception, self._rule_book, now=now)
         retries = getattr(context.get("task") if context else None, "retries", None)
         if not isinstance(retries, int) or isinstance(retries, bool):
             retries = max_tries  # no task to read: assume the first generation
-        attempt = max(1, try_number - max(0, max_tries - retries))
+        position = max(1, try_number - max(0, max_tries - retries))  # this try's place in its generation
+        attempt = self._attempts_spent(context, try_number, position, classification)
         max_attempts = self.max_attempts or retries + 1
         deadline = self.deadline_for(context)
         decision = decide(
@@ -264,6 +306,34 @@ class ClassifiedRetryPolicy(RetryPolicy):
         )
         _remember(self._evaluations, context, try_number, evaluation)
         return evaluation
+
+    def _attempts_spent(
+        self, context: Any, try_number: int, position: int, classification: Classification
+    ) -> int:
+        """Record this try and count the author's attempts spent; ``position`` (every earlier try of
+        the generation spent one, Airflow's count) when the provider's database cannot be reached."""
+        if not context or "ti" not in context:
+            return position
+        allowance = self.allowance()
+        ti = context["ti"]
+        try:
+            code_failures = record_failed_try(
+                ti,
+                try_number=try_number,
+                first_try=try_number - position + 1,
+                failure_class=classification.failure_class,
+                category=classification.category,
+            )
+        except Exception as exc:  # conservative: never more runs than Airflow's own count allows
+            log.warning(
+                "airflow-retry-provider: could not record the failed try in retry_failed_tries (%s); "
+                "every earlier try of the generation counts as an attempt spent",
+                type(exc).__name__,
+            )
+            return position
+        return attempts_spent(
+            earlier_tries=position - 1, code_failures=code_failures, infra_allowance=allowance
+        )
 
     def evaluation_for(self, context: Mapping[str, Any], try_number: int) -> Evaluation | None:
         """The evaluation made for ``try_number`` of the task instance in ``context``, if any."""
@@ -310,6 +380,40 @@ class ClassifiedRetryPolicy(RetryPolicy):
         else:
             deadline = spec(context)
         return None if deadline is None else check_aware("deadline", deadline)
+
+
+def record_failed_try(ti: Any, *, try_number: int, first_try: int, failure_class: str, category: str) -> int:
+    """Record a try of ``ti`` that its code failed in ``retry_failed_tries`` (once) and return how
+    many earlier tries of the generation (``first_try`` to ``try_number - 1``) its code failed.
+
+    One short transaction on the Airflow connection ``retry_provider_default``: a connect timeout
+    of :data:`FAILED_TRIES_CONNECT_TIMEOUT` seconds and a statement timeout of 3 s, so an unreachable
+    or locked database costs the decision seconds, never the try.
+    """
+    import psycopg
+
+    from airflow_retry_provider.database import DEFAULT_CONN_ID
+    from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
+
+    kwargs = RetryProviderHook(postgres_conn_id=DEFAULT_CONN_ID).connect_kwargs()
+    kwargs["connect_timeout"] = FAILED_TRIES_CONNECT_TIMEOUT
+    statements = sql.named("airflow_retry_provider", "retry_policy.sql")
+    params = {
+        "dag_id": ti.dag_id,
+        "run_id": ti.run_id,
+        "task_id": ti.task_id,
+        "map_index": getattr(ti, "map_index", -1),
+        "try_number": try_number,
+        "first_try": first_try,
+        "failure_class": failure_class,
+        "category": category,
+        "hostname": getattr(ti, "hostname", None) or socket.gethostname(),
+    }
+    with sql.transaction(psycopg.connect(**kwargs)) as conn, conn.cursor() as cursor:
+        cursor.execute(statements["bound_statement"])
+        cursor.execute(statements["record_try_and_count_code_failures"], params)
+        row = cursor.fetchone()
+    return int(row[0])
 
 
 def _kind(value: Any) -> str:
@@ -368,7 +472,8 @@ class ProfileConflictError(ValueError):
 def apply_profile(target: Any, profile: str | Profile, **policy_kwargs: Any) -> Any:
     """Apply a retry profile to ``default_args`` (a dict), an operator, or a ``@task`` call's result.
 
-    Sets ``retries`` to ``max_attempts - 1``, ``retry_policy``, ``execution_timeout``, ``retry_delay``
+    Sets ``retries`` to ``max_attempts - 1 + infra_allowance`` (both budgets; the allowance is 0
+    while ``[retry_provider] infra_allowance_enabled`` is off), ``retry_policy``, ``execution_timeout``, ``retry_delay``
     (the backoff's base, for failures the policy never sees, such as a killed worker) and adds the
     dead-letter ``on_failure_callback`` to any callbacks already there. A ``retries`` already set
     to something else is a ``ProfileConflictError``. Returns ``target``.
@@ -387,12 +492,13 @@ def apply_profile(target: Any, profile: str | Profile, **policy_kwargs: Any) -> 
     return target
 
 
-def _check_retries(where: str, retries: Any, profile: Profile) -> None:
-    if retries not in (None, profile.retries):
+def _check_retries(where: str, retries: Any, profile: Profile, policy: ClassifiedRetryPolicy) -> None:
+    wanted = policy.retries_needed()
+    if retries not in (None, wanted):
         raise ProfileConflictError(
             f"{where}: retries={retries!r} contradicts retry profile {profile.name!r} "
-            f"(max_attempts={profile.max_attempts}, so retries must be {profile.retries}); "
-            "remove retries or choose another profile"
+            f"(max_attempts={policy.max_attempts} and infra_allowance={policy.allowance()}, "
+            f"so retries must be {wanted}); remove retries or choose another profile"
         )
 
 
@@ -401,10 +507,10 @@ def _apply_to_mapping(
 ) -> None:
     from airflow_retry_provider.dlq import file_dead_letter, resolve_dead_letter
 
-    _check_retries("default_args", args.get("retries"), profile)
+    _check_retries("default_args", args.get("retries"), profile, policy)
     # may refuse: before any change
     composed = composed_policy("default_args", args.get("retry_policy"), policy)
-    args["retries"] = profile.retries
+    args["retries"] = policy.retries_needed()
     args["retry_policy"] = composed
     args["retry_delay"] = policy.backoff.base  # used only where the policy is not consulted (a killed worker)
     args.setdefault("execution_timeout", profile.execution_timeout)
@@ -423,10 +529,10 @@ def _apply_to_operator(operator: Any, profile: Profile, policy: ClassifiedRetryP
             f"apply_profile: expected default_args, an operator or a @task result, got {operator!r}"
         )
     explicit = operator.retries if operator.retries != _default_retries() else None
-    _check_retries(f"task {operator.task_id!r}", explicit, profile)
+    _check_retries(f"task {operator.task_id!r}", explicit, profile, policy)
     # may refuse: before any change
     composed = composed_policy(f"task {operator.task_id!r}", getattr(operator, "retry_policy", None), policy)
-    operator.retries = profile.retries
+    operator.retries = policy.retries_needed()
     operator.retry_policy = composed
     # used only where the policy is not consulted (a killed worker)
     operator.retry_delay = policy.backoff.base

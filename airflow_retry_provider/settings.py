@@ -299,6 +299,10 @@ alert_base_url = Setting(
     "alert_base_url", TEXT, default="", example="https://airflow.example.com",
     description="The Airflow UI address in the links of alert messages (empty: `[api] base_url`).",
 )
+infra_allowance_enabled = Setting(
+    "infra_allowance_enabled", BOOLEAN, default="true", example="false",
+    description="Kill switch of the infrastructure allowance: off, every profile's `infra_allowance` is 0 (a killed, evicted or lost try spends an attempt, and `retries` is `max_attempts - 1`, as before); DAG files must be parsed again for the sizing.",
+)
 work_sweeper_enabled = Setting(
     "work_sweeper_enabled", BOOLEAN, default="false", example="true",
     description="Turns the work-unit sweeper (DAG `retry_provider_work_sweeper`) on; off, its task is skipped.",

@@ -8,7 +8,7 @@ with ``ConnectionResetError(104, "Connection reset by peer")`` at try 1 and succ
 
 1. plain Airflow: ``@task(retries=1, retry_delay=timedelta(seconds=1))``;
 2. the same, with ``import airflow_retry_provider, airflow_retry_provider.retry_policy`` in the DAG file;
-3. policy only: ``@task(retries=1, retry_policy=ClassifiedRetryPolicy("dashboard", backoff=1 s constant))``;
+3. policy only: ``@task(retries=1, retry_policy=ClassifiedRetryPolicy("dashboard", backoff=1 s constant, infra_allowance=0))``;
 4. ``apply_profile(work.expand(...), "dashboard", backoff=<the same>)``: policy, execution timeout,
    dead-letter callbacks.
 

@@ -7,7 +7,7 @@ from airflow.sdk import DAG, task
 
 from airflow_retry_provider import Backoff, DeliveryDeadline, Profile, apply_profile, register_profile
 
-# 3 attempts (Airflow's retries=2), 5 min then 10 min between them, each run killed after 20 min
+# 3 attempts (retries=4: 2 + 2 reruns of killed tries), 5 min then 10 min apart, each run killed after 20 min
 register_profile(
     Profile(
         name="positions",

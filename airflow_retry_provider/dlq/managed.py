@@ -59,20 +59,23 @@ def retries_contradiction(task: Any) -> str | None:
     """Why ``task``'s ``retries`` contradicts its ``ClassifiedRetryPolicy``'s ceiling, or None when it does not.
 
     A policy with a ceiling (a profile's ``max_attempts``, or its own) needs ``retries`` to be exactly
-    ``max_attempts - 1``: fewer and Airflow stops before the policy's last attempt, more and the policy
-    stops at its own limit, silently. A policy without a ceiling follows the task's ``retries``.
+    ``max_attempts - 1 + infra_allowance`` (both budgets: the code's attempts and the reruns after a
+    killed, evicted or lost try; the allowance is 0 while its kill switch is off): fewer and Airflow
+    stops before the policy's last attempt, more and the policy stops at its own limit, silently. A
+    policy without a ceiling follows the task's ``retries``.
     """
     module = sys.modules.get("airflow_retry_provider.retry_policy")  # not imported: no task holds one,
     policy = getattr(task, "retry_policy", None)  # and a DAG without the provider pays no import
     if module is None or not isinstance(policy, module.ClassifiedRetryPolicy) or policy.max_attempts is None:
         return None
-    wanted = policy.max_attempts - 1
+    wanted = policy.retries_needed()
     if task.retries == wanted:
         return None
     source = f"retry profile {policy.profile.name!r}" if policy.profile is not None else "its retry_policy"
     return (
         f"task {task.task_id!r}: retries={task.retries!r} contradicts {source} "
-        f"(max_attempts={policy.max_attempts}, so retries must be {wanted}); remove retries={task.retries!r} "
+        f"(max_attempts={policy.max_attempts} and infra_allowance={policy.allowance()}, so retries must be "
+        f"{wanted}); remove retries={task.retries!r} "
         "from the task (or its default_args, partial() or operator), choose another profile, "
         "or opt the task out with retry_policy=None"
     )

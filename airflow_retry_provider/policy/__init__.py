@@ -38,6 +38,7 @@ from airflow_retry_provider.policy.evidence import Evidence, retry_after
 from airflow_retry_provider.policy.fingerprint import fingerprint, normalise_message
 from airflow_retry_provider.policy.profiles import (
     BUILTIN_PROFILES,
+    DEFAULT_INFRA_ALLOWANCE,
     PROFILES,
     Profile,
     UnknownProfileError,
@@ -45,6 +46,7 @@ from airflow_retry_provider.policy.profiles import (
     max_attempts_for,
     register_profile,
     retries_for,
+    sized_retries,
 )
 from airflow_retry_provider.policy.redact import Redacted, redact, redaction
 from airflow_retry_provider.policy.rules import (
@@ -108,6 +110,8 @@ __all__ = [
     "redaction",
     "register_profile",
     "retries_for",
+    "sized_retries",
+    "DEFAULT_INFRA_ALLOWANCE",
     "retry_after",
     "rule_book",
     "storable",

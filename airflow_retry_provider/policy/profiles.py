@@ -19,6 +19,12 @@ from airflow_retry_provider.policy.fields import show
 _NAME_PATTERN = r"[a-z][a-z0-9_-]{0,63}"  # `re` compiles it on first use
 MAX_ATTEMPTS_LIMIT = 100
 """The largest ``max_attempts`` a profile may have: more is a loop, not a retry policy."""
+DEFAULT_INFRA_ALLOWANCE = 2
+"""Failures of the infrastructure (a killed, evicted or lost try) a task instance may have in a
+generation before they spend its attempts: one node drain and one more (a spot preemption during
+the rerun) are ordinary on a shared cluster; a third says the task itself (its memory) is the cause."""
+INFRA_ALLOWANCE_LIMIT = 10
+"""The largest ``infra_allowance``: more would hide a task that is killed every time."""
 
 
 class UnknownProfileError(KeyError, ValueError):
@@ -55,6 +61,9 @@ class Profile:
     :param description: one sentence on when to use it.
     :param safe_to_repeat: running the work twice does no harm (it re-reads, or replaces what it
         wrote), so an unknown outcome (a timeout) is retried instead of sent to the queue.
+    :param infra_allowance: tries that may end with no exception from the task's code (killed,
+        evicted, lost: class ``infra``) before they spend ``max_attempts`` (default 2). Airflow's
+        ``retries`` is sized to hold both: ``max_attempts - 1 + infra_allowance``.
     """
 
     name: str
@@ -63,6 +72,7 @@ class Profile:
     execution_timeout: timedelta
     description: str
     safe_to_repeat: bool = False
+    infra_allowance: int = DEFAULT_INFRA_ALLOWANCE
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not re.fullmatch(_NAME_PATTERN, self.name):
@@ -80,11 +90,19 @@ class Profile:
             raise ValueError(f"description must be a string, got {self.description!r}")
         if not isinstance(self.safe_to_repeat, bool):
             raise ValueError(f"safe_to_repeat must be True or False, got {self.safe_to_repeat!r}")
+        _check_int("infra_allowance", self.infra_allowance, 0, INFRA_ALLOWANCE_LIMIT)
 
     @property
     def retries(self) -> int:
-        """Airflow's ``retries`` for this profile: ``max_attempts - 1``."""
-        return self.max_attempts - 1
+        """Airflow's ``retries`` for this profile: ``max_attempts - 1 + infra_allowance`` (both budgets;
+        :func:`sized_retries`)."""
+        return sized_retries(self.max_attempts, self.infra_allowance)
+
+
+def sized_retries(max_attempts: int, infra_allowance: int) -> int:
+    """Airflow's ``retries`` that holds both budgets: the code's ``max_attempts - 1`` retries and the
+    infrastructure's ``infra_allowance`` reruns. Nothing runs more than ``max_attempts + infra_allowance`` times."""
+    return max_attempts - 1 + infra_allowance
 
 
 PRODUCT_BACKOFF = Backoff(base=timedelta(minutes=5), multiplier=2, cap=timedelta(hours=1), jitter=0.25)

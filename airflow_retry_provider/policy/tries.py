@@ -175,3 +175,24 @@ def remaining_schedule(
             return tuple(rows), "deadline"
         rows.append(PlannedTry(attempt, offset, at))
     return tuple(rows), "ceiling"
+
+
+def attempts_spent(*, earlier_tries: int, code_failures: int, infra_allowance: int) -> int:
+    """The author's attempts a failed try has spent, itself included.
+
+    ``earlier_tries`` are the failed tries of this generation before this one, ``code_failures``
+    those among them that the task's code failed (recorded by the retry policy: poison, retryable,
+    unknown). The others ended with no exception (killed, evicted, lost: infrastructure) and spend
+    an attempt only beyond ``infra_allowance``. With ``infra_allowance`` 0 this is the try's place
+    in its generation, Airflow's own count.
+    """
+    for name, value in (
+        ("earlier_tries", earlier_tries),
+        ("code_failures", code_failures),
+        ("infra_allowance", infra_allowance),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+    code = min(code_failures, earlier_tries)  # a row of a try outside the generation never counts twice
+    infra = earlier_tries - code
+    return code + max(0, infra - infra_allowance) + 1

@@ -20,8 +20,8 @@ with DAG(
     catchup=False,
     tags=["bench"],
 ):
-
-    @task(retries=1, retry_policy=ClassifiedRetryPolicy("dashboard", backoff=ONE_SECOND))
+    # no infra allowance: retries=1, the same tries as plain Airflow's
+    @task(retries=1, retry_policy=ClassifiedRetryPolicy("dashboard", backoff=ONE_SECOND, infra_allowance=0))
     def work(number: int, ti=None) -> int:
         if ti.try_number == 1:
             raise ConnectionResetError(104, "Connection reset by peer")

@@ -105,7 +105,9 @@ with _test_dag("breaker_fails_while_open") as fails_while_open_dag:
     @task(
         retries=1,
         retry_policy=ClassifiedRetryPolicy(
-            max_attempts=2, backoff=Backoff(base=timedelta(seconds=1), cap=timedelta(seconds=1))
+            max_attempts=2,
+            infra_allowance=0,  # retries=1: the code's one retry, no rerun of a killed try
+            backoff=Backoff(base=timedelta(seconds=1), cap=timedelta(seconds=1)),
         ),
     )
     def read_while_the_breaker_opens() -> str:

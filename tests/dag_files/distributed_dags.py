@@ -93,10 +93,12 @@ with _dag("dist_worker_killed"):
         mark("killed", f"try-{ti.try_number}", str(os.getpid()))
         time.sleep(600)
 
-    # One attempt: the heartbeat-timeout failure is final, so it must become a letter.
+    # One attempt and no infra allowance: the heartbeat-timeout failure is final, so it must become a letter.
     apply_profile(
         long_extraction_on_worker_2(),
-        dataclasses.replace(get_profile("dashboard"), name="dashboard-once", max_attempts=1),
+        dataclasses.replace(
+            get_profile("dashboard"), name="dashboard-once", max_attempts=1, infra_allowance=0
+        ),
         backoff=FAST,
     )
 

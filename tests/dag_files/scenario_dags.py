@@ -96,7 +96,8 @@ with _dag("e2e_worker_killed"):
         (folder / f"try-{ti.try_number}").write_text(f"{os.getpid()} {os.getppid()}")
         time.sleep(600)
 
-    apply_profile(long_extraction(), "dashboard", backoff=FAST)
+    # no infra allowance: the two kills spend both attempts, and the exhausted try must become a letter
+    apply_profile(long_extraction(), "dashboard", backoff=FAST, infra_allowance=0)
 
 
 with _dag("e2e_load"):

@@ -60,17 +60,17 @@ def _parse(tmp_path: Path, body: str):
         ("with TaskGroup('g', default_args={'retries': 6}):\n    Echo(task_id='echo', x=1)\n", "g.echo", 6),
         # default_args passed to the task itself
         ("Echo(task_id='echo', x=1, default_args={'retries': 3})\n", "echo", 3),
-        # a mapped operator: retries set in partial()
-        ("Echo.partial(task_id='echo', retries=4).expand(x=[1, 2])\n", "echo", 4),
+        # a mapped operator: retries set in partial() (2: the sizing before the infra allowance)
+        ("Echo.partial(task_id='echo', retries=2).expand(x=[1, 2])\n", "echo", 2),
         # a mapped @task: retries set by override()
         ("@task\ndef load(x): pass\nload.override(retries=1).expand(x=[1, 2])\n", "load", 1),
         # the operator's class sets its own default retries
         ("Sleepy(task_id='nap')\n", "nap", 7),
-        # a policy passed directly with a profile: its ceiling holds too
+        # a policy passed directly with a profile: its ceiling (and allowance) holds too
         (
-            "@task(retries=3, retry_policy=ClassifiedRetryPolicy('dashboard'))\ndef load(): pass\nload()\n",
+            "@task(retries=1, retry_policy=ClassifiedRetryPolicy('dashboard'))\ndef load(): pass\nload()\n",
             "load",
-            3,
+            1,
         ),
     ],
 )
@@ -106,14 +106,14 @@ def test_a_contradicting_retries_in_the_dags_default_args_is_an_import_error(tmp
     assert "contradiction" not in bag.dags
     (error,) = bag.import_errors.values()
     assert f"{where}: retries=5 contradicts retry profile 'report'" in error, error
-    assert "retries must be 2" in error and "remove retries" in error, error
+    assert "infra_allowance=2, so retries must be 4" in error and "remove retries" in error, error
 
 
 @pytest.mark.parametrize(
     "body",
     [
-        # the profile's own retries, written out by hand: no contradiction
-        "@task(retries=2)\ndef load(): pass\nload()\n",
+        # the profile's own retries (2 + the infra allowance's 2), written out by hand: no contradiction
+        "@task(retries=4)\ndef load(): pass\nload()\n",
         # no retries anywhere but the profile's
         "@task\ndef load(x): pass\nload.expand(x=[1, 2])\n",
         # a policy without a ceiling follows the task's retries
@@ -157,5 +157,5 @@ def test_python_dag_py_with_dag_test_fails_at_once_naming_both_values(airflow_db
     assert last.startswith(
         "airflow_retry_provider.dlq.managed.RetriesContradictionInTest: DAG 'contradiction'"
     )
-    assert "task 'load': retries=5 contradicts retry profile 'report'" in last and "retries must be 2" in last
+    assert "task 'load': retries=5 contradicts retry profile 'report'" in last and "retries must be 4" in last
     assert "not serialized" not in done.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 
@@ -261,13 +262,13 @@ def test_delivery_deadline_rejects_bad_input(field, value):
 
 
 def test_apply_profile_to_default_args_keeps_existing_callbacks():
-    """default_args get retries, the policy, the timeout and our callbacks added to the author's."""
+    """default_args get retries (both budgets: report's 2 retries and the infra allowance's 2), the policy, the timeout and our callbacks added to the author's."""
 
     def mine(context):
         return None
 
     args = apply_profile({"owner": "data", "on_failure_callback": mine}, "report")
-    assert args["retries"] == 2 and isinstance(args["retry_policy"], ClassifiedRetryPolicy)
+    assert args["retries"] == 4 and isinstance(args["retry_policy"], ClassifiedRetryPolicy)
     assert args["execution_timeout"] == PROFILES["report"].execution_timeout
     assert args["on_failure_callback"] == [mine, file_dead_letter]
     assert args["on_success_callback"] == [resolve_dead_letter]
@@ -292,13 +293,13 @@ def test_apply_profile_to_task_and_operator():
 
         call = apply_profile(work(), "dashboard", backoff=Backoff(base=timedelta(seconds=1)))
         op = call.operator
-        assert op.retries == 1 and op.execution_timeout == PROFILES["dashboard"].execution_timeout
+        assert op.retries == 3 and op.execution_timeout == PROFILES["dashboard"].execution_timeout
         assert op.retry_policy.backoff.base == timedelta(seconds=1)
         assert file_dead_letter in op.on_failure_callback
         empty = apply_profile(EmptyOperator(task_id="e"), "pipeline")
-        assert empty.retries == 1
+        assert empty.retries == 3
         with pytest.raises(ProfileConflictError, match="task 'bad'"):
-            apply_profile(EmptyOperator(task_id="bad", retries=4), "report")
+            apply_profile(EmptyOperator(task_id="bad", retries=2), "report")  # the old sizing, no allowance
 
 
 def test_idempotent_work_is_marked_safe_to_repeat():
@@ -424,3 +425,36 @@ def test_a_policy_error_files_a_letter_that_says_so():
         "[attempt 1/3] dead letter policy-error: the retry policy could not decide"
     )
     assert "RuntimeError: clock exploded" in letter.reason
+
+
+@pytest.mark.parametrize(
+    ("enabled", "allowance", "retries"),
+    [
+        ("true", None, 4),  # report: 2 retries of its own + the default allowance of 2
+        ("true", 0, 2),  # an allowance of 0 sizes retries as before the allowance
+        ("true", 5, 7),  # a larger allowance, from apply_profile's keyword
+        ("false", None, 2),  # the kill switch: no allowance anywhere
+    ],
+)
+def test_retries_hold_both_budgets_unless_the_kill_switch_is_off(monkeypatch, enabled, allowance, retries):
+    """apply_profile sizes retries as max_attempts - 1 + infra_allowance; the kill switch makes the allowance 0."""
+    monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__INFRA_ALLOWANCE_ENABLED", enabled)
+    kwargs = {} if allowance is None else {"infra_allowance": allowance}
+    args = apply_profile({}, "report", **kwargs)
+    assert args["retries"] == retries
+    assert args["retry_policy"].retries_needed() == retries
+
+
+@pytest.mark.parametrize("value", [-1, 11, 1.5, True, "2"])
+def test_a_bad_infra_allowance_is_an_error_naming_it(value):
+    """ClassifiedRetryPolicy(infra_allowance=...) refuses a value that is no integer from 0 to 10, naming it."""
+    with pytest.raises(
+        ValueError, match=r"infra_allowance must be an integer from 0 to 10, got " + re.escape(repr(value))
+    ):
+        ClassifiedRetryPolicy("report", infra_allowance=value)
+
+
+def test_a_policy_without_a_ceiling_has_no_allowance():
+    """Without a profile or max_attempts the task's own retries is the ceiling: every try spends one."""
+    policy = ClassifiedRetryPolicy()
+    assert (policy.infra_allowance, policy.retries_needed()) == (0, None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -18,6 +19,8 @@ from airflow_retry_provider.policy import (
     retries_for,
 )
 from airflow_retry_provider.policy import profiles as profiles_module
+from airflow_retry_provider.policy.profiles import PRODUCT_BACKOFF
+from airflow_retry_provider.policy.tries import attempts_spent
 
 
 @pytest.fixture
@@ -36,15 +39,15 @@ def custom(name: str = "nightly", max_attempts: int = 4) -> Profile:
 @pytest.mark.parametrize(
     ("name", "max_attempts", "retries"),
     [
-        ("dashboard", 2, 1),  # one quick retry
-        ("report", 3, 2),  # two retries before the delivery time
-        ("pipeline", 2, 1),  # one late retry for heavy stages
+        ("dashboard", 2, 3),  # one quick retry, plus the infra allowance's 2 reruns
+        ("report", 3, 4),  # two retries before the delivery time, plus the allowance
+        ("pipeline", 2, 3),  # one late retry for heavy stages, plus the allowance
     ],
 )
 def test_builtin_ceilings(name: str, max_attempts: int, retries: int) -> None:
-    """The built-in profiles have the documented attempt ceilings."""
+    """The built-in profiles have the documented attempt ceilings; retries holds them and the allowance of 2."""
     profile = PROFILES[name]
-    assert (profile.max_attempts, profile.retries) == (max_attempts, retries)
+    assert (profile.max_attempts, profile.infra_allowance, profile.retries) == (max_attempts, 2, retries)
     assert profile.execution_timeout > timedelta(0)
     assert profile.description
 
@@ -145,3 +148,39 @@ def test_profile_validation(kwargs: dict, field: str) -> None:
     }
     with pytest.raises(ValueError, match=rf"^{field} must"):
         Profile(**{**values, **kwargs})
+
+
+@pytest.mark.parametrize("value", [-1, 11, 2.0, None, "2", False])
+def test_a_bad_infra_allowance_is_refused_naming_field_and_value(value: object) -> None:
+    """A profile's infra_allowance must be an integer from 0 to 10; the error names the field and the value."""
+    with pytest.raises(
+        ValueError, match=r"infra_allowance must be an integer from 0 to 10, got " + re.escape(repr(value))
+    ):
+        Profile("p", 2, PRODUCT_BACKOFF, timedelta(minutes=1), "d", infra_allowance=value)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("earlier", "code", "allowance", "spent"),
+    [
+        (0, 0, 2, 1),  # the first try: one attempt
+        (1, 1, 2, 2),  # the code failed before: as Airflow counts
+        (2, 0, 2, 1),  # killed twice: within the allowance, this is the author's first attempt
+        (3, 0, 2, 2),  # killed three times: the third kill spends an attempt
+        (3, 1, 2, 2),  # one code failure, two kills within the allowance
+        (2, 0, 0, 3),  # no allowance (the kill switch): every try spends one, Airflow's count
+        (1, 5, 2, 2),  # more code rows than earlier tries (a stray row) never counts twice
+    ],
+)
+def test_attempts_spent_count_the_codes_failures_and_kills_beyond_the_allowance(
+    earlier, code, allowance, spent
+):
+    """attempts_spent = code failures + kills beyond the allowance + this try."""
+    assert attempts_spent(earlier_tries=earlier, code_failures=code, infra_allowance=allowance) == spent
+
+
+@pytest.mark.parametrize("field", ["earlier_tries", "code_failures", "infra_allowance"])
+def test_attempts_spent_refuses_a_negative_count_naming_it(field):
+    """A negative count is an error naming the argument and its value."""
+    counts = {"earlier_tries": 1, "code_failures": 0, "infra_allowance": 2, field: -1}
+    with pytest.raises(ValueError, match=f"{field} must be an integer >= 0, got -1"):
+        attempts_spent(**counts)
