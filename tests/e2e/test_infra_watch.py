@@ -1,5 +1,5 @@
-"""Issue 57 in a real Airflow: a task killed on every try is filed ``infra/killed`` by the api-server's
-infra watcher within a minute of the last kill, with the advice, each try recorded, and one alert naming
+"""Issue 57 in a real Airflow: a task killed on every try runs its profile's attempts and its infra
+allowance, then is filed ``infra/killed`` by the api-server's infra watcher within a minute of the last kill, with the advice, each try recorded, and one alert naming
 the host it ran on. Prints the time from the kill to the letter."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 from airflow_retry_provider.airflow_compat import one_row_per_try
+from airflow_retry_provider.policy.profiles import get_profile
 from devstack.smtp import SmtpSink
 from tests.conftest import running_airflow
 from tests.e2e.conftest import sample_until
@@ -31,6 +32,8 @@ KNOWN_34 = pytest.mark.xfail(
 
 DAG = "infra_killed_every_try"
 TASK = "killed_every_try"
+PROFILE = get_profile("dashboard")
+LAST_TRY = PROFILE.max_attempts + PROFILE.infra_allowance  # both budgets, then the letter
 NOTIFIERS = [
     {
         "name": "oncall-mail",
@@ -68,8 +71,8 @@ def _rows(dsn: str, sql: str, *params: object) -> list[dict]:
 
 @KNOWN_34
 def test_a_task_killed_on_every_try_is_filed_infra_killed_within_a_minute_with_advice(airflow, smtp, pids):
-    """SIGKILL on both tries: each try recorded infra/killed, one letter infra/killed saying what would help,
-    filed within 60 s of the last kill, and one alert naming the host."""
+    """SIGKILL on every try: max_attempts + infra_allowance tries, each recorded infra/killed, then one
+    letter infra/killed saying what would help, filed within 60 s of the last kill, and one alert naming the host."""
     stack = airflow.stack
     stack.wait_for_dag(DAG)
     stack.api("PATCH", f"/api/v2/dags/{DAG}", json={"is_paused": False})
@@ -79,7 +82,8 @@ def test_a_task_killed_on_every_try_is_filed_infra_killed_within_a_minute_with_a
     run_id = run["dag_run_id"]
     finished = stack.wait_for_run(DAG, run_id, timeout=300)
     assert finished["state"] == "failed"
-    last_kill = float((pids / f"infra-killed-{run_id}-2").read_text())
+    last_kill = float((pids / f"infra-killed-{run_id}-{LAST_TRY}").read_text())
+    assert not (pids / f"infra-killed-{run_id}-{LAST_TRY + 1}").exists()
 
     def letter() -> list[dict]:
         return _rows(
@@ -94,7 +98,7 @@ def test_a_task_killed_on_every_try_is_filed_infra_killed_within_a_minute_with_a
     seconds = filed["updated_at"].timestamp() - last_kill
     print(f"\ninfra watcher: kill -> letter {filed['category']} in {seconds:.1f} s")
     assert seconds < 60, seconds
-    assert (filed["category"], filed["try_number"], filed["filed_by"]) == ("killed", 2, "watcher")
+    assert (filed["category"], filed["try_number"], filed["filed_by"]) == ("killed", LAST_TRY, "watcher")
     assert "SIGKILL" in filed["reason"] and "exhausted" not in filed["reason"]
     tries = _rows(
         airflow.provider_dsn,
@@ -104,8 +108,7 @@ def test_a_task_killed_on_every_try_is_filed_infra_killed_within_a_minute_with_a
         run_id,
     )
     assert [(t["try_number"], t["failure_class"], t["category"]) for t in tries] == [
-        (1, "infra", "killed"),
-        (2, "infra", "killed"),
+        (number, "infra", "killed") for number in range(1, LAST_TRY + 1)
     ]
     host = tries[-1]["hostname"]
     assert host and host in filed["reason"]
