@@ -528,10 +528,11 @@ def _apply_to_operator(operator: Any, profile: Profile, policy: ClassifiedRetryP
         raise TypeError(
             f"apply_profile: expected default_args, an operator or a @task result, got {operator!r}"
         )
-    explicit = operator.retries if operator.retries != _default_retries() else None
+    existing = getattr(operator, "retry_policy", None)
+    explicit = None if operator.retries in (_default_retries(), _sized_by(existing)) else operator.retries
     _check_retries(f"task {operator.task_id!r}", explicit, profile, policy)
     # may refuse: before any change
-    composed = composed_policy(f"task {operator.task_id!r}", getattr(operator, "retry_policy", None), policy)
+    composed = composed_policy(f"task {operator.task_id!r}", existing, policy)
     operator.retries = policy.retries_needed()
     operator.retry_policy = composed
     # used only where the policy is not consulted (a killed worker)
@@ -566,6 +567,14 @@ def _default_retries() -> int:
     from airflow.sdk.definitions._internal.abstractoperator import DEFAULT_RETRIES
 
     return int(DEFAULT_RETRIES)
+
+
+def _sized_by(existing: Any) -> int | None:
+    """The ``retries`` a profile applied before set (ours alone, or ours in a 3.4 chain), else None:
+    applying a profile again replaces that sizing instead of reading it as the author's."""
+    policies = [existing, *getattr(existing, "policies", ())]
+    ours = [p for p in policies if isinstance(p, ClassifiedRetryPolicy)]
+    return ours[-1].retries_needed() if ours else None
 
 
 def composed_policy(where: str, existing: Any, policy: ClassifiedRetryPolicy) -> Any:

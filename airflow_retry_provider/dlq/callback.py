@@ -143,6 +143,8 @@ def build_letter(context: Mapping[str, Any], filed_by: str = "callback") -> NewL
         reason = letter_reason(what, attempt=attempts_used, max_attempts=max_attempts, category=POLICY_ERROR)
     elif decided_elsewhere is not None:  # another policy (alone, or before ours in a chain) decided
         name, said = decided_elsewhere
+        # our policy's ceiling when it has one (Airflow's max_tries also holds the infra allowance)
+        max_attempts = getattr(policy, "max_attempts", None) or max_attempts
         left = max_attempts is None or attempts_used < max_attempts
         category = OTHER_POLICY if left else DEAD_LETTER_EXHAUSTED
         rule = f"policy:{name}"

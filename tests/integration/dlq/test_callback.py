@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -126,6 +127,7 @@ def test_too_many_connections_is_waited_out_and_the_letter_filed(pg_server, pg_d
             pauses.append(seconds)
             if len(pauses) == 2:
                 holder.close()  # a connection comes free
+                _until_disconnected(pg_dsn, role)  # its backend exits after close() returns
 
         letter = build_letter(_context(ConnectionResetError("reset")))
         result = file_letter(letter, DeadLetterStore.from_dsn(crowded_dsn), replay_cap=3, sleep=pause)
@@ -136,6 +138,19 @@ def test_too_many_connections_is_waited_out_and_the_letter_filed(pg_server, pg_d
         with psycopg.connect(pg_dsn, autocommit=True) as admin:
             admin.execute(f"DROP OWNED BY {role}")
             admin.execute(f"DROP ROLE {role}")
+
+
+def _until_disconnected(dsn: str, role: str) -> None:
+    """Wait (up to 10 s) until PostgreSQL no longer counts a connection of ``role``."""
+    deadline = time.monotonic() + 10
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        while time.monotonic() < deadline:
+            (count,) = admin.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE usename = %s", (role,)
+            ).fetchone()
+            if count == 0:
+                return
+            time.sleep(0.05)
 
 
 class _CountingAirflow:
