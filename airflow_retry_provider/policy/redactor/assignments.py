@@ -16,6 +16,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _flag_prose,
     _not_secret,
     _prose_after_colon,
+    _readable,
     _secret_column,
     _secret_key,
     _secret_name,
@@ -69,6 +70,24 @@ _VALUE = (
 
 # key=value, "key": "value", key: value, key value, '--key', 'value', where the key names a secret
 _KEY_VALUE = pattern(rf"(?:^|[^\pL\pN\pM_.-])({_KEY}){_SEP}{_VALUE}", ignore_case=True)
+
+
+# OAuth 2.0's authorization code in a token request's body, beside its grant_type (RFC 6749 4.1.3):
+# "code": "def502...", code=SplxlOBeZQQYbYS6WxSbIA
+_OAUTH_CODE = pattern(rf"(?:^|[^\pL\pN\pM_.-])code{_SEP}{_VALUE}", ignore_case=True)
+
+
+def _oauth_codes(text: str, spans: list[Span]) -> None:
+    """The authorization code of a token request: a credential, unlike an error's ``"code": "SIGN_ERROR"``."""
+    for match in _matches(_OAUTH_CODE, text, spans):
+        start, end = _content(text, *match.span(2))
+        value = text[start:end]
+        if len(value) >= 8 and not value.isdigit() and not _readable(value) and not _not_secret(value):
+            spans.append((start, end))
+
+
+# a JSON object or a dict's repr as a value: a brace, then a quoted key and its colon
+_JSON_OBJECT = pattern(r"\{[ \t]*\\*[\"'][^\"'\r\n]{1,64}\\*[\"'][ \t]*:")
 
 
 _KEY_SPACE = pattern(rf"(?:^|[\s\"'(\[{{,])({_KEY}){_SPACE_SEP}", ignore_case=True)
@@ -377,12 +396,17 @@ def _counter(text: str, key_start: int, end: int, value: str) -> bool:
     return _NEXT_COUNTER.match(after) is not None or _PREVIOUS_COUNTER.search(before) is not None
 
 
-def _access_key_id(key: str, text: str) -> bool:
+def _access_key_id(key: str, value: str, text: str) -> bool:
     """An access key beside a secret key in the same text names the key pair's id (Druid's
-    ``druid.s3.accessKey`` and ``druid.s3.secretKey``, MinIO's ``AccessKeyID``): the id is readable."""
+    ``druid.s3.accessKey`` and ``druid.s3.secretKey``, MinIO's ``AccessKeyID``): the id is readable
+    when it is shaped as one (one case: ``AKIA...``, ``SCW...``, a name), not as a random mixed-case
+    run, which some APIs call an access key and use as a secret (MoMo's ``accessKey``)."""
     lowered = key.lower()
     if "secret" in lowered or not lowered.endswith(_ACCESS_KEY_IDS):
         return False  # aws_secret_access_key, SecretAccessKey: the secret itself
+    mixed = value.upper() != value and value.lower() != value
+    if not lowered.endswith("id") and mixed and not _readable(value):
+        return False  # named no id, and shaped as a secret
     return any(name in text.lower() for name in _SECRET_KEY_NAMES)
 
 
@@ -398,7 +422,11 @@ def _go_empty_field(text: str, key_start: int, key: str, sep: str, value: str) -
     return "{" in text[line_start:key_start]
 
 
-def _key_values(text: str, spans: list[Span]) -> None:
+MAX_NESTED_OBJECTS = 4
+"""At most this many objects nested in a secret-named key's object are opened to judge their fields."""
+
+
+def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
     for match in _matches(_KEY_VALUE, text, spans):
         (key_start, key_end), (sep_start, sep_end) = match.span(1), match.span(2)
         key, sep = text[key_start:key_end], text[sep_start:sep_end]
@@ -413,7 +441,7 @@ def _key_values(text: str, spans: list[Span]) -> None:
             continue
         if start == raw_start and _go_empty_field(text, key_start, key, sep, value):
             continue
-        if _access_key_id(key, text) or (sep == "=" and _counter(text, key_start, end, value)):
+        if _access_key_id(key, value, text) or (sep == "=" and _counter(text, key_start, end, value)):
             continue
         if (
             start > raw_start
@@ -422,6 +450,16 @@ def _key_values(text: str, spans: list[Span]) -> None:
             and sep.endswith((" ", "\t"))
         ):
             continue  # 'Password: " (spawn_id': the quote closes a string around the key, it opens no value
+        braced = text[raw_start:raw_end]
+        if (
+            depth < MAX_NESTED_OBJECTS
+            and _JSON_OBJECT.match(braced) is not None
+            and _KEY_VALUE.search(braced[1:]) is not None
+        ):  # "auth": {"tenantId": "x", "passwordCredentials": {...}}: the object's fields are judged each
+            fields: list[Span] = []
+            _key_values(braced[1:], fields, depth + 1)
+            spans.extend((raw_start + 1 + begin, raw_start + 1 + finish) for begin, finish in fields)
+            continue
         if _user_and_password_key(key) and ":" in value and "://" not in value:
             start += value.index(":") + 1  # --auth=user:password (HTTPie, xh): the user is kept
             value = text[start:end]
@@ -586,6 +624,7 @@ def _form_siblings(text: str, spans: list[Span]) -> None:
 
 
 PATTERNS: tuple[Pattern, ...] = (
+    _JSON_OBJECT, _OAUTH_CODE,
     _FORM_BODY,
     _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _LOGIN_TUPLE,
     _ERLANG_TUPLE,
@@ -633,3 +672,5 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         _login_tuples(text, spans)
     if "input_value=" in text:
         _pydantic_inputs(text, spans)
+    if "grant_type" in lowered and "code" in lowered:
+        _oauth_codes(text, spans)

@@ -10,6 +10,7 @@ from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _DEVICE_KINDS,
     PROSE_WORDS,
+    _error_code,
     _looks_secret,
     _not_secret,
     _prose,
@@ -380,8 +381,8 @@ def _device_values(text: str, spans: list[Span]) -> None:
         words = text[match.start() : start].lower().split()
         if len(words) >= 2 and words[-2] in ("create", "drop", "alter", "replace", "exists", "describe"):
             continue  # create secret s3_prod (...): the object's name, its fields are judged each
-        if not kind and value.isdigit():
-            continue  # a count or a size (ssh key 2048 bits), not a secret
+        if not kind and (value.isdigit() or _error_code(value)):
+            continue  # a count or a size (ssh key 2048 bits) or an error's code, not a secret
         if any(word.startswith("-") and len(word) > 1 for word in words[:-1]):
             continue  # a command line's flags (isql -user x -password masterkey <db>): not a device's line
         if kind == "0" or not _prose(value):

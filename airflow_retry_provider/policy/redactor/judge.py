@@ -56,6 +56,16 @@ _MASK_PHRASE = pattern(
 )
 
 
+# an error's code in brackets after the word that names what failed (H2's "Wrong user name or
+# password [28000-224]": SQLSTATE and version), not a value given for it
+_BRACKETED_CODE = pattern(r"^\[[0-9][0-9.:-]*(?:\][.,;:]?)?$")  # a bare value ends before "]"
+
+
+def _error_code(value: str) -> bool:
+    """A word after a secret's name that is an error's code in brackets, not the secret."""
+    return _BRACKETED_CODE.match(value) is not None
+
+
 def _not_secret(value: str) -> bool:
     """A placeholder, not a value: ``***``, ``null``, ``%s``, ``<token>``, a shell variable in capitals
     (``$TOKEN``, ``${PG_PASSWORD}``; ``$ecret1`` is a value)."""
@@ -149,7 +159,8 @@ _CASES = str.maketrans(string.ascii_uppercase + string.ascii_lowercase, "U" * 26
 
 
 _HASH_WORDS = (
-    "sha", "md5", "hash", "digest", "commit", "checksum", "etag", "fingerprint", "revision", "rev ",
+    "sha", "md5", "hash", "digest", "commit", "checksum", "etag", "fingerprint", "thumbprint", "serial",
+    "revision", "rev ",
     "oid", "blob", "tree", "trace", "span", "request", "correlation", "uuid", "guid", "object", "build",
     "image", "layer", "integrity", "crc", "git", "head", "version", "_id", "-id", " id", "id=", "id:",
     "id>", 'id"', "id'",  # <HostId>, "RequestId": (an id's key, in XML, JSON or a repr)
@@ -205,8 +216,8 @@ def _secret_key(key: str) -> bool:
 def _spaced_value(key: str, value: str) -> bool:
     """Whether ``key value`` (no = or :) is a secret: a flag's argument (``--password x``,
     ``-storepass x``), or a secret after an identifier naming one (``aws_secret_access_key x``)."""
-    if value.startswith("-"):
-        return False  # the next flag: the value was asked for
+    if value.startswith("-") or _error_code(value):
+        return False  # the next flag (the value was asked for), or an error's code in brackets
     if key.startswith("-"):
         return not (value.isalpha() and value.islower() and len(value) <= 4)  # --password via the CLI
     if key.lower() in ("requirepass", "masterauth"):
@@ -408,8 +419,10 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     window = 80 if before.endswith("..") else len(before) if hexadecimal else 32
     if not any(word in before[-window:] for word in _HASH_WORDS):
         return False
-    words = before.rstrip(" \t=:\"'").split()
-    key = words[-1] if words else ""
+    words = before.rstrip(" \t=:\"'").replace(",", " ").replace(";", " ").replace("&", " ").split()
+    key = (
+        words[-1] if words else ""
+    )  # the run's own key, not the field before it (signature="***",serial_no=)
     if len(words) > 1 and words[-2] == "public":
         return True  # "public key: <base64>" is published
     return not any(word in key for word in _SECRET_IN_NAME)

@@ -52,8 +52,8 @@ _WEBHOOK = pattern(
 _COOKIE = pattern(r"(?:^|[^\w-]|\\[rn])(?:set-)?cookie\\*[\"']?[ \t]*[:=][^\r\n]*", ignore_case=True)
 
 
-_AUTHORIZATION = pattern(
-    r"(?:^|[^\w-]|\\[rn])(?:proxy-)?authori[sz]ation\\*[\"']?[ \t]*[:=][^\r\n]*", ignore_case=True
+_AUTHORIZATION = pattern(  # and a vendor's own: X-Cybozu-Authorization, X-Goog-Authorization
+    r"(?:^|[^\w-]|\\[rn])(?:proxy-|x-[\w-]*-)?authori[sz]ation\\*[\"']?[ \t]*[:=][^\r\n]*", ignore_case=True
 )
 
 
@@ -305,12 +305,15 @@ def _authorization(text: str, spans: list[Span]) -> None:
         start, end = _header_value(text, match, "" if 0 <= digest < 40 else "\"'&,;")
         value = text[start:end]
         scheme, _, rest = value.partition(" ")
-        if rest.strip() and _scheme_word(scheme):  # keep the scheme: "Bearer ***", "GenieKey ***"
+        line = text[start : _escaped_line_end(text, start, match.end())]
+        parameters = _AUTH_PARAMETERS.match(line[len(scheme) :].lstrip(" \t")) is not None
+        if rest.strip() and (_scheme_word(scheme) or (parameters and "=" not in scheme)):
+            # keep the scheme: "Bearer ***", "GenieKey ***", WECHATPAY2-SHA256-RSA2048 mchid="1", signature="***"
             start += len(scheme) + len(rest) - len(rest.lstrip(" \t")) + 1
         line = text[start : _escaped_line_end(text, start, match.end())]
         if "%26" in line or ("&" in line and "=" in line):
             continue  # a parameter list (Cosmos DB's type=master&ver=1.0&sig=x): each judged by its name
-        if not 0 <= digest < 40 and _AUTH_PARAMETERS.match(line):
+        if _AUTH_PARAMETERS.match(line):
             _auth_parameters(text, start, start + len(line), spans)  # Hawk id="x", ts="1", mac="***"
             continue
         equals = text.find("=", start, end)
@@ -334,12 +337,14 @@ _AUTH_PARAMETERS = pattern(r"[A-Za-z_][\w-]*=\\*\"[^\"\r\n]*\"[ \t]*,[ \t]*[A-Za
 _AUTH_PARAMETER = pattern(r"([A-Za-z_][\w-]*)=\\*\"([^\"\r\n\\]*)")
 
 
-# the auth-params that carry the proof: Hawk's mac, OAuth 1.0's oauth_signature and oauth_token
-_PROOF_PARAMETERS = frozenset({"mac", "signature", "sig", "oauth_signature", "oauth_token", "token", "response"})  # fmt: skip
+# the auth-params that carry the proof: Hawk's mac, OAuth 1.0's oauth_signature and oauth_token,
+# Digest's response and its nonces (the pair replays while the server's nonce is valid)
+_PROOF_PARAMETERS = frozenset({"mac", "signature", "sig", "oauth_signature", "oauth_token", "token", "response", "nonce", "cnonce"})  # fmt: skip
 
 
 def _auth_parameters(text: str, start: int, end: int, spans: list[Span]) -> None:
-    """Each quoted auth-param after a scheme word: the proof's value is hidden, the id, time and nonce stay."""
+    """Each quoted auth-param after a scheme word (any scheme: Digest, Hawk, WECHATPAY2-SHA256-RSA2048):
+    the proof's value is hidden; the ids, the time and a certificate's serial stay."""
     for match in _matches(_AUTH_PARAMETER, text[start:end], []):
         if match.group(1).lower() in _PROOF_PARAMETERS and match.group(2):
             spans.append((start + match.start(2), start + match.end(2)))
