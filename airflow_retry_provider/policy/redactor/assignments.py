@@ -47,6 +47,8 @@ _KEY = (
     # or the kind of secret after it, with no linking word (clé API, Schlüssel SSH)
     r"(?:[ \t](?:api|ssh|gpg|pgp|jwt|aws|s3|db|sql|smtp|ldap|ftp|vpn|wifi|wi-fi|hmac|oauth|tls|ssl))?"
     rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw)|auth|sig|session"  # upw=, dbpw=
+    # a one-time or personal code, as a whole word or after a separator (pin=, card.pin:, mfa_code=)
+    rf"|(?:{_KEY_CHAR}*[_.-])?(?:pin|otp|totp|mfa[_-]?code|2fa[_-]?code|recovery[_-]?codes?|backup[_-]?codes?|security[_-]?answer)"
     r"|x-[\w-]*-session"  # a session header (X-Metabase-Session: <uuid>)  # SSSD's ldap_default_authtok
 )
 
@@ -358,6 +360,12 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
         start, end = _next_word(text, match.end())
         end = _escaped_line_end(text, start, end)
         value = text[start:end]
+        if _SPACED_KEY.match(value.lower()) is not None and text[end : end + 1] in (" ", "\t"):
+            # the key's own kind is the next word: "private key passphrase x", "client secret key x"
+            key = value
+            start, end = _next_word(text, end + 1)
+            end = _escaped_line_end(text, start, end)
+            value = text[start:end]
         name, equals, _ = value.partition("=")
         if equals and name.replace("_", "").replace("-", "").isalnum():
             continue  # the next assignment (Token token=x): its key is the key family's
@@ -648,6 +656,10 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         or "session" in lowered
         or "cookie" in lowered
         or "salt" in lowered
+        or "pin" in lowered
+        or "otp" in lowered
+        or "code" in lowered
+        or "answer" in lowered
         or foreign
     ):
         _key_values(text, spans)

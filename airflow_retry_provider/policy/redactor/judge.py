@@ -337,9 +337,33 @@ def _looks_random(token: str) -> bool:
         return True
     if _object_name(token, pieces):
         return False
+    if _short_random(token):
+        return True
     if math.log2(len(set(token))) <= BASE64_ENTROPY_LIMIT:
         return False  # the entropy is at most log2 of the characters used: no need to count them
     return _entropy(token) > BASE64_ENTROPY_LIMIT and not _readable(token)
+
+
+SHORT_RUN = 32
+"""Below this length a run cannot reach the base64 entropy limit (log2 of 22 characters is 4.46)."""
+SHORT_RUN_SLACK = 0.25
+"""How far below the most a short run's entropy may be: almost every character differs."""
+
+
+def _short_random(token: str) -> bool:
+    """A short random key (``Zx9yK2mQp4RtVb7NwL3sQw``: 20 to 31 characters, upper and lower case and
+    digits, almost none repeated), which detect-secrets' limit cannot see: its entropy is within
+    ``SHORT_RUN_SLACK`` of the most its length allows, and it is not made of words."""
+    return (
+        len(token) < SHORT_RUN
+        and token.isalnum()
+        and token.isascii()
+        and any(c.isdigit() for c in token)
+        and any(c.islower() for c in token)
+        and any(c.isupper() for c in token)
+        and _entropy(token) > math.log2(len(token)) - SHORT_RUN_SLACK
+        and not _readable(token)
+    )
 
 
 # the base64 of an SSH public key blob's length and type name (ssh-rsa, ssh-ed25519, ssh-dss, ecdsa-...)

@@ -574,6 +574,25 @@ def test_known_failures_name_entries() -> None:
             "accessKeyId=Zx81kLmPq2RtVb7N accessKeySecret=abcdefgh",
             "accessKeyId=Zx81kLmPq2RtVb7N accessKeySecret=***",
         ),
+        # a key word whose kind is the next word: the value is the word after both
+        (
+            "sftp: wrong private key passphrase Pp!sftp22 given",
+            "sftp: wrong private key passphrase *** given",
+        ),
+        # a short random key (22 characters: below what detect-secrets' entropy limit can see)
+        (
+            '{"pat": "Zx9yK2mQp4RtVb7NwL3sQw", "id": "Xk2lQ8zP4rT1vW9yA3bC5d"}',
+            '{"pat": "***", "id": "Xk2lQ8zP4rT1vW9yA3bC5d"}',
+        ),
+        # one-time and personal codes, as whole keys; words holding "pin" or "code" stay
+        (
+            '{"card.pin": "4711", "otp": "482913", "mfa_code": "123456"}',
+            '{"card.pin": "***", "otp": "***", "mfa_code": "***"}',
+        ),
+        (
+            "mapping=abc ping=5 spin: 3 exit code: 137 error_code=E42",
+            "mapping=abc ping=5 spin: 3 exit code: 137 error_code=E42",
+        ),
     ],
 )
 def test_round_six_classes(text: str, expected: str) -> None:
