@@ -266,6 +266,34 @@ def _modified_keys(text: str, spans: list[Span]) -> None:
             spans.append((start, end))
 
 
+# a key word, then (after words of the sentence, each checked in Python) a value in typographic
+# quotes, which no source code writes around a name: パスワード「x」, mot de passe incorrect « x »,
+# Passwort „x“, пароль «x»
+_TYPOGRAPHIC = pattern(
+    rf"(?:^|[^\pL\pN\pM_.-])({_KEY})((?:[ \t]+\pL+){{0,2}})[ \t]*"
+    r"(?:「([^」\r\n]{1,128})」|『([^』\r\n]{1,128})』|«[ \t\x{a0}]*([^»\r\n]{1,128}?)[ \t\x{a0}]*»"
+    r"|„([^“”\r\n]{1,128})[“”]|“([^”\r\n]{1,128})”|‘([^’\r\n]{1,128})’)",
+    ignore_case=True,
+)
+
+
+def _typographic_values(text: str, spans: list[Span]) -> None:
+    """A value in typographic quotes right after a secret's key word, or after words of the
+    sentence that say it failed (``incorrect``, ``falsch``): not a user's name after ``for user``."""
+    for match in _matches(_TYPOGRAPHIC, text, spans):
+        if not _secret_key(match.group(1)) or any(
+            w not in PROSE_WORDS for w in match.group(2).lower().split()
+        ):
+            continue
+        for index in range(3, 9):
+            start, end = match.span(index)
+            if start >= 0 and not _not_secret(text[start:end]):
+                spans.append((start, end))
+
+
+_TYPOGRAPHIC_QUOTES = ("「", "『", "«", "„", "“", "‘")
+
+
 def _continuation(text: str, end: int) -> int:
     """Where a password's bare value ends: it takes the following plain words (``correct horse
     battery``) up to a word that is the next key (``user=``), a flag, an address or path, a delimiter
@@ -632,7 +660,7 @@ def _form_siblings(text: str, spans: list[Span]) -> None:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    _JSON_OBJECT, _OAUTH_CODE,
+    _JSON_OBJECT, _OAUTH_CODE, _TYPOGRAPHIC,
     _FORM_BODY,
     _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _LOGIN_TUPLE,
     _ERLANG_TUPLE,
@@ -665,6 +693,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         _key_values(text, spans)
         if foreign:
             _modified_keys(text, spans)
+        if any(map(text.__contains__, _TYPOGRAPHIC_QUOTES)):
+            _typographic_values(text, spans)
         if " " in text or "\t" in text or "," in text:
             _key_space_values(text, spans)
         if "<" in text:

@@ -122,11 +122,12 @@ _EXCEPTION_SUFFIXES = ("error", "exception", "warning", "fault", "failure")
 # key<space>value is a secret only after an identifier whose last word names one, joined by _ . -
 # or by nothing (a CamelCase directive, lowered: Apache's AuthLDAPBindPassword, BindPassword)
 _SPACED_KEY = pattern(
-    r"[a-z0-9_.-]*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key"
+    r"(?:(?:[a-z0-9_.-]*[_.-])?pass"  # pass, ftp_pass as a word of their own (not bypass, D0ckerPass)
+    r"|[a-z0-9_.-]*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key"
     r"|secret[_-]?key|private[_-]?key|account[_-]?key|credentials?|client[_-]?secret"
     r"|requirepass|masterauth"  # Redis's config directives, echoed as they are written: requirepass "x"
     + "".join(f"|{word}" for word in secret_words.PASSPHRASE_WORDS)
-    + r")(?:は|が|を|는|은|를|을|가|이|为|是|為)?$"  # a particle after the key: パスワードは x, 비밀번호는 x
+    + r"))(?:は|が|を|는|은|를|을|가|이|为|是|為)?$"  # a particle after the key: パスワードは x, 비밀번호는 x
 )
 
 
@@ -189,7 +190,11 @@ def _prose(value: str) -> bool:
     """A word of a sentence, not a value: a lower-case word or an error code (``provided.``,
     ``[unauthorized_client]``, ``invalid_grant``), a bracketed one, or punctuation alone."""
     word = value.strip("[](){}<>.,;:!?'\"`")
-    return not word or (word.replace("_", "").replace("-", "").isalpha() and word.islower())
+    return (
+        not word
+        or (word.replace("_", "").replace("-", "").isalpha() and word.islower())
+        or word.lower() in PROSE_WORDS  # a script with no case: 틀렸습니다, 错误
+    )
 
 
 def _looks_secret(value: str) -> bool:
@@ -197,6 +202,8 @@ def _looks_secret(value: str) -> bool:
     URL, not a word of the sentence (``Invalid client secret provided.``)."""
     if len(value) < 6 or value.lower().startswith("arn:") or "://" in value or _prose(value):
         return False
+    if value.startswith(("/", "~/", "./", "../")):
+        return False  # a file that holds it (auth-user-pass /etc/openvpn/x.auth), not the secret
     if value.isalpha() and value.isupper():
         return False  # a constant's or a message's word (PASSWORD INVALID), not a password
     return any(not c.isalpha() for c in value) or not value[1:].islower()

@@ -593,6 +593,17 @@ def test_known_failures_name_entries() -> None:
             "mapping=abc ping=5 spin: 3 exit code: 137 error_code=E42",
             "mapping=abc ping=5 spin: 3 exit code: 137 error_code=E42",
         ),
+        # a value in typographic quotes after a key word, or after the words saying it failed
+        (
+            "接続エラー: パスワード「Himitsu99」が正しくありません",
+            "接続エラー: パスワード「***」が正しくありません",
+        ),
+        ("Erreur : mot de passe incorrect « Secret!88 »", "Erreur : mot de passe incorrect « *** »"),
+        ("Fehler: Passwort „Geheim!1“ falsch", "Fehler: Passwort „***“ falsch"),
+        ("password for user «etl» failed", "password for user «etl» failed"),
+        # "pass" as a word of its own; a word of a script with no case is prose, not a value
+        ("530 Login incorrect. (user ftpetl, pass Ftp!9988)", "530 Login incorrect. (user ftpetl, pass ***)"),
+        ("비밀번호가 틀렸습니다: pw=Bimil77!", "비밀번호가 틀렸습니다: pw=***"),
     ],
 )
 def test_round_six_classes(text: str, expected: str) -> None:
