@@ -171,6 +171,8 @@ _HASH_WORDS = (
     # an object named by its noun just before its id (Comet's "experiment <32 hex>", Swarm's "node <25>")
     "experiment", "node ", "dataset", "model ", "artifact", "pipeline", "workflow", "deployment",
     "instance", "volume", "snapshot", "service ", "task ", "workspace",
+    # a stored object's id after its noun (Elasticsearch's "document [<20>]", Firestore's, a row's)
+    "document", "record", "collection", "partition", "shard",
 )  # fmt: skip
 
 

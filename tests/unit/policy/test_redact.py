@@ -601,6 +601,8 @@ def test_known_failures_name_entries() -> None:
         ("Erreur : mot de passe incorrect « Secret!88 »", "Erreur : mot de passe incorrect « *** »"),
         ("Fehler: Passwort „Geheim!1“ falsch", "Fehler: Passwort „***“ falsch"),
         ("password for user «etl» failed", "password for user «etl» failed"),
+        # a short random id after the noun of the object it names stays (Elasticsearch's document id)
+        ("document [Xk2lQ8zP4rT1vW9yA3bC] not found", "document [Xk2lQ8zP4rT1vW9yA3bC] not found"),
         # "pass" as a word of its own; a word of a script with no case is prose, not a value
         ("530 Login incorrect. (user ftpetl, pass Ftp!9988)", "530 Login incorrect. (user ftpetl, pass ***)"),
         ("비밀번호가 틀렸습니다: pw=Bimil77!", "비밀번호가 틀렸습니다: pw=***"),
