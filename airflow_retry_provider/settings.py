@@ -347,6 +347,10 @@ retention_alerts_days = Setting(
     "retention_alerts_days", _integer(1, 36500), default="30", example="7",
     description="Retention deletes sent alerts, idle root-cause windows and told deliveries (their deadline) older than this.",
 )
+retention_tries_days = Setting(
+    "retention_tries_days", _integer(1, 36500), default="30", example="14",
+    description="Retention deletes the recorded failed tries (their class, for the attempts count and the Retries tab) older than this.",
+)
 retention_batch_size = Setting(
     "retention_batch_size", _integer(1, 1000000), default="5000", example="1000",
     description="Rows retention deletes per statement and transaction.",

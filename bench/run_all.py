@@ -56,6 +56,9 @@ TARGETS = {
     "pages.py": "the letters page, its grouped view and the Deliveries view, HTML and JSON, p95 <= 1 s on a real "
     "api-server with 100,000 letters stored, quiet and during a storm of 200 mapped poison failures, beside "
     "Airflow's own GET /api/v2/dags (issue 58)",
+    "infra.py": "mapped tasks SIGKILLed on tries 1-2 then successful: all success with 1 of 2 attempts spent under "
+    "the dashboard profile, beside Airflow's own retries=1 (all failed); none past both budgets; a task killed on "
+    "every try filed infra/killed within 60 s of its last kill, beside the sweeper's 12 minutes (issue 57)",
     "impact.py": "one poison failure in a chain whose last task delivers by a deadline: the delivery-at-risk mail "
     "within 10 s of the failure, naming the latest replay time, beside Airflow's own DeadlineAlert on the same "
     "run and instant, which fires only at the deadline (issue 48)",

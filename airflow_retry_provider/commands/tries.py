@@ -24,7 +24,7 @@ def register(subparsers: Any) -> None:
     """Add ``tries`` to an ``add_subparsers()`` object."""
     tries = subparsers.add_parser(
         "tries",
-        help="every try of a task instance: delay, reason, rule, next try and the schedule ahead",
+        help="every try of a task instance: class, attempt spent or not, delay, reason, rule, next try and the schedule ahead",
         description="A task instance's tries from the Retries tab's API. Exit 0 ok, 1 not found, 2 bad input.",
     )
     tries.add_argument("--dag", required=True, help="DAG id")
@@ -72,6 +72,10 @@ def _cell(value: Any) -> str:
     return "-" if value in (None, "") else str(value)
 
 
+def _spent(spent: bool | None) -> str:
+    return {True: "  attempt spent", False: "  did not spend an attempt", None: ""}[spent]
+
+
 def render(history: dict[str, Any]) -> str:
     """The tries as text: one line a try, then the next try and the schedule ahead."""
     label = (
@@ -86,7 +90,8 @@ def render(history: dict[str, Any]) -> str:
         delay = f"{t['delay_seconds']:g}s" if t["delay_seconds"] is not None else None
         lines.append(
             f"  try {t['try_number']}  {_cell(t['state'])}  {_cell(t['start_date'])} -> {_cell(t['end_date'])}"
-            f"  {_cell(what)}  rule {_cell(decision['rule'])}  delay {_cell(delay)}  {_cell(t['reason'])}"
+            f"  {_cell(what)}{_spent(t.get('spent_attempt'))}  rule {_cell(decision['rule'])}"
+            f"  delay {_cell(delay)}  {_cell(t['reason'])}"
         )
     if history["next_try_at"]:
         lines.append(f"next try starts at {history['next_try_at']}")

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from airflow_retry_provider.dlq.schema import apply_schema
     from airflow_retry_provider.dlq.store import (
         DeadLetterStore,
+        FailedTry,
         FileResult,
         JobError,
         JobStore,
@@ -105,6 +106,7 @@ _EXPORTS = {
     "number_letters": "replay",
     "apply_schema": "schema",
     "DeadLetterStore": "store",
+    "FailedTry": "store",
     "FileResult": "store",
     "LetterFilter": "store",
     "StoredImpact": "store",

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # a preview's instances: the failure callback never loads the
     from airflow_retry_provider.hooks.airflow_api import TaskInstanceRef
 
 AnyRow = TypeVar("AnyRow", bound="_Row")
-SOURCES = ("callback", "sweeper", "ui", "cli", "api", "driver")
+SOURCES = ("callback", "sweeper", "watcher", "ui", "cli", "api", "driver")
 
 
 # which DAGs the dead-letter sweeper sweeps (the cluster policy that tags them: dlq/managed.py)

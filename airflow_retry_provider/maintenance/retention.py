@@ -3,8 +3,8 @@
 Ages (days) are the ``[retry_provider] retention_*_days`` settings (docs/CONFIGURATION.md):
 ``resolved``/``dismissed`` letters and their replays (90); reconciliation reports, findings and
 artifact files, each workspace's latest always kept (30); extraction events (30); finished work
-units, never inside the dedup window (30); sent alerts and idle root-cause windows (30). Each
-delete takes at most ``retention_batch_size`` rows (5000), one short transaction each.
+units, never inside the dedup window (30); sent alerts and idle root-cause windows (30); recorded
+failed tries (30). Each delete takes at most ``retention_batch_size`` rows (5000), one short transaction each.
 
 ``dlq``, ``parked`` and ``replaying`` letters are never deleted. A dry run counts the same rows
 and deletes nothing.
@@ -37,6 +37,7 @@ class RetentionPolicy:
     events_days: int = 30
     ledger_days: int = 30
     alerts_days: int = 30
+    tries_days: int = 30
     batch_size: int = 5000
 
     @classmethod
@@ -50,6 +51,7 @@ class RetentionPolicy:
             events_days=settings.retention_events_days(),
             ledger_days=settings.retention_ledger_days(),
             alerts_days=settings.retention_alerts_days(),
+            tries_days=settings.retention_tries_days(),
             batch_size=settings.retention_batch_size(),
         )
 
@@ -61,6 +63,7 @@ class RetentionPolicy:
             "events": self.events_days,
             "ledger": self.ledger_days,
             "alerts": self.alerts_days,
+            "tries": self.tries_days,
         }
         return {kind: now - timedelta(days=n) for kind, n in days.items()}
 
@@ -76,6 +79,7 @@ COUNTS = {
     "retry_alerts": ("alerts", "retention_alerts_count"),
     "retry_alert_windows": ("alerts", "retention_windows_count"),
     "retry_delivery_alerts": ("alerts", "retention_delivery_alerts_count"),
+    "retry_failed_tries": ("tries", "retention_tries_count"),
 }
 # simple tables: one statement deletes a batch
 SIMPLE_DELETES = {
@@ -84,6 +88,7 @@ SIMPLE_DELETES = {
     "retry_alerts": ("alerts", "retention_alerts_delete"),
     "retry_alert_windows": ("alerts", "retention_windows_delete"),
     "retry_delivery_alerts": ("alerts", "retention_delivery_alerts_delete"),
+    "retry_failed_tries": ("tries", "retention_tries_delete"),
 }
 
 

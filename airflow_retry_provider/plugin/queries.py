@@ -16,11 +16,12 @@ from urllib.parse import quote
 
 from airflow_retry_provider.airflow_compat import attempts
 from airflow_retry_provider.database import ProviderDatabase
-from airflow_retry_provider.dlq import Letter, LetterFilter
+from airflow_retry_provider.dlq import FailedTry, Letter, LetterFilter
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, parse_time
 from airflow_retry_provider.identity import make_work_unit_key
 from airflow_retry_provider.plugin.sql import query
-from airflow_retry_provider.policy import redact
+from airflow_retry_provider.policy import DEFAULT_INFRA_ALLOWANCE, redact
+from airflow_retry_provider.policy.infra import INFRA_CLASS
 from airflow_retry_provider.policy.profiles import UnknownProfileError, get_profile
 from airflow_retry_provider.policy.tries import parse_reason, remaining_schedule
 
@@ -353,6 +354,58 @@ def explain_with_letter(tries: list[dict[str, Any]], letter: Letter | None) -> l
             }
         explained.append(tried)
     return explained
+
+
+def infra_allowance(tries: list[dict[str, Any]]) -> int:
+    """The infra allowance of the profile the tries' reasons name (the latest known), else the default."""
+    for tried in reversed(tries):
+        name = tried["decision"]["profile"]
+        if name:
+            try:
+                return get_profile(str(name)).infra_allowance
+            except UnknownProfileError:
+                continue
+    return DEFAULT_INFRA_ALLOWANCE
+
+
+def with_recorded_classes(
+    tries: list[dict[str, Any]], recorded: list[FailedTry], allowance: int
+) -> list[dict[str, Any]]:
+    """The tries, each with the class the provider recorded for it (``retry_failed_tries``) and
+    whether it spent one of the author's attempts (``spent_attempt``: True, False or None unknown).
+
+    A try that ended with no exception from its code (class ``infra``: killed, evicted, lost) has no
+    reason in Airflow; it shows the class the infra watcher recorded (``"source": "provider"``). The
+    first ``allowance`` infra tries spent none of the author's attempts, later ones did; a try the
+    task's code failed or that succeeded spent one. A failed try nobody recorded nor explained (not
+    read yet) or a running one is None.
+    """
+    by_number = {failed.try_number: failed for failed in recorded}
+    infra_seen = 0
+    shown = []
+    for tried in tries:
+        failed = by_number.get(tried["try_number"])
+        decision = dict(tried["decision"])
+        source = tried["source"]
+        if failed is not None and decision["failure_class"] is None:
+            decision.update(failure_class=failed.failure_class, category=failed.category)
+            source = source or "provider"
+        failure_class = decision["failure_class"]
+        if failure_class == INFRA_CLASS:
+            infra_seen += 1
+            spent: bool | None = infra_seen > allowance
+        else:
+            spent = True if failure_class or tried["state"] == "success" else None
+        shown.append(
+            {
+                **tried,
+                "decision": decision,
+                "source": source,
+                "hostname": failed.hostname if failed else None,
+                "spent_attempt": spent,
+            }
+        )
+    return shown
 
 
 def _schedule(ti: Any, dag_run: Any, tries: list[dict[str, Any]], next_try_at: datetime | None) -> Any:

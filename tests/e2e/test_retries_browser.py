@@ -59,6 +59,7 @@ def test_the_retries_tab_shows_each_try_with_reason_and_delay(
         expect(row.locator(".class")).to_contain_text("retryable / connection-failed")
         expect(row.locator(".delay")).not_to_have_text("–")
         expect(row).to_contain_text("type-connection-failed")
+        expect(row.locator(".spent")).to_have_text("spent")  # the code's own failure spends an attempt
     expect(frame.locator('#retries tr[data-try="3"]')).to_contain_text("success")
     page.screenshot(path=str(ARTIFACTS / "retries-tab.png"), full_page=True)
     page.close()

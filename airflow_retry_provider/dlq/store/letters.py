@@ -33,11 +33,6 @@ if TYPE_CHECKING:
     from airflow_retry_provider.hooks.airflow_api import DagVersion
 
 
-FILER_SOURCES = {"callback": "callback", "sweeper": "sweeper", "watcher": "sweeper"}
-"""Who filed a letter (``filed_by``) and the source its events carry: the infra watcher (issue 57)
-sweeps from the api-server, so its events read ``sweeper``."""
-
-
 @dataclass(frozen=True)
 class FailedTry:
     """One failed try of a managed task and its class (``retry_failed_tries``, issue 57).
@@ -169,7 +164,7 @@ class DeadLetterStore(QueueStore):
         """
         letter = letter.redacted().storable()
         params = letter.as_params()
-        by = Actor.system(FILER_SOURCES.get(letter.filed_by, "callback"))
+        by = Actor.system(letter.filed_by)
         with self.db.transaction() as cur:
             cur.execute(query("insert_letter"), params)
             inserted = cur.fetchone()
@@ -260,7 +255,7 @@ class DeadLetterStore(QueueStore):
             row = cur.fetchone()
             if row is None:
                 return None
-            by = Actor.system(FILER_SOURCES.get(letter.filed_by, "callback"))
+            by = Actor.system(letter.filed_by)
             self.record(cur, letter_id, "refiled", by, why[:500], try_number=letter.try_number)
             self._await_impact(cur, letter_id)
             return FileResult(letter_id, row[0], int(row[1]), created=False, changed=True)

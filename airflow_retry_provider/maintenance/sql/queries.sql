@@ -137,6 +137,16 @@ WHERE (fingerprint, delivery, deadline, status) IN (
     SELECT fingerprint, delivery, deadline, status FROM retry_delivery_alerts
     WHERE deadline < %(cutoff)s LIMIT %(batch)s);
 
+-- name: retention_tries_count
+SELECT count(*) FROM retry_failed_tries WHERE recorded_at < %(cutoff)s;
+
+-- name: retention_tries_delete
+-- The oldest first, by the index on recorded_at (0016).
+DELETE FROM retry_failed_tries
+WHERE (dag_id, run_id, task_id, map_index, try_number) IN (
+    SELECT dag_id, run_id, task_id, map_index, try_number FROM retry_failed_tries
+    WHERE recorded_at < %(cutoff)s ORDER BY recorded_at LIMIT %(batch)s);
+
 -- name: record_retention_run
 INSERT INTO retry_retention_runs (started_at, cutoffs, deleted)
 VALUES (%(started_at)s, %(cutoffs)s, %(deleted)s)

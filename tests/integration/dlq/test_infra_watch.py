@@ -193,7 +193,7 @@ def test_a_task_killed_on_every_try_gets_each_try_recorded_and_one_infra_letter_
     assert "SIGKILL" in letter["reason"] and "worker-7" in letter["reason"]
     assert "exhausted" not in letter["reason"]
     assert letter["fingerprint"] == node_fingerprint("worker-7")
-    assert [event[:2] for event in _events(pg_dsn, letter["id"])] == [("filed", "sweeper")]
+    assert [event[:2] for event in _events(pg_dsn, letter["id"])] == [("filed", "watcher")]
     assert DeadLetterStore.from_dsn(pg_dsn).sweep_state(WATCH_NAME).watermark is not None
     assert sent.count("retry_provider.infra.killed") == 2
     assert "retry_provider.letter.created.killed" in sent

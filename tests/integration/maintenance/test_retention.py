@@ -80,6 +80,12 @@ def seeded(pg_dsn, tmp_path) -> tuple[str, Path]:
             "('f', 'd.t', %(old)s, 'lost', 1), ('f', 'd.t', now() + interval '1 day', 'at-risk', 1)",
             {"old": OLD},
         )
+        conn.execute(
+            "INSERT INTO retry_failed_tries (dag_id, run_id, task_id, try_number, failure_class, category, recorded_at) "
+            "SELECT 'd', 'r', 't', g, 'infra', 'killed', %(old)s FROM generate_series(1, 3) g "
+            "UNION ALL SELECT 'd', 'r', 't', 4, 'retryable', 'http-5xx', now()",
+            {"old": OLD},
+        )
     return pg_dsn, tmp_path
 
 
@@ -93,6 +99,7 @@ EXPECTED = {
     "retry_alerts": 1,  # the pending one waits for its retry
     "retry_alert_windows": 0,
     "retry_delivery_alerts": 1,  # the delivery whose deadline passed the cut-off; tomorrow's stays
+    "retry_failed_tries": 3,  # the three old tries; today's stays
 }
 
 

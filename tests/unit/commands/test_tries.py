@@ -48,6 +48,22 @@ def test_render_shows_each_try_the_next_one_and_the_schedule():
     assert "  attempt 3 at +540s  2026-11-30T10:14:00+00:00" in text
 
 
+def test_render_says_which_tries_spent_no_attempt():
+    """A killed try within the infra allowance reads "did not spend an attempt"; the code's failure "attempt spent"."""
+    killed = {
+        **HISTORY["tries"][0],
+        "try_number": 1,
+        "reason": None,
+        "delay_seconds": None,
+        "decision": {"failure_class": "infra", "category": "killed", "rule": None},
+        "spent_attempt": False,
+    }
+    retried = {**HISTORY["tries"][0], "try_number": 2, "spent_attempt": True}
+    text = render({**HISTORY, "tries": [killed, retried]})
+    assert "try 1  up_for_retry" in text and "infra/killed  did not spend an attempt  rule -" in text
+    assert "retryable/rate-limited  attempt spent  rule http-429" in text
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
