@@ -34,6 +34,7 @@ filed is told at filing.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections import defaultdict
@@ -73,6 +74,8 @@ for one dependency: each costs a few REST calls per DAG."""
 MAX_HELD_ROWS = 500
 GROUP_LETTERS = 200
 """At most this many letters (the newest) are summed into one root-cause group's impact."""
+STORED_IMPACTS = 10_000
+"""Stored impacts kept parsed per process (about 8 MB): two grouped views' worth."""
 WINDOW_BEFORE = timedelta(days=1)
 WINDOW_AFTER = timedelta(days=2)
 """Deadlines read around ``now``: wide enough that "today" in any time zone (UTC-12 to UTC+14) is inside."""
@@ -152,6 +155,19 @@ def todays_deliveries(db: ProviderDatabase, now: datetime) -> list[DeliveryState
     return [delivery for delivery in _read(db, now) if is_today(delivery.deadline, now)]
 
 
+@functools.lru_cache(maxsize=STORED_IMPACTS)
+def stored_impact(text: str) -> Impact:
+    """An impact as stored (its JSON text), parsed once per process.
+
+    The grouped view sums thousands of them per page (``GROUP_LETTERS`` per root cause), the same ones
+    at each refresh; parsing them each time made a page allocate about 100,000 objects, and the full
+    garbage collections of the api-server's heap they set off were the tail of the view's time during
+    a storm (bench/pages.py). An ``Impact`` is immutable, so the parsed value is shared; the text is
+    its key, so a recomputed impact is parsed anew.
+    """
+    return Impact.from_json(json.loads(text))
+
+
 def group_impacts(
     db: ProviderDatabase, fingerprints: Iterable[str], dag_ids: Iterable[str]
 ) -> dict[str, GroupImpact]:
@@ -164,7 +180,7 @@ def group_impacts(
     by_group: dict[str, list[Impact]] = defaultdict(list)
     letters: dict[str, int] = defaultdict(int)
     for row in rows:  # each distinct impact once: merging one twice changes nothing but the count
-        by_group[row["fingerprint"]].append(Impact.from_json(json.loads(row["impact"])))  # read as text
+        by_group[row["fingerprint"]].append(stored_impact(row["impact"]))
         letters[row["fingerprint"]] += int(row["letters"])
     return {
         fingerprint: replace(merge_impacts(impacts), letters=letters[fingerprint])
