@@ -26,12 +26,13 @@ from airflow_retry_provider.commands import (
     database_from_args,
     empty,
 )
-from airflow_retry_provider.states import LetterStatus
+from airflow_retry_provider.dlq import LETTER_FILTERS
 
 if TYPE_CHECKING:
     from airflow_retry_provider.dlq import (
         Actor,
         DeadLetterStore,
+        FilterField,
         Letter,
         LetterFilter,
         ReplayEngine,
@@ -40,18 +41,9 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
-FILTER_FLAGS = (
-    "dag",
-    "task",
-    "category",
-    "failure_class",
-    "status",
-    "fingerprint",
-    "workspace",
-    "since",
-    "until",
-    "id",
-)
+CLI_FILTERS = tuple(field for field in LETTER_FILTERS if field.flag)
+"""The letter filters the CLI has a flag for (``dlq/filters.py``); each flag's value is ``args.<name>``."""
+FILTER_FLAGS = tuple(field.name for field in CLI_FILTERS)
 
 
 def register(subparsers: Any) -> None:
@@ -190,21 +182,15 @@ def _task_only(parser: argparse.ArgumentParser) -> None:
 
 
 def _filters(parser: argparse.ArgumentParser, default_limit: str) -> None:
-    parser.add_argument("--dag", help="DAG id")
-    parser.add_argument("--task", help="task id")
-    parser.add_argument("--category", help="stable category, e.g. not-found")
-    parser.add_argument(
-        "--class",
-        dest="failure_class",
-        metavar="CLASS",
-        help="failure class: poison, retryable, unknown or infra",
-    )
-    parser.add_argument("--status", help="|".join(LetterStatus.values()))
-    parser.add_argument("--fingerprint", help="root-cause fingerprint")
-    parser.add_argument("--workspace", help="workspace id")
-    parser.add_argument("--since", metavar="TS", help="created at or after (ISO 8601 with offset)")
-    parser.add_argument("--until", metavar="TS", help="created before (ISO 8601 with offset)")
-    parser.add_argument("--id", action="append", metavar="ID", help="letter id (repeatable)")
+    """A flag for each letter filter the CLI has (``dlq/filters.py``), ``--limit`` and ``--json``."""
+    for field in CLI_FILTERS:
+        flag = f"--{field.flag}"
+        if field.kind == "flag":
+            parser.add_argument(flag, dest=field.name, action="store_true", help=field.cli_help())
+            continue
+        metavar = {"date": "TS", "ids": "ID"}.get(field.kind, str(field.flag).upper())
+        action = "append" if field.kind == "ids" else "store"
+        parser.add_argument(flag, dest=field.name, action=action, metavar=metavar, help=field.cli_help())
     parser.add_argument("--limit", default=default_limit, metavar="N", help="at most N letters")
     parser.add_argument("--json", action="store_true", help="print JSON")
 
@@ -239,32 +225,30 @@ def _ids(values: list[str] | None, flag: str = "--id") -> list[int] | None:
 
 def _filter(args: argparse.Namespace) -> LetterFilter:
     from airflow_retry_provider.dlq import LetterFilter
-    from airflow_retry_provider.policy.rules import FAILURE_CLASSES
 
-    if args.failure_class is not None and args.failure_class not in FAILURE_CLASSES:
-        raise UsageError(f"--class: {args.failure_class!r} is not one of {', '.join(FAILURE_CLASSES)}")
-    if args.status is not None and args.status not in LetterStatus.values():
-        raise UsageError(f"--status: {args.status!r} is not one of {', '.join(LetterStatus.values())}")
-    since = _timestamp("--since", args.since) if args.since else None
-    until = _timestamp("--until", args.until) if args.until else None
+    values = {field.name: _filter_value(field, getattr(args, field.name)) for field in CLI_FILTERS}
+    since, until = values.get("since"), values.get("until")
     if since and until and since >= until:
         raise UsageError(f"--until: {args.until!r} is not after --since {args.since!r}")
-    for flag in ("dag", "task", "category", "fingerprint", "workspace"):
-        value = getattr(args, flag)
-        if value is not None and not value.strip():
-            raise UsageError(f"--{flag}: {value!r} is empty")
-    return LetterFilter(
-        dag_id=args.dag,
-        task_id=args.task,
-        category=args.category,
-        failure_class=args.failure_class,
-        status=args.status,
-        fingerprint=args.fingerprint,
-        workspace_id=args.workspace,
-        since=since,
-        until=until,
-        ids=_ids(args.id),
-    )
+    return LetterFilter(**values)
+
+
+def _filter_value(field: FilterField, value: Any) -> Any:
+    """A filter flag's value as :class:`LetterFilter` takes it; a bad one is a UsageError naming the flag."""
+    flag = f"--{field.flag}"
+    if field.kind == "flag":
+        return bool(value)
+    if field.kind == "ids":
+        return _ids(value, flag)
+    if value is None:
+        return None
+    if field.kind == "date":
+        return _timestamp(flag, value) if value else None
+    if field.choices and value not in field.choices:
+        raise UsageError(f"{flag}: {value!r} is not one of {', '.join(field.choices)}")
+    if not value.strip():
+        raise UsageError(f"{flag}: {value!r} is empty")
+    return value
 
 
 def _require_selection(args: argparse.Namespace, action: str) -> None:

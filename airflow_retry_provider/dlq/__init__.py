@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         todays_deliveries,
     )
     from airflow_retry_provider.dlq.driver import ReplayDriver, replay_and_wait
+    from airflow_retry_provider.dlq.filters import LETTER_FILTERS, FilterField, LetterFilter
     from airflow_retry_provider.dlq.impact import ImpactWorker
     from airflow_retry_provider.dlq.infra import node_of
     from airflow_retry_provider.dlq.infra_watch import InfraWatcher
@@ -63,7 +64,6 @@ if TYPE_CHECKING:
         JobError,
         JobStore,
         JobView,
-        LetterFilter,
         StoredImpact,
     )
     from airflow_retry_provider.dlq.sweeper import run_sweeper
@@ -108,7 +108,9 @@ _EXPORTS = {
     "DeadLetterStore": "store",
     "FailedTry": "store",
     "FileResult": "store",
-    "LetterFilter": "store",
+    "FilterField": "filters",
+    "LETTER_FILTERS": "filters",
+    "LetterFilter": "filters",
     "StoredImpact": "store",
     "run_sweeper": "sweeper",
 }

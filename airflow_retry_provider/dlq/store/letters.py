@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq.decide import status_after_failure
+from airflow_retry_provider.dlq.filters import LetterFilter
 from airflow_retry_provider.dlq.models import (
     Actor,
     ClosedReplay,
@@ -80,30 +81,6 @@ def _closed_replay(letter_id: int, try_number: int, closed: Any) -> ClosedReplay
         actor=str(actor),
         fix_version=str(fix_version),
     )
-
-
-@dataclass(frozen=True)
-class LetterFilter:
-    """Which letters: every field None means "any"."""
-
-    dag_id: str | None = None
-    task_id: str | None = None
-    category: str | None = None
-    failure_class: str | None = None
-    status: str | None = None
-    fingerprint: str | None = None
-    workspace_id: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    ids: Sequence[int] | None = None
-    #: only letters whose DAG has a newer version deployed than the one they failed on (the sweeper's
-    #: ``retry_dag_versions``); a letter whose version is unknown never matches
-    newer_version: bool = False
-
-    def as_params(self) -> dict[str, Any]:
-        params = dict(self.__dict__)
-        params["ids"] = list(self.ids) if self.ids is not None else None
-        return params
 
 
 class FilingListener:
