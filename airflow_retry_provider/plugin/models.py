@@ -3,15 +3,24 @@
 No ``from __future__ import annotations`` here: FastAPI reads the annotations at runtime.
 """
 
+import inspect
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
 from fastapi import Depends, HTTPException, Path, Query, status
 from fastapi.exceptions import RequestValidationError
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+)
 
-from airflow_retry_provider.dlq import LetterFilter
+from airflow_retry_provider.dlq import LETTER_FILTERS, FilterField, LetterFilter
 from airflow_retry_provider.policy.text import storable
 
 PAGE_SIZE = 50
@@ -69,77 +78,94 @@ MapIndex = Annotated[int, Query(ge=-1, le=INT32_MAX)]
 Identifier = Annotated[str, Query(min_length=1, max_length=MAX_IDENTIFIER), Storable]
 
 
-class Filters(BaseModel):
-    """Which letters: every empty field means "any". Dates are days in the UI's time zone, or ISO instants."""
+PAGE_FILTERS = tuple(field for field in LETTER_FILTERS if field.page)
+"""The letter filters of the pages, the JSON API and the exports (``dlq/filters.py``)."""
+MAX_DATE = 64
+"""Longest day or instant a date filter takes."""
+
+
+def _blank_is_none(value: Any) -> Any:
+    """An empty flag (``newer_version=`` in a query string) is the flag not given."""
+    return None if value == "" else value
+
+
+def _field(field: FilterField) -> Any:
+    """The type and the bounds of a filter's value on the pages: a 422 names the field beyond them."""
+    about = field.query_description()
+    if field.kind == "flag":
+        return Annotated[
+            Literal["yes"] | None, BeforeValidator(_blank_is_none), Field(default=None, description=about)
+        ]
+    longest = MAX_DATE if field.kind == "date" else MAX_FILTER
+    return Annotated[str | None, Field(default=None, max_length=longest, description=about), Storable]
+
+
+class FilterValues(BaseModel):
+    """Which letters: every empty field means "any". Dates are days in the UI's time zone, or ISO instants.
+
+    The methods of :data:`Filters`, the model whose fields are :data:`PAGE_FILTERS`'s (a flag is ``yes``
+    or absent).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    dag_id: FilterText = None
-    task_id: FilterText = None
-    category: FilterText = None
-    failure_class: FilterText = None
-    status: FilterText = None
-    workspace_id: FilterText = None
-    fingerprint: FilterText = None
-    newer_version: Annotated[
-        Literal["yes"] | None,
-        Field(default=None, description='"yes": only letters whose DAG has a newer version deployed'),
-    ] = None
-    since: Annotated[
-        str | None,
-        Field(default=None, max_length=64, description="from this day (inclusive) or instant"),
-        Storable,
-    ] = None
-    until: Annotated[
-        str | None,
-        Field(default=None, max_length=64, description="to this day (inclusive) or before this instant"),
-        Storable,
-    ] = None
-
     def cleaned(self) -> dict[str, str]:
+        """The fields given, stripped: what a link or a form carries on to the next page."""
         return {k: v.strip() for k, v in self.model_dump().items() if isinstance(v, str) and v.strip()}
 
     def to_letter_filter(self, tz: ZoneInfo) -> LetterFilter:
-        values: dict[str, Any] = self.cleaned()
-        try:
-            since = instant(values.pop("since", None), tz, end=False)
-            until = instant(values.pop("until", None), tz, end=True)
-        except (ValueError, OverflowError) as exc:  # not a date, or outside the supported range
-            raise HTTPException(status.HTTP_400_BAD_REQUEST, f"bad date: {exc}") from None
-        newer_version = values.pop("newer_version", None) == "yes"
-        return LetterFilter(**values, since=since, until=until, newer_version=newer_version)
+        """The filter the store runs; a date that cannot be read is a 400 saying so."""
+        given = self.cleaned()
+        values: dict[str, Any] = {}
+        for field in PAGE_FILTERS:
+            value = given.get(field.name)
+            try:
+                if field.kind == "date":
+                    values[field.name] = instant(value, tz, end=field.end)
+                elif field.kind == "flag":
+                    values[field.name] = value == "yes"
+                else:
+                    values[field.name] = value
+            except (ValueError, OverflowError) as exc:  # not a date, or outside the supported range
+                raise HTTPException(status.HTTP_400_BAD_REQUEST, f"bad date: {exc}") from None
+        return LetterFilter(**values)
 
 
-def filters_from_query(
-    dag_id: str | None = None,
-    task_id: str | None = None,
-    category: str | None = None,
-    failure_class: str | None = None,
-    status: str | None = None,
-    workspace_id: str | None = None,
-    fingerprint: str | None = None,
-    newer_version: Annotated[
-        str | None, Query(description='"yes": only letters whose DAG has a newer version deployed')
-    ] = None,
-    since: Annotated[str | None, Query(description="from this day (inclusive) or instant")] = None,
-    until: Annotated[str | None, Query(description="to this day (inclusive) or before this instant")] = None,
-) -> Filters:
-    """The filters from the query string (each field is its own parameter); too long a value is a 422."""
+if TYPE_CHECKING:  # type checkers see the methods; the fields come from the declaration
+    Filters = FilterValues
+else:
+    Filters = create_model(
+        "Filters",
+        __base__=FilterValues,
+        __doc__=FilterValues.__doc__,
+        **{field.name: _field(field) for field in PAGE_FILTERS},
+    )
+
+
+def filters_from_query(**values: str | None) -> Filters:
+    """The filters from the query string, each field its own parameter (its signature is
+    :data:`PAGE_FILTERS`'s, below); too long a value is a 422 naming it."""
     try:
-        return Filters(
-            dag_id=dag_id,
-            task_id=task_id,
-            category=category,
-            failure_class=failure_class,
-            status=status,
-            workspace_id=workspace_id,
-            fingerprint=fingerprint,
-            newer_version=newer_version or None,  # type: ignore[arg-type] # pydantic checks it: a 422 naming the field
-            since=since,
-            until=until,
-        )
+        return Filters(**values)
     except ValidationError as exc:
         raise query_error(exc) from None
+
+
+# FastAPI reads a dependency's query parameters from its signature: one per declared filter, described.
+# (A pydantic model as the parameters, ``Annotated[Filters, Query()]``, is one parameter named ``filters``
+# in the OpenAPI schema of a route with other query parameters.)
+filters_from_query.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [
+        inspect.Parameter(
+            field.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[str | None, Query(description=field.query_description())],
+        )
+        for field in PAGE_FILTERS
+    ],
+    return_annotation=Filters,
+)
 
 
 def query_error(exc: ValidationError) -> RequestValidationError:

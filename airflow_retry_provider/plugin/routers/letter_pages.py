@@ -18,6 +18,7 @@ from airflow_retry_provider.plugin.letters import LettersDep
 from airflow_retry_provider.plugin.models import (
     COUNT_CAP,
     GROUP_PAGE_SIZE,
+    PAGE_FILTERS,
     PAGE_SIZE,
     GroupsCursor,
     Identifier,
@@ -30,8 +31,6 @@ from airflow_retry_provider.plugin.models import (
 )
 from airflow_retry_provider.plugin.queries import next_letters
 from airflow_retry_provider.plugin.rendering import page, query, ti_links
-from airflow_retry_provider.policy.rules import FAILURE_CLASSES
-from airflow_retry_provider.states import LetterStatus
 
 router = APIRouter(include_in_schema=False)
 
@@ -54,9 +53,12 @@ def letters_page(
             "filters": filters.cleaned(),
             "filter_query": query(filters.cleaned()),
             "view": view,
-            "dag_ids": sorted(dags),
-            "statuses": LetterStatus.values(),
-            "failure_classes": FAILURE_CLASSES,
+            "filter_fields": PAGE_FILTERS,
+            # the values a filter's list offers: its declared choices, and the DAGs the user may read
+            "filter_options": {
+                **{field.name: field.choices for field in PAGE_FILTERS if field.choices},
+                "dag_id": sorted(dags),
+            },
             "can_edit": bool(access.permitted(dags, "PUT")),
             "letters": [],
             "groups": None,

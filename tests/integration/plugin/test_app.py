@@ -786,6 +786,23 @@ def test_filters_select_the_matching_letters(ui: Ui, params: dict[str, str], exp
     assert sorted(int(i) for i in re.findall(r'data-letter="(\d+)"', page)) == sorted(expected_ids)
 
 
+def test_the_filter_form_has_a_control_for_each_declared_filter_keeping_its_value(ui: Ui):
+    """The page's form is the declaration (dlq/filters.py): each filter's control, its choices, the value asked."""
+    from airflow_retry_provider.plugin.models import PAGE_FILTERS
+
+    ui.file(run_id="f")
+    page = ui.get("/", html=True, status="parked", category="timeout", newer_version="yes").text
+    form = page[page.index('<form class="filters"') : page.index("</form>")]
+    assert re.findall(r'name="(\w+)"', form) == ["view", *(field.name for field in PAGE_FILTERS)]
+    for field in PAGE_FILTERS:
+        assert f">{field.label}" in form or f"> {field.label}" in form, field.label
+    status = form[form.index('<select name="status">') :]
+    assert '<option value="parked" selected>parked</option>' in status
+    assert f'<option value="{DAG_A}" >{DAG_A}</option>' in form  # the DAGs the user may read
+    assert 'name="category" value="timeout"' in form and 'type="date" name="since" value=""' in form
+    assert 'id="newer-version" checked' in form
+
+
 def test_export_gives_the_filtered_set_as_csv_and_json(ui: Ui):
     """Exports hold every letter of the filter, with a header row (CSV) or as an array (JSON)."""
     ui.file(3, task_id="extract", run_id="x")
