@@ -6,7 +6,7 @@ The front door: the rest of the package imports what it uses of the queue from h
 worker's failure callback that needs ``file_dead_letter`` does not load the replay driver.
 
 Inside, bottom-up (docs/ARCHITECTURE.md): ``states`` (the states, declared once) -> ``decide``
-(the pure decisions) -> ``models`` -> ``store`` (the one owner of the queue's SQL) -> ``announce``
+(the pure decisions) and ``filters`` (the letter filter, declared once) -> ``models`` -> ``store`` (the one owner of the queue's SQL) -> ``announce``
 -> ``replay`` / ``sync`` / ``impact`` / ``infra`` -> ``driver`` -> ``sweeper`` -> ``infra_watch``.
 """
 

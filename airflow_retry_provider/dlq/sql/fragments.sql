@@ -2,10 +2,11 @@
 -- own, "-- include: airflow_retry_provider.dlq.sql:<name>" (sql.py replaces it when the file loads).
 
 -- name: letter_filter
--- The letter filter, on retry_dead_letters (unaliased): LetterFilter's fields (dlq/store/letters.py), the
--- CLI's flags, the pages' and the exports' query parameters. Used by dlq:list_letters and the
--- plugin's ui_list_letters, ui_count_letters, ui_fingerprint_groups and ui_export_letters: a new
--- filter is one line here (and a field of LetterFilter).
+-- The letter filter, on retry_dead_letters (unaliased): one clause per filter of LETTER_FILTERS
+-- (dlq/filters.py, where the CLI's flags and the pages' query parameters come from), each naming
+-- its one parameter. Used by dlq:list_letters and the plugin's ui_list_letters, ui_count_letters,
+-- ui_fingerprint_groups and ui_export_letters: a new filter is one clause here and its declaration
+-- there (tests/unit/dlq/test_filters.py holds the two together).
 (%(dag_id)s::text IS NULL OR dag_id = %(dag_id)s)
   AND (%(task_id)s::text IS NULL OR task_id = %(task_id)s)
   AND (%(category)s::text IS NULL OR category = %(category)s)
