@@ -350,7 +350,9 @@ class TaskInstance:
 
 @dataclass(frozen=True)
 class ClearRequest:
-    """A clear (not a dry run) that reached the fake: its task instance, the replay its note names, whether it acted."""
+    """A clear (not a dry run) that reached the fake: its task instance, the replay its note names, whether it acted
+    (cleared at least one task instance: a 200 that cleared none, as Airflow answers for a task instance no longer
+    failed, changed nothing)."""
 
     run_id: str
     task_id: str
@@ -486,7 +488,7 @@ class FaultAirflow:
                     str(body["dag_run_id"]),
                     str(body["task_ids"][0]),
                     int(found.group(1)) if found else None,
-                    acted,
+                    acted and bool(cleared),
                     cleared if acted else (),
                 )
             )
