@@ -109,7 +109,7 @@ def run_variant(
     """Trigger the variant's 4 DAGs at once, wait for every run, and count what it spent."""
     import psycopg
 
-    from airflow_retry_provider.airflow_compat import run_task_instances
+    from devstack.metadata import run_task_instances
 
     kind = VARIANTS[name][0]
     dag_ids = [f"breaker_bench_{kind}_{n}" for n in range(PER_VARIANT)]

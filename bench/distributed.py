@@ -53,7 +53,7 @@ def retry_lags(metadata_dsn: str, run: dict[str, Any]) -> list[float]:
     """
     import psycopg
 
-    from airflow_retry_provider.airflow_compat import run_tries_query
+    from devstack.metadata import run_tries_query
 
     with psycopg.connect(metadata_dsn) as conn:
         rows = run_tries_query(conn, run["dag_id"], run["dag_run_id"])

@@ -261,7 +261,7 @@ def task_tries(dag_id: str, run_id: str, task_id: str) -> list[tuple]:
     """
     import psycopg
 
-    from airflow_retry_provider.airflow_compat import run_tries_query
+    from devstack.metadata import run_tries_query
 
     with psycopg.connect(metadata_dsn()) as conn:
         rows = [row for row in run_tries_query(conn, dag_id, run_id) if row["task_id"] == task_id]

@@ -5,7 +5,7 @@
   one with ``working_set`` TRUE, archived ones NULL), the table's ``map_index`` column is
   ``region_index`` (the ORM keeps ``map_index``), and the next try's row is created as soon as a
   try fails, carrying that try's times, delay and reason until it starts. :func:`attempts` (ORM,
-  in the api-server) and :func:`run_tries_query` (SQL, for operator tools and tests) read both.
+  in the api-server) reads both; so does ``tools/devstack/metadata.py`` (SQL, for the demo and tests).
 - **Retry features.** 3.4 adds ``ChainRetryPolicy`` (:func:`chain_policy`, None on 3.3; a
   ``ClassifiedRetryPolicy`` may sit in one: :func:`policy_with` finds it) and keeps the policy's
   reason on FAIL (:func:`keeps_reason_on_fail`); its ``RetryDecision.reschedule`` (no try spent)
@@ -24,8 +24,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-
-from airflow_retry_provider.sql import named
 
 _MAJOR_MINOR = re.compile(r"(\d+)\.(\d+)")
 
@@ -208,28 +206,3 @@ def attempts(session: Any, ti: Any) -> list[Attempt]:
     if ti.try_number:
         found.append(Attempt.of(ti))
     return found
-
-
-def _run_rows(conn: Any, statement: str, dag_id: str, run_id: str) -> list[dict[str, Any]]:
-    """Rows of ``statement``'s 3.3 or 3.4 variant (``<statement>_33`` / ``_34``), by the schema the database has."""
-    queries = named(__name__)
-    cur = conn.cursor()
-    cur.execute(queries["has_try_history"])
-    (has_history,) = cur.fetchone()
-    cur.execute(queries[f"{statement}_{'33' if has_history else '34'}"], {"dag_id": dag_id, "run_id": run_id})
-    names = [column[0] for column in cur.description]
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-
-
-def run_tries_query(conn: Any, dag_id: str, run_id: str) -> list[dict[str, Any]]:
-    """Every try of every task of one DAG run, from Airflow's metadata database (psycopg ``conn``).
-
-    Rows of ``task_id, map_index, try_number, state, start_date, end_date, retry_delay_override,
-    retry_reason``, ordered by task, map index and try, from the schema the database has.
-    """
-    return _run_rows(conn, "run_tries", dag_id, run_id)
-
-
-def run_task_instances(conn: Any, dag_id: str, run_id: str) -> list[dict[str, Any]]:
-    """The live try of every task instance of one DAG run (psycopg ``conn``): ``id, task_id, map_index, state, try_number, start_date``."""
-    return _run_rows(conn, "run_task_instances", dag_id, run_id)

@@ -188,16 +188,11 @@ def _exception_class(name: str) -> tuple[type[BaseException], str | None]:
     return synthetic, f"{why}: classified by its name alone, as a task's exception of that name would be"
 
 
-def build_exception(
-    type_name: str, message: str, status: int | None = None, sqlstate: str | None = None
-) -> BaseException:
-    """The exception ``classify`` looks at, carrying ``status_code`` / ``sqlstate`` when given."""
-    return _build_exception(type_name, message, status, sqlstate)[0]
-
-
 def _build_exception(
     type_name: str, message: str, status: int | None, sqlstate: str | None
 ) -> tuple[BaseException, str | None]:
+    """The exception ``classify`` looks at, carrying ``status_code`` / ``sqlstate`` when given, and a note
+    when the type was not importable (built by its name)."""
     cls, note = _exception_class(type_name)
     try:
         exc = cls(message)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from airflow_retry_provider.airflow_compat import retry_policy_reschedules, run_task_instances
+from airflow_retry_provider.airflow_compat import retry_policy_reschedules
 from airflow_retry_provider.breaker.store import BreakerStore
 from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.policy.breaker import CLOSED, HALF_OPEN, OPEN
+from devstack.metadata import run_task_instances
 from tests.conftest import metadata_dsn
 from tests.dag_files import breaker_dags
 

@@ -15,10 +15,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from airflow_retry_provider.airflow_compat import run_tries_query
 from devstack.airflow import AirflowStack
 from devstack.browser import chromium
 from devstack.browser import signed_in_page as sign_in
+from devstack.metadata import run_tries_query
 from devstack.smtp import SmtpSink
 from tests.conftest import REPO, running_airflow
 

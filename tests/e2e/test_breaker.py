@@ -22,9 +22,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import psycopg
 import pytest
 
-from airflow_retry_provider.airflow_compat import run_task_instances
 from airflow_retry_provider.breaker.store import BreakerStore
 from airflow_retry_provider.policy.breaker import CLOSED, HALF_OPEN, OPEN
+from devstack.metadata import run_task_instances
 from tests.dag_files.outage_dags import POOL
 
 pytestmark = pytest.mark.e2e

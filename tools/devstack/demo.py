@@ -20,8 +20,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from airflow_retry_provider.airflow_compat import run_tries_query
 from devstack.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowStack
+from devstack.metadata import run_tries_query
 from devstack.postgres import PostgresServer, server_from_env_or_start
 from devstack.redis import RedisServer, start_redis
 from devstack.smtp import SmtpSink

@@ -1,6 +1,6 @@
 -- Every try of every task of one DAG run, straight from Airflow's metadata database, for the
--- operator tools and the tests (the REST API carries no retry delay). One statement per schema:
--- :func:`airflow_retry_provider.airflow_compat.run_tries_query` picks the one the database has.
+-- demo, the tests and the benchmarks (the REST API carries no retry delay). One statement per schema:
+-- devstack/metadata.py picks the one the database has.
 
 -- name: has_try_history
 -- Airflow 3.3 keeps earlier tries in task_instance_history; 3.4 keeps every try in task_instance.
