@@ -13,7 +13,9 @@ written blind, 54/60 at first sight: 3 leaks, 3 over-redactions) was fitted in r
 per class of failure, and round5.yaml (28 entries for the neighbouring classes, written in round five
 after those fixes: 23 of its first 26 held at first sight) with it; holdout4b.yaml (60 more tools
 written blind, 52/60 at first sight under rounds four and five alike) was fitted in round six, one
-rule per class, 59/60 with one known failure. A held-out set nothing
+rule per class, 59/60 with one known failure; holdout5.yaml (60 more tools written blind, 45/60 at
+first sight under round six) was fitted in round seven, one rule per class, 53/60 with seven known
+failures. A held-out set nothing
 was fitted to (listed in ``MEASURED``, when it is placed in tests/data) is measured and printed beside
 the issue's 97 % target without deciding the exit code. Run: ``.venv/bin/python bench/corpus.py``.
 """
@@ -37,6 +39,7 @@ TARGETS = {
     "holdout4a.yaml": 100.0,  # 54/60 at first sight, fitted in round five
     "round5.yaml": 100.0,  # written in round five for holdout4a's neighbouring classes
     "holdout4b.yaml": 100.0,  # 52/60 at first sight (rounds four and five alike), fitted in round six
+    "holdout5.yaml": 100.0,  # 45/60 at first sight (round six), fitted in round seven
 }
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
 MEASURED: dict[str, float] = {}

@@ -35,10 +35,12 @@ Span = tuple[int, int]
 MAX_MATCHES_PER_ROW = 16
 """A row's matches past this many in one text are not looked at (the text is bounded already)."""
 
-# an argument: quoted, or a bare word (argv lists: up to the quote, comma or bracket)
-ARG = r"(\"[^\"\r\n]*\"|'[^'\r\n]*'|[^\s'\",\])]+)"
+# an argument: quoted, quoted with escaped quotes (a command inside a quoted string, as a log echoes
+# bash -c '... -w \'x\' ...'), or a bare word (argv lists: up to the quote, comma or bracket)
+_ESCAPED = r"\\+'[^'\\\r\n]*\\+'|\\+\"[^\"\\\r\n]*\\+\""
+ARG = rf"(\"[^\"\r\n]*\"|'[^'\r\n]*'|{_ESCAPED}|[^\s'\",\])]+)"
 # a positional argument: not a flag
-POSITIONAL = r"(\"[^\"\r\n]*\"|'[^'\r\n]*'|[^\s'\",\])-][^\s'\",\])]*)"
+POSITIONAL = rf"(\"[^\"\r\n]*\"|'[^'\r\n]*'|{_ESCAPED}|[^\s'\",\])-][^\s'\",\])]*)"
 START = r"(?:^|[\s'\"\[(,=])"  # where an argument starts (a space, a quote of an argv list)
 NEXT = r"(?:[ \t]+|[\"'][ \t]*,[ \t]*[\"']?)"  # the next argument: a space, or ', ' in an argv list
 _SKIPPED = r"(?:\"[^\"\r\n]*\"|'[^'\r\n]*'|[^\s'\",\])]+)"
@@ -181,6 +183,13 @@ def patterns() -> tuple[Pattern, ...]:
 def _inside_quotes(text: str, start: int, end: int) -> Span:
     if end - start >= 2 and text[start] in "\"'" and text[end - 1] == text[start]:
         return start + 1, end - 1
+    if text[start : start + 1] == "\\" and text[end - 1 : end] in ("'", '"'):
+        # \'x\': the value between the escaped quotes
+        opening = start + len(text[start:end]) - len(text[start:end].lstrip("\\")) + 1
+        closing = end - 1
+        while closing > opening and text[closing - 1] == "\\":
+            closing -= 1
+        return opening, closing
     return start, end
 
 

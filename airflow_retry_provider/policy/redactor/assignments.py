@@ -14,6 +14,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _SPACED_KEY,
     PROSE_WORDS,
     _flag_prose,
+    _looks_secret,
     _not_secret,
     _prose_after_colon,
     _readable,
@@ -92,7 +93,7 @@ def _oauth_codes(text: str, spans: list[Span]) -> None:
 _JSON_OBJECT = pattern(r"\{[ \t]*\\*[\"'][^\"'\r\n]{1,64}\\*[\"'][ \t]*:")
 
 
-_KEY_SPACE = pattern(rf"(?:^|[\s\"'(\[{{,])({_KEY}){_SPACE_SEP}", ignore_case=True)
+_KEY_SPACE = pattern(rf"(?:^|[\s\"'(\[{{,，。；、（【「])({_KEY}){_SPACE_SEP}", ignore_case=True)
 
 
 # a key word of another language, then one or two words that say which (Vietnamese "mật khẩu merchant:",
@@ -132,6 +133,12 @@ _NAMED = (
     # and Spring Boot's "Failed to bind properties": "Property: db.password / Value: "x""
     pattern(r"\b(?:name|property):[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*\r?\n[ \t]*value:[ \t]*([^\r\n]*)", ignore_case=True),
     pattern(r"<[\w:.-]+[ \t][^<>]*?\b(?:name|key)[ \t]*=[ \t]*[\"']([^\"'<>]*)[\"'][^<>/]*>([^<]*)<", ignore_case=True),
+    # Hadoop's configuration XML (core-site, hive-site, hdfs-site...), as services print it:
+    # <property><name>javax.jdo.option.ConnectionPassword</name><value>x</value></property>
+    pattern(
+        r"<(?:name|key)>[ \t]*([^<>\r\n]{1,200}?)[ \t]*</(?:name|key)>\s{0,200}<value>([^<]*)</value>",
+        ignore_case=True,
+    ),
     # YAML's flow style: {name: DB_PASS, value: x}
     pattern(r"\bname:[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*,[ \t]*value:[ \t]*([^,}\]\r\n]*)", ignore_case=True),
     # a declared block named for a secret, its value the default (HCL: Terraform's and Packer's
@@ -142,6 +149,11 @@ _NAMED = (
         ignore_case=True,
     ),
 )  # fmt: skip
+
+
+# a personal access token named by its abbreviation, as CI systems and CLIs name it in the environment:
+# AZURE_DEVOPS_EXT_PAT=x, GITHUB_PAT=x, gitlab_pat: x (PAT as a word of its own: not PATH, PATTERN)
+_ACCESS_TOKEN_ENV = pattern(r"(?:^|[^\w])(?:[A-Za-z0-9]+_)*(?:PAT|pat)[ \t]*[=:][ \t]*([^\s\"'&;,]{8,})")
 
 
 # a (user, password) pair given to a credential's constructor or an auth argument: requests'
@@ -365,7 +377,7 @@ _SPACED_VALUE_CHARS = 256
 """A value read after ``key<space>`` is at most this long (the scan is bounded, so it stays linear)."""
 
 
-_BARE_STOPS = frozenset(" \t\r\n&;,\"'<>)]}")
+_BARE_STOPS = frozenset(" \t\r\n&;,\"'<>)]}，。；、）】」")  # and a script's full-width punctuation
 
 
 def _next_word(text: str, start: int) -> Span:
@@ -394,6 +406,17 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
             start, end = _next_word(text, end + 1)
             end = _escaped_line_end(text, start, end)
             value = text[start:end]
+        if value.lower() in _LINKING_WORDS and text[end : end + 1] == " " and not key.startswith("-"):
+            # said in a sentence: "detected your API key as x", "the signing key in use=x"
+            start, end = _next_word(text, end + 1)
+            if value.lower() == "in" and text[start:end].lower().startswith(("use=", "use:")):
+                start += 4  # key in use=x, key in use: x
+                if start == end and text[end : end + 1] == " ":
+                    start, end = _next_word(text, end + 1)
+            value = text[start:end]
+            if _linked_secret(value) and _secret_key(key):
+                spans.append((start, end))
+            continue
         name, equals, _ = value.partition("=")
         if equals and name.replace("_", "").replace("-", "").isalnum():
             continue  # the next assignment (Token token=x): its key is the key family's
@@ -407,6 +430,24 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
                 continue  # the flag named in a sentence: "Retry with --password prompting enabled."
             if _spaced_value(key, value):
                 spans.append((start, end))
+
+
+_LINKING_WORDS = ("as", "is", "was", "in")
+"""A word that links a key to its value in a sentence (``key as x``, ``key in use=x``)."""
+
+
+def _linked_secret(value: str) -> bool:
+    """A value a sentence gives after a key and a linking word: shaped as a secret (10+ characters,
+    letters and digits, no separator of a path; with ``_`` or ``-`` only in both cases, as base64url is
+    and a snake_case name is not), not a word of the sentence."""
+    return (
+        len(value) >= 10
+        and any(c.isdigit() for c in value)
+        and any(c.isalpha() for c in value)
+        and not any(c in "./:" for c in value)
+        and (not any(c in "_-" for c in value) or (value.lower() != value and value.upper() != value))
+        and _looks_secret(value)
+    )
 
 
 _ACCESS_KEY_IDS = ("accesskey", "access_key", "access-key", "accesskeyid", "access_key_id", "access-key-id")
@@ -663,7 +704,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _JSON_OBJECT, _OAUTH_CODE, _TYPOGRAPHIC,
     _FORM_BODY,
     _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _LOGIN_TUPLE,
-    _ERLANG_TUPLE,
+    _ERLANG_TUPLE, _ACCESS_TOKEN_ENV,
     _SETTING_ECHO, _PYDANTIC_INPUT, _GO_FIELD,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
@@ -710,6 +751,10 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         _setting_echoes(text, spans)
     if "{" in text and "," in text:
         _erlang_tuples(text, spans)
+    if "PAT" in text or "_pat" in text:
+        for match in _matches(_ACCESS_TOKEN_ENV, text, spans):
+            if not _not_secret(match.group(1)):
+                spans.append(match.span(1))
     if "(" in text and ("=(" in text or "= (" in text or ":(" in text or ": (" in text):
         _login_tuples(text, spans)
     if "input_value=" in text:

@@ -126,7 +126,7 @@ _SPACED_KEY = pattern(
     r"|[a-z0-9_.-]*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key"
     r"|secret[_-]?key|private[_-]?key|account[_-]?key|credentials?|client[_-]?secret"
     r"|requirepass|masterauth"  # Redis's config directives, echoed as they are written: requirepass "x"
-    + "".join(f"|{word}" for word in secret_words.PASSPHRASE_WORDS)
+    + "".join(f"|{word}" for word in secret_words.words())  # any language's word: 密钥 x, कुंजी x
     + r"))(?:は|が|を|는|은|를|을|가|이|为|是|為)?$"  # a particle after the key: パスワードは x, 비밀번호는 x
 )
 
@@ -442,13 +442,33 @@ _SECRET_IN_NAME = ("key", "secret", "token", "pass", "pwd", "credential", "sig",
 _PATH_NOUNS = ("/accounts/", "/users/", "/projects/", "/organizations/", "/orgs/", "/customers/", "/tenants/", "/teams/", "/workspaces/", "/subscriptions/", "/instances/", "/clusters/", "/databases/", "/apps/")  # fmt: skip
 
 
+_SECRET_COLLECTIONS = ("keys", "tokens", "secrets", "credentials", "passwords", "hooks", "webhooks",
+                       "sessions", "signatures", "invites", "invitations", "shares", "links", "codes")  # fmt: skip
+"""Collections whose members' names are themselves secrets (Mattermost's /hooks/<key>, a share link)."""
+
+
+def _collection_segment(before: str) -> bool:
+    """Whether a URL path's last segment before a run is a plural noun naming a collection of objects
+    (``/v2/payments/``, ``/drive/v3/files/``), not a collection of secrets."""
+    if not before.endswith("/"):
+        return False
+    segment = before[:-1].rpartition("/")[2]
+    return (
+        4 <= len(segment) <= 24
+        and segment.isalpha()
+        and segment.islower()
+        and segment.endswith("s")
+        and segment not in _SECRET_COLLECTIONS
+    )
+
+
 def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     """Whether the words just before a random run (32 characters) name it as a hash or an id
     (``sha256=``, ``commit``, ``request id:``), unless its own key names a secret
     (``fs.azure.account.key.x.blob.core.windows.net=``: "blob" is a hash word, "key" wins)."""
     # the end of a range (a1b2..c3d4) reads as its start; a hex digest may be named a line above
-    if before.endswith(_PATH_NOUNS):
-        return True  # an object's id after its collection in a path: /Accounts/AC<32 hex>/
+    if before.endswith(_PATH_NOUNS) or _collection_segment(before):
+        return True  # an object's id after its collection in a path: /Accounts/AC<32 hex>/, /payments/<id>
     window = 80 if before.endswith("..") else len(before) if hexadecimal else 32
     if not any(word in before[-window:] for word in _HASH_WORDS):
         return False

@@ -9,6 +9,7 @@ from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _HEX,
     _PATH_NOUNS,
+    _collection_segment,
     _looks_random,
     _named_hash,
     _readable,
@@ -96,8 +97,8 @@ def _random_part(token: str) -> Span:
     previous = ""
     named = False  # a piece was an object's id
     for piece in token.split("/"):
-        if f"/{previous.lower()}/" in _PATH_NOUNS:
-            named = True  # /Accounts/<id>: the id of an account
+        if f"/{previous.lower()}/" in _PATH_NOUNS or _collection_segment(f"/{previous}/"):
+            named = True  # /Accounts/<id>: the id of an account; /payments/<id>, of a payment
         elif not _readable(piece):
             first = offset if first < 0 else first
             last = offset + len(piece)

@@ -485,6 +485,7 @@ HELD_OUT = (
     "holdout4a.yaml",
     "round5.yaml",
     "holdout4b.yaml",
+    "holdout5.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -502,7 +503,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout4b, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout5, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -610,6 +611,38 @@ def test_known_failures_name_entries() -> None:
 )
 def test_round_six_classes(text: str, expected: str) -> None:
     """Round six's classes (holdout4b's first-sight misses), each tried on a tool in no corpus: the secret goes, what on-call reads stays."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a key word of any language, then its value after a space or a particle (not only password's)
+        ("Fehler: API-Schlüssel Xk29fPq7LmZ3 abgelehnt", "Fehler: API-Schlüssel *** abgelehnt"),
+        ("接口调用失败，令牌为 Tk7Qw2Lp9Xz4Rm8N，请重新获取", "接口调用失败，令牌为 ***，请重新获取"),
+        ("chave do cliente inválida", "chave do cliente inválida"),
+        # a key said in a sentence, linked to its value by as, is, was or "in use"
+        ("Rejected: the provided token was Zq81Lm2Xc9Vb44Nk", "Rejected: the provided token was ***"),
+        ("webhook signing key in use: Pq7_Xk2mLw9ZrT4vBn", "webhook signing key in use: ***"),
+        ("the primary key is order_id_2024", "the primary key is order_id_2024"),
+        ("token is expired", "token is expired"),
+        # Hadoop's configuration XML: the property's name says what its value is
+        (
+            "<property><name>fs.azure.account.oauth2.client.secret</name><value>Qm7~xP2.vL9</value></property>",
+            "<property><name>fs.azure.account.oauth2.client.secret</name><value>***</value></property>",
+        ),
+        ("<name>fs.defaultFS</name><value>hdfs://nn:8020</value>", "<name>fs.defaultFS</name><value>hdfs://nn:8020</value>"),
+        # a personal access token named by its abbreviation (PAT as a word: not PATH)
+        ("env: GITLAB_PAT=zx81kq0m2lp9vb7nc4rt", "env: GITLAB_PAT=***"),
+        ("PATH=/usr/local/bin:/usr/bin", "PATH=/usr/local/bin:/usr/bin"),
+        # a command inside a quoted string, its value in escaped quotes
+        ("sh -c 'mysql -u etl -p\\'Qx8!mz2\\' warehouse'", "sh -c 'mysql -u etl -p\\'***\\' warehouse'"),
+        # an object's id after its collection in a URL path stays; a secrets' collection does not
+        ("GET https://api.example.test/v1/invoices/Ab3dE5gH7jK9mN1pQ3rS5tV7x", "GET https://api.example.test/v1/invoices/Ab3dE5gH7jK9mN1pQ3rS5tV7x"),
+    ],
+)  # fmt: skip
+def test_round_seven_classes(text: str, expected: str) -> None:
+    """Round seven's classes (holdout5's first-sight misses), each tried on a tool in no corpus: the secret goes, what on-call reads stays."""
     assert redact(text) == expected
 
 
