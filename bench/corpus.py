@@ -14,7 +14,7 @@ per class of failure, and round5.yaml (28 entries for the neighbouring classes, 
 after those fixes: 23 of its first 26 held at first sight) with it; holdout4b.yaml (60 more tools
 written blind, 52/60 at first sight under rounds four and five alike) was fitted in round six, one
 rule per class, 59/60 with one known failure; holdout5.yaml (60 more tools written blind, 45/60 at
-first sight under round six) was fitted in round seven, one rule per class, 53/60 with seven known
+first sight under round six) was fitted in round seven, one rule per class, 54/60 with six known
 failures. A held-out set nothing
 was fitted to (listed in ``MEASURED``, when it is placed in tests/data) is measured and printed beside
 the issue's 97 % target without deciding the exit code. Run: ``.venv/bin/python bench/corpus.py``.

@@ -90,7 +90,8 @@ def _oauth_codes(text: str, spans: list[Span]) -> None:
 
 
 # a JSON object or a dict's repr as a value: a brace, then a quoted key and its colon
-_JSON_OBJECT = pattern(r"\{[ \t]*\\*[\"'][^\"'\r\n]{1,64}\\*[\"'][ \t]*:")
+# an object's first field: a quoted key (JSON, a repr), or a bare one (JavaScript, YAML's flow style)
+_JSON_OBJECT = pattern(r"\{[ \t]*(?:\\*[\"'][^\"'\r\n]{1,64}\\*[\"']|[A-Za-z_$][\w$-]{0,63})[ \t]*:")
 
 
 _KEY_SPACE = pattern(rf"(?:^|[\s\"'(\[{{,，。；、（【「])({_KEY}){_SPACE_SEP}", ignore_case=True)

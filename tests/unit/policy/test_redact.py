@@ -637,6 +637,8 @@ def test_round_six_classes(text: str, expected: str) -> None:
         ("PATH=/usr/local/bin:/usr/bin", "PATH=/usr/local/bin:/usr/bin"),
         # a command inside a quoted string, its value in escaped quotes
         ("sh -c 'mysql -u etl -p\\'Qx8!mz2\\' warehouse'", "sh -c 'mysql -u etl -p\\'***\\' warehouse'"),
+        # an object literal with bare keys after a secret's name: each field judged (JavaScript, YAML flow)
+        ("smtp: { auth: { user: 'ops@example.test', pass: 'Mx8!pL2q' } }", "smtp: { auth: { user: 'ops@example.test', pass: '***' } }"),
         # an object's id after its collection in a URL path stays; a secrets' collection does not
         ("GET https://api.example.test/v1/invoices/Ab3dE5gH7jK9mN1pQ3rS5tV7x", "GET https://api.example.test/v1/invoices/Ab3dE5gH7jK9mN1pQ3rS5tV7x"),
     ],
