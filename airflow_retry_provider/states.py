@@ -9,17 +9,11 @@ enums by ``tests/unit/test_states.py``.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class State(str, Enum):
+class State(StrEnum):
     """A state as PostgreSQL stores it: compares, formats and serialises as its text (``"dlq"``)."""
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self.value), spec)
 
     @classmethod
     def values(cls) -> tuple[str, ...]:

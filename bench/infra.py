@@ -24,11 +24,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import psycopg
 from stacks import bench_stack, run_and_wait
 from verdict import check, exit_code, judge
 
 from airflow_retry_provider.policy.profiles import get_profile
+from devstack.provider import infra_letter
 
 DAGS = Path(__file__).resolve().parent / "infra_dags"
 PROVIDER, NATIVE, EVERY_TRY = "infra_bench_provider", "infra_bench_native", "infra_bench_every_try"
@@ -64,14 +64,9 @@ def letter_seconds(
     """Seconds from ``last_kill`` to the letter of the task killed every try, and its class/category."""
     until = time.monotonic() + timeout
     while time.monotonic() < until:
-        with psycopg.connect(dsn) as conn:
-            row = conn.execute(
-                "SELECT created_at, failure_class || '/' || category FROM retry_dead_letters "
-                "WHERE dag_id = %s AND run_id = %s AND failure_class = 'infra'",
-                (EVERY_TRY, run_id),
-            ).fetchone()
-        if row:
-            return row[0].timestamp() - last_kill, row[1]
+        letter = infra_letter(dsn, EVERY_TRY, run_id)
+        if letter:
+            return letter["created_at"].timestamp() - last_kill, letter["kind"]
         time.sleep(0.5)
     return None, None
 

@@ -8,7 +8,7 @@
   in the api-server) reads both; so does ``tools/devstack/metadata.py`` (SQL, for the demo and tests).
 - **Retry features.** 3.4 adds ``ChainRetryPolicy`` (:func:`chain_policy`, None on 3.3; a
   ``ClassifiedRetryPolicy`` may sit in one: :func:`policy_with` finds it) and keeps the policy's
-  reason on FAIL (:func:`keeps_reason_on_fail`); its ``RetryDecision.reschedule`` (no try spent)
+  reason on FAIL; its ``RetryDecision.reschedule`` (no try spent)
   holds a failure of a guarded task while its breaker is open (:func:`retry_policy_reschedules`).
 - **Clearing.** 3.4's ``clearTaskInstances`` takes ``keep_task_state``; 3.3 refuses it (422). The
   REST client asks the api-server which version it runs (:func:`keeps_task_state`).
@@ -96,11 +96,6 @@ def in_dag_test() -> bool:
 
     runner = sys.modules.get("airflow.sdk.execution_time.task_runner")
     return type(getattr(runner, "SUPERVISOR_COMMS", None)).__name__ == "InProcessSupervisorComms"
-
-
-def keeps_reason_on_fail() -> bool:
-    """3.4 and later store the policy's reason when it decides FAIL; 3.3 stores none."""
-    return installed_version() >= (3, 4)
 
 
 def retry_policy_reschedules() -> bool:

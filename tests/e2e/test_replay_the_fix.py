@@ -35,6 +35,7 @@ from airflow_retry_provider.dlq.store import DeadLetterStore, LetterFilter
 from airflow_retry_provider.dlq.sweeper import notice_fixes, number_versions
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
 from devstack.airflow import ADMIN_PASSWORD, ADMIN_USER
+from devstack.provider import fix_notices
 from devstack.smtp import SmtpSink
 from tests.conftest import running_airflow
 from tests.e2e.conftest import SHARED_ENV, sample_until
@@ -218,7 +219,7 @@ def _version_2_is_noticed_once_and_nothing_is_replayed(versioned: Stack, ids: li
     noticed, errors = versioned.sweep_versions()
     assert errors == [] and len(noticed) == 1
     assert versioned.sweep_versions() == ([], [])
-    (notice,) = versioned.store.fix_notices()
+    (notice,) = fix_notices(versioned.running.provider_dsn)
     assert (notice.version_number, notice.failed_on, notice.letters) == (2, 1, PARTS)
     assert notice.line().startswith("failed on version 1; version 2 deployed at ")
     ((key, status, preview),) = versioned.fix_alerts()
@@ -259,7 +260,7 @@ def _version_3_is_named_by_the_alert_and_the_preview(versioned: Stack, ids: list
     versioned.wait_for(3)
     noticed, errors = versioned.sweep_versions()
     assert errors == [] and len(noticed) == 1
-    (notice,) = [n for n in versioned.store.fix_notices() if n.version_number == 3]
+    (notice,) = [n for n in fix_notices(versioned.running.provider_dsn) if n.version_number == 3]
     assert (notice.failed_on, notice.letters) == (2, PARTS)
     assert notice.line().startswith("failed on version 2; version 3 deployed at ")
     keys = [(key, status) for key, status, _ in versioned.fix_alerts()]

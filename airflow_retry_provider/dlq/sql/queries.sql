@@ -480,9 +480,6 @@ WITH gone_versions AS (
 )
 SELECT (SELECT count(*) FROM gone_versions) AS versions, (SELECT count(*) FROM gone_notices) AS notices;
 
--- name: fix_notices
-SELECT * FROM retry_fix_notices ORDER BY dag_id, fingerprint, version_number;
-
 -- name: wait_for_canary
 -- The canary's clear is done: the job waits for its outcome until canary_until (set once, so a driver
 -- that takes the job over keeps the first driver's deadline).
@@ -682,12 +679,6 @@ UPDATE retry_impact_queue SET
     lease_until = clock_timestamp() + make_interval(secs => %(retry_seconds)s * attempts),
     gave_up_at = CASE WHEN attempts >= %(max_attempts)s THEN clock_timestamp() END
 WHERE letter_id = ANY(%(letter_ids)s::bigint[]) AND gave_up_at IS NULL;
-
--- name: impact_queue_counts
--- How many letters await their impact, and how many gave up (with the newest reason).
-SELECT count(*) FILTER (WHERE gave_up_at IS NULL) AS awaiting,
-       count(*) FILTER (WHERE gave_up_at IS NOT NULL) AS gave_up
-FROM retry_impact_queue;
 
 -- name: record_failed_try
 -- One row per failed try of a managed task (issue 57): the retry policy writes the tries its task's

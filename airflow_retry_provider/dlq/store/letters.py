@@ -544,9 +544,6 @@ class DeadLetterStore(QueueStore):
         versions, notices = self._row("forget_closed_versions")
         return int(versions), int(notices)
 
-    def fix_notices(self) -> builtins.list[FixNotice]:
-        return [FixNotice.from_row(row) for row in self._rows("fix_notices")]
-
     # -- impact (issue 48) -----------------------------------------------------------------------
 
     def set_impact(self, letter_id: int, impact: Impact) -> None:
@@ -616,11 +613,6 @@ class DeadLetterStore(QueueStore):
             yield try_lead
         finally:
             conn.close()
-
-    def impact_queue_counts(self) -> tuple[int, int]:
-        """Letters awaiting their impact, and those whose impact was given up."""
-        awaiting, gave_up = self._row("impact_queue_counts")
-        return int(awaiting), int(gave_up)
 
     def impact(self, letter_id: int) -> StoredImpact | None:
         """What ``letter_id`` blocks, as last computed; None before it was."""

@@ -438,10 +438,6 @@ def _object_name(token: str, pieces: list[str]) -> bool:
 _SECRET_IN_NAME = ("key", "secret", "token", "pass", "pwd", "credential", "sig", "auth", "hmac")
 
 
-# a URL path's collection nouns: the segment after one is the id of an object of that kind
-_PATH_NOUNS = ("/accounts/", "/users/", "/projects/", "/organizations/", "/orgs/", "/customers/", "/tenants/", "/teams/", "/workspaces/", "/subscriptions/", "/instances/", "/clusters/", "/databases/", "/apps/")  # fmt: skip
-
-
 _SECRET_COLLECTIONS = ("keys", "tokens", "secrets", "credentials", "passwords", "hooks", "webhooks",
                        "sessions", "signatures", "invites", "invitations", "shares", "links", "codes")  # fmt: skip
 """Collections whose members' names are themselves secrets (Mattermost's /hooks/<key>, a share link)."""
@@ -467,7 +463,7 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     (``sha256=``, ``commit``, ``request id:``), unless its own key names a secret
     (``fs.azure.account.key.x.blob.core.windows.net=``: "blob" is a hash word, "key" wins)."""
     # the end of a range (a1b2..c3d4) reads as its start; a hex digest may be named a line above
-    if before.endswith(_PATH_NOUNS) or _collection_segment(before):
+    if _collection_segment(before):
         return True  # an object's id after its collection in a path: /Accounts/AC<32 hex>/, /payments/<id>
     window = 80 if before.endswith("..") else len(before) if hexadecimal else 32
     if not any(word in before[-window:] for word in _HASH_WORDS):

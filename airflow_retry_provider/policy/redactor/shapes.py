@@ -8,7 +8,6 @@ from airflow_retry_provider.policy import vendor
 from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _HEX,
-    _PATH_NOUNS,
     _collection_segment,
     _looks_random,
     _named_hash,
@@ -97,7 +96,7 @@ def _random_part(token: str) -> Span:
     previous = ""
     named = False  # a piece was an object's id
     for piece in token.split("/"):
-        if f"/{previous.lower()}/" in _PATH_NOUNS or _collection_segment(f"/{previous}/"):
+        if _collection_segment(f"/{previous.lower()}/"):
             named = True  # /Accounts/<id>: the id of an account; /payments/<id>, of a payment
         elif not _readable(piece):
             first = offset if first < 0 else first

@@ -21,6 +21,7 @@ from airflow_retry_provider.dlq.impact import (
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.policy.impact import DELIVERY_PARAM
 from airflow_retry_provider.states import DeliveryStatus
+from devstack.provider import impact_queue_counts
 from devstack.smtp import SmtpSink
 from tests.alert_notifiers import RecordingNotifier
 from tests.factories import new_letter
@@ -267,12 +268,12 @@ def test_the_impact_round_stores_the_impact_and_the_root_cause_alert_shows_it(pg
     store = DeadLetterStore.from_dsn(pg_dsn)
     letter = _letter(data_interval_end=datetime.now(timezone.utc) - timedelta(days=1))
     result = store.file(letter, replay_cap=3)
-    assert store.impact_queue_counts() == (1, 0)
+    assert impact_queue_counts(pg_dsn) == (1, 0)
     with _seeded() as fake, fake.api() as api:
         done = compute_pending(store, api, datetime.now(timezone.utc), ReadCache())
     assert (done.claimed, done.computed, done.runs) == (1, 1, 1)
     assert store.impact(result.letter_id) is not None
-    assert store.impact_queue_counts() == (0, 0)
+    assert impact_queue_counts(pg_dsn) == (0, 0)
     after_filing(store.db, letter, result)
     root_cause = [sent for sent in RecordingNotifier.sent if sent["title"].startswith("New root cause")]
     assert len(root_cause) == 1
@@ -293,7 +294,7 @@ def test_a_storm_of_one_run_reads_airflow_once_and_tells_each_delivery_once(pg_d
         rounds = [compute_pending(store, api, NOW, cache, limit=60) for _ in range(5)]
         calls = dict(fake.calls)
     assert [r.claimed for r in rounds] == [60, 60, 60, 20, 0]
-    assert sum(r.computed for r in rounds) == 200 and store.impact_queue_counts() == (0, 0)
+    assert sum(r.computed for r in rounds) == 200 and impact_queue_counts(pg_dsn) == (0, 0)
     # etl's and its consumer's tasks and history, etl's assets: once for the 200 letters
     assert calls == {"tasks": 2, "task_instances": 2, "assets": 1}
     assert sum(r.reads for r in rounds) == 5
@@ -321,13 +322,13 @@ def test_an_impact_airflow_cannot_answer_is_tried_again_then_given_up_with_its_r
             assert (done.claimed, done.computed, len(done.errors)) == (1, 0, 1)
             with psycopg.connect(pg_dsn) as conn:  # the retry's wait is over: due again now
                 conn.execute("UPDATE retry_impact_queue SET lease_until = NULL")
-        assert store.impact_queue_counts() == (0, 1)
+        assert impact_queue_counts(pg_dsn) == (0, 1)
         assert compute_pending(store, api, NOW, ReadCache()).claimed == 0  # given up: no more claims
     with psycopg.connect(pg_dsn) as conn:
         attempts, reason = conn.execute("SELECT attempts, last_error FROM retry_impact_queue").fetchone()
     assert attempts == MAX_ATTEMPTS and "AirflowApiError" in reason
     refreshed, _ = _refresh(store, awaiting=True)  # the sweeper's refresh has it now
-    assert refreshed == [filed.letter_id] and store.impact_queue_counts() == (0, 0)
+    assert refreshed == [filed.letter_id] and impact_queue_counts(pg_dsn) == (0, 0)
 
 
 def test_a_letter_whose_task_left_its_dag_gets_an_empty_impact(pg_dsn):
@@ -370,4 +371,4 @@ def test_a_filed_letter_wakes_the_impact_thread_which_computes_it_at_once(pg_dsn
             stop.set()
             thread.join(timeout=10)
             assert not thread.is_alive()
-    assert store.impact_queue_counts() == (0, 0)
+    assert impact_queue_counts(pg_dsn) == (0, 0)

@@ -6,6 +6,7 @@ from typing import Any
 
 from airflow_retry_provider.dlq.store import DeadLetterStore
 from airflow_retry_provider.hooks.airflow_api import DagVersion
+from devstack.provider import fix_notices
 from tests.factories import new_letter
 
 
@@ -48,6 +49,7 @@ def test_a_fix_is_noticed_once_and_forgotten_with_its_last_open_letter(pg_dsn):
     assert first is not None and first.line() == "failed on version 3; version 5 deployed"
     assert store.notice_fix("etl", "fp-a", 5, 3, 1, None, tell) is None  # told already: nobody is told again
     assert told == [(5, 3, 1), "after commit"]
+    assert fix_notices(pg_dsn) == [first]
     assert store.forget_closed_versions() == (0, 0)  # the letter is still open
     store.dismiss([filed.letter_id], "ana", "not ours")
-    assert store.forget_closed_versions() == (1, 1) and store.fix_notices() == []
+    assert store.forget_closed_versions() == (1, 1) and fix_notices(pg_dsn) == []

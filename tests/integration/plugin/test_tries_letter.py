@@ -6,13 +6,14 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from airflow_retry_provider.airflow_compat import keeps_reason_on_fail
+from airflow_retry_provider.airflow_compat import installed_version
 from tests.conftest import metadata_dsn
 from tests.dag_files import policy_dags
 from tests.integration.dlq import support
 from tests.integration.plugin.test_app import Ui, airflow_auth, text_of, ui  # noqa: F401
 
 DAG_ID, TASK_ID = "policy_poison_between_valid", "invalid_job"
+KEEPS_REASON_ON_FAIL = installed_version() >= (3, 4)  # 3.3 stores no reason when a policy decides FAIL
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def _airflow_reason(run) -> str | None:
     return reason
 
 
-@pytest.mark.skipif(keeps_reason_on_fail(), reason="Airflow 3.3 keeps no reason on FAIL")
+@pytest.mark.skipif(KEEPS_REASON_ON_FAIL, reason="Airflow 3.3 keeps no reason on FAIL")
 def test_the_try_that_dead_lettered_shows_its_letters_decision(ui: Ui, poison_run):  # noqa: F811
     """Airflow 3.3 kept no reason for the FAIL try; the API gives the letter's class, category, rule and reason, saying so."""
     assert _airflow_reason(poison_run) is None  # the premise: 3.3 stores nothing on FAIL
@@ -63,7 +64,7 @@ def test_the_try_that_dead_lettered_shows_its_letters_decision(ui: Ui, poison_ru
     assert f'href="/letters/{letter["id"]}"' in page
 
 
-@pytest.mark.skipif(not keeps_reason_on_fail(), reason="Airflow 3.4 keeps the reason on FAIL")
+@pytest.mark.skipif(not KEEPS_REASON_ON_FAIL, reason="Airflow 3.4 keeps the reason on FAIL")
 def test_on_3_4_the_try_that_dead_lettered_shows_airflows_own_reason(ui: Ui, poison_run):  # noqa: F811
     """Airflow 3.4 kept the policy's reason for the FAIL try: the API shows it, source airflow, read back like the letter's."""
     kept = _airflow_reason(poison_run)
