@@ -1,15 +1,15 @@
 """What the dead-letter queue announces: a letter filed or parked, a replay job failed, a fix deployed,
 a work unit parked.
 
-Each announcement is a frozen :class:`~airflow_retry_provider.announce.Event`. The queue never
-imports who listens: it tells the listeners of the provider's one registry
-(:mod:`airflow_retry_provider.announce`, where the alerts register). Announcing never raises: a
-listener's error is logged.
+Each announcement is a frozen :class:`~airflow_retry_provider.announce.Event`, told with
+``announce.tell(LetterFiled(...))``. The queue never imports who listens: it tells the listeners of
+the provider's one registry (:mod:`airflow_retry_provider.announce`, where the alerts register).
+Announcing never raises: a listener's error is logged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -106,35 +106,3 @@ class WorkUnitParked(QueueEvent):
     owner_ti: str | None
     detail: str
     letter_id: int | None
-
-
-def filed(
-    db: ProviderDatabase, letter: NewLetter, result: FileResult, context: Mapping[str, Any] | None = None
-) -> None:
-    """A letter was filed: created, or changed (failed again, parked at the cap, reopened)."""
-    announce.tell(LetterFiled(db, letter, result, context))
-
-
-def impact_assessed(db: ProviderDatabase, letter_id: int, letter: NewLetter, impact: Impact) -> None:
-    """What ``letter`` blocks was computed (filed or refreshed): the deliveries it puts at risk."""
-    announce.tell(ImpactAssessed(db, letter_id, letter, impact))
-
-
-def deliveries_held(db: ProviderDatabase, dependency: str, opened_at: datetime, held: Sequence[Any]) -> None:
-    """The tasks ``dependency``'s open breaker holds put deliveries at risk (``dlq.deliveries.HeldDelivery``)."""
-    announce.tell(DeliveriesHeld(db, dependency, opened_at, held))
-
-
-def parked(db: ProviderDatabase, letter: Letter, reason: str) -> None:
-    """The sync parked ``letter``: its task instance or run no longer exists in Airflow."""
-    announce.tell(LetterParked(db, letter, reason))
-
-
-def job_failed(db: ProviderDatabase, job: ReplayJob, counts: dict[str, int]) -> None:
-    """Replay ``job`` ended with letters not cleared (``counts``: outcome -> letters)."""
-    announce.tell(JobFailed(db, job, counts))
-
-
-def fix_deployed(cur: Any, notice: FixNotice, db: ProviderDatabase) -> list[Callable[[], Any]]:
-    """A newer DAG version may fix a root-cause group: listeners write in ``cur``; the actions to run after the commit."""
-    return announce.tell(FixDeployed(db, cur, notice))

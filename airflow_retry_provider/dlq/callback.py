@@ -427,7 +427,8 @@ def under_outage(context: Mapping[str, Any], letter: NewLetter) -> NewLetter:
 
 def file_dead_letter(context: Mapping[str, Any]) -> None:
     """``on_failure_callback``: file the failed task instance in the dead-letter queue."""
-    from airflow_retry_provider.dlq import announce
+    from airflow_retry_provider import announce
+    from airflow_retry_provider.dlq.announce import LetterFiled
 
     letter = under_outage(context, build_letter(context))
     from airflow_retry_provider.dlq.store import DeadLetterStore
@@ -446,7 +447,7 @@ def file_dead_letter(context: Mapping[str, Any]) -> None:
             _keep(_replays, context["ti"], result.replay)
         if result.changed:
             metrics.letter("created" if result.created else result.status, letter.category)
-            announce.filed(store.db, letter, result, context)
+            announce.tell(LetterFiled(store.db, letter, result, context))
         if result.reopened:
             metrics.letter("reopened", letter.category)
             log.warning(

@@ -43,8 +43,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from airflow_retry_provider import announce
 from airflow_retry_provider.database import ProviderDatabase, from_row
-from airflow_retry_provider.dlq import announce
+from airflow_retry_provider.dlq.announce import DeliveriesHeld, ImpactAssessed
 from airflow_retry_provider.dlq.impact import ImpactReader
 from airflow_retry_provider.dlq.models import AsJson
 from airflow_retry_provider.dlq.store import DeadLetterStore, DeliveryStore
@@ -295,7 +296,7 @@ def _turn_lost(store: DeadLetterStore, now: datetime) -> list[int]:
         )
         impact = replace(impact, deliveries=deliveries)
         store.set_impact(letter.id, impact)
-        announce.impact_assessed(store.db, letter.id, letter, impact)
+        announce.tell(ImpactAssessed(store.db, letter.id, letter, impact))
         turned.append(letter.id)
     return turned
 
@@ -329,7 +330,7 @@ def _note_saved(store: DeadLetterStore, now: datetime) -> list[str]:
         note = replace(
             stored.impact, deliveries=(replace(mine[0], status=DeliveryStatus.SAVED),), delivery_count=1
         )
-        announce.impact_assessed(store.db, letter.id, letter, note)
+        announce.tell(ImpactAssessed(store.db, letter.id, letter, note))
         noted.append(delivery.name)
     return noted
 
@@ -360,6 +361,6 @@ def watch_outages(store: DeadLetterStore, api: AirflowApi, now: datetime) -> lis
         if notes:
             log.warning("airflow-retry-provider: deliveries held by %s: %s", status.dependency, notes)
         if found:
-            announce.deliveries_held(store.db, status.dependency, breaker.opened_at, found)
+            announce.tell(DeliveriesHeld(store.db, status.dependency, breaker.opened_at, found))
             told.append(status.dependency)
     return told

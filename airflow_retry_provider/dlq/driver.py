@@ -33,7 +33,8 @@ from contextlib import contextmanager
 from dataclasses import fields
 from enum import Enum
 
-from airflow_retry_provider.dlq import announce
+from airflow_retry_provider import announce
+from airflow_retry_provider.dlq.announce import JobFailed
 from airflow_retry_provider.dlq.decide import (
     PACE_STEPS,
     Canary,
@@ -220,7 +221,7 @@ class ReplayDriver:
     def _tell_if_failed(self, view: JobView | None) -> None:
         """A job that ended with letters not cleared is announced (the alerts tell someone; never raises)."""
         if view is not None and any(outcome not in ITEM_CLEARED for outcome in view.counts):
-            announce.job_failed(self.jobs.db, view.job, view.counts)
+            announce.tell(JobFailed(self.jobs.db, view.job, view.counts))
 
     # -- one job ---------------------------------------------------------------------------
 

@@ -36,7 +36,8 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
-from airflow_retry_provider.dlq import announce
+from airflow_retry_provider import announce
+from airflow_retry_provider.dlq.announce import ImpactAssessed
 from airflow_retry_provider.dlq.models import Letter, NewLetter
 from airflow_retry_provider.dlq.store import DeadLetterStore, FilingListener
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError, parse_time
@@ -261,7 +262,7 @@ def record_impact(
     if reader.notes:  # a bad declaration, a consumer DAG Airflow did not answer for: counted without
         log.warning("airflow-retry-provider: impact of letter %s: %s", letter_id, reader.notes[:20])
     store.set_impact(letter_id, impact)
-    announce.impact_assessed(store.db, letter_id, letter, impact)
+    announce.tell(ImpactAssessed(store.db, letter_id, letter, impact))
     return impact
 
 
@@ -380,7 +381,7 @@ def compute_pending(
         for letter in letters:  # one announcement per root cause of the group
             if letter.fingerprint not in told:
                 told.add(letter.fingerprint)
-                announce.impact_assessed(store.db, letter.id, letter, impact)
+                announce.tell(ImpactAssessed(store.db, letter.id, letter, impact))
     done = ImpactRound(
         claimed=len(claimed),
         computed=computed,

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from airflow_retry_provider import metrics
-from airflow_retry_provider.dlq import announce
+from airflow_retry_provider import announce, metrics
+from airflow_retry_provider.dlq.announce import LetterFiled
 from airflow_retry_provider.dlq.models import Letter, NewLetter
 from airflow_retry_provider.dlq.store import DeadLetterStore, FailedTry, FileResult
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, AirflowApiError, parse_time
@@ -250,7 +250,7 @@ def file_infra(
         return InfraOutcome(found.category, recorded, existing.id if existing else None)
     if result.changed:
         metrics.letter("reclassified" if reclassified else "created", letter.category)
-        announce.filed(store.db, letter, result)
+        announce.tell(LetterFiled(store.db, letter, result))
         log.warning(
             "airflow-retry-provider: %s dead letter %s %s/%s/%s[%s] try %s as %s",
             filed_by,

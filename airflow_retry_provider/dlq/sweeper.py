@@ -27,8 +27,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from airflow_retry_provider import metrics, settings
-from airflow_retry_provider.dlq import announce
+from airflow_retry_provider import announce, metrics, settings
+from airflow_retry_provider.dlq.announce import FixDeployed, LetterFiled
 from airflow_retry_provider.dlq.decide import FoundInstance, SweepStep, resolves_at_rest, sweep_step
 from airflow_retry_provider.dlq.deliveries import watch_deliveries, watch_outages
 from airflow_retry_provider.dlq.driver import ReplayDriver
@@ -213,7 +213,7 @@ def _sweep_one(
     result = store.file(letter, replay_cap)
     if not result.changed:
         return 0
-    announce.filed(store.db, letter, result)
+    announce.tell(LetterFiled(store.db, letter, result))
     log.warning(
         "airflow-retry-provider: sweeper filed dead letter %s for %s/%s/%s[%s] try %s (%s)",
         result.letter_id,
@@ -390,7 +390,7 @@ def notice_fixes(store: DeadLetterStore, api: AirflowApi) -> tuple[list[int], li
                 failed_on,
                 letters,
                 newest.created_at,
-                announce.fix_deployed,
+                lambda cur, notice, db: announce.tell(FixDeployed(db, cur, notice)),
             )
             if notice is not None:
                 notices.append(notice.id)

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from airflow_retry_provider import metrics, settings
-from airflow_retry_provider.dlq import announce
+from airflow_retry_provider import announce, metrics, settings
+from airflow_retry_provider.dlq.announce import LetterFiled, LetterParked
 from airflow_retry_provider.dlq.decide import OpenClaim, ReplayingLetter, Step, replaying_step
 from airflow_retry_provider.dlq.models import Letter, NewLetter, SyncReport
 from airflow_retry_provider.dlq.store import DeadLetterStore, ReplayStore
@@ -155,7 +155,7 @@ class OutcomeSync:
             result = self.store.file(again, self.replay_cap)
             if result.changed:
                 report["refiled"].append(letter.id)
-                announce.filed(self.store.db, again, result)
+                announce.tell(LetterFiled(self.store.db, again, result))
         elif action.step is Step.RELEASE_UNCLAIMED:
             if self.store.release_unclaimed(letter.id):
                 report["released"].append(letter.id)
@@ -170,7 +170,7 @@ class OutcomeSync:
             if status is not None:
                 report["refiled"].append(letter.id)
                 if status == LetterStatus.PARKED:
-                    announce.parked(self.store.db, letter, action.detail)
+                    announce.tell(LetterParked(self.store.db, letter, action.detail))
         else:  # WAIT, or MARK_UNKNOWN and wait
             if action.step is Step.MARK_UNKNOWN:
                 assert replay_id is not None
@@ -182,7 +182,7 @@ class OutcomeSync:
         reason = "the task instance or its DAG run no longer exists in Airflow (404); parked by the sweeper"
         if self.store.park_vanished(letter.id, reason):
             log.warning("airflow-retry-provider: letter %s parked: %s", letter.id, reason)
-            announce.parked(self.store.db, letter, reason)
+            announce.tell(LetterParked(self.store.db, letter, reason))
 
     def check_resting_batched(
         self, budget: PageBudget, since: datetime

@@ -9,9 +9,9 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 import pytest
 
-from airflow_retry_provider import sql
+from airflow_retry_provider import announce, sql
 from airflow_retry_provider.cli import main
-from airflow_retry_provider.dlq import announce
+from airflow_retry_provider.dlq.announce import ImpactAssessed
 from airflow_retry_provider.dlq.deliveries import group_impacts, todays_deliveries, watch_deliveries
 from airflow_retry_provider.dlq.store import DeadLetterStore, DeliveryStore
 from airflow_retry_provider.policy.impact import Delivery, Impact, Names
@@ -162,7 +162,7 @@ def _told_at_risk(pg_dsn: str, monkeypatch) -> tuple[DeadLetterStore, Delivery, 
     letter_id = _file(store, "r1", delivery)
     letter = store.get(letter_id)
     assert letter is not None
-    announce.impact_assessed(store.db, letter_id, letter, store.impact(letter_id).impact)
+    announce.tell(ImpactAssessed(store.db, letter_id, letter, store.impact(letter_id).impact))
     return store, delivery, letter_id
 
 
