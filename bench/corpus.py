@@ -15,7 +15,8 @@ after those fixes: 23 of its first 26 held at first sight) with it; holdout4b.ya
 written blind, 52/60 at first sight under rounds four and five alike) was fitted in round six, one
 rule per class, 59/60 with one known failure; holdout5.yaml (60 more tools written blind, 45/60 at
 first sight under round six) was fitted in round seven, one rule per class, 54/60 with six known
-failures. A held-out set nothing
+failures; holdout6.yaml (60 more tools written blind, 48/60 at first sight under round seven) was
+fitted in round eight, one rule per class, 58/60 with two known failures. A held-out set nothing
 was fitted to (listed in ``MEASURED``, when it is placed in tests/data) is measured and printed beside
 the issue's 97 % target without deciding the exit code. Run: ``.venv/bin/python bench/corpus.py``.
 """
@@ -40,6 +41,7 @@ TARGETS = {
     "round5.yaml": 100.0,  # written in round five for holdout4a's neighbouring classes
     "holdout4b.yaml": 100.0,  # 52/60 at first sight (rounds four and five alike), fitted in round six
     "holdout5.yaml": 100.0,  # 45/60 at first sight (round six), fitted in round seven
+    "holdout6.yaml": 100.0,  # 48/60 at first sight (round seven), fitted in round eight
 }
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
 MEASURED: dict[str, float] = {}

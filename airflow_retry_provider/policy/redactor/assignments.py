@@ -158,9 +158,9 @@ _ACCESS_TOKEN_ENV = pattern(r"(?:^|[^\w])(?:[A-Za-z0-9]+_)*(?:PAT|pat)[ \t]*[=:]
 
 
 # a (user, password) pair given to a credential's constructor or an auth argument: requests'
-# auth=('u', 'p'), HTTPBasicAuth('u', 'p'), aiohttp's BasicAuth, .NET's NetworkCredential("u", "p")
+# auth=('u', 'p'), http_auth= (opensearch-py), HTTPBasicAuth('u', 'p'), aiohttp's BasicAuth, .NET's NetworkCredential("u", "p")
 _CREDENTIAL_PAIR = pattern(
-    r"(?i:\b(?:auth|basic_?auth|http_?basic_?auth|http_?digest_?auth|network_?credential"
+    r"(?i:\b(?:[a-z_]{0,30}auth|network_?credential"
     r"|username_?password_?credentials?|password_?credential))[ \t]*(?:=|:|\()[ \t]*\(?[ \t]*"
     # the user may hold escaped characters (a Windows domain user in a repr: 'ACME\\\\svc_etl')
     r"(?:\\*\"(?:[^\"\r\n\\]|\\\\)*\\*\"|\\*'(?:[^'\r\n\\]|\\\\)*\\*')[ \t]*,[ \t]*(?:\\*\"([^\"\r\n\\]*)|\\*'([^'\r\n\\]*))"
@@ -371,6 +371,7 @@ _DDL_VERBS = (
     "show",
     "if not exists",
     "if exists",
+    "scoped",  # SQL Server's CREATE DATABASE SCOPED CREDENTIAL name
 )
 
 
@@ -421,6 +422,8 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
         name, equals, _ = value.partition("=")
         if equals and name.replace("_", "").replace("-", "").isalnum():
             continue  # the next assignment (Token token=x): its key is the key family's
+        if value.endswith((":", "：")) and not key.startswith("-"):
+            continue  # the key goes on to its colon (סיסמת המשתמש: x, the user's password): not a value
         if text[max(0, match.start(1) - 24) : match.start(1)].lower().rstrip().endswith(_DDL_VERBS):
             continue  # CREATE SECRET s3_prod (...): the object's name, its fields are judged each
         if value.startswith("(") or value.lower() in _DEVICE_KINDS:

@@ -73,6 +73,8 @@ def _not_secret(value: str) -> bool:
         return True
     if value.startswith("arn:") and value.count(":") >= 5:
         return True  # a resource's name (SecretId='arn:aws:secretsmanager:...'), not the secret it names
+    if value.startswith(_SSH_PUBLIC_KEY_TYPES):
+        return True  # a public key (--authorized_keys "ssh-ed25519 AAAA..."): published by design
     name = (
         value[2:-1]
         if value.startswith("${") and value.endswith("}")
@@ -157,13 +159,14 @@ _HEX = str.maketrans("", "", "0123456789abcdefABCDEF")
 
 
 _CASES = str.maketrans(string.ascii_uppercase + string.ascii_lowercase, "U" * 26 + "l" * 26)
+_KINDS = str.maketrans(string.digits, "d" * 10)
 
 
 _HASH_WORDS = (
     "sha", "md5", "hash", "digest", "commit", "checksum", "etag", "fingerprint", "thumbprint", "serial",
     "revision", "rev ",
     "oid", "blob", "tree", "trace", "span", "request", "correlation", "uuid", "guid", "object", "build",
-    "image", "layer", "integrity", "crc", "git", "head", "version", "_id", "-id", " id", "id=", "id:",
+    "image", "layer", "integrity", "crc", "git", "head ", "head:", "head=", "head)", "version", "_id", "-id", " id", "id=", "id:",
     "id>", 'id"', "id'",  # <HostId>, "RequestId": (an id's key, in XML, JSON or a repr)
     "container", "ref ", "ref:", "ref=", "refs/", "reference", "checkout", "merge", "rebase", "revert", "reset", "cherry-pick", "fetch",
     "want ", "pack", "parent", "ocid1.", "arn:", "run '", "run_", "job ", "job '", "job_", "ssh-rsa", "ssh-ed25519", "ssh-dss", "event", "updating", "change", "check sum", "public", "peer",
@@ -357,26 +360,44 @@ SHORT_RUN = 32
 """Below this length a run cannot reach the base64 entropy limit (log2 of 22 characters is 4.46)."""
 SHORT_RUN_SLACK = 0.25
 """How far below the most a short run's entropy may be: almost every character differs."""
+MIXED_RUN_SLACK = 0.6
+"""The same, for a run whose characters change kind (upper, lower, digit) as often as chance makes them."""
+MIXED_CHANGES = 0.45
+"""The share of neighbours of different kinds that reads as chance: about 0.62 in a random run, 0.2
+in a camel-case name (``getUserById2``)."""
 
 
 def _short_random(token: str) -> bool:
     """A short random key (``Zx9yK2mQp4RtVb7NwL3sQw``: 20 to 31 characters, upper and lower case and
-    digits, almost none repeated), which detect-secrets' limit cannot see: its entropy is within
-    ``SHORT_RUN_SLACK`` of the most its length allows, and it is not made of words."""
-    return (
+    digits), which detect-secrets' limit cannot see: not made of words, and either almost no
+    character repeated (entropy within ``SHORT_RUN_SLACK`` of the most its length allows) or its
+    characters' kinds changing as in a random run (Honeycomb's 22-character keys: a random run of
+    that length repeats a few characters about half of the time)."""
+    if not (
         len(token) < SHORT_RUN
         and token.isalnum()
         and token.isascii()
         and any(c.isdigit() for c in token)
         and any(c.islower() for c in token)
         and any(c.isupper() for c in token)
-        and _entropy(token) > math.log2(len(token)) - SHORT_RUN_SLACK
-        and not _readable(token)
-    )
+    ):
+        return False
+    deficit = math.log2(len(token)) - _entropy(token)
+    if deficit >= MIXED_RUN_SLACK or (deficit >= SHORT_RUN_SLACK and _kind_changes(token) < MIXED_CHANGES):
+        return False
+    return not _readable(token)
+
+
+def _kind_changes(token: str) -> float:
+    """The share of neighbouring characters of different kinds (upper, lower, digit)."""
+    kinds = token.translate(_CASES).translate(_KINDS)
+    return sum(a != b for a, b in zip(kinds, kinds[1:], strict=False)) / (len(kinds) - 1)
 
 
 # the base64 of an SSH public key blob's length and type name (ssh-rsa, ssh-ed25519, ssh-dss, ecdsa-...)
 _SSH_PUBLIC_KEYS = ("AAAAB3NzaC1", "AAAAC3NzaC1", "AAAAE2VjZHNh")
+# an SSH public key as authorized_keys writes it: its type, then its blob
+_SSH_PUBLIC_KEY_TYPES = tuple(f"{kind} AAAA" for kind in ("ssh-rsa", "ssh-ed25519", "ssh-dss", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "sk-ssh-ed25519@openssh.com"))  # fmt: skip
 
 
 _AWS_ID_PREFIXES = frozenset({"i", "vol", "snap", "sg", "subnet", "vpc", "ami", "eni", "igw", "nat", "rtb", "acl", "eipalloc", "lt", "tgw", "vpce", "pcx", "db", "cluster"})  # fmt: skip

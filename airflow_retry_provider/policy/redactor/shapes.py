@@ -85,12 +85,14 @@ def _pem(text: str, spans: list[Span]) -> None:
     spans.extend(match.span() for match in _matches(_PEM, text, spans))
 
 
-def _random_part(token: str) -> Span:
-    """The part of a random run to hide: from its first to its last piece (split at ``/``) that
-    is not a word nor an object's id after its collection's noun (``/Accounts/<id>``), so
-    ``<token>/sendMessage`` keeps its path."""
+def _random_part(token: str, whole: bool) -> Span:
+    """The part of a run to hide: from its first to its last random piece (split at ``/``), so
+    ``<token>/sendMessage`` keeps its path. When the ``whole`` run looks random, a piece is random
+    unless it is a word; otherwise only a piece random on its own is (an API key as a path's
+    segment: ``/v1/<88 hex>/sms/send.json``), a hex digest's length excepted (an object's name, a
+    run's id). An object's id after its collection's noun stays (``/Accounts/<id>``)."""
     if "/" not in token:
-        return 0, len(token)
+        return (0, len(token)) if whole else (0, 0)
     first = last = -1
     offset = 0
     previous = ""
@@ -98,14 +100,33 @@ def _random_part(token: str) -> Span:
     for piece in token.split("/"):
         if _collection_segment(f"/{previous.lower()}/"):
             named = True  # /Accounts/<id>: the id of an account; /payments/<id>, of a payment
-        elif not _readable(piece):
+        elif (not _readable(piece)) if whole else _random_piece(piece):
             first = offset if first < 0 else first
             last = offset + len(piece)
         offset += len(piece) + 1
         previous = piece
     if first >= 0:
         return first, last
-    return (0, 0) if named else (0, len(token))
+    return (0, 0) if named or not whole else (0, len(token))
+
+
+_DIGEST_LENGTHS = (32, 40, 56, 64, 96, 128)
+"""The lengths of hex digests (MD5, SHA-1, SHA-224, SHA-256, SHA-384, SHA-512): an object's name in a path."""
+
+
+def _random_piece(piece: str) -> bool:
+    """A path's segment that is a secret on its own, in a run that is not random as a whole."""
+    if not piece.translate(_HEX) and len(piece) in _DIGEST_LENGTHS:
+        return False
+    return _looks_random(piece)
+
+
+def _in_url(lowered: str, start: int) -> bool:
+    """Whether a run continues a URL (after its scheme, unbroken): its name is then read where its
+    hidden part starts (``/receiver/v1/http/<key>``), not in the host's words (``collection.eu``)."""
+    before = lowered[max(0, start - 128) : start]
+    scheme = before.rfind("://")
+    return scheme >= 0 and not any(c in before[scheme:] for c in " \t\n\"'<>")
 
 
 def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> None:
@@ -118,12 +139,17 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
         random = judged.get(token)
         if random is None:
             random = judged[token] = _looks_random(token)
-        if random and not _named_hash(
-            lowered[max(0, start - 128) : start], hexadecimal=not token.translate(_HEX)
+        if not random and "/" not in token:
+            continue
+        first, last = _random_part(token, random)
+        if last <= first:
+            continue
+        begin = start + first if _in_url(lowered, start) else start
+        if not _named_hash(
+            lowered[max(0, begin - 128) : begin], hexadecimal=not token[first:last].translate(_HEX)
         ):
-            first, last = _random_part(token)
-            if last > first and not any(begin <= start + first < finish for begin, finish in readable):
-                spans.append((start + first, start + last))  # not a URL's path beside its query's secret
+            if not any(opening <= begin < finish for opening, finish in readable):
+                spans.append((begin, start + last))  # not a URL's path beside its query's secret
 
 
 # a flag that names a key pair's id (aliyun's --access-key-id, beside --access-key-secret)

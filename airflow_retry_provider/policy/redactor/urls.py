@@ -38,7 +38,7 @@ _RELATIVE_URL = pattern(r"(?:^|[\s\"'(\[])(/[^\s\"'<>?]*\?[^\s\"'<>]+)")
 _WEBHOOK = pattern(
     # Slack's team and bot ids (T..., B...) name the workspace and the app; the last segment is the secret
     r"(?:hooks\.slack\.com/(?:services|workflows|triggers)/(?:[TBA][A-Z0-9]{6,14}/){0,2}|discord(?:app)?\.com/api/webhooks/"
-    r"|\.webhook\.office\.com/webhookb2/|chat\.googleapis\.com/v1/spaces/)([^\s\"'<>]+)"
+    r"|\.webhook\.office\.com/webhookb2/)([^\s\"'<>]+)"
     r"|api\.telegram\.org/(?:file/)?bot([^\s/\"'<>]+)",
     ignore_case=True,
 )
@@ -129,6 +129,11 @@ def _uri_rest(text: str, start: int, rest: str, end: int, spans: list[Span]) -> 
         _uri_spaced(text, end, start, rest, spans)
         return
     colon = rest.find(":", 0, at)
+    if colon < 0 and "/" not in rest[:at] and _looks_random(rest[:at]):
+        spans.append(
+            (start, start + at)
+        )  # a key as the user (Sentry's DSN: https://<key>@o1.ingest.sentry.io/2)
+        return
     if colon < 0 or "/" in rest[:colon] or rest[colon + 1 : at] in ("", MASK):
         return
     if not _is_port_then_path(rest, colon, at):
@@ -393,7 +398,7 @@ def find(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> No
         _relative_urls(text, spans, readable)
     if "@" in text and ":" in text:
         _userinfo(text, spans)
-    if "hook" in lowered or "chat.googleapis" in lowered or "telegram" in lowered:
+    if "hook" in lowered or "telegram" in lowered:
         _webhooks(text, spans, readable)
     if "@" in text and ("redis" in lowered or "valkey" in lowered):
         _spans_of(_REDIS_USERINFO, text, spans)

@@ -486,6 +486,7 @@ HELD_OUT = (
     "round5.yaml",
     "holdout4b.yaml",
     "holdout5.yaml",
+    "holdout6.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -503,7 +504,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout5, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout6, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -1087,3 +1088,42 @@ def test_round_one_probe_gaps(text: str, secret: str, kept: str) -> None:
 def test_round_one_probe_gaps_readable(text: str) -> None:
     """Tuples, user@host:port and key phrases that name no secret stay readable."""
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a short random key whose characters change kind as a random run's do, though a few repeat
+        # (and "headers" does not name a hash: git's HEAD is a word of its own)
+        ("OTEL_EXPORTER_OTLP_HEADERS=x-axiom-team=Qa7rTz2mQaR8vYk4pLa9Qe,x-axiom-dataset=etl",
+         "OTEL_EXPORTER_OTLP_HEADERS=x-axiom-team=***,x-axiom-dataset=etl"),
+        ("class OrderRepository2024Impl", "class OrderRepository2024Impl"),
+        # a key as a path's segment, in a run not random as a whole; a digest's length stays
+        ("GET https://api.example.test/v2/9F2C4A7E1B3D5F6A8C0E2B4D6F8A1C3E5B7D9F0A2C4E6B8D/sms/send.json",
+         "GET https://api.example.test/v2/***/sms/send.json"),
+        ("GET https://ci.example.test/artifacts/3f2a9c1e7b4d6a8f0e2c4b6d8a1f3e5c/log.txt",
+         "GET https://ci.example.test/artifacts/3f2a9c1e7b4d6a8f0e2c4b6d8a1f3e5c/log.txt"),
+        # a URL's path is named where its hidden part starts, not by the host's words
+        ("POST https://in.collection.example.test/receiver/v1/Zq8LmX2vB7nK4pRt9WcY3hJ6dF1sA5gE failed",
+         "POST https://in.collection.example.test/receiver/v1/*** failed"),
+        # a key as a URL's user, with no password (a DSN)
+        ("GLITCHTIP_DSN=https://5f1c9a2e7b3d4f6a8c0e1b2d3f4a5c6e@glitchtip.example.test/3",
+         "GLITCHTIP_DSN=https://***@glitchtip.example.test/3"),
+        ("git clone https://deploy@git.example.test/data/etl.git", "git clone https://deploy@git.example.test/data/etl.git"),
+        # a (user, password) pair under any *auth name
+        ("client: proxy_auth=('svc_etl', 'Wq8!zK2pLm'), timeout=30", "client: proxy_auth=('svc_etl', '***'), timeout=30"),
+        # an SSH public key under a key-named flag is published, not hidden
+        ("hcloud server create --ssh-key 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHk2 ops@bastion'",
+         "hcloud server create --ssh-key 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHk2 ops@bastion'"),
+        # a SQL Server credential's name after DATABASE SCOPED CREDENTIAL
+        ("ALTER DATABASE SCOPED CREDENTIAL BlobCred WITH IDENTITY = 'x', SECRET = 'sv=2022-11-02&sig=Zk2'",
+         "ALTER DATABASE SCOPED CREDENTIAL BlobCred WITH IDENTITY = 'x', SECRET = '***'"),
+        # Hebrew's construct state of "password" (the password of ...)
+        ("סיסמת המשתמש: Pz7qLw2x", "סיסמת המשתמש: ***"),
+        # Bitwarden's CLI takes the master password as an argument
+        ("bw unlock 'coral-Thunder-map-9931' --raw", "bw unlock '***' --raw"),
+    ],
+)  # fmt: skip
+def test_round_eight_classes(text: str, expected: str) -> None:
+    """Round eight's classes (holdout6's first-sight misses), each tried on a tool in no corpus: the secret goes, what on-call reads stays."""
+    assert redact(text) == expected
