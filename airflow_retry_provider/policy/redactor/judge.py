@@ -356,8 +356,9 @@ def _looks_random(token: str) -> bool:
     return _entropy(token) > BASE64_ENTROPY_LIMIT and not _readable(token)
 
 
-SHORT_RUN = 32
-"""Below this length a run cannot reach the base64 entropy limit (log2 of 22 characters is 4.46)."""
+SHORT_RUN = 40
+"""Below this length a random run does not reliably reach the base64 entropy limit (log2 of 22
+characters is 4.46; four random 32-character keys in ten stay under it)."""
 SHORT_RUN_SLACK = 0.25
 """How far below the most a short run's entropy may be: almost every character differs."""
 MIXED_RUN_SLACK = 0.6
@@ -368,24 +369,40 @@ in a camel-case name (``getUserById2``)."""
 
 
 def _short_random(token: str) -> bool:
-    """A short random key (``Zx9yK2mQp4RtVb7NwL3sQw``: 20 to 31 characters, upper and lower case and
-    digits), which detect-secrets' limit cannot see: not made of words, and either almost no
+    """A short random key (``Zx9yK2mQp4RtVb7NwL3sQw``: 20 to 39 characters, upper and lower case and
+    digits, perhaps ``-``, ``_`` and ``+``), which detect-secrets' limit cannot see: not made of words, and either almost no
     character repeated (entropy within ``SHORT_RUN_SLACK`` of the most its length allows) or its
     characters' kinds changing as in a random run (Honeycomb's 22-character keys: a random run of
     that length repeats a few characters about half of the time)."""
     if not (
         len(token) < SHORT_RUN
-        and token.isalnum()
+        and token.replace("-", "").replace("_", "").replace("+", "").isalnum()
         and token.isascii()
         and any(c.isdigit() for c in token)
         and any(c.islower() for c in token)
         and any(c.isupper() for c in token)
     ):
         return False
+    if _labelled(token):
+        return False
     deficit = math.log2(len(token)) - _entropy(token)
     if deficit >= MIXED_RUN_SLACK or (deficit >= SHORT_RUN_SLACK and _kind_changes(token) < MIXED_CHANGES):
         return False
     return not _readable(token)
+
+
+def _labelled(token: str) -> bool:
+    """An id with a word for its kind or place beside its random part (``pay_5iHMDxy4ABR4YB``,
+    ``rzp_live_kVUjMpj1D3r6mR``, ``8f3a2b1c4d5e6f70-IAD``): its first or last piece (split at ``-``
+    and ``_``) is letters of one case, or hex. Vendors' secret prefixes (``sk_live_``) are their own family's."""
+    pieces = token.replace("_", "-").split("-")
+    if len(pieces) < 2:
+        return False
+    return any(
+        piece.isalpha() and (piece.islower() or piece.isupper()) or not piece.translate(_HEX)
+        for piece in (pieces[0], pieces[-1])
+        if piece
+    )
 
 
 def _kind_changes(token: str) -> float:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import string
 import subprocess
 import sys
 import time
@@ -1127,3 +1129,33 @@ def test_round_one_probe_gaps_readable(text: str) -> None:
 def test_round_eight_classes(text: str, expected: str) -> None:
     """Round eight's classes (holdout6's first-sight misses), each tried on a tool in no corpus: the secret goes, what on-call reads stays."""
     assert redact(text) == expected
+
+
+def test_random_keys_of_20_to_39_characters_are_hidden_in_any_base64_alphabet() -> None:
+    """The catch-all's reach on random keys no rule names: 20 to 39 characters of base62, base64url or
+    base64, seeded, in a sentence, a header and an assignment with no secret word; at least 8 in 10
+    hidden for each alphabet (before round eight: 45 to 70 % of base64url keys of 20 to 32)."""
+    rng = random.Random(54)
+    alphabets = {
+        "base62": string.ascii_letters + string.digits,
+        "base64url": string.ascii_letters + string.digits + "-_",
+        "base64": string.ascii_letters + string.digits + "+",
+    }
+    contexts = ("upload failed for {} at 10:00", "X-Acme-Team: {}", "acme_team={}")
+    for name, alphabet in alphabets.items():
+        keys = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(20, 40))) for _ in range(200)]
+        hidden = sum(key not in redact(contexts[i % 3].format(key)) for i, key in enumerate(keys))
+        assert hidden >= 160, f"{name}: {hidden}/200 hidden"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "payment pay_5iHMDxy4ABR4YBVW4UscIn captured",
+        "order_id=order_m5FET7iBDX2g8d key_id=rzp_live_kVUjMpj1D3r6mR",
+        "cb-request-id: 8f3a2b1c4d5e6f70-IAD",
+    ],
+)
+def test_an_id_labelled_by_a_word_stays(text: str) -> None:
+    """An id whose first or last piece is a word of one case or hex (a typed id, a region suffix) is not a short random key."""
+    assert redact(text) == text
