@@ -107,8 +107,8 @@ _MODIFIED_KEY = pattern(
 
 # XML: <Password>x</Password>, <ns:ApiKey><![CDATA[x]]></ns:ApiKey>
 _XML_ELEMENT = pattern(
-    r"<([\w:.-]*(?:pass|pwd|secret|token|credential|signature|api-?key|access-?key|private-?key"
-    r"|account-?key|session-?key|auth-?key|client-?key|"
+    r"<([\w:.-]*(?:pass|pwd|secret|token|credential|signature|api[-_]?key|access[-_]?key|private[-_]?key"
+    r"|account[-_]?key|session[-_]?key|auth[-_]?key|client[-_]?key|[_.-]key|[_.-]pw|"  # <hmac_key>, not <key> (a plist's name)
     + "|".join(_FOREIGN_WORDS)
     + r")[\w:.-]*)((?:\s[^<>]*)?)>"
     r"(?:<!\[CDATA\[((?s:.*?))\]\]>|([^<]*)(?:</|$))",  # closed, or cut short: <token> in prose is no element
@@ -178,6 +178,29 @@ _CALL_PAIR = pattern(
 )
 
 
+# a setter or a builder given a secret as its one string argument: setPassword("x"), withApiKey("x"),
+# set_token('x'), .password("x") (JDBC's and the AWS SDKs' builders); the name is judged in Python
+_SETTER_CALL = pattern(
+    r"(?:(\.)|^|[^\w$.])([A-Za-z_]\w{0,48})\([ \t]*(?:'((?:[^'\\\r\n]|\\.){1,256})'|\"((?:[^\"\\\r\n]|\\.){1,256})\")[ \t]*\)"
+)
+
+
+def _setter_key(name: str, builder: bool) -> str | None:
+    """The key a setter or a ``builder``'s method sets (``setPassword`` -> ``Password``, ``.password`` -> ``password``), or None."""
+    if builder and not name.lower().startswith(("get", "load", "read", "fetch", "find")):
+        return name
+    for prefix in ("set_", "with_", "set", "with"):
+        rest = name[len(prefix) :]
+        if (
+            name.lower().startswith(prefix)
+            and rest[:1].isupper()
+            or prefix.endswith("_")
+            and name.startswith(prefix)
+        ):
+            return rest
+    return None
+
+
 # a user and a password as an unquoted parenthesised pair (and a new password third) after a key
 # that names a login: IBM Connect:Direct's snodeid=(user,pw[,newpw]) and pnodeid=, a mainframe's
 # userid=(u,p), auth=(u, p) as a config echoes it; the key's ending is judged in Python
@@ -240,6 +263,15 @@ def _call_pairs(text: str, spans: list[Span]) -> None:
             and not _not_secret(value)
             and value.lower() not in PROSE_WORDS
         ):
+            spans.append(match.span(group))
+
+
+def _setter_calls(text: str, spans: list[Span]) -> None:
+    for match in _matches(_SETTER_CALL, text, spans):
+        key = _setter_key(match.group(2), builder=match.group(1) is not None)
+        group = 3 if match.group(3) is not None else 4
+        value = match.group(group)
+        if key and _secret_column(key) and not _not_secret(value) and value.lower() not in PROSE_WORDS:
             spans.append(match.span(group))
 
 
@@ -707,7 +739,7 @@ def _form_siblings(text: str, spans: list[Span]) -> None:
 PATTERNS: tuple[Pattern, ...] = (
     _JSON_OBJECT, _OAUTH_CODE, _TYPOGRAPHIC,
     _FORM_BODY,
-    _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _LOGIN_TUPLE,
+    _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV,
     _SETTING_ECHO, _PYDANTIC_INPUT, _GO_FIELD,
 )  # fmt: skip
@@ -746,6 +778,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
             _xml(text, spans)
         if "(" in text and ("'," in text or '",' in text or "' ," in text or '" ,' in text):
             _call_pairs(text, spans)
+        if '("' in text or "('" in text:
+            _setter_calls(text, spans)
         _named(text, spans)
     if "&" in text and "=" in text:
         _form_siblings(text, spans)
