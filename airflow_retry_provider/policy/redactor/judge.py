@@ -90,7 +90,7 @@ def _not_secret(value: str) -> bool:
 # a key whose value is a name, place, kind or time, not the secret itself: secret_name=, token_url=
 _NAME_SUFFIXES = (
     "file", "path", "dir", "url", "uri", "name", "type", "arn", "expiry", "expires", "expires_at",
-    "expiration", "ttl", "timeout", "length", "count", "format", "mode", "version", "policy", "scope",
+    "expiration", "ttl", "timeout", "length", "count", "rate", "ratio", "format", "mode", "version", "policy", "scope",
     "method", "endpoint", "location", "_id", "-id", ".id", "keyid", "provider", "manager", "store",
     # a hash of a secret, not the secret (kubeadm's --discovery-token-ca-cert-hash sha256:...)
     "hash", "digest", "fingerprint", "checksum",
