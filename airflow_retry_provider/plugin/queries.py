@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
+from airflow_retry_provider import settings
 from airflow_retry_provider.airflow_compat import attempts
 from airflow_retry_provider.database import ProviderDatabase
 from airflow_retry_provider.dlq import FailedTry, Letter, LetterFilter
@@ -357,7 +358,10 @@ def explain_with_letter(tries: list[dict[str, Any]], letter: Letter | None) -> l
 
 
 def infra_allowance(tries: list[dict[str, Any]]) -> int:
-    """The infra allowance of the profile the tries' reasons name (the latest known), else the default."""
+    """The infra allowance of the profile the tries' reasons name (the latest known), else the default;
+    0 while the kill switch ``[retry_provider] infra_allowance_enabled`` is off, as the workers count it."""
+    if not settings.infra_allowance_enabled():
+        return 0
     for tried in reversed(tries):
         name = tried["decision"]["profile"]
         if name:

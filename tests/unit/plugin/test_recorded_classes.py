@@ -73,3 +73,9 @@ def test_the_allowance_is_the_named_profiles_or_the_default():
     assert infra_allowance([_try(1, "up_for_retry", RETRY)]) == get_profile("dashboard").infra_allowance
     unknown = RETRY.replace("dashboard", "no-such-profile")
     assert infra_allowance([_try(1, "up_for_retry", unknown)]) == DEFAULT_INFRA_ALLOWANCE
+
+
+def test_the_kill_switch_makes_the_allowance_0_as_the_workers_count_it(monkeypatch):
+    """With [retry_provider] infra_allowance_enabled off, every killed try shows as an attempt spent."""
+    monkeypatch.setenv("AIRFLOW__RETRY_PROVIDER__INFRA_ALLOWANCE_ENABLED", "false")
+    assert infra_allowance([_try(1, "up_for_retry", RETRY)]) == 0
