@@ -16,7 +16,9 @@ written blind, 52/60 at first sight under rounds four and five alike) was fitted
 rule per class, 59/60 with one known failure; holdout5.yaml (60 more tools written blind, 45/60 at
 first sight under round six) was fitted in round seven, one rule per class, 54/60 with six known
 failures; holdout6.yaml (60 more tools written blind, 48/60 at first sight under round seven) was
-fitted in round eight, one rule per class, 58/60 with two known failures. A held-out set nothing
+fitted in round eight, one rule per class, 58/60 with two known failures; holdout7.yaml (60 more tools
+written blind, 56/60 at first sight under round eight, 54/60 under round seven) was fitted in round
+nine, 59/60 with one known failure. A held-out set nothing
 was fitted to (listed in ``MEASURED``, when it is placed in tests/data) is measured and printed beside
 the issue's 97 % target without deciding the exit code. Run: ``.venv/bin/python bench/corpus.py``.
 """
@@ -42,6 +44,7 @@ TARGETS = {
     "holdout4b.yaml": 100.0,  # 52/60 at first sight (rounds four and five alike), fitted in round six
     "holdout5.yaml": 100.0,  # 45/60 at first sight (round six), fitted in round seven
     "holdout6.yaml": 100.0,  # 48/60 at first sight (round seven), fitted in round eight
+    "holdout7.yaml": 100.0,  # 56/60 at first sight (round eight), fitted in round nine
 }
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
 MEASURED: dict[str, float] = {}

@@ -143,8 +143,9 @@ def _pattern_of(row: Flag) -> tuple[Pattern, Pattern]:
     found = _PATTERNS.get(row)
     if found is None:
         tools = "|".join(re.escape(tool) for tool in row.tools)
-        # the tool as a command's word: after a space, a quote, a path's / (not org.x.vault.y)
-        head = rf"(?i:(?:^|[\s'\"\[(/\\+=])(?:{tools})(?:\.exe|\.sh)?)"
+        # the tool as a command's word: after a space, a quote, a path's / (not org.x.vault.y), or
+        # a vendor's prefix (kyuubi-beeline wraps beeline)
+        head = rf"(?i:(?:^|[\s'\"\[(/\\+=-])(?:{tools})(?:\.exe|\.sh)?)"
         if row.subcommand:
             head += rf"(?:[\s'\",\]][^\r\n]*?)?(?i:\b{re.escape(row.subcommand)}\b)"
         head += r"(?:[\s'\",\]][^\r\n]*?)?"

@@ -60,7 +60,7 @@ SECRET_WORDS: dict[str, tuple[str, ...]] = {
     "cs": ("heslo",),  # Czech and Slovak
     "sl": ("geslo",),
     "hr": ("lozinka", "lozinku"),  # Croatian, Serbian and Bosnian in Latin script
-    "hu": ("jelszó", "jelszo"),
+    "hu": ("jelszó", "jelszo", "kulcs"),  # kulcs: key (Számlázz.hu's szamlaagentkulcs)
     "ro": ("parolă", "parola"),  # parola is Turkish and Italian too
     "tr": ("sifre", "şifre", "anahtar"),
     "id": ("kata_sandi", "katasandi", "kata sandi", "kunci"),  # kunci: key (Indonesian and Malay)

@@ -99,7 +99,18 @@ _NAME_SUFFIXES = (
 
 
 # keys ending in an id suffix whose value is the credential itself: a session's id, AppRole's secret_id
-_SECRET_IDS = ("sessionid", "session_id", "session-id", "secret_id", "secret-id", "secretid")
+_SECRET_IDS = (
+    "sessionid",
+    "session_id",
+    "session-id",
+    "secret_id",
+    "secret-id",
+    "secretid",
+    "app_id",
+    "appid",
+    "app-id",
+)
+"""(An app's id is the credential of Open Exchange Rates' and OpenWeatherMap's query strings.)"""
 
 
 # keys that end in "key" and name a row, an object or a parameter: a name, not a secret
@@ -512,4 +523,4 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     )  # the run's own key, not the field before it (signature="***",serial_no=)
     if len(words) > 1 and words[-2] == "public":
         return True  # "public key: <base64>" is published
-    return not any(word in key for word in _SECRET_IN_NAME)
+    return not any(word in key for word in _SECRET_IN_NAME) and not key.endswith(_SECRET_IDS)

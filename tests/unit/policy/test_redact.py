@@ -489,6 +489,7 @@ HELD_OUT = (
     "holdout4b.yaml",
     "holdout5.yaml",
     "holdout6.yaml",
+    "holdout7.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -506,7 +507,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout6, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout7, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -1206,3 +1207,19 @@ def test_a_secret_named_key_hides_its_value_in_every_syntax(syntax: str) -> None
 def test_what_on_call_reads_beside_secret_words_stays(text: str) -> None:
     """Over-redaction is judged as deliberately as hiding: a secret's word used as a word, a setting about a secret, an id of any shape."""
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a tool's name behind a vendor's prefix takes the tool's flags (kyuubi-beeline wraps beeline)
+        ("['acme-beeline', '-n', 'etl', '-p', 'Qw8!zP2m']", "['acme-beeline', '-n', 'etl', '-p', '***']"),
+        # an app's id that is the credential of a query string, even as app_id
+        ('query: Some("app_id=5f1c9a2e7b3d4f6a8c0e1b2d3f4a5c6e&base=USD")', 'query: Some("app_id=***&base=USD")'),
+        # Hungarian's word for a key, inside an XML element's name
+        ("<apikulcs>Zk29fPq7LmZ3Xc81</apikulcs>", "<apikulcs>***</apikulcs>"),
+    ],
+)  # fmt: skip
+def test_round_nine_classes(text: str, expected: str) -> None:
+    """Round nine's classes (holdout7's first-sight misses), each tried on a tool in no corpus."""
+    assert redact(text) == expected
