@@ -92,9 +92,8 @@ def best_time(call: Callable[[], object]) -> tuple[float, float, object]:
 
 
 def _context() -> dict:
-    ti = SimpleNamespace(dag_id="sales", run_id="scheduled__x", task_id="load", map_index=-1, try_number=1)
+    """No task instance: the decision records no try (that I/O is bench/policy.py's to time)."""
     return {
-        "ti": ti,
         "task": SimpleNamespace(retries=2),
         "data_interval_start": NOW - timedelta(days=1),
         "data_interval_end": NOW,

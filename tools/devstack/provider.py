@@ -37,3 +37,9 @@ def infra_letter(dsn: str, dag_id: str, run_id: str) -> dict[str, Any] | None:
     """The ``infra`` letter of ``dag_id``'s run ``run_id`` (``created_at``, ``kind``: class/category), or None."""
     rows = _rows(dsn, "infra_letter", {"dag_id": dag_id, "run_id": run_id})
     return rows[0] if rows else None
+
+
+def failed_tries_count(dsn: str) -> int:
+    """How many failed tries ``retry_failed_tries`` holds."""
+    (row,) = _rows(dsn, "failed_tries_count")
+    return int(row["tries"])

@@ -14,3 +14,6 @@ FROM retry_impact_queue;
 SELECT created_at, failure_class || '/' || category AS kind
 FROM retry_dead_letters
 WHERE dag_id = %(dag_id)s AND run_id = %(run_id)s AND failure_class = 'infra';
+
+-- name: failed_tries_count
+SELECT count(*) AS tries FROM retry_failed_tries;
