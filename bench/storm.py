@@ -24,8 +24,10 @@ Each runs ``--rounds`` times, alternating. While a storm lasts, a sampler asks A
 (``pg_stat_activity``). Printed for each side: the time from the first failure (the failing tries
 start and raise at once) to the last task ended and to the last letter filed, the provider's REST
 reads (the impact thread's log lines: their reads) per letter and per DAG run, the p95 of ``GET
-/api/v2/dags`` during the storm, the peak of the provider database's connections, and the mails sent
-(new root cause; delivery at risk). Targets: the REST reads of a DAG run's letters at most one per 20
+/api/v2/dags`` during the storm, the peak of the provider database's connections, the mails sent
+(new root cause; delivery at risk), and the CPU seconds each component of the stack (its task
+processes included) and the whole machine spent from the trigger to the storm's end: on a machine
+with few cores the UI's p95 follows them. Targets: the REST reads of a DAG run's letters at most one per 20
 letters (``--tasks``), or at most one set per DAG run (``--dags``: a run of one letter reads its own DAG's
 tasks, history and assets once, :data:`READS_PER_SET`); ``GET /api/v2/dags`` p95 within 10 % of the
 native storm's; every letter filed with its impact; one new-root-cause mail and one at-risk mail per
@@ -157,10 +159,31 @@ class Storm:
     peak_connections: int
     new_root_cause_mails: int
     at_risk_mails: int
+    cpu: dict[str, float]
 
 
 def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20)[-1] if len(values) >= 2 else (values[0] if values else 0.0)
+
+
+def cpu_seconds(stack: Any) -> dict[str, float]:
+    """CPU seconds (user and system) spent so far by each component with the processes it started, the
+    ended ones it reaped included, and by the whole machine (``machine``)."""
+    import psutil
+
+    seconds = {}
+    for name in stack.processes:
+        spent = 0.0
+        for pid in stack.process_tree(name):
+            try:
+                times = psutil.Process(pid).cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            spent += times.user + times.system + times.children_user + times.children_system
+        seconds[name] = spent
+    machine = psutil.cpu_times()
+    seconds["machine"] = sum(machine) - machine.idle - getattr(machine, "iowait", 0.0)
+    return seconds
 
 
 def query(dsn: str, name: str, runs: dict[str, list[str]]) -> Any:
@@ -209,6 +232,7 @@ def one_storm(bench: Any, smtp: Any, shape: Shape, variant: str) -> Storm:
     log_path = stack.home / "stack-logs" / "api-server.log"
     log_from = log_path.stat().st_size if log_path.exists() else 0
     mails_before = len(smtp.subjects())
+    cpu_before = cpu_seconds(stack)
     with Sampler(stack, bench.provider_dsn) as sampler:
         runs = trigger(stack, shape.dag_ids[variant])
         ended = len(runs["run_ids"])
@@ -218,6 +242,7 @@ def one_storm(bench: Any, smtp: Any, shape: Shape, variant: str) -> Storm:
         if variant == "provider":
             wait_until(lambda: not query(bench.provider_dsn, "awaiting_impacts", runs)[0], 120, "impacts")
         subjects = settled(smtp)[mails_before:]  # the at-risk mails leave after the impacts are stored
+    cpu = {name: spent - cpu_before.get(name, 0.0) for name, spent in cpu_seconds(stack).items()}
     first, last_end = query(bench.metadata_dsn, "failing_tries", runs)
     letters, last_letter, impacts = query(bench.provider_dsn, "letters", runs)
     log = log_path.read_text(errors="replace")[log_from:] if log_path.exists() else ""
@@ -233,6 +258,7 @@ def one_storm(bench: Any, smtp: Any, shape: Shape, variant: str) -> Storm:
         peak_connections=max(sampler.connections, default=0),
         new_root_cause_mails=sum(s.startswith(NEW_ROOT_CAUSE) for s in subjects),
         at_risk_mails=sum(s.startswith(AT_RISK) for s in subjects),
+        cpu=cpu,
     )
 
 
@@ -262,6 +288,15 @@ def report(storms: list[Storm], shape: Shape, rounds: int) -> None:
         native, ours = mean("native", name), mean("provider", name)
         cells = [form.format(v) if v == v else "-" for v in (native, ours)]
         print(f"  {label:<46}{cells[0]:>12}{cells[1]:>12}")
+    for component in sorted({name for s in storms for name in s.cpu}, key=lambda name: name == "machine"):
+        native, ours = (
+            statistics.fmean(
+                [s.cpu.get(component, 0.0) for s in storms if s.variant == variant] or [float("nan")]
+            )
+            for variant in VARIANTS
+        )
+        cells = [f"{v:.0f}" if v == v else "-" for v in (native, ours)]
+        print(f"  {'CPU seconds: ' + component:<46}{cells[0]:>12}{cells[1]:>12}")
     ours = [s for s in storms if s.variant == "provider"]
     reads, letters, runs = (sum(getattr(s, name) for s in ours) for name in ("reads", "letters", "runs"))
     per_letter, per_run = reads / max(1, letters), reads / max(1, runs)

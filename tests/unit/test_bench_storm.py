@@ -16,8 +16,23 @@ def bench_modules():
 def storms(storm, runs: int, letters: int, reads: int, at_risk: int):
     """A native and a provider storm of ``runs`` DAG runs, the provider's with these figures."""
     return [
-        storm.Storm("native", runs, 60.0, None, 0, 0, 0, 80.0, 5, 0, 0),
-        storm.Storm("provider", runs, 70.0, 65.0, letters, letters, reads, 84.0, 12, 1, at_risk),
+        storm.Storm(
+            "native", runs, 60.0, None, 0, 0, 0, 80.0, 5, 0, 0, {"api-server": 20.0, "machine": 90.0}
+        ),
+        storm.Storm(
+            "provider",
+            runs,
+            70.0,
+            65.0,
+            letters,
+            letters,
+            reads,
+            84.0,
+            12,
+            1,
+            at_risk,
+            {"api-server": 31.0, "machine": 120.0},
+        ),
     ]
 
 
@@ -54,6 +69,11 @@ def test_runs_of_one_letter_are_held_to_one_set_of_reads_each(bench_modules, cap
     storm.report(storms(storm, 200, 200, 600, 200), shape, 1)
     out = capsys.readouterr().out
     assert "REST reads per letter 3.000, per DAG run 3.00 (200 letters, 200 runs)" in out
+    cpu_rows = [line.split() for line in out.splitlines() if "CPU seconds" in line]
+    assert cpu_rows == [
+        ["CPU", "seconds:", "api-server", "20", "31"],
+        ["CPU", "seconds:", "machine", "90", "120"],
+    ]
     assert [word for word, _ in run_all.verdicts(out)] == ["OK", "OK", "OK", "OK"]
     storm.report(storms(storm, 200, 200, 800, 200), shape, 1)
     assert verdicts(capsys, run_all)[0] == "MISSED"
