@@ -303,6 +303,10 @@ infra_allowance_enabled = Setting(
     "infra_allowance_enabled", BOOLEAN, default="true", example="false",
     description="Kill switch of the infrastructure allowance: off, every profile's `infra_allowance` is 0 (a killed, evicted or lost try spends an attempt, and `retries` is `max_attempts - 1`, as before); DAG files must be parsed again for the sizing.",
 )
+preload_failure_path = Setting(
+    "preload_failure_path", BOOLEAN, default="true", example="false",
+    description="Before a process forks its first task process, import what a failed try needs (airflow_retry_provider/preload.py): each failed try then pays none of it (about 110 ms of CPU); off, each failed try imports it itself.",
+)
 work_sweeper_enabled = Setting(
     "work_sweeper_enabled", BOOLEAN, default="false", example="true",
     description="Turns the work-unit sweeper (DAG `retry_provider_work_sweeper`) on; off, its task is skipped.",

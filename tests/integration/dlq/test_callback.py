@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import time
 import uuid
 from dataclasses import replace
@@ -195,3 +198,44 @@ def test_a_connection_that_does_not_exist_is_not_tried_again(caplog, monkeypatch
     assert pauses == []
     [unfiled] = [r for r in caplog.records if UNFILED_EVENT in r.getMessage()]
     assert unfiled.levelno == logging.ERROR and "AirflowNotFoundException" in unfiled.getMessage()
+
+
+PRELOADED_FAILURE = """
+import sys
+from datetime import datetime, timedelta, timezone
+from types import SimpleNamespace
+import airflow.sdk.execution_time.supervisor  # a task process is forked from its supervisor
+import airflow.sdk.execution_time.task_runner
+from airflow_retry_provider import preload
+preload.preload()
+from airflow_retry_provider.retry_policy import ClassifiedRetryPolicy
+policy = ClassifiedRetryPolicy("report")
+before = set(sys.modules)
+exc = RuntimeError('relation "orders" does not exist')
+end = datetime(2026, 11, 2, 10, tzinfo=timezone.utc)
+ti = SimpleNamespace(dag_id="orders", run_id="manual__1", task_id="load", map_index=-1, try_number=1, max_tries=0)
+context = {"ti": ti, "task": SimpleNamespace(retry_policy=policy, retries=0, task_id="load"), "exception": exc,
+           "params": {}, "data_interval_start": end - timedelta(days=1), "data_interval_end": end}
+decision = policy.evaluate(exc, 1, 1, context)
+from airflow_retry_provider.dlq import file_dead_letter
+file_dead_letter(context)
+# what preload controls: the provider, PostgreSQL's driver and hooks (the SDK's own connection lookup aside)
+print(sorted(m for m in set(sys.modules) - before if m.startswith(("airflow_retry_provider", "psycopg", "airflow.providers"))))
+"""
+
+
+def test_a_preloaded_failed_try_imports_nothing_more_to_decide_and_file(provider_conn):
+    """What preload.py imports is all a failed try's decision and callback need: the forked task
+    process (which has what its parent preloaded) imports nothing when it fails; its letter is filed."""
+    out = subprocess.run(
+        [sys.executable, "-c", PRELOADED_FAILURE],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout[-2000:]
+    assert [(row["dag_id"], row["task_id"], row["status"]) for row in support.rows(provider_conn)] == [
+        ("orders", "load", "dlq")
+    ]
