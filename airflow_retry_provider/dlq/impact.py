@@ -409,6 +409,11 @@ def _not_computed(store: DeadLetterStore, letter_ids: Sequence[int], where: str,
 POLL_SECONDS = 10.0
 """How often the impact thread looks without a notice (a notice lost, a retry due, the lead to take)."""
 
+GATHER_SECONDS = 2.0
+"""After a notice, how long the thread lets more letters come before its round: a storm's letters are
+claimed and assessed together, not in a round each (a round's claim, assessment, store and
+announcement run in the api-server's process, beside the UI's requests: bench/storm.py's CPU rows)."""
+
 
 class ImpactWorker:
     """Computes the impacts of letters as they are filed, in one long-lived process (the api-server
@@ -422,6 +427,7 @@ class ImpactWorker:
 
     :param store: the letters (its database gives the listener a dedicated connection).
     :param api_factory: returns the Airflow REST client the reads go through (kept between rounds).
+    :param gather: seconds a notice waits for more letters before the round (:data:`GATHER_SECONDS`).
     """
 
     def __init__(
@@ -430,10 +436,12 @@ class ImpactWorker:
         api_factory: Callable[[], AirflowApi],
         poll: float = POLL_SECONDS,
         cache: ReadCache | None = None,
+        gather: float = GATHER_SECONDS,
     ) -> None:
         self.store = store
         self._api_factory = api_factory
         self.poll = poll
+        self.gather = gather
         self.cache = cache if cache is not None else ReadCache(ttl=CACHE_SECONDS)
         self._api: AirflowApi | None = None
 
@@ -450,10 +458,12 @@ class ImpactWorker:
                 return done
 
     def _wait(self, listener: FilingListener, stop: threading.Event) -> None:
-        """Until a letter is filed, ``poll`` seconds pass, or ``stop`` is set (looked at every second)."""
+        """Until a letter is filed (and ``gather`` seconds more), ``poll`` seconds pass, or ``stop`` is
+        set (looked at every second)."""
         waited = 0.0
         while not stop.is_set() and waited < self.poll:
             if listener.wait(min(1.0, self.poll - waited)):
+                stop.wait(self.gather)
                 return
             waited += 1.0
 
