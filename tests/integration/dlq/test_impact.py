@@ -363,10 +363,14 @@ def test_a_filed_letter_wakes_the_impact_thread_which_computes_it_at_once(pg_dsn
                 assert not other.try_lead()  # one computer per deployment
             filed = store.file(_letter(data_interval_end=datetime.now(timezone.utc)), replay_cap=3)
             deadline = time.monotonic() + 10
-            while store.impact(filed.letter_id) is None and time.monotonic() < deadline:
+
+            def told() -> bool:  # the alert is sent after the impact's transaction commits
+                return any(sent["title"].startswith("Delivery at risk") for sent in RecordingNotifier.sent)
+
+            while not (store.impact(filed.letter_id) and told()) and time.monotonic() < deadline:
                 time.sleep(0.1)
             assert store.impact(filed.letter_id) is not None
-            assert any(sent["title"].startswith("Delivery at risk") for sent in RecordingNotifier.sent)
+            assert told()
         finally:
             stop.set()
             thread.join(timeout=10)
