@@ -22,7 +22,7 @@ Sources:
 - "key", "secret", "token", "credential", "PIN": Wiktionary's translation tables of each English
   word (pt "chave", "segredo", "credencial"; es "clave", "llave", "secreto", "credencial"; it
   "chiave", "segreto"; de "Schlüssel", "Geheimnis", "Zugangsdaten"; fr "clé", "jeton"; nl
-  "sleutel"; pl "klucz"; tr "anahtar"; ru "ключ", "секрет", "токен"; el "κωδικός";
+  "sleutel"; pl "klucz"; tr "anahtar"; fi "avain"; ru "ключ", "секрет", "токен"; el "κωδικός";
   fa "رمز", "رمز عبور"; zh "口令", "密钥", "秘钥", "令牌"; ja "暗証番号", "秘密鍵", "トークン"; ko "암호",
   "패스워드", "토큰", "키" after "API", "시크릿"; hi "कुंजी"; id and ms "kunci"; ar "مفتاح"; ja "キー";
   vi "bí mật"), in the forms code writes them: lower case,
@@ -52,7 +52,7 @@ SECRET_WORDS: dict[str, tuple[str, ...]] = {
     "sv": ("lösenord", "losenord"),
     "no": ("passord",),  # Norwegian and Danish
     "da": ("adgangskode", "kodeord"),
-    "fi": ("salasana",),
+    "fi": ("salasana", "avain"),  # avain: key (salainen avain, secret key)
     "et": ("salasõna", "parool"),
     "lv": ("parole",),
     "lt": ("slaptažodis", "slaptazodis"),

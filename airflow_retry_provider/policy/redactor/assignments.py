@@ -16,6 +16,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _SPACED_KEY,
     PROSE_WORDS,
     _flag_prose,
+    _id_key,
     _looks_secret,
     _not_secret,
     _prose_after_colon,
@@ -45,11 +46,13 @@ _KEY = (
     rf"{_KEY_CHAR}*(?:pass|pwd|token|secret|credential|signature|cookie|session-?id|salt|"
     + "|".join(_FOREIGN_WORDS)
     + rf"|api-?key|access-?key|private-?key|account-?key)"
-    # then the rest of the word, or a connecting word and one more (token de acceso, senha do banco)
-    rf"(?:[ \t](?:de|do|da|del|di|du|des|der|van|von|of|от|для)(?:[ \t]\pL+){{1,4}}|{_KEY_CHAR}*)"
+    # then the rest of the word, and perhaps a connecting word and one more (token de acceso, senha
+    # do banco, clau secreta del comerç)
+    rf"{_KEY_CHAR}*(?:[ \t](?:de|do|da|del|di|du|des|der|van|von|of|от|для)(?:[ \t]\pL+){{1,4}})?"
     # or the kind of secret after it, with no linking word (clé API, Schlüssel SSH)
     r"(?:[ \t](?:api|ssh|gpg|pgp|jwt|aws|s3|db|sql|smtp|ldap|ftp|vpn|wifi|wi-fi|hmac|oauth|tls|ssl))?"
     rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw)|auth|sig|session"  # upw=, dbpw=
+    r"|userinfo"  # a parsed URI's user:password (Elixir's %URI{userinfo: "u:x"}, Go's url.Userinfo)
     # a one-time or personal code, as a whole word or after a separator (pin=, card.pin:, mfa_code=)
     rf"|(?:{_KEY_CHAR}*[_.-])?(?:pin|otp|totp|mfa[_-]?code|2fa[_-]?code|recovery[_-]?codes?|backup[_-]?codes?|security[_-]?answer)"
     r"|x-[\w-]*-session"  # a session header (X-Metabase-Session: <uuid>)  # SSSD's ldap_default_authtok
@@ -62,14 +65,20 @@ _SEP = r"(\\*[\"']?[ \t]*(?::=|=>|==?|:|：|＝)[ \t]*(?:\r?\n[ \t]*-[ \t]+)?)"
 
 _VALUE = (
     f"({_QUOTED}"
+    rf"|\[[ \t]*{_QUOTED}"  # a list's first item (Elixir's and Ruby's "x-api-key" => ["x"], Go's http.Header)
     r"|\{(?:[^}\r\n]|\}\})*\}?"  # {braced} (ODBC: PWD={a;b}; }} is a literal })
     # a bare word (not starting with "(": Key (id)=(5)), ending before a repr's escaped line end (\r\n)
     r"|[^\s&;,，；、。\"'<>()\]}\\](?:[^\s&;,，；、。\"'<>)\]}\\]|\\+[^\s&;,，；、。\"'<>)\]}\\rn])*)"
 )
 
 
-# key=value, "key": "value", key: value, key value, '--key', 'value', where the key names a secret
-_KEY_VALUE = pattern(rf"(?:^|[^\pL\pN\pM_.-])({_KEY}){_SEP}{_VALUE}", ignore_case=True)
+# key=value, "key": "value", key: value, key value, '--key', 'value', where the key names a secret;
+# a word in parentheses may stand between the key and its colon, saying which or how (Redsys' "clau
+# secreta del comerç (SHA-256): x", Paytrail's "salainen avain (SECRET_KEY): x"), or the key may be
+# the parenthesised word itself ("(SECRET_KEY): x")
+_KEY_VALUE = pattern(
+    rf"(?:^|[^\pL\pN\pM_.-])({_KEY})(?:[ \t]*\([^()\r\n]{{1,40}}\)|\))?{_SEP}{_VALUE}", ignore_case=True
+)
 
 
 # OAuth 2.0's authorization code in a token request's body, beside its grant_type (RFC 6749 4.1.3):
@@ -183,9 +192,10 @@ _CALL_PAIR = pattern(
 
 
 # a setter or a builder given a secret as its one string argument: setPassword("x"), withApiKey("x"),
-# set_token('x'), .password("x") (JDBC's and the AWS SDKs' builders); the name is judged in Python
+# set_token('x'), .password("x") (JDBC's and the AWS SDKs' builders), PHP's ->auth('x') (phpredis);
+# the name is judged in Python
 _SETTER_CALL = pattern(
-    r"(?:(\.)|^|[^\w$.])([A-Za-z_]\w{0,48})\([ \t]*(?:'((?:[^'\\\r\n]|\\.){1,256})'|\"((?:[^\"\\\r\n]|\\.){1,256})\")[ \t]*\)"
+    r"(?:(\.|->)|^|[^\w$.])([A-Za-z_]\w{0,48})\([ \t]*(?:'((?:[^'\\\r\n]|\\.){1,256})'|\"((?:[^\"\\\r\n]|\\.){1,256})\")[ \t]*\)"
 )
 
 
@@ -599,6 +609,8 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
                 continue  # "auth: Debug: client in": a log's words, no password after the colon
         if sep.rstrip().endswith(":") and value.startswith("//"):
             continue  # a scheme (https://), not a value
+        if "://" in value[:24]:
+            continue  # a URL ("includes credentials: https://u:***@h/x", DOTENV_KEY=dotenv://:***@...): the URL family hides its secrets
         if start == raw_start and value.endswith("("):
             continue  # source code's call (session = winrm.Session('host', ...)): its arguments are judged each
         inner, equals, rest = value.partition("=")
@@ -670,6 +682,7 @@ def _user_and_password_key(key: str) -> bool:
     """A key whose value is ``user:password`` (``--auth=etl:x``, an OAuth client's ``credential:
     'client_id:client_secret'``): only the password is hidden."""
     return key.lstrip("-").lower() in (
+        "userinfo",
         "auth",
         "basic-auth",
         "proxy-auth",
@@ -723,6 +736,18 @@ def _pydantic_inputs(text: str, spans: list[Span]) -> None:
 # a form body (k=v&k=v...), as an HTTP client logs what it posted
 _FORM_BODY = pattern(r"[\w.-]+=[^&\s]*(?:&[\w.-]+=[^&\s]*)+")
 
+# a DSN of short keys separated by commas or semicolons that names its user: its p= is the password
+# (Percona Toolkit's h=host,P=3306,u=user,p=x,D=db; the query form ?u=x&p=y is the URL family's)
+_SHORT_KEY_DSN = pattern(r"(?:^|[\s'\"(])((?:[A-Za-z]{1,2}=[^\s,;'\"]*[,;]){1,12}p=)([^\s,;'\"]+)")
+
+
+def _short_key_dsns(text: str, spans: list[Span]) -> None:
+    for match in _matches(_SHORT_KEY_DSN, text, spans):
+        keys = [pair.partition("=")[0] for pair in match.group(1).replace(";", ",").split(",")]
+        if "u" in keys and not _not_secret(match.group(2)):
+            spans.append(match.span(2))
+
+
 MIN_SIBLING_CREDENTIAL = 20
 """A value this long, of letters of both cases and digits, beside a secret's key is a credential too."""
 
@@ -741,7 +766,8 @@ def _credential_shaped(value: str) -> bool:
 
 def _form_siblings(text: str, spans: list[Span]) -> None:
     """Of a form body with a secret's key (Pushover's ``token=x&user=<key>``), every credential-shaped
-    value whatever its key: a sibling of a token is the other half of the credential."""
+    value whatever its key but an id's (OAuth's ``client_id``): a sibling of a token is the other half
+    of the credential."""
     for match in _matches(_FORM_BODY, text, spans):
         offset = match.start()
         parameters = []
@@ -750,14 +776,14 @@ def _form_siblings(text: str, spans: list[Span]) -> None:
             parameters.append((key.rpartition("=")[2], offset + len(key) + 1, value))
             offset += len(part) + 1
         if any(_secret_name(key) for key, _, _ in parameters):
-            for _, start, value in parameters:
-                if _credential_shaped(value) and not _not_secret(value):
+            for key, start, value in parameters:
+                if _credential_shaped(value) and not _not_secret(value) and not _id_key(key):
                     spans.append((start, start + len(value)))
 
 
 PATTERNS: tuple[Pattern, ...] = (
     _JSON_OBJECT, _OAUTH_CODE, _TYPOGRAPHIC,
-    _FORM_BODY,
+    _FORM_BODY, _SHORT_KEY_DSN,
     _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV,
     _SETTING_ECHO, _PYDANTIC_INPUT, _GO_FIELD,
@@ -784,6 +810,7 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         or "otp" in lowered
         or "code" in lowered
         or "answer" in lowered
+        or "userinfo" in lowered
         or foreign
     ):
         _key_values(text, spans)
@@ -802,6 +829,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         _named(text, spans)
     if "&" in text and "=" in text:
         _form_siblings(text, spans)
+    if "p=" in text and "u=" in text:
+        _short_key_dsns(text, spans)
     if "auth" in lowered or "credential" in lowered:
         _spans_of(_CREDENTIAL_PAIR, text, spans, groups=2)
     if ("'" in text or '"' in text or "`" in text) and any(map(lowered.__contains__, _SETTING_WORDS)):

@@ -63,6 +63,14 @@ _IDENTIFIED_BY = pattern(
 )
 
 
+# an encrypted database's key given in SQL (SQLCipher, SQLite's SEE, wxSQLite3): PRAGMA key = 'x',
+# PRAGMA rekey, PRAGMA hexkey = "x'...'", ATTACH DATABASE 'f.db' AS enc KEY 'x'
+_SQL_KEY = pattern(
+    r"(?i:\bpragma[ \t]+(?:\w+\.)?(?:hex)?(?:re)?key[ \t]*=[ \t]*|\battach[ \t]+(?:database[ \t]+)?\S+[ \t]+as[ \t]+\S+[ \t]+key[ \t]+)"
+    r"(?:\\*\"(?:x')?([^\"'\r\n\\]*)|\\*'([^'\r\n\\]*)|([^\s;'\"]+))"
+)
+
+
 # line protocols whose client sends the password as a command: FTP and POP3's PASS (curl -v's
 # "> PASS x"), IMAP's "<tag> LOGIN <user> <password>" (imaplib's debug "> b'ABCD1 LOGIN u p'");
 # behind any transcript's mark of what the client sent: arrows (">", ">>>" of z/OS FTP and
@@ -159,6 +167,11 @@ _PIPED = pattern(
 
 
 _STDIN_SINKS = ("-stdin", "/dev/stdin", "secret create", "secret set", "chpasswd", "--password -", "with-token", "=-")  # fmt: skip
+
+
+# a tool's prompt for a secret, which an echo piped into it answers (mkstore's "Enter wallet
+# password:", keytool's "Enter keystore password:", ssh-keygen's "Enter passphrase:")
+_PROMPT = pattern(r"(?im)^[^\r\n]{0,60}(?:password|passphrase)[^\r\n:]{0,20}:[ \t]*$")
 
 
 # the secret's word: password, secret, key, psk, community, with a prefix (authentication-key,
@@ -378,6 +391,8 @@ def _device_values(text: str, spans: list[Span]) -> None:
         kind = match.group(1)
         if _not_secret(value) or value.startswith(MASK) or value.lower() in PROSE_WORDS:
             continue
+        if not value.strip("=:"):
+            continue  # an assignment's sign (PRAGMA key = 'x', set api-key = x): the value is the key family's
         words = text[match.start() : start].lower().split()
         if len(words) >= 2 and words[-2] in ("create", "drop", "alter", "replace", "exists", "describe"):
             continue  # create secret s3_prod (...): the object's name, its fields are judged each
@@ -391,7 +406,9 @@ def _device_values(text: str, spans: list[Span]) -> None:
 
 def _piped_secrets(text: str, lowered: str, spans: list[Span]) -> None:
     """What ``echo``/``printf`` writes into a command that reads a secret from standard input:
-    the sink on the same line after ``|``, or on the line before or after (a ``bash -x`` trace)."""
+    the sink on the same line after ``|``, or on the line before or after (a ``bash -x`` trace); or,
+    shaped as a secret, the answer to a tool's prompt for one printed below (``Enter wallet password:``)."""
+    prompted = _PROMPT.search(text) is not None
     for match in _matches(_PIPED, text, spans):
         start, end = match.span(1)
         line_start = lowered.rfind("\n", 0, start) + 1
@@ -406,11 +423,14 @@ def _piped_secrets(text: str, lowered: str, spans: list[Span]) -> None:
             + lowered[before:line_start]
             + lowered[line_end:after]
         )
-        if not any(sink in near for sink in _STDIN_SINKS):
-            continue
         start, end = _content(text, start, end)
         if text[end - 1 : end] in ("'", '"') and end - 1 > start:
             end -= 1
+        word = text[start:end]
+        if not any(sink in near for sink in _STDIN_SINKS) and not (
+            prompted and _looks_secret(word) and not word.isalpha() and not any(c.isspace() for c in word)
+        ):
+            continue  # no sink that reads a secret; nor a prompt for one that this answers (one word)
         if end > start and not _not_secret(text[start:end]) and text[start:end] != "-":
             spans.append((start, end))
 
@@ -533,7 +553,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    _ORACLE, _ORACLE_WORD, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _PASS_COMMAND, _IMAP_LOGIN,
+    _PROMPT, _ORACLE, _ORACLE_WORD, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
     _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _WINDOWS_LOGIN, _PIPED,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO,
@@ -552,6 +572,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         _imap_logins(text, spans)
     if "identified" in lowered:
         _spans_of(_IDENTIFIED_BY, text, spans, groups=3)
+    if "pragma" in lowered or "attach" in lowered:
+        _spans_of(_SQL_KEY, text, spans, groups=3)
     if "auth-pass" in lowered:
         _spans_of(_SENTINEL_AUTH, text, spans)
     if "securestring" in lowered:
@@ -565,7 +587,9 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         _connection_directives(text, spans)
     if not gates.isdisjoint(_DEVICE_WORDS):
         _device_secrets(text, spans)
-    if ("echo" in gates or "printf" in gates) and any(map(lowered.__contains__, _STDIN_SINKS)):
+    if ("echo" in gates or "printf" in gates) and (
+        any(map(lowered.__contains__, _STDIN_SINKS)) or "password" in lowered or "passphrase" in lowered
+    ):
         _piped_secrets(text, lowered, spans)
     if "/u" in gates:
         _spans_of(_WINDOWS_LOGIN, text, spans)

@@ -34,7 +34,7 @@ _DEVICE_KINDS = ("sha512", "sha256", "md5", "plaintext", "encrypted", "ascii", "
 
 # ---------------------------------------------------------------------------------------------
 _NOT_SECRETS = frozenset(
-    {"", MASK, "null", "none", "nil", "true", "false", "undefined", "bearer", "basic", "token", "digest",
+    {"", MASK, "null", "none", "nil", "true", "false", "on", "off", "undefined", "bearer", "basic", "token", "digest",
      "negotiate", "ntlm", "<redacted>", "[redacted]", "redacted", "********", "xxx",
      "%s", "%r", "%d", "?", "{}", "<token>", "<password>", "<secret>",
      "yes", "no",  # MySQL's "(using password: YES)"
@@ -113,6 +113,14 @@ _SECRET_IDS = (
 """(An app's id is the credential of Open Exchange Rates' and OpenWeatherMap's query strings.)"""
 
 
+def _id_key(key: str) -> bool:
+    """A key named as an object's id (``zone_id``, ``OSSAccessKeyId``, ``client_id``): its value is what
+    on-call looks up, however random, unless the id is a credential (``session_id``, ``app_id``)."""
+    return key.endswith(("_id", "-id", ".id", "Id", "ID", "_ids", "Ids")) and not key.lower().endswith(
+        _SECRET_IDS
+    )
+
+
 # keys that end in "key" and name a row, an object or a parameter: a name, not a secret
 _NAMING_KEYS = (
     "parameterkey", "objectkey", "s3key", "s3_key", "partitionkey", "partition_key", "sortkey", "sort_key",
@@ -130,6 +138,31 @@ _KEY_ID_FLAGS = frozenset({"encrypt-key", "sign-key", "hidden-encrypt-key", "def
 
 # Python's "SomeTokenError: message": an exception's name, not a key
 _EXCEPTION_SUFFIXES = ("error", "exception", "warning", "fault", "failure")
+
+
+# Russian and Ukrainian words built on ключ (key) that name no key: to include, exclude, connect,
+# switch (Исключение: an exception; підключення: a connection; включить, отключено)
+_KEY_ROOT_WORDS = (
+    "включ",
+    "выключ",
+    "отключ",
+    "исключ",
+    "подключ",
+    "переключ",
+    "заключ",
+    "виключ",
+    "підключ",
+    "перемикач",
+)
+
+
+# an exception's qualified name, whatever its own (oss2.exceptions.SignatureDoesNotMatch: {...})
+_EXCEPTION_MODULES = ("exceptions.", "errors.", "exc.")
+
+
+# a flag whose name is a verb and what it acts on: its value names the object (mkstore's
+# -createCredential <alias> ..., --delete-token <name>), the secret, if any, comes later
+_ACTION_FLAG_VERBS = ("create", "delete", "modify", "list", "remove", "describe", "show", "rename")
 
 
 # key<space>value is a secret only after an identifier whose last word names one, joined by _ . -
@@ -190,6 +223,21 @@ _HASH_WORDS = (
 )  # fmt: skip
 
 
+# a business object's noun just before its id, in English, Portuguese and Spanish (Iugu's "cliente
+# <32 hex>"): read in the run's own neighbourhood only, even for hex (a client's name lines above names no run)
+_OBJECT_NOUNS = (
+    "customer ",
+    "cliente ",
+    "tenant ",
+    "invoice ",
+    "fatura ",
+    "factura ",
+    "subscription ",
+    "order ",
+    "pedido ",
+)
+
+
 BASE64_ENTROPY_LIMIT = 4.5
 """detect-secrets' Base64HighEntropyString default: a base64 run above this is random."""
 
@@ -232,6 +280,14 @@ def _secret_key(key: str) -> bool:
     if key.startswith("--") and lowered in _KEY_ID_FLAGS:
         return False
     if lowered.endswith(_NAMING_KEYS) or lowered.endswith(_EXCEPTION_SUFFIXES):
+        return False
+    if lowered.startswith(_EXCEPTION_MODULES) or any(
+        f".{module}" in lowered for module in _EXCEPTION_MODULES
+    ):
+        return False
+    if key.startswith("-") and lowered.lstrip("-").startswith(_ACTION_FLAG_VERBS):
+        return False
+    if any(word in lowered for word in _KEY_ROOT_WORDS):
         return False
     return not lowered.endswith(_NAME_SUFFIXES) or lowered.endswith(_SECRET_IDS)
 
@@ -435,7 +491,8 @@ _AWS_ID_PREFIXES = frozenset({"i", "vol", "snap", "sg", "subnet", "vpc", "ami", 
 # an id on-call looks up, not a credential (secret prefixes, sk_live_, whsec_, are vendor shapes)
 _OBJECT_ID_PREFIXES = frozenset(
     {"ch", "cus", "pi", "pm", "in", "sub", "evt", "req", "txn", "acct", "prod", "price", "cs", "seti",
-     "src", "py", "tr", "po", "re", "ii", "il", "job", "run", "msg", "ord", "usr", "org", "proj", "obj"}
+     "src", "py", "tr", "po", "re", "ii", "il", "job", "run", "msg", "ord", "usr", "org", "proj", "obj",
+     "ep", "app"}  # Svix's endpoint and application ids
 )  # fmt: skip
 
 
@@ -515,7 +572,9 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     if _collection_segment(before):
         return True  # an object's id after its collection in a path: /Accounts/AC<32 hex>/, /payments/<id>
     window = 80 if before.endswith("..") else len(before) if hexadecimal else 32
-    if not any(word in before[-window:] for word in _HASH_WORDS):
+    if not any(word in before[-window:] for word in _HASH_WORDS) and not any(
+        noun in before[-32:].lower() for noun in _OBJECT_NOUNS
+    ):
         return False
     words = before.rstrip(" \t=:\"'").replace(",", " ").replace(";", " ").replace("&", " ").split()
     key = (

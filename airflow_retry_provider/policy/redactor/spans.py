@@ -50,8 +50,14 @@ def _matches(pattern_: Pattern, text: str, spans: list[Span], limit: int = MAX_M
 
 def _content(text: str, start: int, end: int) -> Span:
     """What is inside a matched value: after its opening quote (and the backslashes escaping it)
-    or brace, before its closing brace; a bare value is all content."""
+    or brace, before its closing brace; in a list (``["x"``), its first item's; a bare value is all content."""
     lead = start
+    if text[start : start + 1] == "[":
+        item = start + 1
+        while item < end and text[item] in " \t":
+            item += 1
+        if item < end and text[item] in "\"'\\":
+            lead = start = item
     while lead < end and text[lead] == "\\":
         lead += 1
     if lead < end and text[lead] in "\"'":

@@ -8,6 +8,7 @@ from typing import Any
 from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _has_digit,
+    _id_key,
     _looks_random,
     _not_secret,
     _readable,
@@ -190,6 +191,7 @@ def _query(start: int, rest: str, spans: list[Span], readable: list[Span]) -> No
                 secret = True
             elif (
                 not any(word in key.lower() for word in _QUERY_HASH_KEYS)
+                and not _id_key(key)
                 and not value.lower().startswith(_RESOURCE_NAMES)
                 and _looks_random(value)
             ):

@@ -490,6 +490,9 @@ HELD_OUT = (
     "holdout5.yaml",
     "holdout6.yaml",
     "holdout7.yaml",
+    "holdout8.yaml",
+    "holdout9.yaml",
+    "holdout10.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -507,7 +510,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout7, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout10, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -1223,3 +1226,125 @@ def test_what_on_call_reads_beside_secret_words_stays(text: str) -> None:
 def test_round_nine_classes(text: str, expected: str) -> None:
     """Round nine's classes (holdout7's first-sight misses), each tried on a tool in no corpus."""
     assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a parenthesised word between a secret's key and its colon, or the key in parentheses
+        ("Webhook-Signaturschlüssel (HMAC): Zk29fPq7LmZ3Xc81", "Webhook-Signaturschlüssel (HMAC): ***"),
+        ("chave secreta da loja (SHA-512): Tq81Lm2Xc9Vb44Nk", "chave secreta da loja (SHA-512): ***"),
+        ("clave del comercio (MERCHANT_KEY): Ab3dE6gH9jK2mN5p", "clave del comercio (MERCHANT_KEY): ***"),
+        # a list's first quoted item as the value (Ruby's Faraday headers, Go's http.Header in JSON)
+        ('{"X-Api-Key" => ["Qw8zP2mLx5Rt7Vb9"]}', '{"X-Api-Key" => ["***"]}'),
+        ('"Authorization-Token": [ "Zk29fPq7LmZ3Xc81" ]', '"Authorization-Token": [ "***" ]'),
+        # an SQL statement that sets an encrypted database's key
+        ("ATTACH DATABASE 'ledger.db' AS ledger KEY 'Summer2024!';", "ATTACH DATABASE 'ledger.db' AS ledger KEY '***';"),
+        ("PRAGMA rekey = 'Tr0ub4dor&3';", "PRAGMA rekey = '***';"),
+        # an echo answering a tool's prompt for a secret, printed below the trace (keytool's)
+        (
+            "+ echo 's3cr3t-Pa55!'\n+ keytool -importcert -alias ca -keystore /opt/ks.jks\nEnter keystore password:",
+            "+ echo '***'\n+ keytool -importcert -alias ca -keystore /opt/ks.jks\nEnter keystore password:",
+        ),
+        # New Relic's ingest license key, by its shape alone
+        ("agent rejected key 0a1b2c3d4e5f60718293a4b5c6d7e8f901a2NRAL", "agent rejected key ***"),
+    ],
+)  # fmt: skip
+def test_round_ten_classes(text: str, expected: str) -> None:
+    """Round ten's classes (holdout8's misses), each tried on a tool in no corpus."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an exception's qualified name is no key, whatever its own name says
+        "botocore.exceptions.InvalidSignatureException: {'RequestId': 'a1b2c3d4e5f6a7b8c9d0'}",
+        "oracledb.exceptions.PasswordExpiredError: {'ora_code': 'ORA-28001'}",
+        # a query parameter named as an id stays, however random its value
+        "GET https://api.example.test/v1/records?zone_id=Zx9yK2mQp4RtVb7NwL3sQw&page=2",
+        # a flag that names an action on a credential names it: its value is the object's name
+        "vault-cli -deleteToken etl_nightly_token",
+        # SQLite's pragmas about keys, and a boolean
+        "PRAGMA foreign_keys = ON",
+        "set api-key = ",
+    ],
+)  # fmt: skip
+def test_round_ten_keeps(text: str) -> None:
+    """What round ten's classes must not hide."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a DSN of short keys that names its user: its p= is the password (Percona Toolkit's, any tool's)
+        ("pt-table-checksum h=db2.internal,P=3306,u=checksum,p=Tr0ub4dor&3 --replicate=percona.checksums",
+         "pt-table-checksum h=db2.internal,P=3306,u=checksum,p=*** --replicate=percona.checksums"),
+        # a method named for a secret given it as its one argument, PHP's -> as Ruby's and Java's .
+        ("#0 /app/Mailer.php(12): Client->setApiKey('Zq81Lm2Xc9Vb44Nk')", "#0 /app/Mailer.php(12): Client->setApiKey('***')"),
+        ("Memcached->auth('Summer2024!')", "Memcached->auth('***')"),
+        # a parsed URI's userinfo: the user stays, the password goes
+        ('#URI<userinfo: "etl:s3cr3t-Pa55", host: "db">', '#URI<userinfo: "etl:***", host: "db">'),
+        # a URL given as a key's value: the URL family hides its password and keeps the rest
+        ("error: token: https://ci:Tr0ub4dor3@git.internal/acme/etl.git not reachable",
+         "error: token: https://ci:***@git.internal/acme/etl.git not reachable"),
+    ],
+)  # fmt: skip
+def test_round_eleven_classes(text: str, expected: str) -> None:
+    """Round eleven's classes (holdout9's misses), each tried on a tool in no corpus."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an id beside a secret in a form body stays (OAuth's client_id), as an id in a query does
+        "POST /oauth2/token grant_type=client_credentials&client_id=Zx9yK2mQp4RtVb7NwL3sQw&client_secret=***",
+        # a business object's id after its noun
+        "could not charge customer 4f9a1c7e2b8d3f6a0c5e9b1d7a3f8c2e: card declined",
+        "pedido 7C1E9A3F5B2D4E6A8C0B1D3F5E7A9C2B não encontrado",
+    ],
+)  # fmt: skip
+def test_round_eleven_keeps(text: str) -> None:
+    """What round eleven's classes must not hide."""
+    assert redact(text) == text
+
+
+def test_an_echoed_sentence_above_a_password_prompt_stays() -> None:
+    """Only one word shaped as a secret answers a prompt: a traced echo of a message is read as it is."""
+    text = "+ echo 'Starting backup 2026-03-01'\n+ mkstore -wrl /w -listCredential\nEnter wallet password:"
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a chosen password by its shape alone, wherever it stands: a positional argument, a tuple's item, a login pair
+        ("Command '['ncftpput', '-u', 'web', 'files.example', 'Marmite!77']' failed", "Command '['ncftpput', '-u', 'web', 'files.example', '***']' failed"),
+        ("+ nzsql -host nz01 etl_user/'Gr8Wall$2024'@NZPROD", "+ nzsql -host nz01 etl_user/'***'@NZPROD"),
+        ('auth: Some(("gw-07", "dock#Yard42"))', 'auth: Some(("gw-07", "***"))'),
+        ("proxy login=svc_out:Egress^Key7 refused", "proxy login=svc_out:*** refused"),
+        # a flag of the table (codecov's upload token), a typed id prefix (Svix's ep_)
+        ("codecovcli upload-process -t 0d9e1c2b-3a4f-4e5d-8c7b-6a5f4e3d2c1b -F unit", "codecovcli upload-process -t *** -F unit"),
+    ],
+)  # fmt: skip
+def test_round_twelve_classes(text: str, expected: str) -> None:
+    """Round twelve's classes (holdout10's first-sight misses), each tried on a tool in no corpus."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # words with a symbol that are no chosen password: issue numbers in lower case, formats, patterns, variables, URLs' encodings
+        "see issue#2024 and build #4512", "pattern [a-zA-Z0-9_$]+ did not match", "printf '%H5Object_e'",
+        "cp report.csv $BackupDir2024/", "GET /search?q=Caf%C3%A9+2024&lang=fr", "C++17 required, got C++14",
+        "rejecting delivery for endpoint ep_2Lh7Qw4Zr9Tk1Xm6Vb3Nc8Hd5Jp",
+        # Russian and Ukrainian words built on ключ name no key: the value after them stays
+        "Исключение: ConnectionError(host=db01)", "параметри підключення: host=db01, port=5432",
+    ],
+)  # fmt: skip
+def test_round_twelve_keeps(text: str) -> None:
+    """What round twelve's classes must not hide."""
+    assert redact(text) == text
