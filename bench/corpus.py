@@ -23,7 +23,9 @@ under round nine, measured unfitted until round ten) was fitted in round ten, 59
 failure; holdout9.yaml (60 more tools written blind, 52/60 at first sight under rounds nine and ten
 alike) was fitted in round eleven, 59/60 with one known failure; holdout10.yaml (60 more tools
 written blind, 49/60 at first sight under rounds nine to eleven alike) was fitted in round twelve,
-57/60 with three known failures. A held-out set nothing
+57/60 with three known failures; holdout11.yaml (60 more tools written blind, 50/60 at first sight
+under round twelve, measured unfitted until round thirteen) was fitted in round thirteen, 57/60 with
+three known failures. A held-out set nothing
 was fitted to (listed in ``MEASURED``, when it is placed in tests/data) is measured and printed beside
 the issue's 97 % target without deciding the exit code. Run: ``.venv/bin/python bench/corpus.py``.
 """
@@ -53,9 +55,10 @@ TARGETS = {
     "holdout8.yaml": 100.0,  # 51/60 at first sight (round nine), fitted in round ten
     "holdout9.yaml": 100.0,  # 52/60 at first sight (rounds nine and ten), fitted in round eleven
     "holdout10.yaml": 100.0,  # 49/60 at first sight (rounds nine to eleven), fitted in round twelve
+    "holdout11.yaml": 100.0,  # 50/60 at first sight (round twelve), fitted in round thirteen
 }
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
-MEASURED: dict[str, float] = {"holdout11.yaml": 97.0}  # written after round twelve, never fitted
+MEASURED: dict[str, float] = {"holdout12.yaml": 97.0}  # written after round thirteen, never fitted
 """Held-out sets nothing was fitted to: their figure says whether the design generalises, printed
 beside the issue's target; a miss is reported, not a failure of the run (nothing may be fitted to them)."""
 KNOWN_FAILURES = DATA / "holdout_known_failures.yaml"

@@ -41,5 +41,6 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "holdout9.yaml: 59/60 held (98.3 %)" in out  # 52/60 at first sight, fitted in round eleven
     # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
     assert "holdout10.yaml: 57/60 held (95.0 %)" in out  # 49/60 at first sight, fitted in round twelve
-    assert "holdout11.yaml (held out, not fitted): 50/60 held (83.3 %)   target >= 97 % NOT REACHED" in out
+    assert "holdout11.yaml: 57/60 held (95.0 %)" in out  # 50/60 at first sight, fitted in round thirteen
+    assert "holdout12.yaml (held out, not fitted): 51/60 held (85.0 %)   target >= 97 % NOT REACHED" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out

@@ -494,6 +494,8 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
             if key.startswith("-") and _flag_prose(text, start, value):
                 continue  # the flag named in a sentence: "Retry with --password prompting enabled."
             if _spaced_value(key, value):
+                if _user_and_password_key(key) and ":" in value and "://" not in value:
+                    start += value.index(":") + 1  # chisel's --auth user:password: the user is kept
                 spans.append((start, end))
 
 

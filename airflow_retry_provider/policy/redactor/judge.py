@@ -98,7 +98,8 @@ _NAME_SUFFIXES = (
 )  # fmt: skip
 
 
-# keys ending in an id suffix whose value is the credential itself: a session's id, AppRole's secret_id
+# keys ending in a naming suffix (an id, a hash) whose value is the credential itself: a session's
+# id, AppRole's secret_id, a password's hash (PRTG's passhash= logs in as the password does)
 _SECRET_IDS = (
     "sessionid",
     "session_id",
@@ -109,6 +110,13 @@ _SECRET_IDS = (
     "app_id",
     "appid",
     "app-id",
+    "passhash",
+    "pass_hash",
+    "pwhash",
+    "pw_hash",
+    "passwordhash",
+    "password_hash",
+    "password-hash",
 )
 """(An app's id is the credential of Open Exchange Rates' and OpenWeatherMap's query strings.)"""
 

@@ -105,6 +105,42 @@ def _chosen_passwords(text: str, spans: list[Span]) -> None:
             spans.append(match.span(1))
 
 
+# a passphrase a person chose, joined by dashes (Horse-Battery-Staple-91, Pr0ducer-Queue-2024,
+# p4ssw0rd-Tunnel-88): three to six pieces of two to twelve letters or digits, with capitals, small
+# letters and digits in the whole; checked in Python (_passphrase)
+_PASSPHRASE = pattern(
+    r"(?:^|[\s'\"(\[{,;=:])((?:[A-Za-z0-9]{2,12}-){2,5}[A-Za-z0-9]{2,12})(?:$|[\s'\"),\]};@])"
+)
+PASSPHRASE_LENGTHS = (12, 40)
+"""The lengths of a dashed passphrase (from, to) that its shape alone hides."""
+
+
+def _passphrase(word: str) -> bool:
+    """A dashed passphrase's mix: capitals, small letters and digits, and pieces that are words or
+    numbers: no piece in camel case (``ScriptBuildTask``: a generated name), none all capitals
+    (``ETL-CORE-JOB1``: a key), none of letters and digits mixed beyond a word's leetspeak."""
+    if not PASSPHRASE_LENGTHS[0] <= len(word) <= PASSPHRASE_LENGTHS[1]:
+        return False
+    if not (
+        any(c.isupper() for c in word) and any(c.islower() for c in word) and any(c.isdigit() for c in word)
+    ):
+        return False
+    for piece in word.split("-"):
+        if piece.isdigit():
+            continue
+        if piece[1:] != piece[1:].lower() or (piece.isupper() and len(piece) > 1):
+            return False  # camel case or capitals: a name, a key, an id
+        if sum(c.isdigit() for c in piece) > 2:
+            return False  # more digits than a word's leetspeak: an id (build-7f3a9c2e)
+    return True
+
+
+def _passphrases(text: str, spans: list[Span]) -> None:
+    for match in _matches(_PASSPHRASE, text, spans):
+        if _passphrase(match.group(1)):
+            spans.append(match.span(1))
+
+
 # the high-entropy catch-all: a long run of base64 / hex characters (detect-secrets'
 # Base64HighEntropyString and HexHighEntropyString charsets), judged in Python (_looks_random)
 _RUN = pattern(r"(?:^|[^A-Za-z0-9+/_-])([A-Za-z0-9+/_-]{20,}=*)")  # also after = (X=<random>)
@@ -201,7 +237,16 @@ def _id_flag_value(text: str, span: Span) -> bool:
     )
 
 
-PATTERNS: tuple[Pattern, ...] = (_PEM, _CRYPT_HASH, _VENDOR, _CHOSEN, _RUN, _ID_FLAG_BEFORE, _SECRET_FLAG)
+PATTERNS: tuple[Pattern, ...] = (
+    _PEM,
+    _CRYPT_HASH,
+    _VENDOR,
+    _CHOSEN,
+    _PASSPHRASE,
+    _RUN,
+    _ID_FLAG_BEFORE,
+    _SECRET_FLAG,
+)
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 
 
@@ -213,6 +258,8 @@ def find(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> No
         _spans_of(_CRYPT_HASH, text, spans)
     if any(map(text.__contains__, _CHOSEN_SYMBOLS)):
         _chosen_passwords(text, spans)
+    if "-" in text:
+        _passphrases(text, spans)
     if len(text) >= LONG_WORD:  # a word long enough to hold a vendor token, found with a loop (not a
         for word in text.split():  # max(map(len, ...)), which costs more for a few words)
             if len(word) >= LONG_WORD:

@@ -1,6 +1,8 @@
 """Tables a CLI prints: a secret-named column's cells are hidden, every other cell is redacted as a
 text of its own (through the entry point's ``collect``), joined again across the lines it is
-wrapped over; tabulate's plain tables by their header's columns."""
+wrapped over; tabulate's plain tables by their header's columns; and SQL's own table, an
+``INSERT INTO t (columns) VALUES (row), ...`` quoted back by a driver's error: a secret-named
+column's values are hidden."""
 
 from __future__ import annotations
 
@@ -158,7 +160,99 @@ def _plain_tables(text: str, spans: list[Span]) -> None:
             start = row[1] + 1 + (text[row[1] : row[1] + 1] == "\r")
 
 
-PATTERNS: tuple[Pattern, ...] = (_TABLE_RULE, _PLAIN_HEADER)
+# INSERT INTO t (c1, c2) VALUES (: the columns, then the rows are read in Python (_sql_rows)
+_SQL_INSERT = pattern(
+    r"\binsert[ \t]+(?:ignore[ \t]+)?into[ \t]+[^\s(]{1,128}[ \t]*\(([^()\r\n]{1,1000})\)\s{0,8}values\s{0,8}\(",
+    ignore_case=True,
+)
+
+MAX_SQL_VALUES = 4096
+"""An INSERT's rows are read at most this far (characters) after its VALUES."""
+
+
+def _sql_rows(text: str, start: int) -> Iterator[list[Span]]:
+    """The rows of an INSERT's VALUES from ``start`` (after its first ``(``): each row's items, a
+    quoted item without its quotes (``''`` is a quote inside one); a row ends at its ``)`` at depth 0."""
+    limit = min(len(text), start + MAX_SQL_VALUES)
+    items: list[Span] = []
+    depth, item, index, quote = 0, start, start, ""
+    while index < limit:
+        char = text[index]
+        if quote:
+            if char == quote and text[index + 1 : index + 2] == quote:
+                index += 1  # '' inside a quoted item
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")" and depth:
+            depth -= 1
+        elif char in ",)" and not depth:
+            items.append(_sql_item(text, item, index))
+            item = index + 1
+            if char == ")":
+                yield items
+                items = []
+                rest = text[index + 1 : index + 16].lstrip()
+                if not rest.startswith(","):
+                    return
+                index = text.index(",", index + 1)
+                following = text[index + 1 : limit].lstrip()
+                if not following.startswith("("):
+                    return
+                index = text.index("(", index + 1)
+                item = index + 1
+        index += 1
+    if index > item:  # cut short (a message's limit): what is there is still a row
+        items.append(_sql_item(text, item, index))
+        yield items
+
+
+def _sql_item(text: str, start: int, end: int) -> Span:
+    """One item of a row without its spaces and, when quoted, its quotes."""
+    while start < end and text[start] in " \t\r\n":
+        start += 1
+    while end > start and text[end - 1] in " \t\r\n":
+        end -= 1
+    if end - start >= 2 and text[start] in "'\"" and text[end - 1] == text[start]:
+        return start + 1, end - 1
+    if end > start and text[start] in "'\"":
+        return start + 1, end  # a quoted item cut short
+    return start, end
+
+
+def _placeholder(value: str) -> bool:
+    """A bind parameter, not a value: ``?``, ``$1``, ``:name``, ``@name``, ``%s``, ``%(name)s``."""
+    if value in ("?", "%s") or (value[:1] == "$" and value[1:].isdigit()):
+        return True
+    if value[:1] in (":", "@") and value[1:].replace("_", "").isalnum():
+        return True
+    return value.startswith("%(") and value.endswith(")s")
+
+
+def _sql_inserts(text: str, spans: list[Span]) -> None:
+    """The values of an INSERT's secret-named columns (``client_secret``, ``password_hash``)."""
+    for match in _matches(_SQL_INSERT, text, spans, limit=MAX_TABLES):
+        columns = [name.strip(' \t`"[]') for name in match.group(1).split(",")]
+        secret = [_secret_column(name) for name in columns]
+        if not any(secret):
+            continue
+        for row in _sql_rows(text, match.end()):
+            for (start, end), hidden in zip(row, secret, strict=False):
+                value = text[start:end]
+                if (
+                    hidden
+                    and value
+                    and value.upper() not in ("NULL", "DEFAULT")
+                    and not _placeholder(value)
+                    and not _not_secret(value)
+                ):
+                    spans.append((start, end))
+
+
+PATTERNS: tuple[Pattern, ...] = (_TABLE_RULE, _PLAIN_HEADER, _SQL_INSERT)
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 
 
@@ -168,3 +262,5 @@ def find(text: str, depth: int, spans: list[Span], collect: Collect) -> None:
         _tables(text, depth, spans, collect)
     if "   " in text and "\n" in text:
         _plain_tables(text, spans)
+    if ("INSERT" in text or "insert" in text or "Insert" in text) and "(" in text:
+        _sql_inserts(text, spans)

@@ -493,6 +493,7 @@ HELD_OUT = (
     "holdout8.yaml",
     "holdout9.yaml",
     "holdout10.yaml",
+    "holdout11.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -510,7 +511,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout10, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout11, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -1347,4 +1348,48 @@ def test_round_twelve_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_twelve_keeps(text: str) -> None:
     """What round twelve's classes must not hide."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a passphrase a person chose, joined by dashes, wherever it stands
+        ("+ rclone obscure 'Copper-Lantern-77'", "+ rclone obscure '***'"),
+        ("Command '['vpnc-connect', 'vpn01.corp', 'etl', 'Gr4nite-Ridge-Falcon']' failed", "Command '['vpnc-connect', 'vpn01.corp', 'etl', '***']' failed"),
+        # SQL's INSERT quoted back by a driver: a secret-named column's values, every row, a row cut short
+        ("DETAIL: INSERT INTO service_accounts (name, api_token, owner) VALUES ('billing', 'q8Zt3LmV0xR2', 'ops')", "DETAIL: INSERT INTO service_accounts (name, api_token, owner) VALUES ('billing', '***', 'ops')"),
+        ("insert into users (login, password_hash) values ('ann', 'e3b0c442'), ('bob', 'Zz9!x')", "insert into users (login, password_hash) values ('ann', '***'), ('bob', '***')"),
+        ("INSERT INTO keys (owner, secret) VALUES ('etl', 'half-writ", "INSERT INTO keys (owner, secret) VALUES ('etl', '***"),
+        # a password's hash logs in as the password does (PRTG's passhash)
+        ("401 for url: https://nms.corp/api/table.json?username=ops&passhash=2718281828", "401 for url: https://nms.corp/api/table.json?username=ops&passhash=***"),
+        # a user:password after a spaced --auth keeps the user
+        ("+ wstunnel client --auth svc-tunnel:Tn7wq9Lp wss://edge.example:443", "+ wstunnel client --auth svc-tunnel:*** wss://edge.example:443"),
+        # flags of the table: LavinMQ's RabbitMQ-compatible add_user, croc's code phrase, shadowsocks' -k
+        ("+ lavinmqctl add_user loader s3cretpw", "+ lavinmqctl add_user loader ***"),
+        ("+ croc send --code 5521-delta-orbit-moss ./out.csv", "+ croc send --code *** ./out.csv"),
+        ("+ ss-tunnel -s relay.example -p 8388 -k hunter22 -L 1.1.1.1:53", "+ ss-tunnel -s relay.example -p 8388 -k *** -L 1.1.1.1:53"),
+    ],
+)  # fmt: skip
+def test_round_thirteen_classes(text: str, expected: str) -> None:
+    """Round thirteen's classes (holdout11's first-sight misses), each tried on a tool in no corpus."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # dashed names that are no passphrase: threads, headers, keys, builds, releases, hosts
+        "worker pool-3-thread-1 and DefaultDispatcher-worker-3 stopped", "header X-N8N-Auth missing; Content-Type: text/plain",
+        "plan ETL-CORE-JOB1 build 412 failed", "image build-7f3a9c2e-Release-2 pulled", "running on Ubuntu-22-04-LTS",
+        "see sg1.edge-relay.net and etl_core-3.8.1-py3-none-any.whl",
+        # an INSERT's other columns, its bind parameters, NULL
+        "INSERT INTO t (name, note) VALUES ('a', 'b')", "INSERT INTO t (token, owner) VALUES ($1, $2)",
+        "INSERT INTO t (api_key) VALUES (:api_key)", "INSERT INTO t (secret, x) VALUES (NULL, 1)",
+        # a hash that names no password stays (kubeadm's CA certificate hash)
+        "kubeadm join 10.0.0.5:6443 --discovery-token-ca-cert-hash sha256:4f2a9c1e",
+    ],
+)  # fmt: skip
+def test_round_thirteen_keeps(text: str) -> None:
+    """What round thirteen's classes must not hide."""
     assert redact(text) == text
