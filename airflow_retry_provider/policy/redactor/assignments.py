@@ -25,6 +25,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _secret_key,
     _secret_name,
     _spaced_value,
+    _token_identity,
 )
 from airflow_retry_provider.policy.redactor.spans import (
     _QUOTED,
@@ -609,6 +610,7 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
             value = text[start:end]
             if _not_secret(value):
                 continue  # "auth: Debug: client in": a log's words, no password after the colon
+        start += _token_identity(value)  # PVEAPIToken=user@realm!tokenid=***: whose token stays
         if sep.rstrip().endswith(":") and value.startswith("//"):
             continue  # a scheme (https://), not a value
         if "://" in value[:24]:

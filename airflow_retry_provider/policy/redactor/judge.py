@@ -121,6 +121,19 @@ _SECRET_IDS = (
 """(An app's id is the credential of Open Exchange Rates' and OpenWeatherMap's query strings.)"""
 
 
+def _token_identity(value: str) -> int:
+    """How much of ``value`` names whose token it is, to be kept: Proxmox's API token
+    ``user@realm!tokenid=<uuid>`` keeps ``user@realm!tokenid=``; any other value keeps nothing."""
+    identity, equals, secret = value.partition("=")
+    user, at, realm_token = identity.partition("@")
+    realm, bang, token_id = realm_token.partition("!")
+    pieces = [len(piece) for piece in secret.split("-")]
+    uuid = pieces == [8, 4, 4, 4, 12] or secret == MASK  # (hidden already: redacting twice changes nothing)
+    if equals and at and bang and user and realm and token_id and uuid:
+        return len(identity) + 1
+    return 0
+
+
 def _id_key(key: str) -> bool:
     """A key named as an object's id (``zone_id``, ``OSSAccessKeyId``, ``client_id``): its value is what
     on-call looks up, however random, unless the id is a credential (``session_id``, ``app_id``)."""
@@ -220,6 +233,8 @@ _HASH_WORDS = (
     "oid", "blob", "tree", "trace", "span", "request", "correlation", "uuid", "guid", "object", "build",
     "image", "layer", "integrity", "crc", "git", "head ", "head:", "head=", "head)", "version", "_id", "-id", " id", "id=", "id:",
     "id>", 'id"', "id'",  # <HostId>, "RequestId": (an id's key, in XML, JSON or a repr)
+    "idx=", 'idx"', "idx'", "idx:",  # an index's key (Khalti's pidx=)
+    "cert ", "cert=", "cert:", "cert\"",  # a certificate's fingerprint (openfortivpn's trusted-cert = <sha256>)
     "container", "ref ", "ref:", "ref=", "refs/", "reference", "checkout", "merge", "rebase", "revert", "reset", "cherry-pick", "fetch",
     "want ", "pack", "parent", "ocid1.", "arn:", "run '", "run_", "job ", "job '", "job_", "ssh-rsa", "ssh-ed25519", "ssh-dss", "event", "updating", "change", "check sum", "public", "peer",
     "chunk",  # a buffer's chunk id (Fluentd's chunk="<32 hex>")
@@ -584,7 +599,12 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
         noun in before[-32:].lower() for noun in _OBJECT_NOUNS
     ):
         return False
-    words = before.rstrip(" \t=:\"'").replace(",", " ").replace(";", " ").replace("&", " ").split()
+    stripped = before.rstrip(" \t=:\"'")
+    for separator in ",;&(=":
+        stripped = stripped.replace(
+            separator, " "
+        )  # the run's own key: auth_manager=Spotify(client_id='<hex>'
+    words = stripped.split()
     key = (
         words[-1] if words else ""
     )  # the run's own key, not the field before it (signature="***",serial_no=)

@@ -13,6 +13,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _not_secret,
     _readable,
     _secret_column,
+    _token_identity,
 )
 from airflow_retry_provider.policy.redactor.spans import MASK, Span, _escaped_line_end, _matches, _spans_of
 
@@ -331,6 +332,7 @@ def _authorization(text: str, spans: list[Span]) -> None:
                 (i for i in (text.find(" ", start, end), text.find("\t", start, end)) if i >= 0), default=end
             )
             end = space
+            start += _token_identity(text[start:end])  # Proxmox's PVEAPIToken=user@realm!tokenid=***
         while end > start and text[end - 1] in " \t":
             end -= 1
         if end > start and not _not_secret(text[start:end]):

@@ -494,6 +494,7 @@ HELD_OUT = (
     "holdout9.yaml",
     "holdout10.yaml",
     "holdout11.yaml",
+    "holdout12.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -511,7 +512,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout11, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout12, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -1393,3 +1394,38 @@ def test_round_thirteen_classes(text: str, expected: str) -> None:
 def test_round_thirteen_keeps(text: str) -> None:
     """What round thirteen's classes must not hide."""
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # flags of the table: Wazuh's agent-auth -P, buildbot-worker create-worker's fourth argument
+        ("+ /var/ossec/bin/agent-auth -m mgr.corp -A edge-9 -P 'Sunny.Day/77' -d", "+ /var/ossec/bin/agent-auth -m mgr.corp -A edge-9 -P '***' -d"),
+        ("+ buildbot-worker create-worker --umask=0o22 /srv/w/x86-3 ci.corp:9989 x86-3 Kite=Rain=42", "+ buildbot-worker create-worker --umask=0o22 /srv/w/x86-3 ci.corp:9989 x86-3 ***"),
+        # a Proxmox API token keeps whose it is, in a header and in a repr
+        ("headers={'Authorization': 'PVEAPIToken=etl@pam!backup=0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b'}", "headers={'Authorization': 'PVEAPIToken=etl@pam!backup=***'}"),
+        # the secret beside an id named in a call assigned to an auth-named variable
+        ("auth_handler=TwitchAuth(client_id='9a8b7c6d5e4f30211f2e3d4c5b6a7980', client_secret='0a1b2c3d4e5f60718293a4b5c6d7e8f9')", "auth_handler=TwitchAuth(client_id='9a8b7c6d5e4f30211f2e3d4c5b6a7980', client_secret='***')"),
+    ],
+)  # fmt: skip
+def test_round_fourteen_classes(text: str, expected: str) -> None:
+    """Round fourteen's classes (holdout12's first-sight misses), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an index's id and a certificate's fingerprint are read, not hidden
+        "refund lookup failed: txnidx=Qw8Er7Ty6Ui5Op4As3Df2G status=PENDING",
+        "ssl_cert = 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 does not match",
+    ],
+)  # fmt: skip
+def test_round_fourteen_keeps(text: str) -> None:
+    """What round fourteen's classes must keep."""
+    assert redact(text) == text
+
+
+def test_a_proxmox_shaped_password_is_hidden_whole() -> None:
+    """Only Proxmox's token shape keeps its identity: a password with @, ! and = in it is hidden whole."""
+    assert redact("token=P@ss!w=rd0-1234-5678") == "token=***"
