@@ -23,10 +23,13 @@ Each runs ``--rounds`` times, alternating. While a storm lasts, a sampler asks A
 ``GET /api/v2/dags`` every half second and reads the provider database's connections
 (``pg_stat_activity``). Printed for each side: the time from the first failure (the failing tries
 start and raise at once) to the last task ended and to the last letter filed, the provider's REST
-reads (the impact thread's log lines: their reads) per letter and per DAG run, the p95 of ``GET
+reads (the impact thread's log lines: their reads) per letter and per DAG run and the infra watcher's
+REST calls (its rounds' log lines: the task instances it lists every 15 s, and the tries it reads of
+those its failed tries do not explain), the p95 of ``GET
 /api/v2/dags`` during the storm, the peak of the provider database's connections, the mails sent
 (new root cause; delivery at risk), and the CPU seconds each component of the stack (its task
-processes included) and the whole machine spent from the trigger to the storm's end: on a machine
+processes included) and the whole machine spent from the trigger to the storm's end, and of the
+api-server's, what its impact thread and its infra watcher spent (their log lines): on a machine
 with few cores the UI's p95 follows them. Targets: the REST reads of a DAG run's letters at most one per 20
 letters (``--tasks``), or at most one set per DAG run (``--dags``: a run of one letter reads its own DAG's
 tasks, history and assets once, :data:`READS_PER_SET`); ``GET /api/v2/dags`` p95 within 10 % of the
@@ -59,7 +62,12 @@ from verdict import check, exit_code, judge
 
 DAGS = Path(__file__).resolve().parent / "storm_dags"
 VARIANTS = ("native", "provider")
-READS = re.compile(r"impact of (\d+) letter\(s\) of (\d+) DAG run\(s\) computed with (\d+) REST read\(s\)")
+READS = re.compile(
+    r"impact of (\d+) letter\(s\) of (\d+) DAG run\(s\) computed with (\d+) REST read\(s\) in ([\d.]+) CPU-s"
+)
+WATCHED = re.compile(
+    r"infra watcher read (\d+) task instance\(s\) with (\d+) REST call\(s\) in ([\d.]+) CPU-s"
+)
 NEW_ROOT_CAUSE, AT_RISK = "New root cause:", "Delivery at risk:"  # the mails' subjects begin so
 SAMPLE_EVERY = 0.5
 READS_PER_LETTER_TARGET = 1 / 20
@@ -155,6 +163,7 @@ class Storm:
     letters: int
     impacts: int
     reads: int
+    watcher_calls: int
     p95_ms: float
     peak_connections: int
     new_root_cause_mails: int
@@ -254,11 +263,16 @@ def one_storm(bench: Any, smtp: Any, shape: Shape, variant: str) -> Storm:
         letters=int(letters),
         impacts=int(impacts),
         reads=sum(int(match[2]) for match in READS.findall(log)),
+        watcher_calls=sum(int(match[1]) for match in WATCHED.findall(log)),
         p95_ms=p95(sampler.latencies) * 1000,
         peak_connections=max(sampler.connections, default=0),
         new_root_cause_mails=sum(s.startswith(NEW_ROOT_CAUSE) for s in subjects),
         at_risk_mails=sum(s.startswith(AT_RISK) for s in subjects),
-        cpu=cpu,
+        cpu={
+            **cpu,
+            "api-server: impact thread": sum(float(match[3]) for match in READS.findall(log)),
+            "api-server: infra watcher": sum(float(match[2]) for match in WATCHED.findall(log)),
+        },
     )
 
 
@@ -278,7 +292,8 @@ def report(storms: list[Storm], shape: Shape, rounds: int) -> None:
         ("first failure -> last letter filed (s)", "to_last_letter", "{:.1f}"),
         ("letters filed", "letters", "{:.0f}"),
         ("impacts computed", "impacts", "{:.0f}"),
-        ("REST reads of the provider", "reads", "{:.0f}"),
+        ("REST reads of the impact thread", "reads", "{:.0f}"),
+        ("REST calls of the infra watcher", "watcher_calls", "{:.0f}"),
         ("GET /api/v2/dags p95 during the storm (ms)", "p95_ms", "{:.0f}"),
         ("peak connections to the provider database", "peak_connections", "{:.0f}"),
         ("mails sent: new root cause", "new_root_cause_mails", "{:.0f}"),
@@ -288,7 +303,9 @@ def report(storms: list[Storm], shape: Shape, rounds: int) -> None:
         native, ours = mean("native", name), mean("provider", name)
         cells = [form.format(v) if v == v else "-" for v in (native, ours)]
         print(f"  {label:<46}{cells[0]:>12}{cells[1]:>12}")
-    for component in sorted({name for s in storms for name in s.cpu}, key=lambda name: name == "machine"):
+    for component in sorted(
+        {name for s in storms for name in s.cpu}, key=lambda name: (name == "machine", name)
+    ):
         native, ours = (
             statistics.fmean(
                 [s.cpu.get(component, 0.0) for s in storms if s.variant == variant] or [float("nan")]
@@ -300,8 +317,10 @@ def report(storms: list[Storm], shape: Shape, rounds: int) -> None:
     ours = [s for s in storms if s.variant == "provider"]
     reads, letters, runs = (sum(getattr(s, name) for s in ours) for name in ("reads", "letters", "runs"))
     per_letter, per_run = reads / max(1, letters), reads / max(1, runs)
+    watcher = sum(s.watcher_calls for s in ours)
     print(
-        f"  REST reads per letter {per_letter:.3f}, per DAG run {per_run:.2f} ({letters} letters, {runs} runs)"
+        f"  REST reads per letter {per_letter:.3f}, per DAG run {per_run:.2f} ({letters} letters, {runs} runs); "
+        f"with the infra watcher's calls {(reads + watcher) / max(1, letters):.3f} per letter"
     )
     if shape.runs == 1:
         print(

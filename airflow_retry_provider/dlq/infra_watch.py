@@ -7,36 +7,41 @@ its connection goes) reads Airflow's REST API:
 
 1. the task instances of the managed DAGs (tagged ``airflow-retry-provider`` or listed in the
    Variable, as the sweeper finds them) that ended ``up_for_retry`` or ``failed`` since its
-   watermark (``retry_sweep_state`` row ``infra-watch``, Airflow's clock; each read starts
-   :data:`OVERLAP` earlier, so a try read twice is decided once), and those whose try 2 or later
-   started since then (a retry that waited less than a poll is never seen ``up_for_retry``), at
-   most :data:`MAX_PAGES` pages each;
-2. for each, its tries (``GET .../tries``): a failed try with no row in ``retry_failed_tries``
-   (the retry policy records the tries its task's code failed) is read as ``dlq/infra.py`` says,
-   and one :func:`~airflow_retry_provider.policy.infra.classify_infra` recognises is recorded
-   (class ``infra``); on the task instance's final try its letter is filed ``infra/<category>``
-   or the ``unknown`` letter filed for it is reclassified.
+   watermark, and those whose try 2 or later started since theirs (a retry that waited less than a
+   poll is never seen ``up_for_retry``), at most :data:`MAX_PAGES` pages each;
+2. for each whose tries are not all explained already (:func:`explained`: a storm's failures, each
+   recorded by the retry policy, cost no read), its tries (``GET .../tries``): a failed try with no
+   row in ``retry_failed_tries`` (the retry policy records the tries its task's code failed) is read
+   as ``dlq/infra.py`` says, and one :func:`~airflow_retry_provider.policy.infra.classify_infra`
+   recognises is recorded (class ``infra``); on the task instance's final try its letter is filed
+   ``infra/<category>`` or the ``unknown`` letter filed for it is reclassified.
 
-The watermark moves after each round, to the newest ``end_date`` or ``start_date`` read: a task
-instance is listed for :data:`OVERLAP` after it ended or restarted, and its tries that ended within
-:data:`LOOKBACK` and are not yet recorded are read then; a try Airflow cannot tell apart is left to the
-sweeper (``unknown/filed-by-sweeper``), which reads the same evidence. A round that fails (Airflow
-or PostgreSQL away) keeps the watermark and is tried again after a poll.
+Each stream keeps its watermark as the sweeper keeps its own (``retry_sweep_state`` rows
+``infra-watch`` and ``infra-watch-restarted``; :func:`~airflow_retry_provider.dlq.sweeper.watermark_after`):
+a read that reached the stream's end moves it to the newest ``end_date`` or ``start_date`` read, and
+the next starts :data:`OVERLAP` earlier (a try whose end Airflow committed late is still read; a try
+read twice is decided once); a read that stopped at its pages (a storm ending more task instances
+than a round reads) goes on from where it stopped, with no overlap, so it always gets through. A
+task instance is listed for about :data:`OVERLAP` after it ended or restarted, and its tries that
+ended within :data:`LOOKBACK` and are not yet recorded are read then; a try Airflow cannot tell apart
+is left to the sweeper (``unknown/filed-by-sweeper``), which reads the same evidence. A round that
+fails (Airflow or PostgreSQL away) keeps the watermarks and is tried again after a poll.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from airflow_retry_provider import metrics, settings
 from airflow_retry_provider.dlq.infra import EndedTry, InfraOutcome, file_infra, recognise, replaceable
 from airflow_retry_provider.dlq.store import DeadLetterStore
-from airflow_retry_provider.dlq.sweeper import managed_dag_ids
+from airflow_retry_provider.dlq.sweeper import advance, managed_dag_ids, watermark_after
 from airflow_retry_provider.hooks.airflow_api import PAGE_SIZE, AirflowApi, TaskInstanceRef, parse_time
 from airflow_retry_provider.policy.infra import INFRA_CLASS
 from airflow_retry_provider.policy.redact import redact
@@ -56,27 +61,48 @@ ENDED_STATES = ("up_for_retry", "failed")
 
 @dataclass(frozen=True)
 class Stream:
-    """One read of Airflow's bulk list of task instances: those that ``ENDED`` failed or up for retry
-    since the watermark (a final failure, a retry not yet started), and those ``RESTARTED`` (a try 2 or
-    later started since the watermark: the try before it ended, maybe while the retry waited less than a poll)."""
+    """One read of Airflow's bulk list of task instances, with its own watermark (its row ``name`` in
+    ``retry_sweep_state``): those that ``ENDED`` failed or up for retry (a final failure, a retry not
+    yet started), and those ``RESTARTED`` (a try 2 or later started: the try before it ended, maybe
+    while the retry waited less than a poll)."""
 
+    name: str
     states: tuple[str, ...] | None
     order_by: str
     mark: Callable[[TaskInstanceRef], datetime | None]
 
 
-ENDED = Stream(ENDED_STATES, "end_date", lambda ti: ti.end_date)
-RESTARTED = Stream(None, "start_date", lambda ti: ti.start_date)
+ENDED = Stream(WATCH_NAME, ENDED_STATES, "end_date", lambda ti: ti.end_date)
+RESTARTED = Stream(f"{WATCH_NAME}-restarted", None, "start_date", lambda ti: ti.start_date)
 
 
 @dataclass(frozen=True)
 class WatchRound:
-    """What one round did: task instances read, tries recognised (by category), letters filed, errors."""
+    """What one round did: task instances read, tries recognised (by category), letters filed, errors,
+    and what it cost: the REST calls it made and its thread's CPU seconds."""
 
     read: int = 0
     recognised: tuple[InfraOutcome, ...] = ()
     errors: tuple[str, ...] = ()
     watermark: datetime | None = None
+    calls: int = 0
+    cpu_seconds: float = 0.0
+
+
+def explained(ti: TaskInstanceRef, recorded: Mapping[int, str]) -> bool:
+    """Whether every try of ``ti`` that ended has a failure recorded (``recorded``: try number to class)
+    that leaves the watcher nothing to do, so its tries need not be read.
+
+    A try the task's code failed (the retry policy recorded its class) is explained; an ``infra`` one
+    is, except the task instance's final try, whose letter may still be filed or reclassified. The
+    current try counts only once it ended (up for retry or failed).
+    """
+    last = ti.try_number if ti.state in ENDED_STATES else ti.try_number - 1
+    final = ti.try_number if ti.state == "failed" else None
+    return last >= 1 and all(
+        number in recorded and not (recorded[number] == INFRA_CLASS and number == final)
+        for number in range(1, last + 1)
+    )
 
 
 def ended_tries(api: AirflowApi, ti: TaskInstanceRef, since: datetime) -> list[EndedTry]:
@@ -142,27 +168,35 @@ class InfraWatcher:
         return self._api
 
     def round(self, now: datetime | None = None) -> WatchRound:
-        """One read from the watermark: record and file what it recognises; the watermark after it."""
+        """One read of each stream from its watermark: record and file what it recognises; the ended
+        stream's watermark after it."""
         now = now or datetime.now(timezone.utc)
-        state = self.store.sweep_state(WATCH_NAME)
-        since = (state.watermark - OVERLAP) if state.watermark is not None else now - LOOKBACK
+        cpu_before, calls_before = time.thread_time(), self.api.calls
         dags = managed_dag_ids(self.api, self.managed)
-        newest = state.watermark
         recognised: list[InfraOutcome] = []
         errors: list[str] = []
         runs: dict[tuple[str, str], dict[str, Any]] = {}
         read = 0
         cap = settings.replay_max_attempts()
         seen: set[tuple[str, str, str, int]] = set()
+        watermark = None
         for stream in (ENDED, RESTARTED):
-            for page in range(MAX_PAGES if dags else 0):
+            state = self.store.sweep_state(stream.name)
+            if state.watermark is None:
+                cursor, skip = now - LOOKBACK, 0
+            elif state.caught_up:
+                cursor, skip = state.watermark - OVERLAP, 0
+            else:  # the last read stopped at its pages: on from there, with no overlap
+                cursor, skip = state.watermark, state.watermark_skip
+            caught_up = True
+            for _ in range(MAX_PAGES if dags else 0):
                 items, _ = self.api.task_instances_batch(
                     dag_ids=dags,
                     states=stream.states,
-                    ended_from=since if stream is ENDED else None,
-                    started_from=since if stream is RESTARTED else None,
+                    ended_from=cursor if stream is ENDED else None,
+                    started_from=cursor if stream is RESTARTED else None,
                     order_by=stream.order_by,
-                    offset=page * PAGE_SIZE,
+                    offset=skip,
                     limit=PAGE_SIZE,
                 )
                 read += len(items)
@@ -179,24 +213,36 @@ class InfraWatcher:
                         )
                         log.warning("airflow-retry-provider: infra watcher skipped %s", errors[-1])
                 marks = [mark for ti in items if (mark := stream.mark(ti)) is not None]
-                if marks and (newest is None or max(marks) > newest):
-                    newest = max(marks)
-                if len(items) < PAGE_SIZE:
+                cursor, skip = advance(cursor, skip, marks, len(items))
+                caught_up = len(items) < PAGE_SIZE
+                if caught_up:
                     break
-        if newest is not None:
-            self.store.save_sweep_state(replace(state, watermark=newest, caught_up=True), WATCH_NAME)
-        return WatchRound(read, tuple(recognised), tuple(errors), newest)
+            if dags:
+                state = watermark_after(state, cursor, skip, caught_up, now - OVERLAP)
+                self.store.save_sweep_state(state, stream.name)
+            if stream is ENDED:
+                watermark = state.watermark
+        return WatchRound(
+            read,
+            tuple(recognised),
+            tuple(errors),
+            watermark,
+            calls=self.api.calls - calls_before,
+            cpu_seconds=time.thread_time() - cpu_before,
+        )
 
     def _watch(
         self, ti: TaskInstanceRef, since: datetime, runs: dict[tuple[str, str], dict[str, Any]], cap: int
     ) -> list[InfraOutcome]:
-        tries = ended_tries(self.api, ti, since)
-        if not tries:
-            return []
         recorded = {
             failed.try_number: failed.failure_class
             for failed in self.store.failed_tries(ti.dag_id, ti.run_id, ti.task_id, ti.map_index)
         }
+        if explained(ti, recorded):
+            return []
+        tries = ended_tries(self.api, ti, since)
+        if not tries:
+            return []
         letter = self.store.letter_of(ti.dag_id, ti.run_id, ti.task_id, ti.map_index)
         done: list[InfraOutcome] = []
         for ended in tries:
@@ -227,11 +273,13 @@ class InfraWatcher:
                         while not stop.is_set():
                             if try_lead():
                                 done = self.round()
-                                if done.recognised or done.errors:
+                                if done.read or done.errors:
                                     log.info(
-                                        "airflow-retry-provider: infra watcher read %s task instance(s), "
-                                        "recognised %s, errors %s",
+                                        "airflow-retry-provider: infra watcher read %s task instance(s) "
+                                        "with %s REST call(s) in %.2f CPU-s, recognised %s, errors %s",
                                         done.read,
+                                        done.calls,
+                                        done.cpu_seconds,
                                         [outcome.category for outcome in done.recognised],
                                         list(done.errors)[:5],
                                     )

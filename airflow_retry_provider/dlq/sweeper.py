@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -321,23 +321,30 @@ def read_changes(
             if step is SweepStep.LEAVE:
                 continue
             covered += _sweep_logged(store, api, ti, runs, replay_cap, filed, errors)
-        ends = [ti.end_date for ti in items if ti.end_date is not None]
-        if ends and max(ends) > cursor:
-            cursor = max(ends)
-            skip = sum(1 for end in ends if end == cursor)
-        else:  # a whole page at one end_date (or none): the next page is further along the same instant
-            skip += len(items)
+        cursor, skip = advance(
+            cursor, skip, [ti.end_date for ti in items if ti.end_date is not None], len(items)
+        )
         caught_up = len(items) < PAGE_SIZE
-        saved = _watermark_after(state, cursor, skip, caught_up, now - overlap)
+        saved = watermark_after(state, cursor, skip, caught_up, now - overlap)
         store.save_sweep_state(saved)
         if caught_up:
             break
-    state = _watermark_after(state, cursor, skip, caught_up, now - overlap) if dags else state
+    state = watermark_after(state, cursor, skip, caught_up, now - overlap) if dags else state
     report = SweepReport(tuple(sorted(managed_ids)), tuple(filed), covered, tuple(errors))
     return report, sorted(resolved), state
 
 
-def _watermark_after(
+def advance(cursor: datetime, skip: int, marks: Sequence[datetime], read: int) -> tuple[datetime, int]:
+    """Where a read of pages ordered by a time (``end_date``, ``start_date``) goes on after a page of
+    ``read`` rows whose times are ``marks``: from the page's newest time, past the rows at exactly it;
+    or, a whole page at one instant (or none), further along the same instant."""
+    if marks and max(marks) > cursor:
+        newest = max(marks)
+        return newest, sum(1 for mark in marks if mark == newest)
+    return cursor, skip + read
+
+
+def watermark_after(
     state: SweepState, cursor: datetime, skip: int, caught_up: bool, settled: datetime
 ) -> SweepState:
     """The watermark a read leaves: where it stopped; once caught up, never behind where it was nor behind ``settled``.

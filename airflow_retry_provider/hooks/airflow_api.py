@@ -242,6 +242,8 @@ class AirflowApi:
         self._token: str | None = token
         self._fixed_token = token is not None
         self._version: str | None = None
+        self.calls = 0
+        """Requests sent to Airflow by this client (a sign-in included): what a round of work cost it."""
 
     def __repr__(self) -> str:
         return f"AirflowApi({self.credentials.base_url!r})"
@@ -268,6 +270,7 @@ class AirflowApi:
         if self._fixed_token:
             raise AirflowApiError("Airflow refused the given token (expired?): sign in again", 401)
 
+        self.calls += 1
         try:
             response = self._client.post(
                 "/auth/token",
@@ -296,6 +299,7 @@ class AirflowApi:
         for attempt in (1, 2):
             if self._token is None:
                 self._token = self._get_token()
+            self.calls += 1
             try:
                 response = self._client.request(
                     method, path, headers={"Authorization": f"Bearer {self._token}"}, **kwargs

@@ -102,6 +102,14 @@ def test_a_storm_of_200_failures_is_one_story_computed_once_per_run(airflow, smt
     # the run's tasks, its history and its assets: one read each for the 200 letters, whichever worker led
     assert sum(reads for _, _, reads in rounds) == 3
     assert log.count(f"path=/api/v2/dags/{DAG_ID}/tasks ") == 1  # the api-server's own access log
+    # the infra watcher lists the storm's task instances, and reads no try: the retry policy recorded each
+    tries_read = [
+        line
+        for line in log.splitlines()
+        if f"path=/api/v2/dags/{DAG_ID}/dagRuns/" in line and "/tries" in line
+    ]
+    assert tries_read == []
+    assert re.search(r"infra watcher read [1-9]\d* task instance\(s\)", log)
     print(f"storm: impact rounds (letters, runs, REST reads): {rounds}")
 
 

@@ -18,9 +18,10 @@ import pytest
 from airflow.sdk.observability.stats import Stats
 
 from airflow_retry_provider.cli import main
+from airflow_retry_provider.dlq import infra_watch
 from airflow_retry_provider.dlq.infra import node_fingerprint
 from airflow_retry_provider.dlq.infra_watch import WATCH_NAME, InfraWatcher
-from airflow_retry_provider.dlq.store import DeadLetterStore
+from airflow_retry_provider.dlq.store import DeadLetterStore, FailedTry
 from airflow_retry_provider.dlq.sweeper import _sweep_one
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials, TaskInstanceRef
 from tests.alert_notifiers import RecordingNotifier
@@ -58,6 +59,8 @@ class InfraAirflow:
         self.tries: dict[tuple[str, str], list[Try]] = {}
         self.lock = threading.Lock()
         self.url = ""
+        self.asked: list[str] = []
+        """The path of every request, in order."""
 
     def api(self) -> AirflowApi:
         return AirflowApi(ApiCredentials(self.url, "admin", "admin"), timeout=10)
@@ -87,19 +90,28 @@ class InfraAirflow:
         query = parse_qs(parts.query)
         route = parts.path
         with self.lock:
+            self.asked.append(route)
             if method == "POST" and route == "/auth/token":
                 return Reply(201, {"access_token": "t0ken"})
             if route == "/api/v2/dags":
                 return Reply(200, {"dags": [{"dag_id": DAG}], "total_entries": 1})
             if route.startswith("/api/v2/variables/"):
                 return Reply(404, {"detail": "no variable"})
-            if method == "POST" and route == BATCH_PATH:
+            if method == "POST" and route == BATCH_PATH:  # Airflow's filters, order and page
                 found = [
                     self._ti(*key)
                     for key in sorted(self.tries)
                     if "state" not in body or self._ti(*key)["state"] in body["state"]
                 ]
-                return Reply(200, {"task_instances": found, "total_entries": len(found)})
+                for field in ("end_date", "start_date"):
+                    if f"{field}_gte" in body:
+                        since = datetime.fromisoformat(body[f"{field}_gte"])
+                        found = [ti for ti in found if datetime.fromisoformat(ti[field]) >= since]
+                if body.get("order_by") in ("end_date", "start_date"):
+                    found.sort(key=lambda ti: datetime.fromisoformat(ti[body["order_by"]]))
+                offset = int(body.get("page_offset", 0))
+                page = found[offset : offset + int(body.get("page_limit", 100))]
+                return Reply(200, {"task_instances": page, "total_entries": len(found)})
             if match := TRIES.match(route):
                 tries = self.tries.get((unquote(match[1]), unquote(match[2])), [])
                 return Reply(
@@ -297,6 +309,57 @@ def test_a_lost_celery_worker_is_worker_lost_and_its_tasks_are_one_root_cause_wi
     assert [sent["title"] for sent in RecordingNotifier.sent] == [
         "Worker or node celery@node-3: tasks lost (infra/worker-lost)"
     ]
+
+
+def test_a_storm_of_failures_the_policy_recorded_costs_no_read_of_their_tries(pg_dsn, airflow):
+    """Forty task instances whose every try the retry policy recorded (a poison storm, and retries of
+    a retryable cause) are listed, and their tries are not asked for; one try nobody recorded still is,
+    and so is a final try recorded infra (its letter may still be due). The round counts its calls."""
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    for n in range(40):
+        task_id = f"storm_{n:02d}"
+        airflow.add(task_id, Try("failed" if n % 2 else "up_for_retry"))
+        store.record_failed_try(FailedTry(DAG, RUN, task_id, -1, 1, "poison", "relation-not-found"))
+    airflow.add("retried", Try("failed"))
+    airflow.add("retried", Try("up_for_retry"))
+    for number in (1, 2):
+        store.record_failed_try(FailedTry(DAG, RUN, "retried", -1, number, "retryable", "http-5xx"))
+    airflow.add("unrecorded", Try("failed"))
+    airflow.add("oom", Try("failed", log=[KILLED_LINE]))
+    store.record_failed_try(FailedTry(DAG, RUN, "oom", -1, 1, "infra", "killed"))
+    done = _watcher(pg_dsn, airflow).round()
+    assert done.read == 2 * 43  # listed in both streams (the stand-in answers both alike)
+    assert sorted(unquote(match[2]) for path in airflow.asked if (match := TRIES.match(path))) == [
+        "oom",
+        "unrecorded",
+    ]
+    assert done.calls == len(airflow.asked)
+    assert [outcome.category for outcome in done.recognised] == ["killed"]  # the final try's letter
+    assert done.cpu_seconds > 0
+
+
+def test_a_storm_larger_than_a_round_is_read_through_and_a_kill_at_its_end_is_found(
+    pg_dsn, airflow, monkeypatch
+):
+    """650 task instances end within a minute, more than a round reads (two pages here) and all inside
+    the overlap; the policy recorded every failure but the last, a kill. Each round goes on from where
+    the last stopped, so the kill is recorded within a few rounds (rereading the overlap from a
+    round's newest read would list the same first pages forever)."""
+    monkeypatch.setattr(infra_watch, "MAX_PAGES", 2)
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    start = datetime.now(timezone.utc) - timedelta(minutes=1)
+    for n in range(650):
+        task_id = f"storm_{n:03d}"
+        ended = start + timedelta(milliseconds=90 * n)
+        if n == 649:
+            airflow.add(task_id, Try("failed", log=[KILLED_LINE], ended=ended))
+            continue
+        airflow.add(task_id, Try("failed", ended=ended))
+        store.record_failed_try(FailedTry(DAG, RUN, task_id, -1, 1, "poison", "relation-not-found"))
+    watcher = _watcher(pg_dsn, airflow)
+    found = [outcome.category for _ in range(5) for outcome in watcher.round().recognised]
+    assert found == ["killed"]
+    assert _failed_tries(pg_dsn)[-1] == ("storm_649", 1, "infra", "killed", "worker-7")
 
 
 def test_one_watcher_leads_at_a_time(pg_dsn):

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from airflow_retry_provider.dlq.models import SweepState
-from airflow_retry_provider.dlq.sweeper import _watermark_after
+from airflow_retry_provider.dlq.sweeper import watermark_after
 from airflow_retry_provider.dlq.sync import PageBudget
 
 T0 = datetime(2026, 12, 3, 10, 0, tzinfo=timezone.utc)
@@ -40,5 +40,5 @@ def test_a_budget_holds_back_pages_for_the_full_pass_until_released():
 def test_the_watermark_a_read_leaves(kept, cursor, caught_up, expected):
     """A read that stopped leaves its place; one that caught up leaves the latest of its end, the kept mark and now minus the overlap."""
     settled = T0 + 2 * HOUR if kept.watermark is None else T0 - 2 * HOUR
-    after = _watermark_after(kept, cursor[0], cursor[1], caught_up, settled)
+    after = watermark_after(kept, cursor[0], cursor[1], caught_up, settled)
     assert (after.watermark, after.watermark_skip, after.caught_up) == expected
