@@ -53,6 +53,8 @@ _KEY = (
     # or the kind of secret after it, with no linking word (clé API, Schlüssel SSH)
     r"(?:[ \t](?:api|ssh|gpg|pgp|jwt|aws|s3|db|sql|smtp|ldap|ftp|vpn|wifi|wi-fi|hmac|oauth|tls|ssl))?"
     rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw)|auth|sig|session"  # upw=, dbpw=
+    # a token's abbreviation, as a camel-case or separated last word (TranzilaTK=, card_tk=) or alone
+    rf"|{_KEY_CHAR}*(?-i:[a-z]TK)|(?:{_KEY_CHAR}*[_.-])?tk"
     r"|userinfo"  # a parsed URI's user:password (Elixir's %URI{userinfo: "u:x"}, Go's url.Userinfo)
     # a one-time or personal code, as a whole word or after a separator (pin=, card.pin:, mfa_code=)
     rf"|(?:{_KEY_CHAR}*[_.-])?(?:pin|otp|totp|mfa[_-]?code|2fa[_-]?code|recovery[_-]?codes?|backup[_-]?codes?|security[_-]?answer)"
@@ -65,7 +67,7 @@ _SEP = r"(\\*[\"']?[ \t]*(?::=|=>|==?|:|：|＝)[ \t]*(?:\r?\n[ \t]*-[ \t]+)?)"
 
 
 _VALUE = (
-    f"({_QUOTED}"
+    f"([bB]?{_QUOTED}"  # a string, or Python's bytes (curve_secretkey=b'...')
     rf"|\[[ \t]*{_QUOTED}"  # a list's first item (Elixir's and Ruby's "x-api-key" => ["x"], Go's http.Header)
     r"|\{(?:[^}\r\n]|\}\})*\}?"  # {braced} (ODBC: PWD={a;b}; }} is a literal })
     # a bare word (not starting with "(": Key (id)=(5)), ending before a repr's escaped line end (\r\n)
@@ -801,6 +803,7 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
     if (  # _KEY_WORDS, spelled out: the hot path of every decision, no call per word
         "pass" in lowered
         or "pw" in lowered
+        or "tk" in lowered
         or "token" in lowered
         or "key" in lowered
         or "secret" in lowered

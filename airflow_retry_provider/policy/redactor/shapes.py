@@ -10,10 +10,12 @@ from airflow_retry_provider.policy.redactor.judge import (
     _HEX,
     _collection_segment,
     _looks_random,
+    _looks_secret,
     _named_hash,
     _readable,
+    _secret_segment,
 )
-from airflow_retry_provider.policy.redactor.spans import Span, _matches, _spans_of
+from airflow_retry_provider.policy.redactor.spans import MASK, Span, _matches, _spans_of
 
 LONG_WORD = 15
 """A whitespace-separated word this long may hold a vendor token or a random run: only then are they looked for."""
@@ -160,7 +162,7 @@ def _random_part(token: str, whole: bool) -> Span:
     ``<token>/sendMessage`` keeps its path. When the ``whole`` run looks random, a piece is random
     unless it is a word; otherwise only a piece random on its own is (an API key as a path's
     segment: ``/v1/<88 hex>/sms/send.json``), a hex digest's length excepted (an object's name, a
-    run's id). An object's id after its collection's noun stays (``/Accounts/<id>``)."""
+    run's id), or a piece after a segment that names a credential (``/api/<40 hex>``). An object's id after its collection's noun stays (``/Accounts/<id>``)."""
     if "/" not in token:
         return (0, len(token)) if whole else (0, 0)
     first = last = -1
@@ -170,7 +172,7 @@ def _random_part(token: str, whole: bool) -> Span:
     for piece in token.split("/"):
         if _collection_segment(f"/{previous.lower()}/"):
             named = True  # /Accounts/<id>: the id of an account; /payments/<id>, of a payment
-        elif (not _readable(piece)) if whole else _random_piece(piece):
+        elif (not _readable(piece)) if whole or _secret_segment(f"/{previous}/") else _random_piece(piece):
             first = offset if first < 0 else first
             last = offset + len(piece)
         offset += len(piece) + 1
@@ -222,6 +224,24 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
                 spans.append((begin, start + last))  # not a URL's path beside its query's secret
 
 
+# a user and a password after a user's flag (curl -u 4f3a...c4:W2xQ..., an OAuth client's id and
+# secret): the user is a name, however random, when what follows its colon is a secret of its own
+_PAIR_USER = pattern(
+    r"(?:^|[\s'\"])(?:--user(?:name)?|-u|-U)(?:=|[ \t]+)['\"]?([^\s:'\"@]{20,128}):([^\s'\"@]{3,})"
+)
+
+
+def _pair_users(text: str) -> list[Span]:
+    """The users of ``-u user:password`` pairs whose password looks like one (``-u ghp_x:x-oauth-basic``
+    is a token as its user: not kept; vendor prefixes are hidden whatever stands around them), or is
+    hidden already (redacting again changes nothing)."""
+    return [
+        match.span(1)
+        for match in _matches(_PAIR_USER, text, [])
+        if match.group(2) == MASK or (_looks_secret(match.group(2)) and not match.group(2).isalpha())
+    ]
+
+
 # a flag that names a key pair's id (aliyun's --access-key-id, beside --access-key-secret)
 _ID_FLAG_BEFORE = pattern(r"--[A-Za-z][\w-]*-id['\"]?(?:,[ \t]*['\"]|[ \t]+['\"]?|=['\"]?)$")
 _SECRET_FLAG = pattern(r"--[\w-]*secret")
@@ -244,6 +264,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _CHOSEN,
     _PASSPHRASE,
     _RUN,
+    _PAIR_USER,
     _ID_FLAG_BEFORE,
     _SECRET_FLAG,
 )
@@ -266,7 +287,8 @@ def find(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> No
                 shaped: list[Span] = []
                 _spans_of(_VENDOR, text, shaped)
                 shaped.extend(vendor.find(text))
-                _random_runs(text, lowered, shaped, readable)
+                users = _pair_users(text) if ("-u" in text or "-U" in text) and ":" in text else []
+                _random_runs(text, lowered, shaped, readable + users)
                 if "-id" in lowered and "secret" in lowered:
                     shaped = [span for span in shaped if not _id_flag_value(text, span)]
                 spans.extend(shaped)
