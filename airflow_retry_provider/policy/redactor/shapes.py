@@ -4,6 +4,8 @@ catch-all (judged by ``judge._looks_random`` and ``judge._named_hash``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from airflow_retry_provider.policy import vendor
 from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
@@ -88,22 +90,28 @@ CHOSEN_LENGTHS = (8, 40)
 """The lengths of a chosen password (from, to) that its shape alone hides."""
 
 
+def _mixed(word: str) -> bool:
+    """Capitals, small letters and digits, all three: the mix of a secret a person chose."""
+    return (
+        any(c.isupper() for c in word) and any(c.islower() for c in word) and any(c.isdigit() for c in word)
+    )
+
+
 def _chosen(word: str) -> bool:
     """A chosen password's mix: capitals, small letters, digits and a symbol; not a format (``%H5x``),
     a pattern's class (``a-zA-Z0-9_$``), a variable (``$Db2Pass``) or a keyword argument (``**kw``)."""
     return (
         CHOSEN_LENGTHS[0] <= len(word) <= CHOSEN_LENGTHS[1]
         and word[0] not in _CHOSEN_SYMBOLS
-        and any(c.isupper() for c in word)
-        and any(c.islower() for c in word)
-        and any(c.isdigit() for c in word)
+        and _mixed(word)
         and not any(span in word for span in ("a-z", "A-Z", "0-9"))
     )
 
 
-def _chosen_passwords(text: str, spans: list[Span]) -> None:
-    for match in _matches(_CHOSEN, text, spans):
-        if _chosen(match.group(1)):
+def _words_shaped(pattern_: Pattern, shaped: Callable[[str], bool], text: str, spans: list[Span]) -> None:
+    """Every word ``pattern_`` finds (its group 1) that has the ``shaped`` mix (:func:`_chosen`, :func:`_passphrase`)."""
+    for match in _matches(pattern_, text, spans):
+        if shaped(match.group(1)):
             spans.append(match.span(1))
 
 
@@ -123,9 +131,7 @@ def _passphrase(word: str) -> bool:
     (``ETL-CORE-JOB1``: a key), none of letters and digits mixed beyond a word's leetspeak."""
     if not PASSPHRASE_LENGTHS[0] <= len(word) <= PASSPHRASE_LENGTHS[1]:
         return False
-    if not (
-        any(c.isupper() for c in word) and any(c.islower() for c in word) and any(c.isdigit() for c in word)
-    ):
+    if not _mixed(word):
         return False
     for piece in word.split("-"):
         if piece.isdigit():
@@ -135,12 +141,6 @@ def _passphrase(word: str) -> bool:
         if sum(c.isdigit() for c in piece) > 2:
             return False  # more digits than a word's leetspeak: an id (build-7f3a9c2e)
     return True
-
-
-def _passphrases(text: str, spans: list[Span]) -> None:
-    for match in _matches(_PASSPHRASE, text, spans):
-        if _passphrase(match.group(1)):
-            spans.append(match.span(1))
 
 
 # the high-entropy catch-all: a long run of base64 / hex characters (detect-secrets'
@@ -278,9 +278,9 @@ def find(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> No
     if "$" in text:
         _spans_of(_CRYPT_HASH, text, spans)
     if any(map(text.__contains__, _CHOSEN_SYMBOLS)):
-        _chosen_passwords(text, spans)
+        _words_shaped(_CHOSEN, _chosen, text, spans)
     if "-" in text:
-        _passphrases(text, spans)
+        _words_shaped(_PASSPHRASE, _passphrase, text, spans)
     if len(text) >= LONG_WORD:  # a word long enough to hold a vendor token, found with a loop (not a
         for word in text.split():  # max(map(len, ...)), which costs more for a few words)
             if len(word) >= LONG_WORD:
