@@ -121,6 +121,28 @@ _SECRET_IDS = (
 """(An app's id is the credential of Open Exchange Rates' and OpenWeatherMap's query strings.)"""
 
 
+def _identity(key: str, value: str) -> int:
+    """How much of a secret-named key's ``value`` names whose secret it is, kept: the user of a
+    user-and-password key's ``user:password`` (``--auth=etl:x``), or Proxmox's token identity."""
+    if _user_and_password_key(key) and ":" in value and "://" not in value:
+        return value.index(":") + 1
+    return _token_identity(value)
+
+
+def _user_and_password_key(key: str) -> bool:
+    """A key whose value is ``user:password`` (``--auth=etl:x``, an OAuth client's ``credential:
+    'client_id:client_secret'``): only the password is hidden."""
+    return key.lstrip("-").lower() in (
+        "userinfo",
+        "auth",
+        "basic-auth",
+        "proxy-auth",
+        "http-auth",
+        "credential",
+        "credentials",
+    )
+
+
 def _token_identity(value: str) -> int:
     """How much of ``value`` names whose token it is, to be kept: Proxmox's API token
     ``user@realm!tokenid=<uuid>`` keeps ``user@realm!tokenid=``; any other value keeps nothing."""
