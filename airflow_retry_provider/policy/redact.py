@@ -90,7 +90,7 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
     urls.find(text, lowered, spans, readable)
     assignments.find(text, lowered, gates, spans)
     commands.find(text, lowered, gates, spans)
-    tables.find(text, depth, spans, _collect)
+    tables.find(text, lowered, depth, spans, _collect)
     if "%" in text and depth < 3:
         _percent(text, depth, spans)
     shapes.find(text, lowered, spans, readable)  # after urls: the readable paths are known

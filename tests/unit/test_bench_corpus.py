@@ -43,5 +43,6 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "holdout10.yaml: 57/60 held (95.0 %)" in out  # 49/60 at first sight, fitted in round twelve
     assert "holdout11.yaml: 57/60 held (95.0 %)" in out  # 50/60 at first sight, fitted in round thirteen
     assert "holdout12.yaml: 57/60 held (95.0 %)" in out  # 51/60 at first sight, fitted in round fourteen
-    assert "holdout13.yaml (held out, not fitted): 51/60 held (85.0 %)   target >= 97 % NOT REACHED" in out
+    assert "holdout13.yaml: 55/60 held (91.7 %)" in out  # 51/60 at first sight, fitted in round fifteen
+    assert "holdout14.yaml (held out, not fitted): 52/60 held (86.7 %)   target >= 97 % NOT REACHED" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out

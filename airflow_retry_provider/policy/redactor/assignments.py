@@ -17,6 +17,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     PROSE_WORDS,
     _flag_prose,
     _id_key,
+    _identity,
     _looks_secret,
     _not_secret,
     _prose_after_colon,
@@ -25,7 +26,6 @@ from airflow_retry_provider.policy.redactor.judge import (
     _secret_key,
     _secret_name,
     _spaced_value,
-    _token_identity,
 )
 from airflow_retry_provider.policy.redactor.spans import (
     _QUOTED,
@@ -53,6 +53,8 @@ _KEY = (
     # or the kind of secret after it, with no linking word (clé API, Schlüssel SSH)
     r"(?:[ \t](?:api|ssh|gpg|pgp|jwt|aws|s3|db|sql|smtp|ldap|ftp|vpn|wifi|wi-fi|hmac|oauth|tls|ssl))?"
     rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw)|auth|sig|session"  # upw=, dbpw=
+    # a token's abbreviation, as a camel-case or separated last word (TranzilaTK=, card_tk=) or alone
+    rf"|{_KEY_CHAR}*(?-i:[a-z]TK)|(?:{_KEY_CHAR}*[_.-])?tk"
     r"|userinfo"  # a parsed URI's user:password (Elixir's %URI{userinfo: "u:x"}, Go's url.Userinfo)
     # a one-time or personal code, as a whole word or after a separator (pin=, card.pin:, mfa_code=)
     rf"|(?:{_KEY_CHAR}*[_.-])?(?:pin|otp|totp|mfa[_-]?code|2fa[_-]?code|recovery[_-]?codes?|backup[_-]?codes?|security[_-]?answer)"
@@ -65,7 +67,7 @@ _SEP = r"(\\*[\"']?[ \t]*(?::=|=>|==?|:|：|＝)[ \t]*(?:\r?\n[ \t]*-[ \t]+)?)"
 
 
 _VALUE = (
-    f"({_QUOTED}"
+    f"([bB]?{_QUOTED}"  # a string, or Python's bytes (curve_secretkey=b'...')
     rf"|\[[ \t]*{_QUOTED}"  # a list's first item (Elixir's and Ruby's "x-api-key" => ["x"], Go's http.Header)
     r"|\{(?:[^}\r\n]|\}\})*\}?"  # {braced} (ODBC: PWD={a;b}; }} is a literal })
     # a bare word (not starting with "(": Key (id)=(5)), ending before a repr's escaped line end (\r\n)
@@ -495,8 +497,7 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
             if key.startswith("-") and _flag_prose(text, start, value):
                 continue  # the flag named in a sentence: "Retry with --password prompting enabled."
             if _spaced_value(key, value):
-                if _user_and_password_key(key) and ":" in value and "://" not in value:
-                    start += value.index(":") + 1  # chisel's --auth user:password: the user is kept
+                start += _identity(key, value)  # chisel's --auth user:password: the user is kept
                 spans.append((start, end))
 
 
@@ -605,12 +606,12 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
             _key_values(braced[1:], fields, depth + 1)
             spans.extend((raw_start + 1 + begin, raw_start + 1 + finish) for begin, finish in fields)
             continue
-        if _user_and_password_key(key) and ":" in value and "://" not in value:
-            start += value.index(":") + 1  # --auth=user:password (HTTPie, xh): the user is kept
+        kept = _identity(key, value)  # --auth=user:password (HTTPie, xh), PVEAPIToken=user@realm!tokenid=***
+        if kept:
+            start += kept
             value = text[start:end]
             if _not_secret(value):
                 continue  # "auth: Debug: client in": a log's words, no password after the colon
-        start += _token_identity(value)  # PVEAPIToken=user@realm!tokenid=***: whose token stays
         if sep.rstrip().endswith(":") and value.startswith("//"):
             continue  # a scheme (https://), not a value
         if "://" in value[:24]:
@@ -680,20 +681,6 @@ def _quote_inside(text: str, start: int, end: int) -> int:
             return end
         end = close
     return end
-
-
-def _user_and_password_key(key: str) -> bool:
-    """A key whose value is ``user:password`` (``--auth=etl:x``, an OAuth client's ``credential:
-    'client_id:client_secret'``): only the password is hidden."""
-    return key.lstrip("-").lower() in (
-        "userinfo",
-        "auth",
-        "basic-auth",
-        "proxy-auth",
-        "http-auth",
-        "credential",
-        "credentials",
-    )
 
 
 def _xml(text: str, spans: list[Span]) -> None:
@@ -801,6 +788,7 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
     if (  # _KEY_WORDS, spelled out: the hot path of every decision, no call per word
         "pass" in lowered
         or "pw" in lowered
+        or "tk" in lowered
         or "token" in lowered
         or "key" in lowered
         or "secret" in lowered

@@ -169,6 +169,14 @@ _PIPED = pattern(
 _STDIN_SINKS = ("-stdin", "/dev/stdin", "secret create", "secret set", "chpasswd", "--password -", "with-token", "=-")  # fmt: skip
 
 
+# a command whose first argument logs in or unlocks (lpass login, op signin, bw unlock): piped
+# into, it reads the password from standard input; after the pipe or at a bash -x trace line's start
+_LOGIN_SINK = pattern(
+    r"(?:\||(?:^|\s)\+)[ \t]*(?:[A-Z][A-Z0-9_]*=\S*[ \t]+)*[\w./-]+[ \t]+(?:login|signin|unlock)(?:[ \t]|$)",
+    ignore_case=True,
+)
+
+
 # a tool's prompt for a secret, which an echo piped into it answers (mkstore's "Enter wallet
 # password:", keytool's "Enter keystore password:", ssh-keygen's "Enter passphrase:")
 _PROMPT = pattern(r"(?im)^[^\r\n]{0,60}(?:password|passphrase)[^\r\n:]{0,20}:[ \t]*$")
@@ -427,7 +435,7 @@ def _piped_secrets(text: str, lowered: str, spans: list[Span]) -> None:
         if text[end - 1 : end] in ("'", '"') and end - 1 > start:
             end -= 1
         word = text[start:end]
-        if not any(sink in near for sink in _STDIN_SINKS) and not (
+        if (not any(sink in near for sink in _STDIN_SINKS) and _LOGIN_SINK.search(near) is None) and not (
             prompted and _looks_secret(word) and not word.isalpha() and not any(c.isspace() for c in word)
         ):
             continue  # no sink that reads a secret; nor a prompt for one that this answers (one word)
@@ -555,7 +563,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 PATTERNS: tuple[Pattern, ...] = (
     _PROMPT, _ORACLE, _ORACLE_WORD, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
-    _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _WINDOWS_LOGIN, _PIPED,
+    _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO,
 )  # fmt: skip
 """This module's patterns, beside ``policy/argv.py``'s (the linear-time test runs each on adversarial input)."""
@@ -588,7 +596,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
     if not gates.isdisjoint(_DEVICE_WORDS):
         _device_secrets(text, spans)
     if ("echo" in gates or "printf" in gates) and (
-        any(map(lowered.__contains__, _STDIN_SINKS)) or "password" in lowered or "passphrase" in lowered
+        any(map(lowered.__contains__, _STDIN_SINKS))
+        or any(map(lowered.__contains__, ("password", "passphrase", "login", "signin", "unlock")))
     ):
         _piped_secrets(text, lowered, spans)
     if "/u" in gates:

@@ -121,6 +121,28 @@ _SECRET_IDS = (
 """(An app's id is the credential of Open Exchange Rates' and OpenWeatherMap's query strings.)"""
 
 
+def _identity(key: str, value: str) -> int:
+    """How much of a secret-named key's ``value`` names whose secret it is, kept: the user of a
+    user-and-password key's ``user:password`` (``--auth=etl:x``), or Proxmox's token identity."""
+    if _user_and_password_key(key) and ":" in value and "://" not in value:
+        return value.index(":") + 1
+    return _token_identity(value)
+
+
+def _user_and_password_key(key: str) -> bool:
+    """A key whose value is ``user:password`` (``--auth=etl:x``, an OAuth client's ``credential:
+    'client_id:client_secret'``): only the password is hidden."""
+    return key.lstrip("-").lower() in (
+        "userinfo",
+        "auth",
+        "basic-auth",
+        "proxy-auth",
+        "http-auth",
+        "credential",
+        "credentials",
+    )
+
+
 def _token_identity(value: str) -> int:
     """How much of ``value`` names whose token it is, to be kept: Proxmox's API token
     ``user@realm!tokenid=<uuid>`` keeps ``user@realm!tokenid=``; any other value keeps nothing."""
@@ -572,6 +594,16 @@ _SECRET_COLLECTIONS = ("keys", "tokens", "secrets", "credentials", "passwords", 
 """Collections whose members' names are themselves secrets (Mattermost's /hooks/<key>, a share link)."""
 
 
+_SECRET_SEGMENTS = frozenset({"api", "apikey", "api-key", "api_key", "token", "secret", "hook", "webhook"})
+"""A URL path's segment that says what the next one is: a credential (Squadcast's
+``/v2/incidents/api/<token>``), whatever object nouns stand before it."""
+
+
+def _secret_segment(before: str) -> bool:
+    """Whether a URL path's last segment before a run names it as a credential (see :data:`_SECRET_SEGMENTS`)."""
+    return before.endswith("/") and before[:-1].rpartition("/")[2].lower() in _SECRET_SEGMENTS
+
+
 def _collection_segment(before: str) -> bool:
     """Whether a URL path's last segment before a run is a plural noun naming a collection of objects
     (``/v2/payments/``, ``/drive/v3/files/``), not a collection of secrets."""
@@ -592,6 +624,8 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     (``sha256=``, ``commit``, ``request id:``), unless its own key names a secret
     (``fs.azure.account.key.x.blob.core.windows.net=``: "blob" is a hash word, "key" wins)."""
     # the end of a range (a1b2..c3d4) reads as its start; a hex digest may be named a line above
+    if _secret_segment(before):
+        return False  # /incidents/api/<hex>: the segment before says what it is
     if _collection_segment(before):
         return True  # an object's id after its collection in a path: /Accounts/AC<32 hex>/, /payments/<id>
     window = 80 if before.endswith("..") else len(before) if hexadecimal else 32

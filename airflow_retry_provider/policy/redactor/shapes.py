@@ -4,16 +4,20 @@ catch-all (judged by ``judge._looks_random`` and ``judge._named_hash``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from airflow_retry_provider.policy import vendor
 from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _HEX,
     _collection_segment,
     _looks_random,
+    _looks_secret,
     _named_hash,
     _readable,
+    _secret_segment,
 )
-from airflow_retry_provider.policy.redactor.spans import Span, _matches, _spans_of
+from airflow_retry_provider.policy.redactor.spans import MASK, Span, _matches, _spans_of
 
 LONG_WORD = 15
 """A whitespace-separated word this long may hold a vendor token or a random run: only then are they looked for."""
@@ -86,22 +90,28 @@ CHOSEN_LENGTHS = (8, 40)
 """The lengths of a chosen password (from, to) that its shape alone hides."""
 
 
+def _mixed(word: str) -> bool:
+    """Capitals, small letters and digits, all three: the mix of a secret a person chose."""
+    return (
+        any(c.isupper() for c in word) and any(c.islower() for c in word) and any(c.isdigit() for c in word)
+    )
+
+
 def _chosen(word: str) -> bool:
     """A chosen password's mix: capitals, small letters, digits and a symbol; not a format (``%H5x``),
     a pattern's class (``a-zA-Z0-9_$``), a variable (``$Db2Pass``) or a keyword argument (``**kw``)."""
     return (
         CHOSEN_LENGTHS[0] <= len(word) <= CHOSEN_LENGTHS[1]
         and word[0] not in _CHOSEN_SYMBOLS
-        and any(c.isupper() for c in word)
-        and any(c.islower() for c in word)
-        and any(c.isdigit() for c in word)
+        and _mixed(word)
         and not any(span in word for span in ("a-z", "A-Z", "0-9"))
     )
 
 
-def _chosen_passwords(text: str, spans: list[Span]) -> None:
-    for match in _matches(_CHOSEN, text, spans):
-        if _chosen(match.group(1)):
+def _words_shaped(pattern_: Pattern, shaped: Callable[[str], bool], text: str, spans: list[Span]) -> None:
+    """Every word ``pattern_`` finds (its group 1) that has the ``shaped`` mix (:func:`_chosen`, :func:`_passphrase`)."""
+    for match in _matches(pattern_, text, spans):
+        if shaped(match.group(1)):
             spans.append(match.span(1))
 
 
@@ -121,9 +131,7 @@ def _passphrase(word: str) -> bool:
     (``ETL-CORE-JOB1``: a key), none of letters and digits mixed beyond a word's leetspeak."""
     if not PASSPHRASE_LENGTHS[0] <= len(word) <= PASSPHRASE_LENGTHS[1]:
         return False
-    if not (
-        any(c.isupper() for c in word) and any(c.islower() for c in word) and any(c.isdigit() for c in word)
-    ):
+    if not _mixed(word):
         return False
     for piece in word.split("-"):
         if piece.isdigit():
@@ -133,12 +141,6 @@ def _passphrase(word: str) -> bool:
         if sum(c.isdigit() for c in piece) > 2:
             return False  # more digits than a word's leetspeak: an id (build-7f3a9c2e)
     return True
-
-
-def _passphrases(text: str, spans: list[Span]) -> None:
-    for match in _matches(_PASSPHRASE, text, spans):
-        if _passphrase(match.group(1)):
-            spans.append(match.span(1))
 
 
 # the high-entropy catch-all: a long run of base64 / hex characters (detect-secrets'
@@ -160,7 +162,7 @@ def _random_part(token: str, whole: bool) -> Span:
     ``<token>/sendMessage`` keeps its path. When the ``whole`` run looks random, a piece is random
     unless it is a word; otherwise only a piece random on its own is (an API key as a path's
     segment: ``/v1/<88 hex>/sms/send.json``), a hex digest's length excepted (an object's name, a
-    run's id). An object's id after its collection's noun stays (``/Accounts/<id>``)."""
+    run's id), or a piece after a segment that names a credential (``/api/<40 hex>``). An object's id after its collection's noun stays (``/Accounts/<id>``)."""
     if "/" not in token:
         return (0, len(token)) if whole else (0, 0)
     first = last = -1
@@ -170,7 +172,7 @@ def _random_part(token: str, whole: bool) -> Span:
     for piece in token.split("/"):
         if _collection_segment(f"/{previous.lower()}/"):
             named = True  # /Accounts/<id>: the id of an account; /payments/<id>, of a payment
-        elif (not _readable(piece)) if whole else _random_piece(piece):
+        elif (not _readable(piece)) if whole or _secret_segment(f"/{previous}/") else _random_piece(piece):
             first = offset if first < 0 else first
             last = offset + len(piece)
         offset += len(piece) + 1
@@ -222,6 +224,24 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
                 spans.append((begin, start + last))  # not a URL's path beside its query's secret
 
 
+# a user and a password after a user's flag (curl -u 4f3a...c4:W2xQ..., an OAuth client's id and
+# secret): the user is a name, however random, when what follows its colon is a secret of its own
+_PAIR_USER = pattern(
+    r"(?:^|[\s'\"])(?:--user(?:name)?|-u|-U)(?:=|[ \t]+)['\"]?([^\s:'\"@]{20,128}):([^\s'\"@]{3,})"
+)
+
+
+def _pair_users(text: str) -> list[Span]:
+    """The users of ``-u user:password`` pairs whose password looks like one (``-u ghp_x:x-oauth-basic``
+    is a token as its user: not kept; vendor prefixes are hidden whatever stands around them), or is
+    hidden already (redacting again changes nothing)."""
+    return [
+        match.span(1)
+        for match in _matches(_PAIR_USER, text, [])
+        if match.group(2) == MASK or (_looks_secret(match.group(2)) and not match.group(2).isalpha())
+    ]
+
+
 # a flag that names a key pair's id (aliyun's --access-key-id, beside --access-key-secret)
 _ID_FLAG_BEFORE = pattern(r"--[A-Za-z][\w-]*-id['\"]?(?:,[ \t]*['\"]|[ \t]+['\"]?|=['\"]?)$")
 _SECRET_FLAG = pattern(r"--[\w-]*secret")
@@ -244,6 +264,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _CHOSEN,
     _PASSPHRASE,
     _RUN,
+    _PAIR_USER,
     _ID_FLAG_BEFORE,
     _SECRET_FLAG,
 )
@@ -257,16 +278,17 @@ def find(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> No
     if "$" in text:
         _spans_of(_CRYPT_HASH, text, spans)
     if any(map(text.__contains__, _CHOSEN_SYMBOLS)):
-        _chosen_passwords(text, spans)
+        _words_shaped(_CHOSEN, _chosen, text, spans)
     if "-" in text:
-        _passphrases(text, spans)
+        _words_shaped(_PASSPHRASE, _passphrase, text, spans)
     if len(text) >= LONG_WORD:  # a word long enough to hold a vendor token, found with a loop (not a
         for word in text.split():  # max(map(len, ...)), which costs more for a few words)
             if len(word) >= LONG_WORD:
                 shaped: list[Span] = []
                 _spans_of(_VENDOR, text, shaped)
                 shaped.extend(vendor.find(text))
-                _random_runs(text, lowered, shaped, readable)
+                users = _pair_users(text) if ("-u" in text or "-U" in text) and ":" in text else []
+                _random_runs(text, lowered, shaped, readable + users)
                 if "-id" in lowered and "secret" in lowered:
                     shaped = [span for span in shaped if not _id_flag_value(text, span)]
                 spans.extend(shaped)

@@ -49,8 +49,10 @@ def _matches(pattern_: Pattern, text: str, spans: list[Span], limit: int = MAX_M
 
 
 def _content(text: str, start: int, end: int) -> Span:
-    """What is inside a matched value: after its opening quote (and the backslashes escaping it)
-    or brace, before its closing brace; in a list (``["x"``), its first item's; a bare value is all content."""
+    """What is inside a matched value: after its opening quote (and the backslashes escaping it, or
+    the ``b`` of Python's bytes) or brace, before its closing brace; in a list (``["x"``), its first item's; a bare value is all content."""
+    if end - start > 1 and text[start] in "bB" and text[start + 1] in "\"'":
+        start += 1  # Python's bytes: b'x'
     lead = start
     if text[start : start + 1] == "[":
         item = start + 1

@@ -256,11 +256,12 @@ PATTERNS: tuple[Pattern, ...] = (_TABLE_RULE, _PLAIN_HEADER, _SQL_INSERT)
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 
 
-def find(text: str, depth: int, spans: list[Span], collect: Collect) -> None:
-    """The secrets of the tables in ``text``; a table inside a table's cell is read too, two deep at most."""
+def find(text: str, lowered: str, depth: int, spans: list[Span], collect: Collect) -> None:
+    """The secrets of the tables in ``text`` (``lowered`` is ``text.lower()``); a table inside a
+    table's cell is read too, two deep at most."""
     if "|" in text and ("===" in text or "---" in text) and depth < 2:
         _tables(text, depth, spans, collect)
     if "   " in text and "\n" in text:
         _plain_tables(text, spans)
-    if ("INSERT" in text or "insert" in text or "Insert" in text) and "(" in text:
+    if "insert" in lowered and "(" in text:
         _sql_inserts(text, spans)

@@ -495,6 +495,7 @@ HELD_OUT = (
     "holdout10.yaml",
     "holdout11.yaml",
     "holdout12.yaml",
+    "holdout13.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -512,7 +513,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout12, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout13, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -1429,3 +1430,49 @@ def test_round_fourteen_keeps(text: str) -> None:
 def test_a_proxmox_shaped_password_is_hidden_whole() -> None:
     """Only Proxmox's token shape keeps its identity: a password with @, ! and = in it is hidden whole."""
     assert redact("token=P@ss!w=rd0-1234-5678") == "token=***"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Python's bytes as a secret-named value: the b is not the value, what is inside the quotes is
+        ("password=b'hunter2hunter' token=b\"abc123def456ghi\"", "password=b'***' token=b\"***\""),
+        ("{'passwd': b'Gr4nite-Slab'} curve_secretkey=b'K9#mW2q&Lz!v8P^sT4n*Xb6R(jY0c@Fh3Ue7Ga5D'", "{'passwd': b'***'} curve_secretkey=b'***'"),
+        # a user's flag with a random client id as its user: the id stays, the secret after it goes
+        ("+ curl -sv -u 4f3a9c2e7b1d48f6a5c0e9b3d2f1a7c4:W2xQ9rT7mL4nP8kZ1cV6bY3jH0fD5sA https://oauth.example.net/token", "+ curl -sv -u 4f3a9c2e7b1d48f6a5c0e9b3d2f1a7c4:*** https://oauth.example.net/token"),
+        # a credential after a path segment that says so, whatever object noun stands before it
+        ("POST https://api.squadcast.com/v2/incidents/api/8d4c1f7a2e9b0c3d5f6a1e8b7c2d9f0a4e3b6c1d -> 401", "POST https://api.squadcast.com/v2/incidents/api/*** -> 401"),
+        # a token's abbreviation as a key's last word
+        ("supplier=sifriyatcafe&TranzilaTK=Z3f8a91c2b7e4d6013&expdate=0428", "supplier=sifriyatcafe&TranzilaTK=***&expdate=0428"),
+        ("card_tk=Qw8Er7Ty6Ui5 status=declined", "card_tk=*** status=declined"),
+        # anaconda-client's -t, and an echo piped into a command that logs in (a bash -x trace, a pipe)
+        ("+ anaconda -t sp-6b1e9f3a-c27d-4e58-a0b4-91d2f7c36e85 upload --user spectro-lab x.conda", "+ anaconda -t *** upload --user spectro-lab x.conda"),
+        ("INFO - + echo -n 'Guarana com Tapioca 81'\nINFO - + LPASS_DISABLE_PINENTRY=1 lpass login --trust svc-backup@brisa.example", "INFO - + echo -n '***'\nINFO - + LPASS_DISABLE_PINENTRY=*** lpass login --trust svc-backup@brisa.example"),
+        ("echo 'Sunny Day 42' | op signin --account acme", "echo '***' | op signin --account acme"),
+    ],
+)  # fmt: skip
+def test_round_fifteen_classes(text: str, expected: str) -> None:
+    """Round fifteen's classes (holdout13's first-sight misses), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a token as the user of a pair is not kept for its shape, nor are a KMS key's or a project's ids hidden
+        "+ echo 'login failed for user bob'\n+ exit 1",
+        "GET https://gitlab.example.com/api/v4/projects/8d4c1f7a2e9b0c3d5f6a1e8b7c2d9f0a4e3b6c1d/repository",
+        "arn:aws:kms:eu-west-1:123456789012:key/0f9e8d7c-6b5a-4c3d-9e2f-1a0b9c8d7e6f: FAILED",
+        "import failed: nltk=3.8 gtk=4 pid=b'1234'",
+    ],
+)  # fmt: skip
+def test_round_fifteen_keeps(text: str) -> None:
+    """What round fifteen's classes must keep."""
+    assert redact(text) == text
+
+
+def test_a_token_as_a_pairs_user_is_not_kept() -> None:
+    """``-u <token>:x-oauth-basic`` sends a token as its user: kept only when the password looks like one."""
+    assert redact(
+        "curl -u 0123456789abcdef0123456789abcdef01234567:x-oauth-basic https://api.github.com"
+    ) == ("curl -u ***:*** https://api.github.com")
