@@ -51,7 +51,8 @@ ARGS34 ?= tests/unit tests/integration tests/dags/test_composed_policies.py test
 	tests/dags/test_breaker_dags.py tests/dags/test_executor_failure.py tests/dags/test_clear_race.py tests/dags/test_lineage_facets.py \
 	tests/e2e/test_retries_browser.py tests/e2e/test_dlq_replay.py tests/e2e/test_breaker.py \
 	tests/e2e/test_ui_browser.py tests/e2e/test_install.py tests/e2e/test_provider_discovery.py \
-	tests/e2e/test_pools.py tests/e2e/test_lineage.py
+	tests/e2e/test_pools.py tests/e2e/test_lineage.py \
+	tests/e2e/test_storm.py::test_a_storm_of_200_failures_is_one_story_computed_once_per_run
 install-34: $(STAMP34)
 
 $(STAMP34): pyproject.toml tools/venv34.sh

@@ -19,7 +19,8 @@ Each shape has two variants:
 2. ``provider``: the same under ``apply_profile(..., "report")`` (dead letters at once), the
    delivering task with a ``DeliveryDeadline``.
 
-Each runs ``--rounds`` times, alternating. While a storm lasts, a sampler asks Airflow's own UI endpoint
+Each runs ``--rounds`` times, alternating; with more than one round the p95 of each round is printed
+with how far the native storm's own p95 moved between its rounds (the noise a ratio is read against). While a storm lasts, a sampler asks Airflow's own UI endpoint
 ``GET /api/v2/dags`` every half second and reads the provider database's connections
 (``pg_stat_activity``). Printed for each side: the time from the first failure (the failing tries
 start and raise at once) to the last task ended and to the last letter filed, the provider's REST
@@ -337,6 +338,16 @@ def report(storms: list[Storm], shape: Shape, rounds: int) -> None:
         f"  GET /api/v2/dags p95 {ratio:.2f}x the native storm's   target <= {P95_TARGET:.2f}x   "
         f"{judge('UI p95 within 10 %', ratio <= P95_TARGET)}"
     )
+    if rounds > 1:  # the native storm beside itself: how far one round's p95 moves with nothing changed
+        by_round = {variant: [s.p95_ms for s in storms if s.variant == variant] for variant in VARIANTS}
+        spread = max(by_round["native"]) / max(min(by_round["native"]), 1e-9)
+        print(
+            "  GET /api/v2/dags p95 by round (ms): "
+            + "; ".join(
+                f"{variant} {', '.join(f'{v:.0f}' for v in by_round[variant])}" for variant in VARIANTS
+            )
+            + f"\n  the native storm's p95 moved {spread:.2f}x between its own rounds (its noise on this machine)"
+        )
     every = all(s.letters == shape.letters and s.impacts == shape.letters for s in ours)
     print(f"  every failure filed, every impact computed: {check('every letter and impact', every)}")
     # later rounds: the same root cause and deliveries, told already

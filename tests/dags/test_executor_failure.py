@@ -10,7 +10,8 @@ On Airflow 3.4.0b2 this path crashes the scheduler (``UniqueViolation`` on
 is the scheduler's thread-local session, so storing it commits and closes that session and detaches
 the task instance; ``prepare_db_for_next_try`` then inserts the next try's row without archiving the
 detached one. The test is a strict ``xfail`` on 3.4: when a 3.4 release fixes it, it passes and the
-3.4 lane fails, to say so; then add ``tests/e2e/test_distributed.py`` to ``ARGS34`` (CONTRIBUTING.md).
+3.4 lane fails, to say so; then add ``tests/e2e/test_distributed.py`` and the whole of
+``tests/e2e/test_storm.py`` to ``ARGS34`` (CONTRIBUTING.md).
 """
 
 from __future__ import annotations

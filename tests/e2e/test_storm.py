@@ -116,6 +116,9 @@ def test_a_storm_of_200_failures_is_one_story_computed_once_per_run(airflow, smt
 OUTAGE_DAG = "storm_outage"
 
 
+# Off the 3.4 lane (ARGS34 runs the test above only): on 3.4.0b2 a try that cannot reach the stopped
+# api-server is reported failed by the executor and the scheduler crashes (UniqueViolation on
+# task_instance_current_key), the Airflow bug tests/dags/test_executor_failure.py holds as a strict xfail.
 def test_a_storm_while_the_api_server_is_down_files_every_letter_and_computes_every_impact_after(
     airflow, smtp
 ):

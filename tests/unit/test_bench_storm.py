@@ -85,3 +85,16 @@ def test_runs_of_one_letter_are_held_to_one_set_of_reads_each(bench_modules, cap
         storms(storm, 200, 199, 600, 1), shape, 1
     )  # a letter lost, and one at-risk mail for 200 deliveries
     assert verdicts(capsys, run_all)[2:] == ["WRONG", "WRONG"]
+
+
+def test_rounds_print_each_p95_and_the_native_storms_own_spread(bench_modules, capsys):
+    """Two rounds: each round's p95 per variant, and how far the native p95 moved between its rounds (96/80)."""
+    storm, _ = bench_modules
+    first, second = storms(storm, 1, 1000, 3, 1), storms(storm, 1, 1000, 3, 1)
+    second[0] = storm.Storm(**{**vars(second[0]), "p95_ms": 96.0})
+    storm.report(first + second, storm.Shape.of(1000, None), 2)
+    out = capsys.readouterr().out
+    assert "GET /api/v2/dags p95 by round (ms): native 80, 96; provider 84, 84" in out
+    assert "the native storm's p95 moved 1.20x between its own rounds" in out
+    storm.report(first, storm.Shape.of(1000, None), 1)
+    assert "by round" not in capsys.readouterr().out  # one round has no spread to show
