@@ -90,6 +90,13 @@ UPDATE retry_replays SET cleared_at = now(), detail = %(detail)s, lease_until = 
 WHERE id = %(id)s AND outcome IN ('pending', 'unknown') AND cleared_at IS NULL
 RETURNING id;
 
+-- name: stamp_decided_clear
+-- Airflow confirmed a clear whose rerun already ended and decided this replay (its failure or success
+-- closed it first: a slow answer): the clear happened, so it is stamped; nothing else changes.
+UPDATE retry_replays SET cleared_at = now()
+WHERE id = %(id)s AND outcome IN ('failed', 'succeeded') AND cleared_at IS NULL
+RETURNING id;
+
 -- name: mark_replay_unknown
 -- The clear's answer was lost: the letter stays replaying and the sync decides from Airflow's state.
 UPDATE retry_replays SET outcome = 'unknown', outcome_at = now(), detail = %(detail)s

@@ -154,15 +154,21 @@ class ReplayStore(QueueStore):
     ) -> None:
         """Airflow confirmed a clear whose claim another process had closed: the letter is replaying again.
 
-        Only a clear that outlived its lease (at least three API timeouts) gets here. The task runs
-        now: the replay another process abandoned is open again, cleared (its failure counts toward
-        the replay cap, its success resolves it). When the letter has a newer claim, it joins a new
-        replay already cleared instead (as a downstream letter joins one). A letter a person parked
-        or dismissed meanwhile keeps that status; its history says what happened.
+        Its rerun may have ended first (a slow answer): that end closed this replay and counted it,
+        so the clear is only stamped. Otherwise the clear outlived its lease (at least three API
+        timeouts) and the task runs now: the replay another process abandoned is open again, cleared
+        (its failure counts toward the replay cap, its success resolves it). When the letter has a
+        newer claim, it joins a new replay already cleared instead (as a downstream letter joins one).
+        A letter a person parked or dismissed meanwhile keeps that status; its history says what happened.
         """
+        driver = Actor.system("driver")
+        cur.execute(query("stamp_decided_clear"), {"id": replay_id})
+        if cur.fetchone() is not None:
+            why = f"Airflow confirmed the clear ({touched}) after its rerun had ended"
+            record(cur, letter.id, "cleared", driver, why, job_id=job_id, replay_id=replay_id)
+            return
         why = f"Airflow confirmed the clear ({touched}) after its claim was closed"
         cur.execute(query("reopen_late_clear"), {"id": replay_id, "detail": why, "status_reason": why[:500]})
-        driver = Actor.system("driver")
         if cur.fetchone() is not None:  # the claim was abandoned while its clear was on its way: open again
             record(cur, letter.id, "cleared", driver, why, job_id=job_id, replay_id=replay_id)
         elif not _join(cur, letter, why, request, job_id, lease_seconds):

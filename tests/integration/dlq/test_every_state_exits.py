@@ -134,6 +134,32 @@ def test_a_clear_confirmed_after_its_claim_was_abandoned_is_claimed_again_and_co
     assert (again.status, again.replay_count) == ("dlq", 1)
 
 
+def test_a_clear_confirmed_after_its_rerun_already_failed_is_not_claimed_again(pg_dsn, fake):
+    """The rerun fails and its callback files before Airflow's answer to the clear reaches the driver (a slow
+    api-server): that failure closed the replay, counted once; the late answer only stamps the clear, so the
+    letter stays in dlq with one replay, not replaying under a second one (seen on CI, Airflow 3.4.0b2)."""
+    store = DeadLetterStore.from_dsn(pg_dsn)
+    letter_id = store.file(support.letter(), replay_cap=3).letter_id
+    fake.set("etl", "r1", "load", "failed", 1)
+    engine = ReplayEngine(store, fake.api(), replay_cap=3)
+    letter = store.get(letter_id)
+    assert letter is not None
+    replay_id = engine.claim(letter, REQUEST)
+    assert replay_id is not None
+
+    def rerun_fails_first() -> None:
+        fake.set("etl", "r1", "load", "failed", 2)
+        assert (store.file(support.letter(try_number=2), replay_cap=3).replay_count) == 1
+
+    fake.on_clear = rerun_fails_first
+    assert engine.clear(engine.require_api(), letter, replay_id, REQUEST).outcome == "cleared"
+    now = store.get(letter_id)
+    assert now is not None and (now.status, now.replay_count) == ("dlq", 1)
+    (replay,) = store.replays(letter_id)
+    assert (replay.id, replay.outcome) == (replay_id, "failed") and replay.cleared_at is not None
+    assert [e.event for e in store.events(letter_id)][-2:] == ["failed-again", "cleared"]
+
+
 def test_a_cancel_between_renew_and_claim_leaves_the_letter_in_dlq(pg_dsn, fake):
     """A cancel that lands after the driver renewed its lease: the claim is refused, the letter stays in dlq as the cancel said."""
     store = DeadLetterStore.from_dsn(pg_dsn)
