@@ -7,11 +7,13 @@ api-server and tells Airflow's UI where to show it: "Dead letters", "Medallion g
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
 
-from airflow_retry_provider.plugin.app import URL_PREFIX, create_app
+URL_PREFIX = "/retry-provider"
+"""Where the app is mounted on the api-server."""
 
 NAV_ROUTE = "dead-letters"
 TI_TAB_ROUTE = "dead-letters-ti"
@@ -47,11 +49,30 @@ def task_instance_tab(name: str, path: str, url_route: str) -> Any:
     }
 
 
+@cache
+def _apps() -> list[dict[str, Any]]:
+    from airflow_retry_provider.plugin.app import create_app
+
+    return [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "Dead letters"}]
+
+
+class _BuiltWhenRead:
+    """The plugin's app, built the first time Airflow reads ``fastapi_apps``: only the api-server does.
+
+    Every task process loads every plugin (the task runner looks for their listeners), so a plugin
+    module that built its app on import made each task import FastAPI's routes, Airflow's API security
+    and the pages: about 0.7 CPU-s a task, successful ones too (issue 58's storm profile).
+    """
+
+    def __get__(self, instance: object, owner: type | None = None) -> list[dict[str, Any]]:
+        return _apps()
+
+
 class RetryProviderPlugin(AirflowPlugin):
     """Airflow Retry Provider: the dead-letter pages, in Airflow's UI and behind its login."""
 
     name = "retry_provider"
-    fastapi_apps = [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "Dead letters"}]
+    fastapi_apps = _BuiltWhenRead()
     external_views = [
         browse_link("Dead letters", "", NAV_ROUTE),
         browse_link("Medallion gaps", "medallion-gaps", GAPS_ROUTE),

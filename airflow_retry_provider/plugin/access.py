@@ -14,10 +14,8 @@ from fastapi import Depends, HTTPException, Request, status
 
 from airflow_retry_provider.dlq import Actor, Letter
 from airflow_retry_provider.hooks.airflow_api import AirflowApi, ApiCredentials
+from airflow_retry_provider.plugin import URL_PREFIX
 from airflow_retry_provider.policy import redact
-
-URL_PREFIX = "/retry-provider"
-
 
 # -- Airflow: auth, URLs, the REST API as the signed-in user ------------------------------------
 

@@ -843,6 +843,30 @@ def test_the_openapi_schema_documents_the_json_api(ui: Ui):
     assert "fix_version" in json.dumps(schema["components"])
 
 
+def test_a_task_process_loading_the_plugins_does_not_build_the_app():
+    """The task runner loads every plugin at its start (for their listeners); ours is found there, and its
+    app (FastAPI's routes, Airflow's API security, the pages: about 0.7 CPU-s) is not built in a task."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from airflow.sdk.listener import get_listener_manager\n"
+        "from airflow.sdk import plugins_manager\n"
+        "get_listener_manager()\n"
+        "plugins, _ = plugins_manager._get_plugins()\n"
+        "print(sorted(p.name for p in plugins))\n"
+        "print(sorted(m for m in ('airflow_retry_provider.plugin', 'airflow_retry_provider.plugin.app',\n"
+        "    'airflow.api_fastapi.core_api.security', 'fastapi') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    loaded, imported = out.stdout.strip().splitlines()[-2:]
+    assert "'retry_provider'" in loaded
+    assert imported == "['airflow_retry_provider.plugin']"
+
+
 def test_the_plugin_mounts_the_app_and_adds_the_nav_entry_and_the_task_instance_tab():
     """The plugin, as Airflow loads it from the entry point: one app under /retry-provider, a Browse entry, a TI tab."""
     from airflow import plugins_manager
