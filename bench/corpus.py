@@ -29,7 +29,10 @@ three known failures; holdout12.yaml (60 more tools written blind, 51/60 at firs
 twelve and thirteen alike, measured unfitted until round fourteen) was fitted in round fourteen,
 57/60 with three known failures; holdout13.yaml (60 more tools written blind, 51/60 at first sight
 under rounds thirteen and fourteen alike, measured unfitted until round fifteen) was fitted in round
-fifteen, 55/60 with five known failures, all over-redactions. A held-out set nothing
+fifteen, 55/60 with five known failures, all over-redactions; holdout14.yaml (60 more tools written
+blind, 52/60 at first sight under rounds fourteen and fifteen alike, measured unfitted until round
+sixteen) and holdout15.yaml (60 more, 55/60 at first sight under round fifteen) were fitted in round
+sixteen, 55/60 and 58/60 with their known failures. A held-out set nothing
 was fitted to (listed in ``MEASURED``, when it is placed in tests/data) is measured and printed beside
 the issue's 97 % target without deciding the exit code. Run: ``.venv/bin/python bench/corpus.py``.
 """
@@ -62,9 +65,11 @@ TARGETS = {
     "holdout11.yaml": 100.0,  # 50/60 at first sight (round twelve), fitted in round thirteen
     "holdout12.yaml": 100.0,  # 51/60 at first sight (rounds twelve and thirteen), fitted in round fourteen
     "holdout13.yaml": 100.0,  # 51/60 at first sight (rounds thirteen and fourteen), fitted in round fifteen
+    "holdout14.yaml": 100.0,  # 52/60 at first sight (rounds fourteen and fifteen), fitted in round sixteen
+    "holdout15.yaml": 100.0,  # 55/60 at first sight (round fifteen), fitted in round sixteen
 }
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
-MEASURED: dict[str, float] = {"holdout14.yaml": 97.0}  # written after round fourteen, never fitted
+MEASURED: dict[str, float] = {"holdout16.yaml": 97.0}  # written after round sixteen, never fitted
 """Held-out sets nothing was fitted to: their figure says whether the design generalises, printed
 beside the issue's target; a miss is reported, not a failure of the run (nothing may be fitted to them)."""
 KNOWN_FAILURES = DATA / "holdout_known_failures.yaml"

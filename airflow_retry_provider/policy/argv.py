@@ -208,8 +208,10 @@ def _again(row: Flag, text: str, after: int, spans: list[Span]) -> None:
             spans.append((after + start, after + end))
 
 
-def find(text: str, lowered: str) -> list[Span]:
-    """The spans of the secrets of command lines in ``text`` (``lowered`` is ``text.lower()``)."""
+def find(text: str, lowered: str, pairs: list[tuple[Span, Span]] | None = None) -> list[Span]:
+    """The spans of the secrets of command lines in ``text`` (``lowered`` is ``text.lower()``); ``pairs``
+    gets the (user, secret) spans of each ``user:secret`` pair hidden (whether its user is read is the
+    redactor's judgement)."""
     spans: list[Span] = []
     present = tool_names().found(text)  # one pass for every tool's name
     for row in table() if present else ():
@@ -233,6 +235,8 @@ def find(text: str, lowered: str) -> list[Span]:
             user, secret = match.group(1), match.group(2)
             if not secret.isdigit() and secret != user and "//" not in secret:  # not a URL
                 spans.append(match.span(2))
+                if pairs is not None:
+                    pairs.append((match.span(1), match.span(2)))
         for count, match in enumerate(USER_THEN_PASSWORD.finditer(text)):
             if count == MAX_MATCHES_PER_ROW:
                 break

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from airflow_retry_provider.policy.engine import LiteralSet, Pattern, bounded
 from airflow_retry_provider.policy.redactor import assignments, commands, shapes, tables, urls
 from airflow_retry_provider.policy.redactor.commands import _DEVICE_WORDS
-from airflow_retry_provider.policy.redactor.judge import _FOREIGN_WORDS, _HEXDIGITS
+from airflow_retry_provider.policy.redactor.judge import _FOREIGN_WORDS, _HEXDIGITS, _looks_secret
 from airflow_retry_provider.policy.redactor.spans import MASK, Span
 from airflow_retry_provider.policy.text import storable
 
@@ -84,17 +84,62 @@ def _percent(text: str, depth: int, spans: list[Span]) -> None:
 def _collect(text: str, depth: int = 0) -> list[Span]:
     """The spans of every secret in ``text``: each family runs only when its literal is there."""
     spans: list[Span] = []
-    readable: list[Span] = []  # where the entropy catch-all hides nothing (a URL's path beside its secret)
+    readable: list[Span] = []  # where the entropy catch-all hides nothing (a URL's path beside its secret,
+    # the user of a user:secret pair)
     lowered = text.lower()
     gates = _GATES.found(lowered)
     urls.find(text, lowered, spans, readable)
     assignments.find(text, lowered, gates, spans)
-    commands.find(text, lowered, gates, spans)
+    commands.find(text, lowered, gates, spans, readable)
     tables.find(text, lowered, depth, spans, _collect)
     if "%" in text and depth < 3:
         _percent(text, depth, spans)
-    shapes.find(text, lowered, spans, readable)  # after urls: the readable paths are known
+    shapes.find(text, lowered, spans, readable)  # after urls and commands: what is readable is known
     return spans
+
+
+ECHOES_PER_TEXT = 64
+"""Values whose other occurrences are looked for, and occurrences of each, at most (bounded work)."""
+
+
+_OPENING_QUOTES = frozenset("'\"`«「“‘")
+
+
+def _quoted_in_prose(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is a whole word right after an opening quote, and that quoted word is
+    neither a key's value (``: '``, ``= '``) nor a key (``'...':``): a sentence quoting it."""
+    if text[start - 1 : start] not in _OPENING_QUOTES or text[end : end + 1].isalnum():
+        return False
+    before = text[max(0, start - 4) : start - 1].rstrip()
+    after = text[end : end + 3].lstrip("'\"`»」”’ ")
+    return not before.endswith((":", "=")) and not after.startswith((":", "="))
+
+
+def _echoes(text: str, spans: list[Span]) -> list[Span]:
+    """Where else ``text`` quotes back a secret found once: an error repeating, in quotes, the value it
+    refused (wpa_supplicant's ``Invalid passphrase length 6 ... 'Dock7!"'``, a line before its ``psk``).
+    Only a value that looks like a secret (digits, symbols or inner capitals, not a word of a sentence)
+    is looked for, as a whole word quoted in a sentence (:func:`_quoted_in_prose`): ``password=airflow``
+    hides no other ``airflow``, an id hidden once for its shape is not hidden again where a sentence
+    names it, nor where it is another key's value (Typeform's response ``token`` is its ``response_id``)."""
+    found: list[Span] = []
+    values: set[str] = set()
+    for start, end in spans:
+        value = text[start:end].strip("\"'")
+        if value in values or value == MASK or not _looks_secret(value):
+            continue
+        values.add(value)
+        if len(values) > ECHOES_PER_TEXT:
+            break
+        at = text.find(value)
+        for _ in range(ECHOES_PER_TEXT):
+            if at < 0:
+                break
+            after = at + len(value)
+            if _quoted_in_prose(text, at, after):
+                found.append((at, after))
+            at = text.find(value, after)
+    return found
 
 
 def _masked(text: str, spans: list[Span]) -> tuple[str, int]:
@@ -154,7 +199,8 @@ def redaction(text: str, limit: int | None = None) -> Redacted:
     # cut first, then clean: storable() on 10 MB costs far more than on 16 KiB (one for one, so
     # the cut's count stays right); RE2 matches UTF-8: a lone surrogate becomes U+FFFD
     text = storable(bounded(text))
-    redacted, hidden = _masked(text, _collect(text))
+    spans = _collect(text)
+    redacted, hidden = _masked(text, spans + _echoes(text, spans))
     return Redacted(redacted if limit is None else cut(redacted, limit), hidden)
 
 

@@ -138,6 +138,28 @@ PASSPHRASE_WORDS: tuple[str, ...] = (
 """The words among them that mean *password*: a bare value after one may hold spaces (a passphrase)."""
 
 
+ID_WORDS: tuple[str, ...] = (
+    "identificador",  # pt, es
+    "identifiant",  # fr
+    "identyfikator",  # pl
+    "идентификатор",  # ru, bg
+    "ідентифікатор",  # uk
+    "αναγνωριστικό",  # el
+    "شناسه",  # fa
+    "معرف",  # ar
+    "标识",  # zh
+    "编号",  # zh
+    "識別子",  # ja
+    "식별자",  # ko
+    "định danh",  # vi
+    "ตัวระบุ",  # th
+)
+"""The words for *identifier* (Wiktionary's translation table of "identifier"): a random run they name just
+before it is an id on-call reads (IDPay's ``شناسه تراکنش <32 hex>``, a transaction's id), as English's
+``id`` is; its own key still decides when it names a secret. Left out: words that also mean a secret
+or a login (th "รหัส" is also a password's word, tr "kimlik" also credentials')."""
+
+
 def words() -> tuple[str, ...]:
     """Every word of :data:`SECRET_WORDS`, once each, in a stable order."""
     return tuple(dict.fromkeys(word for group in SECRET_WORDS.values() for word in group))

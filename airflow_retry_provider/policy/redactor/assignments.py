@@ -19,6 +19,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _id_key,
     _identity,
     _looks_secret,
+    _next_assignment,
     _not_secret,
     _prose_after_colon,
     _readable,
@@ -44,7 +45,8 @@ _KEY_CHAR = r"[\pL\pN\pM_.-]"
 
 
 _KEY = (
-    rf"{_KEY_CHAR}*(?:pass|pwd|token|secret|credential|signature|cookie|session-?id|salt|"
+    # pasw: a misspelt password key (keystorePasword: Tomcat refuses it and says so, value and all)
+    rf"{_KEY_CHAR}*(?:pass|pasw|pwd|token|secret|credential|signature|cookie|session-?id|salt|"
     + "|".join(_FOREIGN_WORDS)
     + rf"|api-?key|access-?key|private-?key|account-?key)"
     # then the rest of the word, and perhaps a connecting word and one more (token de acceso, senha
@@ -52,7 +54,7 @@ _KEY = (
     rf"{_KEY_CHAR}*(?:[ \t](?:de|do|da|del|di|du|des|der|van|von|of|от|для)(?:[ \t]\pL+){{1,4}})?"
     # or the kind of secret after it, with no linking word (clé API, Schlüssel SSH)
     r"(?:[ \t](?:api|ssh|gpg|pgp|jwt|aws|s3|db|sql|smtp|ldap|ftp|vpn|wifi|wi-fi|hmac|oauth|tls|ssl))?"
-    rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw)|auth|sig|session"  # upw=, dbpw=
+    rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw|psk)|auth|sig|session"  # upw=, dbpw=, wpa_psk=
     # a token's abbreviation, as a camel-case or separated last word (TranzilaTK=, card_tk=) or alone
     rf"|{_KEY_CHAR}*(?-i:[a-z]TK)|(?:{_KEY_CHAR}*[_.-])?tk"
     r"|userinfo"  # a parsed URI's user:password (Elixir's %URI{userinfo: "u:x"}, Go's url.Userinfo)
@@ -324,6 +326,8 @@ def _modified_keys(text: str, spans: list[Span]) -> None:
         if end > start and text[end - 1] in "'\"" and start > raw_start:
             end -= 1
         value = text[start:end]
+        if _next_assignment(value):
+            continue
         if not _not_secret(value) and not (start == raw_start and _prose_after_colon(text, start, value)):
             spans.append((start, end))
 
@@ -483,9 +487,8 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
             if _linked_secret(value) and _secret_key(key):
                 spans.append((start, end))
             continue
-        name, equals, _ = value.partition("=")
-        if equals and name.replace("_", "").replace("-", "").isalnum():
-            continue  # the next assignment (Token token=x): its key is the key family's
+        if _next_assignment(value):
+            continue
         if value.endswith((":", "：")) and not key.startswith("-"):
             continue  # the key goes on to its colon (סיסמת המשתמש: x, the user's password): not a value
         if text[max(0, key_start - 24) : key_start].lower().rstrip().endswith(_DDL_VERBS):
@@ -542,6 +545,29 @@ def _counter(text: str, key_start: int, end: int, value: str) -> bool:
     return _NEXT_COUNTER.match(after) is not None or _PREVIOUS_COUNTER.search(before) is not None
 
 
+# a property named in brackets, then its value in brackets: Tomcat's digester, "failed to set property
+# [keystorePassword] to [x]", and Java messages written the same way
+_BRACKETED = pattern(rf"\[({_KEY})\][ \t]+to[ \t]+\[([^\]\r\n]{{1,256}})\]", ignore_case=True)
+
+
+def _bracketed(text: str, spans: list[Span]) -> None:
+    for match in _matches(_BRACKETED, text, spans):
+        if _secret_key(match.group(1)) and not _not_secret(match.group(2)):
+            spans.append(match.span(2))
+
+
+def _object_key(key: str, value: str) -> bool:
+    """An object's key, not a secret: 2 to 10 capital letters under a name ending in ``key`` (Confluence's
+    ``spaceKey=FINOPS``, Jira's and SonarQube's ``projectKey``): no credential is one short upper-case word."""
+    return (
+        key.lower().endswith("key")
+        and 2 <= len(value) <= 10
+        and value.isascii()
+        and value.isalpha()
+        and value.isupper()
+    )
+
+
 def _access_key_id(key: str, value: str, text: str) -> bool:
     """An access key beside a secret key in the same text names the key pair's id (Druid's
     ``druid.s3.accessKey`` and ``druid.s3.secretKey``, MinIO's ``AccessKeyID``): the id is readable
@@ -587,7 +613,9 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
             continue
         if start == raw_start and _go_empty_field(text, key_start, key, sep, value):
             continue
-        if _access_key_id(key, value, text) or (sep == "=" and _counter(text, key_start, end, value)):
+        if _access_key_id(key, value, text) or _object_key(key, value):
+            continue
+        if sep == "=" and _counter(text, key_start, end, value):
             continue
         if (
             start > raw_start
@@ -776,7 +804,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _JSON_OBJECT, _OAUTH_CODE, _TYPOGRAPHIC,
     _FORM_BODY, _SHORT_KEY_DSN,
     _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
-    _ERLANG_TUPLE, _ACCESS_TOKEN_ENV,
+    _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _BRACKETED,
     _SETTING_ECHO, _PYDANTIC_INPUT, _GO_FIELD,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
@@ -787,7 +815,9 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
     foreign = not gates.isdisjoint(_FOREIGN_WORDS)
     if (  # _KEY_WORDS, spelled out: the hot path of every decision, no call per word
         "pass" in lowered
+        or "pasw" in lowered
         or "pw" in lowered
+        or "psk" in lowered
         or "tk" in lowered
         or "token" in lowered
         or "key" in lowered
@@ -814,6 +844,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
             _key_space_values(text, spans)
         if "<" in text:
             _xml(text, spans)
+        if "] to [" in text:
+            _bracketed(text, spans)
         if "(" in text and ("'," in text or '",' in text or "' ," in text or '" ,' in text):
             _call_pairs(text, spans)
         if '("' in text or "('" in text:

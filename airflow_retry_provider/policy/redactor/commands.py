@@ -443,10 +443,18 @@ def _piped_secrets(text: str, lowered: str, spans: list[Span]) -> None:
             spans.append((start, end))
 
 
-def _argv(text: str, lowered: str, spans: list[Span]) -> None:
-    for start, end in argv.find(text, lowered):
+def _argv(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> None:
+    """The flags' secrets; the user of ``-u user:secret`` is a name, however random (curl -u 4f3a...c4:W2xQ...,
+    an OAuth client's id and secret), when what follows its colon is a secret of its own or hidden already
+    (``-u ghp_x:x-oauth-basic`` is a token as its user: not kept; vendor prefixes are hidden wherever they stand)."""
+    pairs: list[tuple[Span, Span]] = []
+    for start, end in argv.find(text, lowered, pairs):
         if text[start:end] != MASK and not _not_secret(text[start:end]):
             spans.append((start, end))
+    for user, (start, end) in pairs:
+        secret = text[start:end]
+        if secret == MASK or (_looks_secret(secret) and not secret.isalpha()):
+            readable.append(user)
 
 
 _AUTH_LINE = 256
@@ -569,9 +577,10 @@ PATTERNS: tuple[Pattern, ...] = (
 """This module's patterns, beside ``policy/argv.py``'s (the linear-time test runs each on adversarial input)."""
 
 
-def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> None:
-    """The secrets of command lines and protocol exchanges; ``gates`` holds the literals found in ``lowered``."""
-    _argv(text, lowered, spans)  # each row gated on its tools' names and its flag
+def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], readable: list[Span]) -> None:
+    """The secrets of command lines and protocol exchanges; ``gates`` holds the literals found in ``lowered``;
+    ``readable`` gets the users of ``user:secret`` pairs."""
+    _argv(text, lowered, spans, readable)  # each row gated on its tools' names and its flag
     if "AUTH" in text:
         _auth_commands(text, spans)
     if "PASS" in text:

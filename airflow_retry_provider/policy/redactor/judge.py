@@ -75,6 +75,10 @@ def _not_secret(value: str) -> bool:
         return True  # a resource's name (SecretId='arn:aws:secretsmanager:...'), not the secret it names
     if value.startswith(_SSH_PUBLIC_KEY_TYPES):
         return True  # a public key (--authorized_keys "ssh-ed25519 AAAA..."): published by design
+    if len(value) == 42 and value[:2] in ("0x", "0X") and not value[2:].translate(_HEX):
+        return (
+            True  # an Ethereum-style account's address (0x and 40 hex digits), public; a private key has 64
+        )
     name = (
         value[2:-1]
         if value.startswith("${") and value.endswith("}")
@@ -215,6 +219,7 @@ _SPACED_KEY = pattern(
     r"|[a-z0-9_.-]*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key"
     r"|secret[_-]?key|private[_-]?key|account[_-]?key|credentials?|client[_-]?secret"
     r"|requirepass|masterauth"  # Redis's config directives, echoed as they are written: requirepass "x"
+    r"|bindpw|rootpw|[_.-]pw|authtok|psk"  # nslcd's, slapd's; ldap_pw; SSSD's ldap_default_authtok; a Wi-Fi psk
     + "".join(f"|{word}" for word in secret_words.words())  # any language's word: 密钥 x, कुंजी x
     + r"))(?:は|が|を|는|은|를|을|가|이|为|是|為)?$"  # a particle after the key: パスワードは x, 비밀번호는 x
 )
@@ -265,6 +270,7 @@ _HASH_WORDS = (
     "instance", "volume", "snapshot", "service ", "task ", "workspace",
     # a stored object's id after its noun (Elasticsearch's "document [<20>]", Firestore's, a row's)
     "document", "record", "collection", "partition", "shard",
+    *secret_words.ID_WORDS,  # an identifier, in the languages of policy/secret_words.py
 )  # fmt: skip
 
 
@@ -315,7 +321,19 @@ def _looks_secret(value: str) -> bool:
         return False  # a file that holds it (auth-user-pass /etc/openvpn/x.auth), not the secret
     if value.isalpha() and value.isupper():
         return False  # a constant's or a message's word (PASSWORD INVALID), not a password
-    return any(not c.isalpha() for c in value) or not value[1:].islower()
+    # an inner capital, not "not lower case": a word of a script with no case (만료되었거나, expired) is prose
+    return any(not c.isalpha() for c in value) or any(c.isupper() for c in value[1:])
+
+
+_SOURCE_FILES = (".py", ".java", ".go", ".rb", ".js", ".ts", ".scala", ".kt", ".php", ".cs", ".rs", ".sh")
+"""A key that is a source file: ``{cafe24_token.py:33}`` in Airflow's log prefix is a file and its line."""
+
+
+def _next_assignment(value: str) -> bool:
+    """Whether a key's value is the next assignment (``Token token=x``, ``토큰 갱신 요청: mall_id=acmestore``): its
+    own key is judged by the key family, this key has no value of its own."""
+    name, equals, _ = value.partition("=")
+    return bool(equals) and name.replace("_", "").replace("-", "").isalnum()
 
 
 def _secret_key(key: str) -> bool:
@@ -324,7 +342,11 @@ def _secret_key(key: str) -> bool:
     lowered = key.lower().lstrip("-")
     if key.startswith("--") and lowered in _KEY_ID_FLAGS:
         return False
-    if lowered.endswith(_NAMING_KEYS) or lowered.endswith(_EXCEPTION_SUFFIXES):
+    if (
+        lowered.endswith(_NAMING_KEYS)
+        or lowered.endswith(_EXCEPTION_SUFFIXES)
+        or lowered.endswith(_SOURCE_FILES)
+    ):
         return False
     if lowered.startswith(_EXCEPTION_MODULES) or any(
         f".{module}" in lowered for module in _EXCEPTION_MODULES
@@ -604,13 +626,21 @@ def _secret_segment(before: str) -> bool:
     return before.endswith("/") and before[:-1].rpartition("/")[2].lower() in _SECRET_SEGMENTS
 
 
+_OBJECT_SEGMENTS = frozenset(
+    {"service", "account", "project", "organization", "team", "customer", "workspace", "site", "zone",
+     "bucket", "cluster", "repository", "pipeline", "dataset", "tenant", "store", "device"}
+)  # fmt: skip
+"""Singular nouns of the objects a REST path names by id after them (Fastly's ``/service/<id>/purge``)."""
+
+
 def _collection_segment(before: str) -> bool:
-    """Whether a URL path's last segment before a run is a plural noun naming a collection of objects
-    (``/v2/payments/``, ``/drive/v3/files/``), not a collection of secrets."""
+    """Whether a URL path's last segment before a run names the object it identifies: a plural noun naming a
+    collection of objects (``/v2/payments/``, ``/drive/v3/files/``), not a collection of secrets, or an
+    object's singular noun (:data:`_OBJECT_SEGMENTS`)."""
     if not before.endswith("/"):
         return False
     segment = before[:-1].rpartition("/")[2]
-    return (
+    return segment in _OBJECT_SEGMENTS or (
         4 <= len(segment) <= 24
         and segment.isalpha()
         and segment.islower()

@@ -12,12 +12,11 @@ from airflow_retry_provider.policy.redactor.judge import (
     _HEX,
     _collection_segment,
     _looks_random,
-    _looks_secret,
     _named_hash,
     _readable,
     _secret_segment,
 )
-from airflow_retry_provider.policy.redactor.spans import MASK, Span, _matches, _spans_of
+from airflow_retry_provider.policy.redactor.spans import Span, _matches, _spans_of
 
 LONG_WORD = 15
 """A whitespace-separated word this long may hold a vendor token or a random run: only then are they looked for."""
@@ -224,24 +223,6 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
                 spans.append((begin, start + last))  # not a URL's path beside its query's secret
 
 
-# a user and a password after a user's flag (curl -u 4f3a...c4:W2xQ..., an OAuth client's id and
-# secret): the user is a name, however random, when what follows its colon is a secret of its own
-_PAIR_USER = pattern(
-    r"(?:^|[\s'\"])(?:--user(?:name)?|-u|-U)(?:=|[ \t]+)['\"]?([^\s:'\"@]{20,128}):([^\s'\"@]{3,})"
-)
-
-
-def _pair_users(text: str) -> list[Span]:
-    """The users of ``-u user:password`` pairs whose password looks like one (``-u ghp_x:x-oauth-basic``
-    is a token as its user: not kept; vendor prefixes are hidden whatever stands around them), or is
-    hidden already (redacting again changes nothing)."""
-    return [
-        match.span(1)
-        for match in _matches(_PAIR_USER, text, [])
-        if match.group(2) == MASK or (_looks_secret(match.group(2)) and not match.group(2).isalpha())
-    ]
-
-
 # a flag that names a key pair's id (aliyun's --access-key-id, beside --access-key-secret)
 _ID_FLAG_BEFORE = pattern(r"--[A-Za-z][\w-]*-id['\"]?(?:,[ \t]*['\"]|[ \t]+['\"]?|=['\"]?)$")
 _SECRET_FLAG = pattern(r"--[\w-]*secret")
@@ -264,7 +245,6 @@ PATTERNS: tuple[Pattern, ...] = (
     _CHOSEN,
     _PASSPHRASE,
     _RUN,
-    _PAIR_USER,
     _ID_FLAG_BEFORE,
     _SECRET_FLAG,
 )
@@ -287,8 +267,7 @@ def find(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> No
                 shaped: list[Span] = []
                 _spans_of(_VENDOR, text, shaped)
                 shaped.extend(vendor.find(text))
-                users = _pair_users(text) if ("-u" in text or "-U" in text) and ":" in text else []
-                _random_runs(text, lowered, shaped, readable + users)
+                _random_runs(text, lowered, shaped, readable)
                 if "-id" in lowered and "secret" in lowered:
                     shaped = [span for span in shaped if not _id_flag_value(text, span)]
                 spans.extend(shaped)

@@ -496,6 +496,8 @@ HELD_OUT = (
     "holdout11.yaml",
     "holdout12.yaml",
     "holdout13.yaml",
+    "holdout14.yaml",
+    "holdout15.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -513,7 +515,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout13, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout15, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -1469,6 +1471,45 @@ def test_round_fifteen_classes(text: str, expected: str) -> None:
 def test_round_fifteen_keeps(text: str) -> None:
     """What round fifteen's classes must keep."""
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a key<space>value whose key ends in pw, authtok or psk (nslcd's bindpw, SSSD's, a Wi-Fi psk)
+        ("bindpw Ld@pPr0xy-19\nrootpw S3cret!pw", "bindpw ***\nrootpw ***"),
+        ("ldap_default_authtok Ld@pPr0xy-19", "ldap_default_authtok ***"),
+        ("wpa_psk=Dock7!ab psk=\"Dock7!\"", "wpa_psk=*** psk=\"***\""),
+        # a secret found once is hidden where an error quotes it back, a line above
+        ("password=hunter2x\nuser 'hunter2x' not found", "password=***\nuser '***' not found"),
+        ("Invalid passphrase length 6 (expected: 8..63) 'Dock7!\"'.\nfailed to parse psk '\"Dock7!\"'.", "Invalid passphrase length 6 (expected: 8..63) '***\"'.\nfailed to parse psk '***'."),
+    ],
+)  # fmt: skip
+def test_round_sixteen_classes(text: str, expected: str) -> None:
+    """Round sixteen's classes (holdout15's first-sight misses), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an object's id after its singular noun in a REST path
+        "> POST /service/bllZskw7emzG0t8NwXxqvt/purge/product-catalog HTTP/2",
+        # an id named in another language (Persian: transaction id)
+        "شناسه تراکنش 160e88d80f5cfa9a17f2022949b2ff1b",
+        # Airflow's log prefix names a source file and its line, whatever the file is called
+        "[2026-12-06, 03:42:18 UTC] {cafe24_token.py:33} INFO - refreshing",
+        # a key word then the next assignment; a word of a script with no case after a key word
+        "토큰 갱신 요청: mall_id=acmestore, client_id=pJFR4s6TUVmT4xQL0EKbtV",
+        "작업 실패: 리프레시 토큰이 만료되었거나 이미 사용되었습니다",
+        # a value hidden once is not hidden again where a sentence names it without quotes
+        "password=hunter2x\nuser hunter2x not found",
+    ],
+)  # fmt: skip
+def test_round_sixteen_keeps(text: str) -> None:
+    """What round sixteen's classes must keep (the last: only its first line's value goes)."""
+    expected = text.replace("password=hunter2x", "password=***")
+    assert redact(text) == expected
 
 
 def test_a_token_as_a_pairs_user_is_not_kept() -> None:
