@@ -5,7 +5,8 @@ provider's tables (alerts, maintenance, the plugin's pages, the commands) takes 
 :class:`ProviderDatabase` and runs the named statements of its own ``.sql`` file on it. Connections
 come from the Airflow connection ``retry_provider_default`` (:class:`RetryProviderHook`, with its
 bounded waits), from a ``postgresql://`` DSN, or from a pool (the api-server); :meth:`pinned`
-keeps one connection for a block of transactions (a sweep).
+keeps one connection for a block of transactions (a sweep), :meth:`reusing` opens it at the first
+(a failure callback, which may wait out a crowded database first).
 """
 
 from __future__ import annotations
@@ -84,6 +85,27 @@ class ProviderDatabase:
             yield ProviderDatabase(lambda: _Pinned(conn))
         finally:
             conn.close()
+
+    @contextmanager
+    def reusing(self) -> Iterator[ProviderDatabase]:
+        """This database reusing one connection for the block's transactions (a failure callback: the
+        letter, its impact, its alerts), each committing on its own: opened at the first transaction,
+        opened again when the last one left it closed or broken (a failover), closed when the block ends."""
+        held: list[Any] = []
+
+        def connect() -> _Pinned:
+            if held and not (held[0].closed or getattr(held[0], "broken", False)):
+                return _Pinned(held[0])
+            if held:
+                held.pop().close()
+            held.append(self._connect())
+            return _Pinned(held[0])
+
+        try:
+            yield ProviderDatabase(connect)
+        finally:
+            for conn in held:
+                conn.close()
 
     def connect(self) -> Any:
         """A new connection, for work that outlives one transaction (an export streaming its rows):

@@ -427,13 +427,19 @@ def under_outage(context: Mapping[str, Any], letter: NewLetter) -> NewLetter:
 
 def file_dead_letter(context: Mapping[str, Any]) -> None:
     """``on_failure_callback``: file the failed task instance in the dead-letter queue."""
+    letter = under_outage(context, build_letter(context))
+    from airflow_retry_provider.database import ProviderDatabase
+    from airflow_retry_provider.dlq.store import DeadLetterStore
+
+    # one connection for the letter, its impact and its alerts: a storm's callbacks each open one, not five
+    with ProviderDatabase.from_conn_id().reusing() as db:
+        _file_and_tell(context, letter, DeadLetterStore(db))
+
+
+def _file_and_tell(context: Mapping[str, Any], letter: NewLetter, store: DeadLetterStore) -> None:
     from airflow_retry_provider import announce
     from airflow_retry_provider.dlq.announce import LetterFiled
 
-    letter = under_outage(context, build_letter(context))
-    from airflow_retry_provider.dlq.store import DeadLetterStore
-
-    store = DeadLetterStore.from_conn_id()
     result = file_letter(
         letter,
         store,

@@ -63,6 +63,19 @@ from airflow_retry_provider.policy.rules import (
 from airflow_retry_provider.policy.text import storable
 from airflow_retry_provider.policy.window import PlanInputError, plan
 
+
+def warm() -> int:
+    """Read the redactor's tables (the command-line flags, the vendor rules) and compile every pattern
+    and literal set; return how many were compiled. A process that forks task processes does it once
+    for all of them (``preload.py``), so a failed try reads and compiles nothing."""
+    from airflow_retry_provider.policy import argv, engine, vendor
+
+    argv.patterns()
+    argv.tool_names()
+    vendor.rule_set()
+    return engine.compile_declared()
+
+
 __all__ = [
     "BUILTIN_PROFILES",
     "DEAD_LETTER_DEADLINE_INFEASIBLE",
@@ -115,4 +128,5 @@ __all__ = [
     "retry_after",
     "rule_book",
     "storable",
+    "warm",
 ]

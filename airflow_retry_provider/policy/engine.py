@@ -13,6 +13,7 @@ nothing for the patterns it never runs. Text is bounded before it is matched (:f
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -23,6 +24,23 @@ MAX_MATCH_CHARS = 16_384
 
 CUT_MARK = "\n[… {omitted} characters omitted …]\n"
 """Put between the head and the tail of a bounded text; says how much was left out."""
+
+
+_DECLARED: weakref.WeakValueDictionary[int, Pattern | LiteralSet] = weakref.WeakValueDictionary()
+"""Every pattern and literal set alive in this process, for :func:`compile_declared`."""
+
+
+def compile_declared() -> int:
+    """Compile every pattern and literal set declared so far that is not compiled yet; return how many.
+
+    A process that forks task processes does it once for all of them (``preload.py``): a failed try then
+    compiles nothing, where each compiled the patterns its text reached (issue 58's storm profile: a
+    sixth of the provider's CPU in a failing task process).
+    """
+    pending = [declared for declared in list(_DECLARED.values()) if declared._compiled is None]
+    for declared in pending:
+        declared.check()
+    return len(pending)
 
 
 class PatternError(ValueError):
@@ -121,7 +139,7 @@ class Pattern:
         costs microseconds a call, found or not).
     """
 
-    __slots__ = ("source", "ignore_case", "literals", "_compiled")
+    __slots__ = ("source", "ignore_case", "literals", "_compiled", "__weakref__")
 
     def __init__(self, source: str, ignore_case: bool = False, literals: tuple[str, ...] = ()) -> None:
         if not isinstance(source, str) or not source:
@@ -134,6 +152,7 @@ class Pattern:
         self.ignore_case = ignore_case
         self.literals = tuple(literals)
         self._compiled: Any = None
+        _DECLARED[id(self)] = self
 
     def __repr__(self) -> str:
         flag = ", ignore_case=True" if self.ignore_case else ""
@@ -224,7 +243,7 @@ class LiteralSet:
     :param ignore_case: find them in any case.
     """
 
-    __slots__ = ("literals", "ignore_case", "_compiled")
+    __slots__ = ("literals", "ignore_case", "_compiled", "__weakref__")
 
     def __init__(self, literals: tuple[str, ...], ignore_case: bool = False) -> None:
         if not literals or not all(map(_plain, literals)):
@@ -232,6 +251,13 @@ class LiteralSet:
         self.literals = tuple(dict.fromkeys(literals))
         self.ignore_case = ignore_case
         self._compiled: Any = None
+        _DECLARED[id(self)] = self
+
+    def check(self) -> LiteralSet:
+        """Compile now; returns ``self``."""
+        if self._compiled is None:
+            self._compiled = self._compile()
+        return self
 
     def _compile(self) -> Any:
         import re2

@@ -186,6 +186,26 @@ def test_the_failure_callback_makes_no_rest_call(provider_conn, monkeypatch):
     assert impact_queue_counts(provider_conn) == (6, 0)
 
 
+def test_a_failure_callback_opens_one_connection_for_the_letter_its_impact_and_its_alerts(
+    provider_conn, monkeypatch
+):
+    """Filing, reading the stored impact and the alerts' transactions share one connection, closed at the
+    end: a storm's callbacks each open one, not one per transaction."""
+    from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
+
+    opened: list[Any] = []
+    connect = RetryProviderHook.get_conn
+
+    def counting(self: Any) -> Any:
+        opened.append(connect(self))
+        return opened[-1]
+
+    monkeypatch.setattr(RetryProviderHook, "get_conn", counting)
+    file_dead_letter(_context(RuntimeError("relation orders does not exist")))
+    assert len(support.rows(provider_conn)) == 1
+    assert len(opened) == 1 and opened[0].closed
+
+
 def test_a_connection_that_does_not_exist_is_not_tried_again(caplog, monkeypatch):
     """Without the provider's connection, filing fails at once (no pauses: trying again cannot create it),
     and outside dag.test() the record is still logged whole, at error level."""
