@@ -72,7 +72,7 @@ class RetryProviderPlugin(AirflowPlugin):
     """Airflow Retry Provider: the dead-letter pages, in Airflow's UI and behind its login."""
 
     name = "retry_provider"
-    fastapi_apps = _BuiltWhenRead()
+    fastapi_apps = _BuiltWhenRead()  # type: ignore[assignment, unused-ignore]  # 3.4 types it list[FastAPIAppDict]
     external_views = [
         browse_link("Dead letters", "", NAV_ROUTE),
         browse_link("Medallion gaps", "medallion-gaps", GAPS_ROUTE),
