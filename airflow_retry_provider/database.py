@@ -4,9 +4,8 @@ Every store (letters, replay jobs, breakers, the ledger) and everything else tha
 provider's tables (alerts, maintenance, the plugin's pages, the commands) takes a
 :class:`ProviderDatabase` and runs the named statements of its own ``.sql`` file on it. Connections
 come from the Airflow connection ``retry_provider_default`` (:class:`RetryProviderHook`, with its
-bounded waits), from a ``postgresql://`` DSN, or from a pool (the api-server); :meth:`pinned`
-keeps one connection for a block of transactions (a sweep), :meth:`reusing` opens it at the first
-(a failure callback, which may wait out a crowded database first).
+bounded waits), from a ``postgresql://`` DSN, or from a pool (the api-server); :meth:`reusing`
+keeps one connection for a block of transactions (a sweep, a failure callback), opened at the first.
 """
 
 from __future__ import annotations
@@ -78,28 +77,19 @@ class ProviderDatabase:
             self._close()
 
     @contextmanager
-    def pinned(self) -> Iterator[ProviderDatabase]:
-        """This database on ONE connection for the block (a sweep): each transaction still commits on its own."""
-        conn = self._connect()
-        try:
-            yield ProviderDatabase(lambda: _Pinned(conn))
-        finally:
-            conn.close()
-
-    @contextmanager
     def reusing(self) -> Iterator[ProviderDatabase]:
-        """This database reusing one connection for the block's transactions (a failure callback: the
-        letter, its impact, its alerts), each committing on its own: opened at the first transaction,
+        """This database reusing one connection for the block's transactions (a sweep; a failure callback:
+        the letter, its impact, its alerts), each committing on its own: opened at the first transaction,
         opened again when the last one left it closed or broken (a failover), closed when the block ends."""
         held: list[Any] = []
 
-        def connect() -> _Pinned:
+        def connect() -> _Reused:
             if held and not (held[0].closed or getattr(held[0], "broken", False)):
-                return _Pinned(held[0])
+                return _Reused(held[0])
             if held:
                 held.pop().close()
             held.append(self._connect())
-            return _Pinned(held[0])
+            return _Reused(held[0])
 
         try:
             yield ProviderDatabase(connect)
@@ -147,8 +137,8 @@ def from_row(cls: type[Value], row: Mapping[str, Any], **columns: str) -> Value:
     return cls(**{f.name: row[columns.get(f.name, f.name)] for f in fields(cls)})
 
 
-class _Pinned:
-    """A connection shared by a pinned database's transactions: closing it is left to ``pinned()``."""
+class _Reused:
+    """A connection shared by a block's transactions: closing it is left to ``reusing()``."""
 
     def __init__(self, conn: Any) -> None:
         self._conn = conn

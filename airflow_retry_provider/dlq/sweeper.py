@@ -507,22 +507,22 @@ def run_sweeper(
     grace = grace if grace is not None else settings.sweep_grace_seconds()
     max_pages = max_pages if max_pages is not None else settings.sweep_max_pages()
     with api:
-        with store.db.pinned() as db:  # one database connection for the sweep and the sync
-            pinned = DeadLetterStore(db)
-            outcomes = OutcomeSync(pinned, api, replay_cap=cap)
+        with store.db.reusing() as db:  # one database connection for the sweep and the sync
+            shared = DeadLetterStore(db)
+            outcomes = OutcomeSync(shared, api, replay_cap=cap)
             report, resolved, sync, behind = sweep_in_batches(
-                pinned, api, outcomes, managed_dag_ids(api), cap, lookback, grace, max_pages
+                shared, api, outcomes, managed_dag_ids(api), cap, lookback, grace, max_pages
             )
-            numbered, version_errors = number_versions(pinned, api)
-            noticed, notice_errors = notice_fixes(pinned, api)
+            numbered, version_errors = number_versions(shared, api)
+            noticed, notice_errors = notice_fixes(shared, api)
             # issue 58: letters awaiting their impact that no api-server computed (grouped by DAG run)
             compute_pending(
-                pinned, api, datetime.now(timezone.utc), ReadCache(), min_age_seconds=SWEEPER_HANDOVER_SECONDS
+                shared, api, datetime.now(timezone.utc), ReadCache(), min_age_seconds=SWEEPER_HANDOVER_SECONDS
             )
-            refresh_impacts(pinned, api, datetime.now(timezone.utc))  # issue 48: logs what it could not
-            watch_deliveries(pinned, datetime.now(timezone.utc))  # lost before the deadline, saved once
+            refresh_impacts(shared, api, datetime.now(timezone.utc))  # issue 48: logs what it could not
+            watch_deliveries(shared, datetime.now(timezone.utc))  # lost before the deadline, saved once
             watch_outages(
-                pinned, api, datetime.now(timezone.utc)
+                shared, api, datetime.now(timezone.utc)
             )  # what open breakers' held tasks put at risk
         # then the jobs no other driver works on; the driver takes a connection per claim
         driver = ReplayDriver(ReplayEngine(store, api, replay_cap=cap), lambda: api, close_api=False)
