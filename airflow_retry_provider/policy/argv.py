@@ -168,6 +168,9 @@ USER_PAIR = pattern(
     rf"{START}(?:--user(?:name)?|-u|-U|--(?:[\w-]*-)?creds|--(?:[\w-]*-)?credentials)(?:=|{NEXT})?[\"']?([^\s:%'\"/@,]+)[:%]([^\s'\"@,\])]+)"
 )
 _USER_FLAGS = ("--user", "-u", "-U", "creds", "credentials")
+# an API key given as the user, with no password after the colon (curl -u KEY:, as Stripe, Mailgun and
+# Dead Man's Snitch document it): the user is the secret, unless it is a name of letters (admin:)
+KEY_AS_USER = pattern(rf"{START}(?:--user|-u)(?:=|{NEXT})?[\"']?([^\s:%'\"/@,]+):(?:[\s'\"]|$)")
 # and a short password flag after a user flag on the same command line (knife -U ubuntu -P x,
 # bolt --user ops -p x): a user's name then a password's flag is a login, whatever the tool
 USER_THEN_PASSWORD = pattern(
@@ -178,7 +181,12 @@ USER_THEN_PASSWORD = pattern(
 
 def patterns() -> tuple[Pattern, ...]:
     """Every pattern of this family (the linear-time tests run each)."""
-    return (*(p for row in table() for p in (row.pattern, row.again)), USER_PAIR, USER_THEN_PASSWORD)
+    return (
+        *(p for row in table() for p in (row.pattern, row.again)),
+        USER_PAIR,
+        KEY_AS_USER,
+        USER_THEN_PASSWORD,
+    )
 
 
 def _inside_quotes(text: str, start: int, end: int) -> Span:
@@ -237,6 +245,11 @@ def find(text: str, lowered: str, pairs: list[tuple[Span, Span]] | None = None) 
                 spans.append(match.span(2))
                 if pairs is not None:
                     pairs.append((match.span(1), match.span(2)))
+        for count, match in enumerate(KEY_AS_USER.finditer(text)):
+            if count == MAX_MATCHES_PER_ROW:
+                break
+            if not match.group(1).isalpha():
+                spans.append(match.span(1))
         for count, match in enumerate(USER_THEN_PASSWORD.finditer(text)):
             if count == MAX_MATCHES_PER_ROW:
                 break

@@ -160,6 +160,40 @@ before it is an id on-call reads (IDPay's ``شناسه تراکنش <32 hex>``, 
 or a login (th "รหัส" is also a password's word, tr "kimlik" also credentials')."""
 
 
+PUBLIC_KEY_WORDS: tuple[str, ...] = (
+    "chave pública",  # pt
+    "clave pública",  # es
+    "clé publique",  # fr
+    "chiave pubblica",  # it
+    "öffentlicher schlüssel",  # de
+    "öffentliche schlüssel",  # de (plural)
+    "openbare sleutel",  # nl
+    "klucz publiczny",  # pl
+    "veřejný klíč",  # cs
+    "nyilvános kulcs",  # hu
+    "cheie publică",  # ro
+    "julkinen avain",  # fi
+    "offentlig nyckel",  # sv
+    "açık anahtar",  # tr
+    "kunci publik",  # id
+    "открытый ключ",  # ru
+    "публичный ключ",  # ru
+    "відкритий ключ",  # uk
+    "δημόσιο κλειδί",  # el
+    "מפתח ציבורי",  # he
+    "المفتاح العام",  # ar
+    "کلید عمومی",  # fa
+    "सार्वजनिक कुंजी",  # hi
+    "公钥",  # zh
+    "公開鍵",  # ja
+    "공개 키",  # ko
+    "공개키",  # ko
+    "khóa công khai",  # vi
+)
+"""The words for *public key* (Wiktionary's translation table of "public key"): a random run they name just
+before it is published (Everypay's ``δημόσιο κλειδί pk_...``), as English's ``public key`` is."""
+
+
 def words() -> tuple[str, ...]:
     """Every word of :data:`SECRET_WORDS`, once each, in a stable order."""
     return tuple(dict.fromkeys(word for group in SECRET_WORDS.values() for word in group))

@@ -18,10 +18,12 @@ from airflow_retry_provider.policy.redactor.judge import (
     _flag_prose,
     _id_key,
     _identity,
+    _looks_random,
     _looks_secret,
     _next_assignment,
     _not_secret,
     _prose_after_colon,
+    _public_key,
     _readable,
     _secret_column,
     _secret_key,
@@ -58,8 +60,8 @@ _KEY = (
     # a token's abbreviation, as a camel-case or separated last word (TranzilaTK=, card_tk=) or alone
     rf"|{_KEY_CHAR}*(?-i:[a-z]TK)|(?:{_KEY_CHAR}*[_.-])?tk"
     r"|userinfo"  # a parsed URI's user:password (Elixir's %URI{userinfo: "u:x"}, Go's url.Userinfo)
-    # a one-time or personal code, as a whole word or after a separator (pin=, card.pin:, mfa_code=)
-    rf"|(?:{_KEY_CHAR}*[_.-])?(?:pin|otp|totp|mfa[_-]?code|2fa[_-]?code|recovery[_-]?codes?|backup[_-]?codes?|security[_-]?answer)"
+    # a one-time or personal code, as a whole word or after a separator (pin=, card.pin:, pin_code=, mfa_code=)
+    rf"|(?:{_KEY_CHAR}*[_.-])?(?:pin(?:[_-]?code)?|otp|totp|mfa[_-]?code|2fa[_-]?code|recovery[_-]?codes?|backup[_-]?codes?|security[_-]?answer)"
     r"|x-[\w-]*-session"  # a session header (X-Metabase-Session: <uuid>)  # SSSD's ldap_default_authtok
 )
 
@@ -285,12 +287,28 @@ def _call_pairs(text: str, spans: list[Span]) -> None:
             spans.append(match.span(group))
 
 
+# an API's client built with one string: its credential (TodoistAPI("<40 hex>"), WebClient("..."))
+_CLIENT_SUFFIXES = ("API", "Api", "Client", "SDK", "Sdk")
+
+
 def _setter_calls(text: str, spans: list[Span]) -> None:
     for match in _matches(_SETTER_CALL, text, spans):
         key = _setter_key(match.group(2), builder=match.group(1) is not None)
         group = 3 if match.group(3) is not None else 4
         value = match.group(group)
         if key and _secret_column(key) and not _not_secret(value) and value.lower() not in PROSE_WORDS:
+            spans.append(match.span(group))
+
+
+def _client_calls(text: str, spans: list[Span]) -> None:
+    """A client's one string argument when it is random (not a host, a name or a path): its key."""
+    for match in _matches(_SETTER_CALL, text, spans):
+        group = 3 if match.group(3) is not None else 4
+        if (
+            match.group(1) is None
+            and match.group(2).endswith(_CLIENT_SUFFIXES)
+            and _looks_random(match.group(group))
+        ):
             spans.append(match.span(group))
 
 
@@ -496,6 +514,8 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
         if value.startswith("(") or value.lower() in _DEVICE_KINDS:
             continue  # a sub-expression (-Password (ConvertTo-SecureString ...), judged by its own
             # family) or a device's encryption type (secret sha512 $6$...: the crypt family's)
+        if _public_key(text, key_start, key_end):
+            continue  # öffentlicher Schlüssel x, открытый ключ x: published
         if end > start and not _not_secret(value) and _secret_key(key):
             if key.startswith("-") and _flag_prose(text, start, value):
                 continue  # the flag named in a sentence: "Retry with --password prompting enabled."
@@ -604,7 +624,7 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
         key, sep = text[key_start:key_end], text[sep_start:sep_end]
         if not _secret_key(key) or text[max(0, key_start - 3) : key_start] == "://":
             continue  # not a secret's name, or the user of a URI (https://x-access-token:...@): the URI's family
-        if text[max(0, key_start - 7) : key_start].lower() in ("public ", "public-"):
+        if _public_key(text, key_start, key_end):
             continue  # a public key (WireGuard's "public key: x") is published
         raw_start, raw_end = match.span(3)
         start, end = _content(text, raw_start, raw_end)
@@ -851,6 +871,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         if '("' in text or "('" in text:
             _setter_calls(text, spans)
         _named(text, spans)
+    if any(f"{suffix}(" in text for suffix in _CLIENT_SUFFIXES):
+        _client_calls(text, spans)
     if "&" in text and "=" in text:
         _form_siblings(text, spans)
     if "p=" in text and "u=" in text:

@@ -73,6 +73,8 @@ def _not_secret(value: str) -> bool:
         return True
     if value.startswith("arn:") and value.count(":") >= 5:
         return True  # a resource's name (SecretId='arn:aws:secretsmanager:...'), not the secret it names
+    if _REFERENCE.match(value) is not None:
+        return True  # where the secret is kept (cosign's --key env://COSIGN_PRIVATE_KEY), not the secret
     if value.startswith(_SSH_PUBLIC_KEY_TYPES):
         return True  # a public key (--authorized_keys "ssh-ed25519 AAAA..."): published by design
     if len(value) == 42 and value[:2] in ("0x", "0X") and not value[2:].translate(_HEX):
@@ -89,6 +91,15 @@ def _not_secret(value: str) -> bool:
     return (
         name.isupper() and name.replace("_", "A").isalnum() and not name[0].isdigit()
     )  # $TOKEN, not $ecret1
+
+
+# a reference to where a secret is kept, as signing and CI tools take one in place of the secret: an
+# environment variable (cosign's env://NAME, Dagger's env:NAME), a file, a key manager's URI (cosign's
+# awskms://, gcpkms://, azurekms://, hashivault://, k8s://), 1Password's op://, a keyring's entry
+_REFERENCE = pattern(
+    r"^(?:env:(?://)?[A-Za-z_][A-Za-z0-9_]*"
+    r"|(?:file|awskms|gcpkms|azurekms|hashivault|k8s|op|keyring|pkcs11|vault):(?://)?[\w./@:-]+)$"
+)
 
 
 # a key whose value is a name, place, kind or time, not the secret itself: secret_name=, token_url=
@@ -176,7 +187,16 @@ _NAMING_KEYS = (
     "idempotency-key", "groupkey", "group_key", "sessionkey_name", "monkey", "turkey", "hockey", "whiskey",
     "projectkey", "project_key", "project-key", "issuekey", "issue_key", "bucketkey", "bucket_key",
     "publickey", "public_key", "public-key", "pubkey", "pub_key",
+    # an event's or an alert's key for deduplication (incident.io's deduplication_key, ilert's alertKey,
+    # PagerDuty's v1 incident_key): it names the alert so that a repeat joins it
+    "deduplicationkey", "deduplication_key", "deduplication-key", "alertkey", "alert_key", "incidentkey",
+    "incident_key", "correlationkey", "correlation_key", "messagekey", "message_key", "lookupkey", "lookup_key",
 )  # fmt: skip
+
+
+# a naming key that is a secret's in one tool: AMQP's routing key names a route (orders.created, kept by
+# its key), PagerDuty's routing_key is the integration's secret (32 hex, hidden for its shape)
+_ROUTING_KEYS = ("routingkey", "routing_key")
 
 
 # flags that name a key by its id (GnuPG's and duplicity's --encrypt-key 9F3C2A1B), not a secret
@@ -271,6 +291,7 @@ _HASH_WORDS = (
     # a stored object's id after its noun (Elasticsearch's "document [<20>]", Firestore's, a row's)
     "document", "record", "collection", "partition", "shard",
     *secret_words.ID_WORDS,  # an identifier, in the languages of policy/secret_words.py
+    *secret_words.PUBLIC_KEY_WORDS,  # a public key, in those languages (δημόσιο κλειδί pk_...)
 )  # fmt: skip
 
 
@@ -327,6 +348,15 @@ def _looks_secret(value: str) -> bool:
 
 _SOURCE_FILES = (".py", ".java", ".go", ".rb", ".js", ".ts", ".scala", ".kt", ".php", ".cs", ".rs", ".sh")
 """A key that is a source file: ``{cafe24_token.py:33}`` in Airflow's log prefix is a file and its line."""
+
+
+def _public_key(text: str, key_start: int, key_end: int) -> bool:
+    """Whether the key at ``text[key_start:key_end]`` names a public key, published by design: after
+    ``public`` (WireGuard's ``public key: x``), or *public key* in another language (``öffentlicher
+    Schlüssel x``, ``открытый ключ: x``: policy/secret_words.py's ``PUBLIC_KEY_WORDS``)."""
+    if text[max(0, key_start - 7) : key_start].lower() in ("public ", "public-"):
+        return True
+    return text[max(0, key_end - 32) : key_end].lower().endswith(secret_words.PUBLIC_KEY_WORDS)
 
 
 def _next_assignment(value: str) -> bool:
@@ -674,4 +704,7 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     )  # the run's own key, not the field before it (signature="***",serial_no=)
     if len(words) > 1 and words[-2] == "public":
         return True  # "public key: <base64>" is published
+    own_key = key.strip("'\"{[(").lower()
+    if own_key.endswith(_NAMING_KEYS) and not own_key.endswith(_ROUTING_KEYS):
+        return True  # its own key names it ('public_key': 'public_d+k+...', deduplication_key=)
     return not any(word in key for word in _SECRET_IN_NAME) and not key.endswith(_SECRET_IDS)

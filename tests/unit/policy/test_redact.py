@@ -498,6 +498,7 @@ HELD_OUT = (
     "holdout13.yaml",
     "holdout14.yaml",
     "holdout15.yaml",
+    "holdout16.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -515,7 +516,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout15, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout16, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -1510,6 +1511,52 @@ def test_round_sixteen_keeps(text: str) -> None:
     """What round sixteen's classes must keep (the last: only its first line's value goes)."""
     expected = text.replace("password=hunter2x", "password=***")
     assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # an API key given as curl's user with no password after the colon (after a word that names hashes)
+        ("build 42: + curl -sS -u 694926bf8c42e38584aa5d424efff4ea: https://api.example.com/v1/x", "build 42: + curl -sS -u ***: https://api.example.com/v1/x"),
+        # a PIN code's key
+        ("body={'pin_code': '6765004932'}", "body={'pin_code': '***'}"),
+        # an API's client built with one random string
+        ('{todoist_digest.py:26} api = TodoistAPI("f9fa21427323d656c6a7f4b33fe7c6465f2374f8")', '{todoist_digest.py:26} api = TodoistAPI("***")'),
+    ],
+)  # fmt: skip
+def test_round_seventeen_classes(text: str, expected: str) -> None:
+    """Round seventeen's classes (holdout16's first-sight leaks), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a reference to where the secret is kept, not the secret
+        "+ cosign sign --yes --key env://COSIGN_PRIVATE_KEY registry.example/api@sha256:9842",
+        "+ dagger call publish --username ci-bot --password env:REGISTRY_PASSWORD --tag 1",
+        "--key awskms:///arn:aws:kms:eu-west-1:123456789012:alias/cosign",
+        # a run named by its own key as a public key, or as an alert's deduplication key
+        "options: {'public_key': 'public_d+k+2LcJWuVOR3jo23DF0Mco3QWE=', 'url_endpoint': 'https://ik.example.io/x'}",
+        "POST /v2/alert_events deduplication_key=dwh_nightly__load_fact_orders__2026-12-05",
+        '{"alertKey": "dwh_nightly.load_fact_orders.2026-12-05", "priority": "HIGH"}',
+        # a public key named in another language
+        "Δέσμευση πληρωμής (δημόσιο κλειδί pk_p0Y6S2KsGSpMZiyln5BbQgr15NtWdUHa)",
+        # a user whose password the tool will ask for, and a client built with a host
+        "+ curl -u admin: https://grafana.example.com/api/health",
+        'client = KafkaClient("broker-1.example.com:9092")',
+    ],
+)  # fmt: skip
+def test_round_seventeen_keeps(text: str) -> None:
+    """What round seventeen's classes must keep (holdout16's first-sight over-redactions)."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize("word", secret_words.PUBLIC_KEY_WORDS)
+def test_a_random_run_after_public_key_in_any_language_stays(word: str) -> None:
+    """*public key* in each listed language names the random run after it as published: it stays."""
+    text = f"merchant ({word} pk_p0Y6S2KsGSpMZiyln5BbQgr15NtWdUHa) rejected"
+    assert redact(text) == text
 
 
 def test_a_token_as_a_pairs_user_is_not_kept() -> None:
