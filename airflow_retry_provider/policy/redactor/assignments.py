@@ -222,6 +222,18 @@ def _setter_key(name: str, builder: bool) -> str | None:
     return None
 
 
+# a user's key whose value is its name and password (curlftpfs' -o user=name:x, coturn's user=name:x)
+_USER_PAIR_KEY = pattern(r"(?:^|[\s'\",(])(?:user|username|login)[ \t]*=[ \t]*([^\s:'\",@/=]+):([^\s'\",]+)")
+
+
+def _user_pairs(text: str, spans: list[Span]) -> None:
+    """The password of ``user=name:password``: not a user and its group (``1000:1000``, ``app:app``)."""
+    for match in _matches(_USER_PAIR_KEY, text, spans):
+        secret = match.group(2)
+        if not secret.isdigit() and secret != match.group(1) and not _not_secret(secret):
+            spans.append(match.span(2))
+
+
 # a user and a password as an unquoted parenthesised pair (and a new password third) after a key
 # that names a login: IBM Connect:Direct's snodeid=(user,pw[,newpw]) and pnodeid=, a mainframe's
 # userid=(u,p), auth=(u, p) as a config echoes it; the key's ending is judged in Python
@@ -300,14 +312,27 @@ def _setter_calls(text: str, spans: list[Span]) -> None:
             spans.append(match.span(group))
 
 
+def _client_key(value: str) -> bool:
+    """A client's one string argument shaped as a key: random, or 16+ letters and digits in one run
+    with both cases (``EZAK8f2d...``) or 24+ of them; not a host, a path, a URL or a name of words
+    (``cache_primary_01``)."""
+    return _looks_random(value) or (
+        len(value) >= 16
+        and value.isalnum()
+        and value.isascii()
+        and any(c.isdigit() for c in value)
+        and ((any(c.isupper() for c in value) and any(c.islower() for c in value)) or len(value) >= 24)
+    )
+
+
 def _client_calls(text: str, spans: list[Span]) -> None:
-    """A client's one string argument when it is random (not a host, a name or a path): its key."""
+    """A client's one string argument when it is shaped as a key (not a host, a name or a path)."""
     for match in _matches(_SETTER_CALL, text, spans):
         group = 3 if match.group(3) is not None else 4
         if (
-            match.group(1) is None
+            match.group(2)[:1].isupper()  # a class (easypost.EasyPostClient), not a getter (.getClient)
             and match.group(2).endswith(_CLIENT_SUFFIXES)
-            and _looks_random(match.group(group))
+            and _client_key(match.group(group))
         ):
             spans.append(match.span(group))
 
@@ -481,16 +506,26 @@ def _spaced_key(text: str, match: Any) -> Span:
     return start, end
 
 
+_KEY_USES = ("shared", "signing", "hmac", "webhook", "master", "encryption")
+"""Words naming what a key is for: ``shared key x`` is a secret where ``API key x`` may name a public id
+(LiveKit's ``invalid token signature for API key <id>``)."""
+
+
 def _key_space_values(text: str, spans: list[Span]) -> None:
     for match in _matches(_KEY_SPACE, text, spans):
         key_start, key_end = _spaced_key(text, match)
         key = text[key_start:key_end]
+        modifier = text[max(0, key_start - 16) : key_start].rstrip(" \t").rpartition(" ")[2].lower()
+        if key.lower() == "key" and modifier in _KEY_USES:
+            key = f"{modifier}_key"  # a key named by its use: "using shared key 'x'"
         start, end = _next_word(text, match.end())
         end = _escaped_line_end(text, start, end)
         value = text[start:end]
-        if _SPACED_KEY.match(value.lower()) is not None and text[end : end + 1] in (" ", "\t"):
-            # the key's own kind is the next word: "private key passphrase x", "client secret key x"
-            key = value
+        kind = value.lower()
+        if (_SPACED_KEY.match(kind) is not None or kind == "key") and text[end : end + 1] in (" ", "\t"):
+            # the key's own kind is the next word: "private key passphrase x", "client secret key x",
+            # "secret key x"
+            key = value if kind != "key" else f"{key}_key"
             start, end = _next_word(text, end + 1)
             end = _escaped_line_end(text, start, end)
             value = text[start:end]
@@ -825,7 +860,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _FORM_BODY, _SHORT_KEY_DSN,
     _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _BRACKETED,
-    _SETTING_ECHO, _PYDANTIC_INPUT, _GO_FIELD,
+    _SETTING_ECHO, _PYDANTIC_INPUT, _GO_FIELD, _USER_PAIR_KEY,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 
@@ -871,6 +906,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         if '("' in text or "('" in text:
             _setter_calls(text, spans)
         _named(text, spans)
+    if "user" in lowered or "login" in lowered:
+        _user_pairs(text, spans)
     if any(f"{suffix}(" in text for suffix in _CLIENT_SUFFIXES):
         _client_calls(text, spans)
     if "&" in text and "=" in text:

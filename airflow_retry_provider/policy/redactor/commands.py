@@ -283,6 +283,11 @@ def _nagios_macros(text: str, spans: list[Span]) -> None:
 _HOST_NAMES = ("host", "dsn", "url", "uri", "addr", "server", "endpoint")
 
 
+PHP_ARGUMENT_CHARS = 15
+"""PHP's stack trace cuts a string argument to this many characters and ``...``
+(``zend.exception_string_param_max_len``'s default): ``__construct('rmq-shop.intern...', 5672, ...)``."""
+
+
 def _location(arg: str) -> bool:
     """Whether a call's or a directive's argument names where to connect: a URL, a DSN
     (``mysql:host=db;dbname=x``, ``jdbc:h2:mem:x``, ``dbi:Pg:dbname=x``), an IP address or a host name with its domain (a port after
@@ -298,14 +303,15 @@ def _location(arg: str) -> bool:
         return True
     if any(c in value for c in " \t/\\") or not value:
         return False
-    host = value.rsplit("@", 1)[-1].split("(", 1)[0]
+    cut = value.endswith("...") and len(value) == PHP_ARGUMENT_CHARS + 3
+    host = value.rsplit("@", 1)[-1].split("(", 1)[0].removesuffix("..." if cut else "")
     host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
     labels = host.split(".")
     if len(labels) == 4 and all(label.isdigit() for label in labels):
         return True
     return host == "localhost" or (
-        len(labels) >= 3
-        and labels[-1].isalpha()
+        len(labels) >= (2 if cut else 3)  # a cut host's domain may be gone: 'rmq-shop.intern...'
+        and (cut or labels[-1].isalpha())
         and all(label.replace("-", "").isalnum() for label in labels)
     )
 

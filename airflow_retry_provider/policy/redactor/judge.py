@@ -240,6 +240,7 @@ _SPACED_KEY = pattern(
     r"|secret[_-]?key|private[_-]?key|account[_-]?key|credentials?|client[_-]?secret"
     r"|requirepass|masterauth"  # Redis's config directives, echoed as they are written: requirepass "x"
     r"|bindpw|rootpw|[_.-]pw|authtok|psk"  # nslcd's, slapd's; ldap_pw; SSSD's ldap_default_authtok; a Wi-Fi psk
+    r"|(?:shared|signing|hmac|webhook|master|encryption)[_-]key"  # a key named by its use: shared_key x
     + "".join(f"|{word}" for word in secret_words.words())  # any language's word: 密钥 x, कुंजी x
     + r"))(?:は|が|を|는|은|를|을|가|이|为|是|為)?$"  # a particle after the key: パスワードは x, 비밀번호는 x
 )
@@ -328,7 +329,7 @@ def _prose(value: str) -> bool:
     word = value.strip("[](){}<>.,;:!?'\"`")
     return (
         not word
-        or (word.replace("_", "").replace("-", "").isalpha() and word.islower())
+        or (word.replace("_", "").replace("-", "").replace("/", "").isalpha() and word.islower())
         or word.lower() in PROSE_WORDS  # a script with no case: 틀렸습니다, 错误
     )
 

@@ -499,6 +499,7 @@ HELD_OUT = (
     "holdout14.yaml",
     "holdout15.yaml",
     "holdout16.yaml",
+    "holdout17.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -516,7 +517,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout16, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout17, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -1549,6 +1550,42 @@ def test_round_seventeen_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_seventeen_keeps(text: str) -> None:
     """What round seventeen's classes must keep (holdout16's first-sight over-redactions)."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a user's key holding its name and password (curlftpfs' mount option, coturn's config line)
+        ("+ curlftpfs -o 'user=edi_in:p4ss;Kx9w,allow_other,ssl' ftp://edi.example.de/out /mnt/edi", "+ curlftpfs -o 'user=edi_in:***,allow_other,ssl' ftp://edi.example.de/out /mnt/edi"),
+        ("INFO - user=probe:Pr0be2026", "INFO - user=probe:***"),
+        # PHP's stack trace cuts a host to 15 characters: still the location before the user and password
+        ("#2 /var/www/bin/sync.php(18): AMQPStreamConnection->__construct('rmq-shop.intern...', 5672, 'shop_worker', 'Vh3nq8Zp', 'orders')", "#2 /var/www/bin/sync.php(18): AMQPStreamConnection->__construct('rmq-shop.intern...', 5672, 'shop_worker', '***', 'orders')"),
+        # a client built with a key of letters and digits in both cases, module-qualified
+        ('client = easypost.EasyPostClient("EZAK8f2d6b1e9c4a7053d8e2f1b6c9a4d7e0")  # digest', 'client = easypost.EasyPostClient("***")  # digest'),
+        # a key named by its use, or "secret key", then its quoted value, in a sentence
+        ("[09:45:03] {app.py:9} ERROR - signature mismatch using shared key 'pd_shk_Zr4Xq8Tm1Vc6Lp3N' for event", "[09:45:03] {app.py:9} ERROR - signature mismatch using shared key '***' for event"),
+        ("[09:45:03] {app.py:9} ERROR - verify failed with secret key 'Zr4Xq8Tm1Vc6Lp3N' for event", "[09:45:03] {app.py:9} ERROR - verify failed with secret key '***' for event"),
+    ],
+)  # fmt: skip
+def test_round_eighteen_classes(text: str, expected: str) -> None:
+    """Round eighteen's classes (holdout17's first-sight leaks), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # error words joined by a slash after a key word are the sentence
+        "assemblyai.types.TranscriptError: Authentication error, API token missing/invalid",
+        # a user and its group, a name given to a client, a getter, and an API key that names a public id
+        "+ docker run --user 1000:1000 etl user=www-data:www-data",
+        'RedisClient("cache_primary_01") x.getClient("Abc123def456ghi789")',
+        "TwirpError(code=unauthenticated, message=invalid token signature for API key APIQcJ2rbPfzytr, status=401)",
+    ],
+)  # fmt: skip
+def test_round_eighteen_keeps(text: str) -> None:
+    """What round eighteen's classes must keep (holdout17's first-sight over-redaction, and their limits)."""
     assert redact(text) == text
 
 
