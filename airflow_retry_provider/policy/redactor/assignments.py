@@ -56,7 +56,7 @@ _KEY = (
     rf"{_KEY_CHAR}*(?:[ \t](?:de|do|da|del|di|du|des|der|van|von|of|от|для)(?:[ \t]\pL+){{1,4}})?"
     # or the kind of secret after it, with no linking word (clé API, Schlüssel SSH)
     r"(?:[ \t](?:api|ssh|gpg|pgp|jwt|aws|s3|db|sql|smtp|ldap|ftp|vpn|wifi|wi-fi|hmac|oauth|tls|ssl))?"
-    rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw|psk)|auth|sig|session"  # upw=, dbpw=, wpa_psk=
+    rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw|psk|hmac)|auth|sig|session"  # upw=, dbpw=, wpa_psk=, x_hmac=
     # a token's abbreviation, as a camel-case or separated last word (TranzilaTK=, card_tk=) or alone
     rf"|{_KEY_CHAR}*(?-i:[a-z]TK)|(?:{_KEY_CHAR}*[_.-])?tk"
     r"|userinfo"  # a parsed URI's user:password (Elixir's %URI{userinfo: "u:x"}, Go's url.Userinfo)
@@ -649,6 +649,14 @@ def _go_empty_field(text: str, key_start: int, key: str, sep: str, value: str) -
     return "{" in text[line_start:key_start]
 
 
+# an error's body: an object whose first field names an error ({"error": "invalid_client", ...})
+_ERROR_OBJECT = pattern(
+    r"^\{[ \t]*\\*[\"']?(?:error|errors|err|errcode|errmsg|error_code|error_description|code|message|msg|status|detail)"
+    r"\\*[\"']?[ \t]*:",
+    ignore_case=True,
+)
+
+
 MAX_NESTED_OBJECTS = 4
 """At most this many objects nested in a secret-named key's object are opened to judge their fields."""
 
@@ -683,8 +691,9 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
         if (
             depth < MAX_NESTED_OBJECTS
             and _JSON_OBJECT.match(braced) is not None
-            and _KEY_VALUE.search(braced[1:]) is not None
-        ):  # "auth": {"tenantId": "x", "passwordCredentials": {...}}: the object's fields are judged each
+            and (_KEY_VALUE.search(braced[1:]) is not None or _ERROR_OBJECT.match(braced) is not None)
+        ):  # "auth": {"tenantId": "x", "passwordCredentials": {...}}: the object's fields are judged each;
+            # so are an error's (トークン取得に失敗しました (HTTP 401): {"error":"invalid_client"}: a sentence's key word)
             fields: list[Span] = []
             _key_values(braced[1:], fields, depth + 1)
             spans.extend((raw_start + 1 + begin, raw_start + 1 + finish) for begin, finish in fields)
@@ -860,7 +869,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _FORM_BODY, _SHORT_KEY_DSN,
     _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _BRACKETED,
-    _SETTING_ECHO, _PYDANTIC_INPUT, _GO_FIELD, _USER_PAIR_KEY,
+    _SETTING_ECHO, _PYDANTIC_INPUT, _GO_FIELD, _USER_PAIR_KEY, _ERROR_OBJECT,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 
@@ -873,6 +882,7 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         or "pasw" in lowered
         or "pw" in lowered
         or "psk" in lowered
+        or "hmac" in lowered
         or "tk" in lowered
         or "token" in lowered
         or "key" in lowered

@@ -44,6 +44,7 @@ _CRYPT_HASH = pattern(r"(?:^|[^\w$])(\$(?:1|1[a-d]|2[abxy]|5|6|7|8|9|y|gy|apr1|s
 _VENDOR = pattern(
     r"(?:^|[^\w-])("
     r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}"  # AWS key id (aws.py + AWS's id prefixes)
+    r"|key-[0-9a-f]{32}"  # Mailgun's private API key (gitleaks' rule asks for "mailgun" in its key)
     r"|eyJ[A-Za-z0-9_=-]{5,}\.[A-Za-z0-9_=-]{5,}\.?[A-Za-z0-9_.+/=-]*"  # JSON Web Token (jwt.py)
     r"|(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{30,}|github_pat_\w{22,}"  # GitHub (github_token.py; gitleaks asks entropy)
     r"|GR1348941[\w-]{20,}|glcbt-(?:[0-9a-fA-F]{2}_)?[\w-]{20,}"

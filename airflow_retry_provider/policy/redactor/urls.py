@@ -164,6 +164,22 @@ _RESOURCE_NAMES = ("ocid1.", "arn:", "urn:", "arn%3a", "urn%3a")
 _QUERY_USERS = ("u=", "user=", "username=")
 
 
+def _one_letter_key(key: str, value: str) -> bool:
+    """A one-letter parameter, whose name says nothing, holding 12+ letters and digits of both cases:
+    a key given in a callback URL (Gumroad's ``post_url=https://x/ping?k=<16>``), not a page or a term."""
+    return (
+        len(key) == 1
+        and key.isalpha()
+        and key.lower() != "q"  # a search's terms
+        and len(value) >= 12
+        and value.isalnum()
+        and value.isascii()
+        and _has_digit(value)
+        and not value.islower()
+        and not value.isupper()
+    )
+
+
 def _query(start: int, rest: str, spans: list[Span], readable: list[Span]) -> None:
     """Every parameter of one URL's query (``rest`` at ``start``): a value shaped as a credential
     (random, long hex) is hidden whatever its name (``&appid=<32 hex>``), unless the name says it is
@@ -186,6 +202,7 @@ def _query(start: int, rest: str, spans: list[Span], readable: list[Span]) -> No
                 key.lower() in _QUERY_CREDENTIALS
                 or (key == "p" and has_user)
                 or (key.lower() in ("key", "keys") and _has_digit(value))
+                or _one_letter_key(key, value)
             ) and not value.isdigit():
                 value_start = offset + len(key) + 1
                 spans.append((value_start, value_start + len(value)))

@@ -500,6 +500,7 @@ HELD_OUT = (
     "holdout15.yaml",
     "holdout16.yaml",
     "holdout17.yaml",
+    "holdout18.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -517,7 +518,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout17, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout18, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -1586,6 +1587,38 @@ def test_round_eighteen_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_eighteen_keeps(text: str) -> None:
     """What round eighteen's classes must keep (holdout17's first-sight over-redaction, and their limits)."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a key ending in hmac
+        ("{a.py:36} DEBUG - hmac key loaded from Variable fastspring_hmac: fsHm4c-7Kq2Zx9Lm", "{a.py:36} DEBUG - hmac key loaded from Variable fastspring_hmac: ***"),
+        # a one-letter query parameter holding a key of letters and digits in both cases
+        ("post_url=https://hooks.shop.example.com/gumroad/ping?k=4TqZ8mW2xV7cL1nB", "post_url=https://hooks.shop.example.com/gumroad/ping?k=***"),
+        # Mailgun's private API key, wherever it stands (a scanner's finding)
+        ("Raw result: key-3f9a1c7e5b2d4e8f0a6c1b3d5e7f9a2c", "Raw result: ***"),
+        # Cloudsmith CLI's -k
+        ("+ cloudsmith push raw acme/tools x.tgz --version 4.2.1 -k 0c7e5f3a9b1d2e4f6a8c0b2d4e6f8a1c3e5b7d9f", "+ cloudsmith push raw acme/tools x.tgz --version 4.2.1 -k ***"),
+    ],
+)  # fmt: skip
+def test_round_nineteen_classes(text: str, expected: str) -> None:
+    """Round nineteen's classes (holdout18's first-sight leaks), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an error's body after a key word in a sentence of a script with no case
+        'ERROR - トークン取得に失敗しました (HTTP 401): {"error":"invalid_client","error_description":"bad"} 契約ID=skuv592u8',
+        # a search's terms, a page number, a header's name
+        "https://x.example/search?q=Hello123World&p=2 X-Hmac-Sha256 header missing",
+    ],
+)  # fmt: skip
+def test_round_nineteen_keeps(text: str) -> None:
+    """What round nineteen's classes must keep (holdout18's first-sight over-redaction, and their limits)."""
     assert redact(text) == text
 
 
