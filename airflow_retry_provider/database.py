@@ -10,6 +10,8 @@ keeps one connection for a block of transactions (a sweep, a failure callback), 
 
 from __future__ import annotations
 
+import atexit
+import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import fields
@@ -58,6 +60,14 @@ class ProviderDatabase:
         from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
 
         return cls(RetryProviderHook(postgres_conn_id=conn_id).get_conn)
+
+    @classmethod
+    def kept(cls, conn_id: str = DEFAULT_CONN_ID) -> ProviderDatabase:
+        """The database of ``conn_id`` on this process's kept connection (:func:`kept`): a failure
+        callback files its letter on the connection its try was recorded on."""
+        from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
+
+        return cls(kept(RetryProviderHook(postgres_conn_id=conn_id).get_conn))
 
     @classmethod
     def pooled(cls, conn_id: str = DEFAULT_CONN_ID) -> ProviderDatabase:
@@ -131,6 +141,37 @@ class ProviderDatabase:
         return dict(zip([column[0] for column in cursor.description], row, strict=True))
 
 
+_KEPT: dict[int, Any] = {}
+"""Each process's kept connection, by process id: a forked child never uses (nor closes) its parent's."""
+
+
+def kept(connect: Connect) -> Connect:
+    """A ``connect`` that hands out this process's one kept connection, each transaction committing on
+    its own: a failing task's retry policy records the try on it and its failure callback files the
+    letter, its impact and its alerts on it (one connection per failing task process, where each
+    opened its own). Opened with ``connect`` at the first use, again when it was closed or broke;
+    :func:`close_kept` (at the callback's end) or the process's exit closes it."""
+
+    def connection() -> _Reused:
+        pid = os.getpid()
+        conn = _KEPT.get(pid)
+        if conn is None or conn.closed or getattr(conn, "broken", False):
+            if conn is not None:
+                conn.close()
+            conn = _KEPT[pid] = connect()
+        return _Reused(conn)
+
+    return connection
+
+
+@atexit.register
+def close_kept() -> None:
+    """Close this process's kept connection, if it has one."""
+    conn = _KEPT.pop(os.getpid(), None)
+    if conn is not None:
+        conn.close()
+
+
 def from_row(cls: type[Value], row: Mapping[str, Any], **columns: str) -> Value:
     """The dataclass ``cls`` from a row whose columns bear its fields' names; ``columns`` names the
     column of a field whose name differs (``dag_id="letter_dag_id"``)."""
@@ -138,7 +179,7 @@ def from_row(cls: type[Value], row: Mapping[str, Any], **columns: str) -> Value:
 
 
 class _Reused:
-    """A connection shared by a block's transactions: closing it is left to ``reusing()``."""
+    """A connection shared by a block's transactions: closing it is left to ``reusing()`` or :func:`close_kept`."""
 
     def __init__(self, conn: Any) -> None:
         self._conn = conn

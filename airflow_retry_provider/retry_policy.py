@@ -392,11 +392,14 @@ def record_failed_try(ti: Any, *, try_number: int, first_try: int, failure_class
     """
     import psycopg
 
-    from airflow_retry_provider.database import DEFAULT_CONN_ID
+    from airflow_retry_provider.database import DEFAULT_CONN_ID, kept
     from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
 
-    kwargs = RetryProviderHook(postgres_conn_id=DEFAULT_CONN_ID).connect_kwargs()
-    kwargs["connect_timeout"] = FAILED_TRIES_CONNECT_TIMEOUT
+    def connect() -> Any:
+        kwargs = RetryProviderHook(postgres_conn_id=DEFAULT_CONN_ID).connect_kwargs()
+        kwargs["connect_timeout"] = FAILED_TRIES_CONNECT_TIMEOUT
+        return psycopg.connect(**kwargs)
+
     statements = sql.named("airflow_retry_provider", "retry_policy.sql")
     params = {
         "dag_id": ti.dag_id,
@@ -409,7 +412,8 @@ def record_failed_try(ti: Any, *, try_number: int, first_try: int, failure_class
         "category": category,
         "hostname": getattr(ti, "hostname", None) or socket.gethostname(),
     }
-    with sql.transaction(psycopg.connect(**kwargs)) as conn, conn.cursor() as cursor:
+    # the process's kept connection: the failure callback that may follow files its letter on it
+    with sql.transaction(kept(connect)()) as conn, conn.cursor() as cursor:
         cursor.execute(statements["bound_statement"])
         cursor.execute(statements["record_try_and_count_code_failures"], params)
         row = cursor.fetchone()

@@ -235,6 +235,16 @@ def provider_conn(pg_dsn, monkeypatch) -> str:
     return pg_dsn
 
 
+@pytest.fixture(autouse=True)
+def _kept_connection_closed() -> Iterator[None]:
+    """Each test ends as its task process does: the connection a retry policy kept (``database.kept``) is
+    closed, so no test records or files on another test's database."""
+    yield
+    from airflow_retry_provider.database import close_kept
+
+    close_kept()
+
+
 @pytest.fixture(scope="session")
 def airflow_db(pg_server) -> None:
     """Airflow's metadata database, migrated once per session: a copy of the migrated template."""

@@ -428,12 +428,15 @@ def under_outage(context: Mapping[str, Any], letter: NewLetter) -> NewLetter:
 def file_dead_letter(context: Mapping[str, Any]) -> None:
     """``on_failure_callback``: file the failed task instance in the dead-letter queue."""
     letter = under_outage(context, build_letter(context))
-    from airflow_retry_provider.database import ProviderDatabase
+    from airflow_retry_provider.database import ProviderDatabase, close_kept
     from airflow_retry_provider.dlq.store import DeadLetterStore
 
-    # one connection for the letter, its impact and its alerts: a storm's callbacks each open one, not five
-    with ProviderDatabase.from_conn_id().reusing() as db:
-        _file_and_tell(context, letter, DeadLetterStore(db))
+    # one connection for the letter, its impact and its alerts, the one the retry policy recorded the
+    # try on: a storm's failing task processes each open one, not two (nor six)
+    try:
+        _file_and_tell(context, letter, DeadLetterStore(ProviderDatabase.kept()))
+    finally:
+        close_kept()
 
 
 def _file_and_tell(context: Mapping[str, Any], letter: NewLetter, store: DeadLetterStore) -> None:

@@ -15,6 +15,8 @@ from typing import Any
 
 import psycopg
 
+from airflow_retry_provider import database
+from airflow_retry_provider.database import close_kept
 from airflow_retry_provider.dlq.callback import (
     CROWDED_BACKOFF,
     CROWDED_SECONDS,
@@ -186,11 +188,8 @@ def test_the_failure_callback_makes_no_rest_call(provider_conn, monkeypatch):
     assert impact_queue_counts(provider_conn) == (6, 0)
 
 
-def test_a_failure_callback_opens_one_connection_for_the_letter_its_impact_and_its_alerts(
-    provider_conn, monkeypatch
-):
-    """Filing, reading the stored impact and the alerts' transactions share one connection, closed at the
-    end: a storm's callbacks each open one, not one per transaction."""
+def _counting_connections(monkeypatch: Any) -> list[Any]:
+    """The connections the failure callback opens from now on (``RetryProviderHook.get_conn``)."""
     from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
 
     opened: list[Any] = []
@@ -201,9 +200,31 @@ def test_a_failure_callback_opens_one_connection_for_the_letter_its_impact_and_i
         return opened[-1]
 
     monkeypatch.setattr(RetryProviderHook, "get_conn", counting)
-    file_dead_letter(_context(RuntimeError("relation orders does not exist")))
+    return opened
+
+
+def test_a_failure_callback_opens_one_connection_for_the_letter_its_impact_and_its_alerts(
+    provider_conn, monkeypatch
+):
+    """Filing, reading the stored impact and the alerts' transactions share one connection, closed at the
+    end: a storm's callbacks each open one, not one per transaction."""
+    context = _context(RuntimeError("relation orders does not exist"))
+    close_kept()  # a callback with no try recorded before it in its process (a task killed outside its runner)
+    opened = _counting_connections(monkeypatch)
+    file_dead_letter(context)
     assert len(support.rows(provider_conn)) == 1
     assert len(opened) == 1 and opened[0].closed
+
+
+def test_a_failed_try_is_recorded_and_filed_on_one_connection(provider_conn, monkeypatch):
+    """The retry policy records the try on the task process's kept connection and the failure callback
+    files the letter on it, then closes it: a failing task process opens one connection, not two."""
+    context = _context(RuntimeError("relation orders does not exist"))  # its policy recorded the try
+    recorded_on = database._KEPT[os.getpid()]
+    opened = _counting_connections(monkeypatch)
+    file_dead_letter(context)
+    assert len(support.rows(provider_conn)) == 1
+    assert opened == [] and recorded_on.closed and os.getpid() not in database._KEPT
 
 
 def test_a_connection_that_does_not_exist_is_not_tried_again(caplog, monkeypatch):
