@@ -288,7 +288,7 @@ _HASH_WORDS = (
     "chunk",  # a buffer's chunk id (Fluentd's chunk="<32 hex>")
     # an object named by its noun just before its id (Comet's "experiment <32 hex>", Swarm's "node <25>")
     "experiment", "node ", "dataset", "model ", "artifact", "pipeline", "workflow", "deployment",
-    "instance", "volume", "snapshot", "service ", "task ", "workspace",
+    "instance", "volume", "snapshot", "service ", "task ", "workspace", "project ",
     # a stored object's id after its noun (Elasticsearch's "document [<20>]", Firestore's, a row's)
     "document", "record", "collection", "partition", "shard",
     *secret_words.ID_WORDS,  # an identifier, in the languages of policy/secret_words.py
@@ -321,6 +321,13 @@ HEX_ENTROPY_LIMIT = 3.0
 
 def _has_digit(word: str) -> bool:
     return any(c.isdigit() for c in word)
+
+
+def _mixed(word: str) -> bool:
+    """Capitals, small letters and digits, all three: the mix of a secret a person chose or a key."""
+    return (
+        any(c.isupper() for c in word) and any(c.islower() for c in word) and any(c.isdigit() for c in word)
+    )
 
 
 def _prose(value: str) -> bool:
@@ -543,9 +550,7 @@ def _short_random(token: str) -> bool:
         len(token) < SHORT_RUN
         and token.replace("-", "").replace("_", "").replace("+", "").isalnum()
         and token.isascii()
-        and any(c.isdigit() for c in token)
-        and any(c.islower() for c in token)
-        and any(c.isupper() for c in token)
+        and _mixed(token)
     ):
         return False
     if _labelled(token):
@@ -554,6 +559,24 @@ def _short_random(token: str) -> bool:
     if deficit >= MIXED_RUN_SLACK or (deficit >= SHORT_RUN_SLACK and _kind_changes(token) < MIXED_CHANGES):
         return False
     return not _readable(token)
+
+
+KEY_SHAPED_LENGTH = 12
+"""The shortest key :func:`_key_shaped` reads where a name was expected."""
+
+
+def _key_shaped(word: str) -> bool:
+    """A key where a name is expected (a URL's lone user: Gemfury's ``https://<token>@push.fury.io``):
+    12+ letters and digits, upper and lower case and digits, their kinds changing as in a random run.
+    A user's name changes kind a few times (``etlLoader2``), a random key at most steps."""
+    return (
+        len(word) >= KEY_SHAPED_LENGTH
+        and word.isalnum()
+        and word.isascii()
+        and _mixed(word)
+        and _kind_changes(word) >= MIXED_CHANGES
+        and not _readable(word)
+    )
 
 
 def _labelled(token: str) -> bool:
@@ -667,7 +690,8 @@ _OBJECT_SEGMENTS = frozenset(
 def _collection_segment(before: str) -> bool:
     """Whether a URL path's last segment before a run names the object it identifies: a plural noun naming a
     collection of objects (``/v2/payments/``, ``/drive/v3/files/``), not a collection of secrets, or an
-    object's singular noun (:data:`_OBJECT_SEGMENTS`)."""
+    object's singular noun (:data:`_OBJECT_SEGMENTS`). A word ending in ``ss`` is no plural (FireHydrant's
+    ``/v1/process/<key>``, ``/access/``, ``/address/``)."""
     if not before.endswith("/"):
         return False
     segment = before[:-1].rpartition("/")[2]
@@ -676,6 +700,7 @@ def _collection_segment(before: str) -> bool:
         and segment.isalpha()
         and segment.islower()
         and segment.endswith("s")
+        and not segment.endswith("ss")
         and segment not in _SECRET_COLLECTIONS
     )
 

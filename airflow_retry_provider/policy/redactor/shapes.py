@@ -12,6 +12,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _HEX,
     _collection_segment,
     _looks_random,
+    _mixed,
     _named_hash,
     _readable,
     _secret_segment,
@@ -88,13 +89,6 @@ _CHOSEN = pattern(
 _CHOSEN_SYMBOLS = "!#$^&*~?"
 CHOSEN_LENGTHS = (8, 40)
 """The lengths of a chosen password (from, to) that its shape alone hides."""
-
-
-def _mixed(word: str) -> bool:
-    """Capitals, small letters and digits, all three: the mix of a secret a person chose."""
-    return (
-        any(c.isupper() for c in word) and any(c.islower() for c in word) and any(c.isdigit() for c in word)
-    )
 
 
 def _chosen(word: str) -> bool:

@@ -9,6 +9,7 @@ from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _has_digit,
     _id_key,
+    _key_shaped,
     _looks_random,
     _not_secret,
     _readable,
@@ -131,10 +132,10 @@ def _uri_rest(text: str, start: int, rest: str, end: int, spans: list[Span]) -> 
         _uri_spaced(text, end, start, rest, spans)
         return
     colon = rest.find(":", 0, at)
-    if colon < 0 and "/" not in rest[:at] and _looks_random(rest[:at]):
+    if colon < 0 and "/" not in rest[:at] and (_looks_random(rest[:at]) or _key_shaped(rest[:at])):
         spans.append(
             (start, start + at)
-        )  # a key as the user (Sentry's DSN: https://<key>@o1.ingest.sentry.io/2)
+        )  # a key as the user (Sentry's DSN: https://<key>@o1.ingest.sentry.io/2, Gemfury's push URL)
         return
     if colon < 0 or "/" in rest[:colon] or rest[colon + 1 : at] in ("", MASK):
         return

@@ -501,6 +501,7 @@ HELD_OUT = (
     "holdout16.yaml",
     "holdout17.yaml",
     "holdout18.yaml",
+    "holdout19.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -518,7 +519,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout18, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout19, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -1619,6 +1620,36 @@ def test_round_nineteen_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_nineteen_keeps(text: str) -> None:
     """What round nineteen's classes must keep (holdout18's first-sight over-redaction, and their limits)."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a path's segment ending in "ss" is no plural: the key after it is no object's id
+        ("POST https://signals.example.com/v1/process/fhs_4Yq8mZ2xR7tL1vN9bK3cW6aE payload={}", "POST https://signals.example.com/v1/process/*** payload={}"),
+        ("GET https://api.example.com/access/Zx9yK2mQp4RtVb7NwL3sQw", "GET https://api.example.com/access/***"),
+        # a URL's lone user shaped as a key, shorter than a random run
+        ("+ curl -F package=@dist/x.whl https://Fu7kQ2mX9vR4tL8wYc@push.fury.io/acme-data/", "+ curl -F package=@dist/x.whl https://***@push.fury.io/acme-data/"),
+    ],
+)  # fmt: skip
+def test_round_twenty_classes(text: str, expected: str) -> None:
+    """Round twenty's classes (holdout19's first-sight leaks), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a project's id after its noun
+        "INFO - project clx9k2m7p00fz07l8d3h1a2bc export skipped",
+        # an object's id after a plural segment, and a URL's users that are names
+        "GET https://api.example.com/v2/payments/Zx9yK2mQp4RtVb7NwL3sQw failed",
+        "git clone https://etlLoader2@git.example.com/acme/etl.git and https://svc-airflow-prod@nexus.example.com/x",
+    ],
+)  # fmt: skip
+def test_round_twenty_keeps(text: str) -> None:
+    """What round twenty's classes must keep (holdout19's first-sight over-redaction, and their limits)."""
     assert redact(text) == text
 
 
