@@ -303,15 +303,6 @@ def _call_pairs(text: str, spans: list[Span]) -> None:
 _CLIENT_SUFFIXES = ("API", "Api", "Client", "SDK", "Sdk")
 
 
-def _setter_calls(text: str, spans: list[Span]) -> None:
-    for match in _matches(_SETTER_CALL, text, spans):
-        key = _setter_key(match.group(2), builder=match.group(1) is not None)
-        group = 3 if match.group(3) is not None else 4
-        value = match.group(group)
-        if key and _secret_column(key) and not _not_secret(value) and value.lower() not in PROSE_WORDS:
-            spans.append(match.span(group))
-
-
 def _client_key(value: str) -> bool:
     """A client's one string argument shaped as a key: random, or 16+ letters and digits in one run
     with both cases (``EZAK8f2d...``) or 24+ of them; not a host, a path, a URL or a name of words
@@ -325,14 +316,20 @@ def _client_key(value: str) -> bool:
     )
 
 
-def _client_calls(text: str, spans: list[Span]) -> None:
-    """A client's one string argument when it is shaped as a key (not a host, a name or a path)."""
+def _one_string_calls(text: str, spans: list[Span], setters: bool, clients: bool) -> None:
+    """A call's one string argument: a setter's or a builder's secret (``setters``: the text has a key
+    word), or a client's key, shaped as a key (``clients``: a client's class is called), not a host,
+    a name or a path."""
     for match in _matches(_SETTER_CALL, text, spans):
+        name = match.group(2)
         group = 3 if match.group(3) is not None else 4
-        if (
-            match.group(2)[:1].isupper()  # a class (easypost.EasyPostClient), not a getter (.getClient)
-            and match.group(2).endswith(_CLIENT_SUFFIXES)
-            and _client_key(match.group(group))
+        value = match.group(group)
+        key = _setter_key(name, builder=match.group(1) is not None) if setters else None
+        if (key and _secret_column(key) and not _not_secret(value) and value.lower() not in PROSE_WORDS) or (
+            clients
+            and name[:1].isupper()  # a class (easypost.EasyPostClient), not a getter (.getClient)
+            and name.endswith(_CLIENT_SUFFIXES)
+            and _client_key(value)
         ):
             spans.append(match.span(group))
 
@@ -877,6 +874,7 @@ PATTERNS: tuple[Pattern, ...] = (
 def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> None:
     """The secrets of assignments; ``gates`` holds the key words of other languages found in ``lowered``."""
     foreign = not gates.isdisjoint(_FOREIGN_WORDS)
+    setters = False
     if (  # _KEY_WORDS, spelled out: the hot path of every decision, no call per word
         "pass" in lowered
         or "pasw" in lowered
@@ -913,13 +911,13 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
             _bracketed(text, spans)
         if "(" in text and ("'," in text or '",' in text or "' ," in text or '" ,' in text):
             _call_pairs(text, spans)
-        if '("' in text or "('" in text:
-            _setter_calls(text, spans)
+        setters = '("' in text or "('" in text
         _named(text, spans)
     if "user" in lowered or "login" in lowered:
         _user_pairs(text, spans)
-    if any(f"{suffix}(" in text for suffix in _CLIENT_SUFFIXES):
-        _client_calls(text, spans)
+    clients = any(f"{suffix}(" in text for suffix in _CLIENT_SUFFIXES)
+    if setters or clients:
+        _one_string_calls(text, spans, setters, clients)
     if "&" in text and "=" in text:
         _form_siblings(text, spans)
     if "p=" in text and "u=" in text:
