@@ -62,6 +62,9 @@ _KEY = (
     r"|userinfo"  # a parsed URI's user:password (Elixir's %URI{userinfo: "u:x"}, Go's url.Userinfo)
     # a one-time or personal code, as a whole word or after a separator (pin=, card.pin:, pin_code=, mfa_code=)
     rf"|(?:{_KEY_CHAR}*[_.-])?(?:pin(?:[_-]?code)?|otp|totp|mfa[_-]?code|2fa[_-]?code|recovery[_-]?codes?|backup[_-]?codes?|security[_-]?answer)"
+    rf"|{_KEY_CHAR}*(?-i:[a-z]Pin(?:Code)?)"  # a PIN as a camel-case last word (Aramex's AccountPin)
+    # a cipher's initialisation vector set beside its key (KG Inicis' INIAPI_IV, aes_iv): key material
+    rf"|{_KEY_CHAR}*[_.-]iv"
     r"|x-[\w-]*-session"  # a session header (X-Metabase-Session: <uuid>)  # SSSD's ldap_default_authtok
 )
 
@@ -178,10 +181,10 @@ _ACCESS_TOKEN_ENV = pattern(r"(?:^|[^\w])(?:[A-Za-z0-9]+_)*(?:PAT|pat)[ \t]*[=:]
 
 
 # a (user, password) pair given to a credential's constructor or an auth argument: requests'
-# auth=('u', 'p'), http_auth= (opensearch-py), HTTPBasicAuth('u', 'p'), aiohttp's BasicAuth, .NET's NetworkCredential("u", "p")
+# auth=('u', 'p'), http_auth= (opensearch-py), HTTPBasicAuth('u', 'p'), aiohttp's BasicAuth, .NET's
+# NetworkCredential("u", "p"), exchangelib's Credentials("DOMAIN\\u", "p"), UsernamePasswordCredentials
 _CREDENTIAL_PAIR = pattern(
-    r"(?i:\b(?:[a-z_]{0,30}auth|network_?credential"
-    r"|username_?password_?credentials?|password_?credential))[ \t]*(?:=|:|\()[ \t]*\(?[ \t]*"
+    r"(?i:\b(?:[a-z_]{0,30}auth|[a-z_]{0,30}credentials?))[ \t]*(?:=|:|\()[ \t]*\(?[ \t]*"
     # the user may hold escaped characters (a Windows domain user in a repr: 'ACME\\\\svc_etl')
     r"(?:\\*\"(?:[^\"\r\n\\]|\\\\)*\\*\"|\\*'(?:[^'\r\n\\]|\\\\)*\\*')[ \t]*,[ \t]*(?:\\*\"([^\"\r\n\\]*)|\\*'([^'\r\n\\]*))"
 )
@@ -646,9 +649,10 @@ def _go_empty_field(text: str, key_start: int, key: str, sep: str, value: str) -
     return "{" in text[line_start:key_start]
 
 
-# an error's body: an object whose first field names an error ({"error": "invalid_client", ...})
+# an error's body: an object with a field naming an error ({"error": "invalid_client", ...}, python-ldap's
+# {'msgtype': 97, 'result': 49, 'desc': 'Invalid credentials', 'info': '... data 52e'})
 _ERROR_OBJECT = pattern(
-    r"^\{[ \t]*\\*[\"']?(?:error|errors|err|errcode|errmsg|error_code|error_description|code|message|msg|status|detail)"
+    r"[{,][ \t]*\\*[\"']?(?:error|errors|err|errcode|errmsg|error_code|error_description|code|message|msg|status|detail|desc)"
     r"\\*[\"']?[ \t]*:",
     ignore_case=True,
 )
@@ -688,7 +692,7 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
         if (
             depth < MAX_NESTED_OBJECTS
             and _JSON_OBJECT.match(braced) is not None
-            and (_KEY_VALUE.search(braced[1:]) is not None or _ERROR_OBJECT.match(braced) is not None)
+            and (_KEY_VALUE.search(braced[1:]) is not None or _ERROR_OBJECT.search(braced) is not None)
         ):  # "auth": {"tenantId": "x", "passwordCredentials": {...}}: the object's fields are judged each;
             # so are an error's (トークン取得に失敗しました (HTTP 401): {"error":"invalid_client"}: a sentence's key word)
             fields: list[Span] = []
@@ -802,13 +806,26 @@ def _named(text: str, spans: list[Span]) -> None:
                     spans.append((start, end))
 
 
-def _pydantic_inputs(text: str, spans: list[Span]) -> None:
-    for match in _matches(_PYDANTIC_INPUT, text, spans):
+# traitlets' TraitError (Jupyter's configuration): the trait's name, then the value it refused
+# ("The 'lookup_dn_search_password' trait of a LDAPAuthenticator instance expected a unicode string,
+# not the int 73918264.")
+_TRAIT_ERROR = pattern(
+    r"The '([\w.-]{1,128})' trait of an? [\w.]{1,128} instance [^\r\n]{0,200}?, not the [\w.]{1,40} "
+    rf"[bB]?({_QUOTED}|[^\s'\"]+)"
+)
+
+
+def _refused_inputs(pattern_: Pattern, text: str, spans: list[Span]) -> None:
+    """The input a validator refused (pydantic's ``input_value=``, traitlets' ``not the int x``) when its
+    field names a secret."""
+    for match in _matches(pattern_, text, spans):
         field = match.group(1).rstrip("]").rsplit(".", 1)[-1].rsplit("[", 1)[-1]
         if _secret_column(field):
             start, end = _content(text, *match.span(2))
             if text[end - 1 : end] in ("'", '"') and end - 1 > start:
                 end -= 1
+            elif text[end - 1 : end] == "." and end - 1 > start:
+                end -= 1  # the sentence's full stop (not the int 73918264.)
             if not _not_secret(text[start:end]):
                 spans.append((start, end))
 
@@ -866,7 +883,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _FORM_BODY, _SHORT_KEY_DSN,
     _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _BRACKETED,
-    _SETTING_ECHO, _PYDANTIC_INPUT, _GO_FIELD, _USER_PAIR_KEY, _ERROR_OBJECT,
+    _SETTING_ECHO, _PYDANTIC_INPUT, _TRAIT_ERROR, _GO_FIELD, _USER_PAIR_KEY, _ERROR_OBJECT,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 
@@ -892,6 +909,9 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         or "cookie" in lowered
         or "salt" in lowered
         or "pin" in lowered
+        or "_iv" in lowered
+        or ".iv" in lowered
+        or "-iv" in lowered
         or "otp" in lowered
         or "code" in lowered
         or "answer" in lowered
@@ -935,6 +955,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
     if "(" in text and ("=(" in text or "= (" in text or ":(" in text or ": (" in text):
         _login_tuples(text, spans)
     if "input_value=" in text:
-        _pydantic_inputs(text, spans)
+        _refused_inputs(_PYDANTIC_INPUT, text, spans)
+    if "' trait of " in text:
+        _refused_inputs(_TRAIT_ERROR, text, spans)
     if "grant_type" in lowered and "code" in lowered:
         _oauth_codes(text, spans)

@@ -111,14 +111,15 @@ _PGPASS_LINE = pattern(
     r"(?:^|[\s'\"])(?:[A-Za-z*][\w.-]*|[0-9]{1,3}(?:\.[0-9]{1,3}){3}):(?:[0-9]{1,5}|\*):[^:\s'\"]+:[^:\s'\"]+:([^\s'\"]+)"
 )
 # a call named for logging in, given a user and a password (smtplib's server.login('u', 'x'),
-# imaplib's and ftplib's login, python-ldap's simple_bind_s('cn=admin,...', 'x'))
+# imaplib's and ftplib's login, python-ldap's simple_bind_s('cn=admin,...', 'x')), or a mail client
+# built with them (yagmail.SMTP('u', 'x'); smtplib's SMTP takes a host and a number)
 _QUOTED_ARG = r"'(?:[^'\\\r\n]|\\.)*'|\"(?:[^\"\\\r\n]|\\.)*\""
 _LOGIN_CALL = pattern(
-    r"(?i:\b(?:login|log_in|logon|signin|sign_in|authenticate|auth|bind|bind_s|simple_bind|simple_bind_s))"
+    r"(?i:\b(?:login|log_in|logon|signin|sign_in|authenticate|auth|bind|bind_s|simple_bind|simple_bind_s|smtp|smtp_ssl))"
     rf"[ \t]*\([ \t]*(?:{_QUOTED_ARG})[ \t]*,[ \t]*"
     r"(?:'((?:[^'\\\r\n]|\\.)*)'|\"((?:[^\"\\\r\n]|\\.)*)\")[ \t]*[,)]"
 )
-_LOGIN_WORDS = ("log", "auth", "bind", "sign")
+_LOGIN_WORDS = ("log", "auth", "bind", "sign", "smtp")
 # and in a directive or command named for a connection, apart by spaces (ProFTPD's
 # SQLConnectInfo db@host:3306 user x)
 _CONNECT_DIRECTIVE = pattern(r"(?i:\b\w*connect\w*)[ \t]+([^\s'\"]+)[ \t]+([^\s'\"]+)[ \t]+([^\s'\"]+)")

@@ -141,7 +141,7 @@ def _identity(key: str, value: str) -> int:
     user-and-password key's ``user:password`` (``--auth=etl:x``), or Proxmox's token identity."""
     if _user_and_password_key(key) and ":" in value and "://" not in value:
         return value.index(":") + 1
-    return _token_identity(value)
+    return _token_identity(value) or _scoped_token(value)
 
 
 def _user_and_password_key(key: str) -> bool:
@@ -168,6 +168,17 @@ def _token_identity(value: str) -> int:
     uuid = pieces == [8, 4, 4, 4, 12] or secret == MASK  # (hidden already: redacting twice changes nothing)
     if equals and at and bang and user and realm and token_id and uuid:
         return len(identity) + 1
+    return 0
+
+
+def _scoped_token(value: str) -> int:
+    """How much of a token names its scope before its secret, to be kept: names of words before
+    its last colon, a random run after it (Launchable's ``v1:<organisation>/<workspace>:<key>``)."""
+    scope, colon, secret = value.rpartition(":")
+    names = scope.replace(":", "/").split("/")
+    random = _looks_random(secret) or secret == MASK  # (hidden already: redacting twice changes nothing)
+    if colon and all(name and _readable(name) for name in names) and random:
+        return len(scope) + 1
     return 0
 
 

@@ -156,17 +156,24 @@ def _random_part(token: str, whole: bool) -> Span:
     ``<token>/sendMessage`` keeps its path. When the ``whole`` run looks random, a piece is random
     unless it is a word; otherwise only a piece random on its own is (an API key as a path's
     segment: ``/v1/<88 hex>/sms/send.json``), a hex digest's length excepted (an object's name, a
-    run's id), or a piece after a segment that names a credential (``/api/<40 hex>``). An object's id after its collection's noun stays (``/Accounts/<id>``)."""
+    run's id) unless it ends the path right after the API's version (Infura's ``/v3/<32 hex>``: the
+    endpoint is the project's key; Sinch's ``/xms/v1/<32 hex>/batches`` names a plan), or a
+    piece after a segment that names a credential (``/api/<40 hex>``). An object's id after its collection's noun stays (``/Accounts/<id>``)."""
     if "/" not in token:
         return (0, len(token)) if whole else (0, 0)
     first = last = -1
     offset = 0
     previous = ""
     named = False  # a piece was an object's id
-    for piece in token.split("/"):
+    pieces = token.split("/")
+    for index, piece in enumerate(pieces):
         if _collection_segment(f"/{previous.lower()}/"):
             named = True  # /Accounts/<id>: the id of an account; /payments/<id>, of a payment
-        elif (not _readable(piece)) if whole or _secret_segment(f"/{previous}/") else _random_piece(piece):
+        elif (
+            (not _readable(piece))
+            if whole or _secret_segment(f"/{previous}/")
+            else _random_piece(piece, keyed=_version_segment(previous) and index == len(pieces) - 1)
+        ):
             first = offset if first < 0 else first
             last = offset + len(piece)
         offset += len(piece) + 1
@@ -180,11 +187,17 @@ _DIGEST_LENGTHS = (32, 40, 56, 64, 96, 128)
 """The lengths of hex digests (MD5, SHA-1, SHA-224, SHA-256, SHA-384, SHA-512): an object's name in a path."""
 
 
-def _random_piece(piece: str) -> bool:
-    """A path's segment that is a secret on its own, in a run that is not random as a whole."""
-    if not piece.translate(_HEX) and len(piece) in _DIGEST_LENGTHS:
+def _random_piece(piece: str, keyed: bool) -> bool:
+    """A path's segment that is a secret on its own, in a run that is not random as a whole (a hex
+    digest too when its place makes it a key: ``keyed``)."""
+    if not keyed and not piece.translate(_HEX) and len(piece) in _DIGEST_LENGTHS:
         return False
     return _looks_random(piece)
+
+
+def _version_segment(piece: str) -> bool:
+    """An API's version as a path's segment (``v3``)."""
+    return 2 <= len(piece) <= 3 and piece[0] in "vV" and piece[1:].isdigit()
 
 
 def _in_url(lowered: str, start: int) -> bool:
@@ -193,6 +206,16 @@ def _in_url(lowered: str, start: int) -> bool:
     before = lowered[max(0, start - 128) : start]
     scheme = before.rfind("://")
     return scheme >= 0 and not any(c in before[scheme:] for c in " \t\n\"'<>")
+
+
+def _named_from(lowered: str, begin: int) -> str:
+    """The words before a run at ``begin`` that may name it: up to 128 characters, from its URL's
+    scheme on when it stands in a URL (the words before a URL name the URL, not a piece of its path:
+    ``requests.exceptions.HTTPError: ... for url: https://mainnet.infura.io/v3/<key>``)."""
+    before = lowered[max(0, begin - 128) : begin]
+    if _in_url(lowered, begin):
+        before = before[before.rfind("://") :]
+    return before
 
 
 def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> None:
@@ -211,9 +234,7 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
         if last <= first:
             continue
         begin = start + first if _in_url(lowered, start) else start
-        if not _named_hash(
-            lowered[max(0, begin - 128) : begin], hexadecimal=not token[first:last].translate(_HEX)
-        ):
+        if not _named_hash(_named_from(lowered, begin), hexadecimal=not token[first:last].translate(_HEX)):
             if not any(opening <= begin < finish for opening, finish in readable):
                 spans.append((begin, start + last))  # not a URL's path beside its query's secret
 

@@ -502,6 +502,7 @@ HELD_OUT = (
     "holdout17.yaml",
     "holdout18.yaml",
     "holdout19.yaml",
+    "holdout20.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -519,7 +520,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout19, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout20, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -1650,6 +1651,47 @@ def test_round_twenty_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_twenty_keeps(text: str) -> None:
     """What round twenty's classes must keep (holdout19's first-sight over-redaction, and their limits)."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # traitlets' TraitError quoting a secret trait's refused value
+        ("TraitError: The 'lookup_dn_search_password' trait of a LDAPAuthenticator instance expected a unicode string, not the int 73918264.", "TraitError: The 'lookup_dn_search_password' trait of a LDAPAuthenticator instance expected a unicode string, not the int ***."),
+        ("TraitError: The 'api_token' trait of a Service instance expected a unicode string, not the bytes b'abcdef123'.", "TraitError: The 'api_token' trait of a Service instance expected a unicode string, not the bytes b'***'."),
+        # a key ending the path right after the API's version
+        ("401 Client Error: Unauthorized for url: https://mainnet.infura.io/v3/4c9e2a7f1b3d48e6a05f7c2d9b8e1a36", "401 Client Error: Unauthorized for url: https://mainnet.infura.io/v3/***"),
+        # any credentials constructor given a user and a password
+        (r'Credentials("CORP\\svc_apinvoice", "Inv0ice;Mbx!7")', r'Credentials("CORP\\svc_apinvoice", "***")'),
+        # a mail client built with a user and a password
+        ('yag = yagmail.SMTP("reports.bot@gmail.com", "qzvx mfla tkry opbd")', 'yag = yagmail.SMTP("reports.bot@gmail.com", "***")'),
+        # a PIN as a camel-case last word; a cipher's IV set beside its key
+        ('{"AccountNumber":"60531487","AccountPin":"553214"}', '{"AccountNumber":"60531487","AccountPin":"***"}'),
+        ("INIAPI_KEY=***, INIAPI_IV=jJc8YpElAlj0KTSl, clientIp=10.4.2.19", "INIAPI_KEY=***, INIAPI_IV=***, clientIp=10.4.2.19"),
+        # a token's scope before its secret stays
+        ("+ export LAUNCHABLE_TOKEN=v1:acme-corp/payments-api:7i3IHkPvkg2G33czdXf4MkTgaQ", "+ export LAUNCHABLE_TOKEN=v1:acme-corp/payments-api:***"),
+    ],
+)  # fmt: skip
+def test_round_twenty_one_classes(text: str, expected: str) -> None:
+    """Round twenty-one's classes (holdout20's first-sight leaks), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an error object under a credential's error name is judged field by field
+        "ldap.INVALID_CREDENTIALS: {'msgtype': 97, 'msgid': 1, 'result': 49, 'desc': 'Invalid credentials', 'ctrls': [], 'info': '80090308: LdapErr: DSID-0C090439, comment: AcceptSecurityContext error, data 52e, v4563'}",
+        # a plan's id after the version, followed by its path; a number and a word after a trait's name
+        "> POST /xms/v1/a3f8c21d9e4b47f0b6d25e71c0a9f384/batches HTTP/2",
+        "TraitError: The 'port' trait of a Hub instance expected an int, not the str 'eighty'.",
+        # smtplib's SMTP takes a host and a port; a word ending in pin, a word ending in iv
+        'smtplib.SMTP("smtp.example.com", 587) spinning=yes archive_iv_count=3 isPinned=true',
+    ],
+)  # fmt: skip
+def test_round_twenty_one_keeps(text: str) -> None:
+    """What round twenty-one's classes must keep (holdout20's first-sight over-redactions, and their limits)."""
     assert redact(text) == text
 
 
