@@ -40,7 +40,8 @@ more tools written blind, 52/60 at first sight under round eighteen) was fitted 
 57/60 with three known failures; holdout19.yaml (60 more tools written blind, 56/60 at first sight
 under round nineteen) was fitted in round twenty, 59/60 with one known failure; holdout20.yaml (60
 more tools written blind, 50/60 at first sight under round twenty) was fitted in round twenty-one,
-58/60 with two known failures. A held-out set nothing
+58/60 with two known failures; holdout21.yaml (60 more tools written blind, 52/60 at first sight
+under round twenty-one) was fitted in round twenty-two, 57/60 with three known failures. A held-out set nothing
 was fitted to (listed in ``MEASURED``, when it is placed in tests/data) is measured and printed beside
 the issue's 97 % target without deciding the exit code. Run: ``.venv/bin/python bench/corpus.py``.
 """
@@ -80,9 +81,10 @@ TARGETS = {
     "holdout18.yaml": 100.0,  # 52/60 at first sight (round eighteen), fitted in round nineteen
     "holdout19.yaml": 100.0,  # 56/60 at first sight (round nineteen), fitted in round twenty
     "holdout20.yaml": 100.0,  # 50/60 at first sight (round twenty), fitted in round twenty-one
+    "holdout21.yaml": 100.0,  # 52/60 at first sight (round twenty-one), fitted in round twenty-two
 }
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
-MEASURED: dict[str, float] = {"holdout21.yaml": 97.0}  # written after round twenty-one, never fitted
+MEASURED: dict[str, float] = {}  # the next set written blind after round twenty-two, never fitted
 """Held-out sets nothing was fitted to: their figure says whether the design generalises, printed
 beside the issue's target; a miss is reported, not a failure of the run (nothing may be fitted to them)."""
 KNOWN_FAILURES = DATA / "holdout_known_failures.yaml"

@@ -612,14 +612,18 @@ def _bracketed(text: str, spans: list[Span]) -> None:
 
 
 def _object_key(key: str, value: str) -> bool:
-    """An object's key, not a secret: 2 to 10 capital letters under a name ending in ``key`` (Confluence's
-    ``spaceKey=FINOPS``, Jira's and SonarQube's ``projectKey``): no credential is one short upper-case word."""
+    """An object's key, not a secret, under a name ending in ``key``: 2 to 10 capital letters
+    (Confluence's ``spaceKey=FINOPS``, Jira's and SonarQube's ``projectKey``), or capitals then
+    digits only (a shipment's, an order's code: Yurtiçi Kargo's ``cargoKey=ESR20261206004417``): no
+    credential is one short upper-case word, nor a word's prefix and a number."""
+    prefix = value.rstrip("0123456789")
     return (
         key.lower().endswith("key")
-        and 2 <= len(value) <= 10
+        and 2 <= len(prefix) <= 10
+        and len(value) <= 32
         and value.isascii()
-        and value.isalpha()
-        and value.isupper()
+        and prefix.isalpha()
+        and prefix.isupper()
     )
 
 
@@ -668,8 +672,8 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
         key, sep = text[key_start:key_end], text[sep_start:sep_end]
         if not _secret_key(key) or text[max(0, key_start - 3) : key_start] == "://":
             continue  # not a secret's name, or the user of a URI (https://x-access-token:...@): the URI's family
-        if _public_key(text, key_start, key_end):
-            continue  # a public key (WireGuard's "public key: x") is published
+        if _public_key(text, key_start, key_end) or "public" in text[key_end:sep_start].lower():
+            continue  # a public key (WireGuard's "public key: x", Statsig's "client key (public, ...)=x") is published
         raw_start, raw_end = match.span(3)
         start, end = _content(text, raw_start, raw_end)
         value = text[start:end]

@@ -140,7 +140,9 @@ def _identity(key: str, value: str) -> int:
     """How much of a secret-named key's ``value`` names whose secret it is, kept: the user of a
     user-and-password key's ``user:password`` (``--auth=etl:x``), or Proxmox's token identity."""
     if _user_and_password_key(key) and ":" in value and "://" not in value:
-        return value.index(":") + 1
+        # ZooKeeper's digest:user:password names its scheme first
+        scheme = len("digest:") if value.lower().startswith("digest:") and value.count(":") >= 2 else 0
+        return value.index(":", scheme) + 1
     return _token_identity(value) or _scoped_token(value)
 
 
@@ -150,6 +152,7 @@ def _user_and_password_key(key: str) -> bool:
     return key.lstrip("-").lower() in (
         "userinfo",
         "auth",
+        "authorization",
         "basic-auth",
         "proxy-auth",
         "http-auth",
@@ -167,6 +170,16 @@ def _token_identity(value: str) -> int:
     pieces = [len(piece) for piece in secret.split("-")]
     uuid = pieces == [8, 4, 4, 4, 12] or secret == MASK  # (hidden already: redacting twice changes nothing)
     if equals and at and bang and user and realm and token_id and uuid:
+        return len(identity) + 1
+    return 0
+
+
+def _pair_id(value: str) -> int:
+    """How much of an ``id:secret`` credential names it, to be kept: the id (Uploadcare's
+    ``Uploadcare.Simple <public key>:<secret key>``), as curl's ``-u id:secret`` keeps its user (a
+    vendor's key id is hidden by its shape wherever it stands: ``AWS AKIA...:<signature>``)."""
+    identity, colon, secret = value.partition(":")
+    if colon and identity and secret and ":" not in secret and "/" not in value:
         return len(identity) + 1
     return 0
 
@@ -687,8 +700,12 @@ _SECRET_SEGMENTS = frozenset({"api", "apikey", "api-key", "api_key", "token", "s
 
 
 def _secret_segment(before: str) -> bool:
-    """Whether a URL path's last segment before a run names it as a credential (see :data:`_SECRET_SEGMENTS`)."""
-    return before.endswith("/") and before[:-1].rpartition("/")[2].lower() in _SECRET_SEGMENTS
+    """Whether a URL path's last segment before a run names it as a credential (see :data:`_SECRET_SEGMENTS`),
+    or a webhook in a word of its own (Pabbly Connect's ``/sendwebhookdata/<token>``)."""
+    if not before.endswith("/"):
+        return False
+    segment = before[:-1].rpartition("/")[2].lower()
+    return segment in _SECRET_SEGMENTS or "webhook" in segment
 
 
 _OBJECT_SEGMENTS = frozenset(

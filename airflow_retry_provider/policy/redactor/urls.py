@@ -9,9 +9,11 @@ from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _has_digit,
     _id_key,
+    _identity,
     _key_shaped,
     _looks_random,
     _not_secret,
+    _pair_id,
     _readable,
     _secret_column,
     _token_identity,
@@ -330,6 +332,9 @@ def _authorization(text: str, spans: list[Span]) -> None:
         digest = text[start:end].lower().find("digest")
         start, end = _header_value(text, match, "" if 0 <= digest < 40 else "\"'&,;")
         value = text[start:end]
+        if value[:7].lower() == "digest:":  # ZooKeeper's digest:user:password, not HTTP's Digest scheme
+            digest, start = -1, start + _identity("authorization", value)
+            value = text[start:end]
         scheme, _, rest = value.partition(" ")
         line = text[start : _escaped_line_end(text, start, match.end())]
         parameters = _AUTH_PARAMETERS.match(line[len(scheme) :].lstrip(" \t")) is not None
@@ -350,7 +355,8 @@ def _authorization(text: str, spans: list[Span]) -> None:
                 (i for i in (text.find(" ", start, end), text.find("\t", start, end)) if i >= 0), default=end
             )
             end = space
-            start += _token_identity(text[start:end])  # Proxmox's PVEAPIToken=user@realm!tokenid=***
+            # Proxmox's PVEAPIToken=user@realm!tokenid=***, Uploadcare.Simple <public key>:***
+            start += _token_identity(text[start:end]) or _pair_id(text[start:end])
         while end > start and text[end - 1] in " \t":
             end -= 1
         if end > start and not _not_secret(text[start:end]):
@@ -379,11 +385,11 @@ def _auth_parameters(text: str, start: int, end: int, spans: list[Span]) -> None
 
 def _scheme_word(word: str) -> bool:
     """An authorization scheme's name, whatever it is (``Bearer``, ``GenieKey``, ``Splunk``, ``SSWS``,
-    ``AWS4-HMAC-SHA256``, ``SharedKey``): a known one, or a short word of letters (a few digits and
+    ``AWS4-HMAC-SHA256``, ``SharedKey``, ``Uploadcare.Simple``): a known one, or a short word of letters (a few digits and
     dashes at most) that does not look random. The credential after it is hidden, the word kept."""
     if word.lower() in _SCHEMES:
         return True
-    letters = word.replace("-", "").replace("_", "")
+    letters = word.replace("-", "").replace("_", "").replace(".", "")  # Uploadcare.Simple
     return (
         0 < len(word) <= 24
         and word[0].isalpha()

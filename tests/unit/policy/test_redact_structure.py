@@ -19,9 +19,9 @@ SHA = "3b18e512dba79e4c8300dd08aeb37f8e728b8dad"
         (f"headers={{'Authorization': 'Splunk {UUID}'}}", "headers={'Authorization': 'Splunk ***'}"),
         ("Authorization: SSWS 00QCjAl4MlV-WPXM-AbCdEfGh", "Authorization: SSWS ***"),
         ("Proxy-Authorization: Token abc123", "Proxy-Authorization: Token ***"),
-        (
+        (  # Azure Storage's SharedKey <account>:<signature>: the account's name stays (round twenty-two)
             "Authorization: SharedKey acct:ctzMq410TV3wS7upTBcunJTDLEJwMAZuFPfr0mrrA08=",
-            "Authorization: SharedKey ***",
+            "Authorization: SharedKey acct:***",
         ),
         # AWS's parameters keep their names; Signature= is the key family's
         (
