@@ -62,12 +62,13 @@ class ProviderDatabase:
         return cls(RetryProviderHook(postgres_conn_id=conn_id).get_conn)
 
     @classmethod
-    def kept(cls, conn_id: str = DEFAULT_CONN_ID) -> ProviderDatabase:
-        """The database of ``conn_id`` on this process's kept connection (:func:`kept`): a failure
-        callback files its letter on the connection its try was recorded on."""
+    def kept(cls) -> ProviderDatabase:
+        """The provider's database (the connection :data:`DEFAULT_CONN_ID`) on this process's kept
+        connection (:func:`kept`): a failure callback files its letter on the connection its try was
+        recorded on. The kept connection is that one connection's: it takes no other."""
         from airflow_retry_provider.hooks.retry_provider import RetryProviderHook
 
-        return cls(kept(RetryProviderHook(postgres_conn_id=conn_id).get_conn))
+        return cls(kept(RetryProviderHook(postgres_conn_id=DEFAULT_CONN_ID).get_conn))
 
     @classmethod
     def pooled(cls, conn_id: str = DEFAULT_CONN_ID) -> ProviderDatabase:
@@ -142,7 +143,8 @@ class ProviderDatabase:
 
 
 _KEPT: dict[int, Any] = {}
-"""Each process's kept connection, by process id: a forked child never uses (nor closes) its parent's."""
+"""Each process's kept connection to the provider's database (:data:`DEFAULT_CONN_ID`), by process id:
+a forked child never uses (nor closes) its parent's."""
 
 
 def kept(connect: Connect) -> Connect:

@@ -18,25 +18,40 @@ from __future__ import annotations
 import statistics
 import subprocess
 import sys
+from typing import NamedTuple
 
 from verdict import exit_code, judge
 
 ROUNDS = 5
 PLUGIN_BUDGET_MS = 20.0
-STEPS = {
-    "import airflow.sdk": "import airflow.sdk",
-    "the task runner loads every plugin": "from airflow.sdk.listener import get_listener_manager\n"
-    "get_listener_manager()",
-    "the provider's plugin module": "import airflow_retry_provider.plugin",
-    "building its app (each task, before)": "from airflow_retry_provider.plugin import RetryProviderPlugin\n"
-    "RetryProviderPlugin.fastapi_apps",
-}
-SETUP = {
-    "import airflow.sdk": "",
-    "the task runner loads every plugin": "import airflow.sdk",
-    "the provider's plugin module": "import airflow.sdk\nimport airflow.plugins_manager",
-    "building its app (each task, before)": "import airflow.sdk\nimport airflow_retry_provider.plugin",
-}
+
+
+class Step(NamedTuple):
+    """One figure: the ``code`` timed in a fresh interpreter after its untimed ``setup``."""
+
+    name: str
+    setup: str
+    code: str
+
+
+STEPS = (
+    Step("import airflow.sdk", "", "import airflow.sdk"),
+    Step(
+        "the task runner loads every plugin",
+        "import airflow.sdk",
+        "from airflow.sdk.listener import get_listener_manager\nget_listener_manager()",
+    ),
+    Step(
+        "the provider's plugin module",
+        "import airflow.sdk\nimport airflow.plugins_manager",
+        "import airflow_retry_provider.plugin",
+    ),
+    Step(
+        "building its app (each task, before)",
+        "import airflow.sdk\nimport airflow_retry_provider.plugin",
+        "from airflow_retry_provider.plugin import RetryProviderPlugin\nRetryProviderPlugin.fastapi_apps",
+    ),
+)
 
 
 def cpu_ms(setup: str, step: str) -> float:
@@ -59,11 +74,11 @@ def cpu_ms(setup: str, step: str) -> float:
 
 def main(rounds: int = ROUNDS) -> int:
     figures = {}
-    for name, step in STEPS.items():
-        samples = [cpu_ms(SETUP[name], step) for _ in range(rounds)]
-        figures[name] = statistics.median(samples)
+    for step in STEPS:
+        samples = [cpu_ms(step.setup, step.code) for _ in range(rounds)]
+        figures[step.name] = statistics.median(samples)
         print(
-            f"{name:<40} {figures[name]:8.1f} ms CPU (median of {rounds}: {', '.join(f'{s:.0f}' for s in samples)})"
+            f"{step.name:<40} {figures[step.name]:8.1f} ms CPU (median of {rounds}: {', '.join(f'{s:.0f}' for s in samples)})"
         )
     plugin = figures["the provider's plugin module"]
     print(
