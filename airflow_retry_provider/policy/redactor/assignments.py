@@ -182,9 +182,12 @@ _ACCESS_TOKEN_ENV = pattern(r"(?:^|[^\w])(?:[A-Za-z0-9]+_)*(?:PAT|pat)[ \t]*[=:]
 
 # a (user, password) pair given to a credential's constructor or an auth argument: requests'
 # auth=('u', 'p'), http_auth= (opensearch-py), HTTPBasicAuth('u', 'p'), aiohttp's BasicAuth, .NET's
-# NetworkCredential("u", "p"), exchangelib's Credentials("DOMAIN\\u", "p"), UsernamePasswordCredentials
+# NetworkCredential("u", "p"), exchangelib's Credentials("DOMAIN\\u", "p"), Huawei's BasicCredentials(ak, sk):
+# a class named Credential(s), with one word before it at most (Azure's ClientSecretCredential takes a
+# tenant and a client id first; a getter's call is lower case: keyring.get_credential("svc", "user"))
 _CREDENTIAL_PAIR = pattern(
-    r"(?i:\b(?:[a-z_]{0,30}auth|[a-z_]{0,30}credentials?))[ \t]*(?:=|:|\()[ \t]*\(?[ \t]*"
+    r"(?:(?i:\b(?:[a-z_]{0,30}auth|network_?credential|username_?password_?credentials?|password_?credential))"
+    r"|\b(?:[A-Z][a-z]+)?Credentials?)[ \t]*(?:=|:|\()[ \t]*\(?[ \t]*"
     # the user may hold escaped characters (a Windows domain user in a repr: 'ACME\\\\svc_etl')
     r"(?:\\*\"(?:[^\"\r\n\\]|\\\\)*\\*\"|\\*'(?:[^'\r\n\\]|\\\\)*\\*')[ \t]*,[ \t]*(?:\\*\"([^\"\r\n\\]*)|\\*'([^'\r\n\\]*))"
 )

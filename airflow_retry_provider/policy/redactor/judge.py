@@ -138,7 +138,8 @@ _SECRET_IDS = (
 
 def _identity(key: str, value: str) -> int:
     """How much of a secret-named key's ``value`` names whose secret it is, kept: the user of a
-    user-and-password key's ``user:password`` (``--auth=etl:x``), or Proxmox's token identity."""
+    user-and-password key's ``user:password`` (``--auth=etl:x``, ZooKeeper's ``digest:user:x``),
+    Proxmox's token identity, or a token's scope (:func:`_scoped_token`)."""
     if _user_and_password_key(key) and ":" in value and "://" not in value:
         # ZooKeeper's digest:user:password names its scheme first
         scheme = len("digest:") if value.lower().startswith("digest:") and value.count(":") >= 2 else 0
@@ -592,7 +593,7 @@ KEY_SHAPED_LENGTH = 12
 def _key_shaped(word: str) -> bool:
     """A key where a name is expected (a URL's lone user: Gemfury's ``https://<token>@push.fury.io``):
     12+ letters and digits, upper and lower case and digits, their kinds changing as in a random run.
-    A user's name changes kind a few times (``etlLoader2``), a random key at most steps."""
+    A user's name changes kind a few times (``etlLoader2``), a random key at almost every step."""
     return (
         len(word) >= KEY_SHAPED_LENGTH
         and word.isalnum()

@@ -1687,6 +1687,8 @@ def test_round_twenty_one_classes(text: str, expected: str) -> None:
         # a plan's id after the version, followed by its path; a number and a word after a trait's name
         "> POST /xms/v1/a3f8c21d9e4b47f0b6d25e71c0a9f384/batches HTTP/2",
         "TraitError: The 'port' trait of a Hub instance expected an int, not the str 'eighty'.",
+        # a getter's call names a user; Azure's ClientSecretCredential takes a tenant and a client id first
+        'cred = keyring.get_credential("etl-service", "svc_loader") or ClientSecretCredential("tenant-a", "client-b", secret)',
         # smtplib's SMTP takes a host and a port; a word ending in pin, a word ending in iv
         'smtplib.SMTP("smtp.example.com", 587) spinning=yes archive_iv_count=3 isPinned=true',
     ],
