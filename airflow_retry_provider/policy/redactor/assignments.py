@@ -56,7 +56,7 @@ _KEY = (
     rf"{_KEY_CHAR}*(?:[ \t](?:de|do|da|del|di|du|des|der|van|von|of|от|для)(?:[ \t]\pL+){{1,4}})?"
     # or the kind of secret after it, with no linking word (clé API, Schlüssel SSH)
     r"(?:[ \t](?:api|ssh|gpg|pgp|jwt|aws|s3|db|sql|smtp|ldap|ftp|vpn|wifi|wi-fi|hmac|oauth|tls|ssl))?"
-    rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw|psk|hmac)|auth|sig|session"  # upw=, dbpw=, wpa_psk=, x_hmac=
+    rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw|psw|psk|hmac)|auth|sig|session"  # upw=, dbpw=, psw= (SMSC.ru), wpa_psk=, x_hmac=
     # a token's abbreviation, as a camel-case or separated last word (TranzilaTK=, card_tk=) or alone
     rf"|{_KEY_CHAR}*(?-i:[a-z]TK)|(?:{_KEY_CHAR}*[_.-])?tk"
     r"|userinfo"  # a parsed URI's user:password (Elixir's %URI{userinfo: "u:x"}, Go's url.Userinfo)
@@ -821,10 +821,14 @@ _TRAIT_ERROR = pattern(
     rf"[bB]?({_QUOTED}|[^\s'\"]+)"
 )
 
+# CUE's vet errors: the field's path, then the value it refused ("db.auth.password: conflicting values
+# 48213907 and string (mismatched types int and string):", "...password: invalid value \"x\" (out of bound")
+_CUE_ERROR = pattern(rf"([\w.\[\]-]{{1,128}}): (?:conflicting values|invalid value) ({_QUOTED}|[^\s'\"]+)")
+
 
 def _refused_inputs(pattern_: Pattern, text: str, spans: list[Span]) -> None:
-    """The input a validator refused (pydantic's ``input_value=``, traitlets' ``not the int x``) when its
-    field names a secret."""
+    """The input a validator refused (pydantic's ``input_value=``, traitlets' ``not the int x``, CUE's
+    ``invalid value x``) when its field names a secret."""
     for match in _matches(pattern_, text, spans):
         field = match.group(1).rstrip("]").rsplit(".", 1)[-1].rsplit("[", 1)[-1]
         if _secret_column(field):
@@ -890,7 +894,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _FORM_BODY, _SHORT_KEY_DSN,
     _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _BRACKETED,
-    _SETTING_ECHO, _PYDANTIC_INPUT, _TRAIT_ERROR, _GO_FIELD, _USER_PAIR_KEY, _ERROR_OBJECT,
+    _SETTING_ECHO, _PYDANTIC_INPUT, _TRAIT_ERROR, _CUE_ERROR, _GO_FIELD, _USER_PAIR_KEY, _ERROR_OBJECT,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 
@@ -904,6 +908,7 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         or "pasw" in lowered
         or "pw" in lowered
         or "psk" in lowered
+        or "psw" in lowered
         or "hmac" in lowered
         or "tk" in lowered
         or "token" in lowered
@@ -965,5 +970,7 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         _refused_inputs(_PYDANTIC_INPUT, text, spans)
     if "' trait of " in text:
         _refused_inputs(_TRAIT_ERROR, text, spans)
+    if ": conflicting values " in text or ": invalid value " in text:
+        _refused_inputs(_CUE_ERROR, text, spans)
     if "grant_type" in lowered and "code" in lowered:
         _oauth_codes(text, spans)

@@ -719,18 +719,20 @@ _OBJECT_SEGMENTS = frozenset(
 def _collection_segment(before: str) -> bool:
     """Whether a URL path's last segment before a run names the object it identifies: a plural noun naming a
     collection of objects (``/v2/payments/``, ``/drive/v3/files/``), not a collection of secrets, or an
-    object's singular noun (:data:`_OBJECT_SEGMENTS`). A word ending in ``ss`` is no plural (FireHydrant's
-    ``/v1/process/<key>``, ``/access/``, ``/address/``)."""
+    object's singular noun (:data:`_OBJECT_SEGMENTS`). The plural may end words joined by ``_`` or ``-``
+    (Sendbird's ``/group_channels/``: its last word is judged: ``/api_keys/`` is a collection of secrets).
+    A word ending in ``ss`` is no plural (FireHydrant's ``/v1/process/<key>``, ``/access/``, ``/address/``)."""
     if not before.endswith("/"):
         return False
     segment = before[:-1].rpartition("/")[2]
+    noun = segment.replace("-", "_").rpartition("_")[2]
     return segment in _OBJECT_SEGMENTS or (
         4 <= len(segment) <= 24
-        and segment.isalpha()
+        and segment.replace("_", "").replace("-", "").isalpha()
         and segment.islower()
-        and segment.endswith("s")
-        and not segment.endswith("ss")
-        and segment not in _SECRET_COLLECTIONS
+        and noun.endswith("s")
+        and not noun.endswith("ss")
+        and noun not in _SECRET_COLLECTIONS
     )
 
 
@@ -744,8 +746,10 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     if _collection_segment(before):
         return True  # an object's id after its collection in a path: /Accounts/AC<32 hex>/, /payments/<id>
     window = 80 if before.endswith("..") else len(before) if hexadecimal else 32
+    near = before[-32:].lower()
     if not any(word in before[-window:] for word in _HASH_WORDS) and not any(
-        noun in before[-32:].lower() for noun in _OBJECT_NOUNS
+        noun in near or f"{noun.rstrip()}=" in near
+        for noun in _OBJECT_NOUNS  # customer=<32 hex> (Kuaidi100)
     ):
         return False
     stripped = before.rstrip(" \t=:\"'")

@@ -46,6 +46,8 @@ _VENDOR = pattern(
     r"(?:^|[^\w-])("
     r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}"  # AWS key id (aws.py + AWS's id prefixes)
     r"|key-[0-9a-f]{32}"  # Mailgun's private API key (gitleaks' rule asks for "mailgun" in its key)
+    r"|[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}"  # Mailgun's newer keys (a sending key: <32 hex>-<8 hex>-<8 hex>)
+    r"|pat-(?:na|eu|ap)[0-9]-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # HubSpot's private app token
     r"|eyJ[A-Za-z0-9_=-]{5,}\.[A-Za-z0-9_=-]{5,}\.?[A-Za-z0-9_.+/=-]*"  # JSON Web Token (jwt.py)
     r"|(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{30,}|github_pat_\w{22,}"  # GitHub (github_token.py; gitleaks asks entropy)
     r"|GR1348941[\w-]{20,}|glcbt-(?:[0-9a-fA-F]{2}_)?[\w-]{20,}"
@@ -84,8 +86,8 @@ _VENDOR = pattern(
 # strings on-call must read, no word has that mix, nor any word of Airflow's own sources; checked
 # in Python (_chosen): the pattern finds the words that hold one of the symbols
 _CHOSEN = pattern(
-    r"(?:^|[\s'\"(\[{,;=:])([A-Za-z0-9_-]{0,39}[!#$^&*~?][A-Za-z0-9!#$^&*~?_-]{0,39})(?:$|[\s'\"),\]};@])"
-)
+    r"(?:^|[\s'\"(\[{,;=:])([A-Za-z0-9_-]{0,39}[!#$^&*~?][A-Za-z0-9!#$^&*~?_-]{0,39})(?:$|[\s'\"(),\]};@])"
+)  # then "(" too: MyBatis' parameters name their types after them (7hG!xq2Pw#Lm(String))
 _CHOSEN_SYMBOLS = "!#$^&*~?"
 CHOSEN_LENGTHS = (8, 40)
 """The lengths of a chosen password (from, to) that its shape alone hides."""
@@ -239,9 +241,10 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
                 spans.append((begin, start + last))  # not a URL's path beside its query's secret
 
 
-# a flag that names a key pair's id (aliyun's --access-key-id, beside --access-key-secret)
-_ID_FLAG_BEFORE = pattern(r"--[A-Za-z][\w-]*-id['\"]?(?:,[ \t]*['\"]|[ \t]+['\"]?|=['\"]?)$")
-_SECRET_FLAG = pattern(r"--[\w-]*secret")
+# a flag that names a key pair's id (aliyun's --access-key-id, beside --access-key-secret; certbot's
+# --eab-kid, a key's id in JOSE's word, beside --eab-hmac-key)
+_ID_FLAG_BEFORE = pattern(r"--[A-Za-z][\w-]*-k?id['\"]?(?:,[ \t]*['\"]|[ \t]+['\"]?|=['\"]?)$")
+_SECRET_FLAG = pattern(r"--[\w-]*(?:secret|hmac)")
 
 
 def _id_flag_value(text: str, span: Span) -> bool:
@@ -284,7 +287,7 @@ def find(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> No
                 _spans_of(_VENDOR, text, shaped)
                 shaped.extend(vendor.find(text))
                 _random_runs(text, lowered, shaped, readable)
-                if "-id" in lowered and "secret" in lowered:
+                if ("-id" in lowered or "-kid" in lowered) and ("secret" in lowered or "hmac" in lowered):
                     shaped = [span for span in shaped if not _id_flag_value(text, span)]
                 spans.extend(shaped)
                 break
