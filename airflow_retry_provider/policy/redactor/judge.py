@@ -141,10 +141,15 @@ def _identity(key: str, value: str) -> int:
     user-and-password key's ``user:password`` (``--auth=etl:x``, ZooKeeper's ``digest:user:x``),
     Proxmox's token identity, or a token's scope (:func:`_scoped_token`)."""
     if _user_and_password_key(key) and ":" in value and "://" not in value:
-        # ZooKeeper's digest:user:password names its scheme first
-        scheme = len("digest:") if value.lower().startswith("digest:") and value.count(":") >= 2 else 0
-        return value.index(":", scheme) + 1
+        return _digest_user(value) or value.index(":") + 1
     return _token_identity(value) or _scoped_token(value)
+
+
+def _digest_user(value: str) -> int:
+    """How much of ZooKeeper's ``digest:user:password`` names its scheme and user, to be kept; 0 for any other value."""
+    if value[:7].lower() == "digest:" and value.count(":") >= 2:
+        return value.index(":", 7) + 1
+    return 0
 
 
 def _user_and_password_key(key: str) -> bool:
@@ -695,7 +700,7 @@ _SECRET_COLLECTIONS = ("keys", "tokens", "secrets", "credentials", "passwords", 
 """Collections whose members' names are themselves secrets (Mattermost's /hooks/<key>, a share link)."""
 
 
-_SECRET_SEGMENTS = frozenset({"api", "apikey", "api-key", "api_key", "token", "secret", "hook", "webhook"})
+_SECRET_SEGMENTS = frozenset({"api", "apikey", "api-key", "api_key", "token", "secret", "hook"})
 """A URL path's segment that says what the next one is: a credential (Squadcast's
 ``/v2/incidents/api/<token>``), whatever object nouns stand before it."""
 
@@ -706,7 +711,7 @@ def _secret_segment(before: str) -> bool:
     if not before.endswith("/"):
         return False
     segment = before[:-1].rpartition("/")[2].lower()
-    return segment in _SECRET_SEGMENTS or "webhook" in segment
+    return segment in _SECRET_SEGMENTS or "webhook" in segment  # /webhook/, /webhooks-v2/, /sendwebhookdata/
 
 
 _OBJECT_SEGMENTS = frozenset(

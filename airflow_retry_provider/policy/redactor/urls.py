@@ -7,9 +7,9 @@ from typing import Any
 
 from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
+    _digest_user,
     _has_digit,
     _id_key,
-    _identity,
     _key_shaped,
     _looks_random,
     _not_secret,
@@ -333,7 +333,7 @@ def _authorization(text: str, spans: list[Span]) -> None:
         start, end = _header_value(text, match, "" if 0 <= digest < 40 else "\"'&,;")
         value = text[start:end]
         if value[:7].lower() == "digest:":  # ZooKeeper's digest:user:password, not HTTP's Digest scheme
-            digest, start = -1, start + _identity("authorization", value)
+            digest, start = -1, start + (_digest_user(value) or len("digest:"))
             value = text[start:end]
         scheme, _, rest = value.partition(" ")
         line = text[start : _escaped_line_end(text, start, match.end())]
