@@ -163,6 +163,7 @@ or a login (th "รหัส" is also a password's word, tr "kimlik" also creden
 PUBLIC_KEY_WORDS: tuple[str, ...] = (
     "chave pública",  # pt
     "clave pública",  # es
+    "llave pública",  # es (Latin America: Openpay's "llave pública pk_...")
     "clé publique",  # fr
     "chiave pubblica",  # it
     "öffentlicher schlüssel",  # de

@@ -139,10 +139,10 @@ _SECRET_IDS = (
 def _identity(key: str, value: str) -> int:
     """How much of a secret-named key's ``value`` names whose secret it is, kept: the user of a
     user-and-password key's ``user:password`` (``--auth=etl:x``, ZooKeeper's ``digest:user:x``),
-    Proxmox's token identity, or a token's scope (:func:`_scoped_token`)."""
+    Proxmox's token identity, a token's scope (:func:`_scoped_token`), or a key's UUID id (:func:`_key_pair_id`)."""
     if _user_and_password_key(key) and ":" in value and "://" not in value:
         return _digest_user(value) or value.index(":") + 1
-    return _token_identity(value) or _scoped_token(value)
+    return _token_identity(value) or _scoped_token(value) or _key_pair_id(value)
 
 
 def _digest_user(value: str) -> int:
@@ -173,8 +173,7 @@ def _token_identity(value: str) -> int:
     identity, equals, secret = value.partition("=")
     user, at, realm_token = identity.partition("@")
     realm, bang, token_id = realm_token.partition("!")
-    pieces = [len(piece) for piece in secret.split("-")]
-    uuid = pieces == [8, 4, 4, 4, 12] or secret == MASK  # (hidden already: redacting twice changes nothing)
+    uuid = _uuid(secret) or secret == MASK  # (hidden already: redacting twice changes nothing)
     if equals and at and bang and user and realm and token_id and uuid:
         return len(identity) + 1
     return 0
@@ -188,6 +187,22 @@ def _pair_id(value: str) -> int:
     if colon and identity and secret and ":" not in secret and "/" not in value:
         return len(identity) + 1
     return 0
+
+
+def _key_pair_id(value: str) -> int:
+    """How much of a ``<uuid>:<secret>`` key names it, to be kept: the key's id (Prisma Cloud's
+    ``<access key id>::<secret key>``, a role's id before its secret), as curl's ``-u`` keeps its user."""
+    identity, colon, rest = value.partition(":")
+    secret = rest.lstrip(":")
+    if colon and _uuid(identity) and secret and ":" not in secret:
+        return len(value) - len(secret)
+    return 0
+
+
+def _uuid(text: str) -> bool:
+    """A UUID: 8-4-4-4-12 hexadecimal digits."""
+    pieces = text.split("-")
+    return [len(piece) for piece in pieces] == [8, 4, 4, 4, 12] and not "".join(pieces).translate(_HEX)
 
 
 def _scoped_token(value: str) -> int:
@@ -540,9 +555,9 @@ def _looks_random(token: str) -> bool:
             and not token.isdigit()
             and _entropy(token.lower()) > HEX_ENTROPY_LIMIT
         )
+    if _uuid(token):
+        return False
     pieces = token.split("-")
-    if [len(p) for p in pieces] == [8, 4, 4, 4, 12] and not "".join(pieces).translate(_HEX):
-        return False  # a UUID
     if _aws_resource_id(pieces) or _typed_object_id(token):
         return False
     if token.startswith(_SSH_PUBLIC_KEYS):
@@ -766,9 +781,11 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     key = (
         words[-1] if words else ""
     )  # the run's own key, not the field before it (signature="***",serial_no=)
-    if len(words) > 1 and words[-2] == "public":
-        return True  # "public key: <base64>" is published
+    if (len(words) > 1 and words[-2] == "public") or stripped.lower().endswith(secret_words.PUBLIC_KEY_WORDS):
+        return True  # "public key: <base64>" is published (llave pública pk_...)
     own_key = key.strip("'\"{[(").lower()
     if own_key.endswith(_NAMING_KEYS) and not own_key.endswith(_ROUTING_KEYS):
         return True  # its own key names it ('public_key': 'public_d+k+...', deduplication_key=)
+    if len(words) > 1 and any(word in words[-2].lower() for word in _FOREIGN_WORDS):
+        return False  # a secret's noun before its adjective: llave privada <hex>, chave secreta
     return not any(word in key for word in _SECRET_IN_NAME) and not key.endswith(_SECRET_IDS)

@@ -61,6 +61,7 @@ _VENDOR = pattern(
     r"|SG\.[\w-]{16,}\.[\w-]{16,}"  # SendGrid (sendgrid.py; gitleaks' asks exact lengths)
     r"|npm_[A-Za-z0-9]{36}"  # npm (npm.py; gitleaks' asks entropy)
     r"|sk-[\w-]{20,}"  # sk-... secret keys: OpenAI (openai.py), Anthropic, DeepSeek...
+    r"|sk_[A-Za-z0-9]{24,}"  # sk_... secret keys past Stripe's sk_live_/sk_test_: Openpay's sk_<32 hex>, Clerk, Paystack
     # not in detect-secrets: vendors' documented prefixes
     r"|ya29\.[\w-]{20,}|GOCSPX-[\w-]{20,}|1//0[\w-]{30,}"  # Google OAuth token, client secret, refresh token
     r"|hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,}"  # Hugging Face
@@ -82,11 +83,12 @@ _VENDOR = pattern(
 # a password a person chose, wherever it stands (a positional argument, a tuple's item, a
 # connect string's user/'x'@db, a proxy's login=user:x): a word of 8 to 40 characters that mixes
 # capitals, small letters, digits and one of ! # $ ^ & * ~ ? (Tulipe#2019, Settle!2024q2,
-# Pr0xy-Egress!9; not % or +, which encode a URL's or a form's text). Over every corpus's 3,598
+# Pr0xy-Egress!9; not % or +, which encode a URL's or a form's text, though @ and % may stand before
+# the symbol: P@ssw0rd-Wh-2026!, Hn4%wq9Z!x; a word starts with neither). Over every corpus's 3,598
 # strings on-call must read, no word has that mix, nor any word of Airflow's own sources; checked
 # in Python (_chosen): the pattern finds the words that hold one of the symbols
 _CHOSEN = pattern(
-    r"(?:^|[\s'\"(\[{,;=:])([A-Za-z0-9_-]{0,39}[!#$^&*~?][A-Za-z0-9!#$^&*~?_-]{0,39})(?:$|[\s'\"(),\]};@])"
+    r"(?:^|[\s'\"(\[{,;=:])([A-Za-z0-9_@%-]{0,39}[!#$^&*~?][A-Za-z0-9!#$^&*~?_-]{0,39})(?:$|[\s'\"(),\]};@])"
 )  # then "(" too: MyBatis' parameters name their types after them (7hG!xq2Pw#Lm(String))
 _CHOSEN_SYMBOLS = "!#$^&*~?"
 CHOSEN_LENGTHS = (8, 40)
@@ -98,7 +100,7 @@ def _chosen(word: str) -> bool:
     a pattern's class (``a-zA-Z0-9_$``), a variable (``$Db2Pass``) or a keyword argument (``**kw``)."""
     return (
         CHOSEN_LENGTHS[0] <= len(word) <= CHOSEN_LENGTHS[1]
-        and word[0] not in _CHOSEN_SYMBOLS
+        and word[0] not in _CHOSEN_SYMBOLS + "@%"
         and _mixed(word)
         and not any(span in word for span in ("a-z", "A-Z", "0-9"))
     )

@@ -17,6 +17,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _readable,
     _secret_column,
     _token_identity,
+    _uuid,
 )
 from airflow_retry_provider.policy.redactor.spans import MASK, Span, _escaped_line_end, _matches, _spans_of
 
@@ -249,13 +250,16 @@ _HOOK_SEGMENTS = frozenset({"hook", "hooks", "webhook", "webhooks", "webhookb2",
 def _hook_path(start: int, rest: str, spans: list[Span]) -> None:
     """A URL whose path is its credential: after a ``hook``/``hooks``/``webhook``/``webhooks``
     segment (Feishu's ``/bot/v2/hook/<uuid>``, Zapier's ``/hooks/catch/<id>/<key>``), each later
-    segment that is not a number or a word without digits is hidden."""
+    segment that is not a number or a word without digits is hidden; after such a host, the first
+    segment (Spike.sh's ``hooks.spike.sh/<key>/push-events``; Slack's ``/services/`` is a word)."""
     path = rest.split("?", 1)[0].split("#", 1)[0]
-    offset = 0
+    segments = path.split("/")
+    offset = len(segments[0]) + 1
+    hook_host = _host(segments[0]).partition(".")[0].lower() in _HOOK_SEGMENTS
     after_hook = False
-    for segment in path.split("/"):
+    for index, segment in enumerate(segments[1:]):
         if (
-            after_hook
+            (after_hook or (hook_host and index == 0))
             and segment
             and not segment.isdigit()
             and (not _readable(segment) or _has_digit(segment))
@@ -263,6 +267,21 @@ def _hook_path(start: int, rest: str, spans: list[Span]) -> None:
             spans.append((start + offset, start + offset + len(segment)))
         after_hook = after_hook or segment.lower() in _HOOK_SEGMENTS
         offset += len(segment) + 1
+
+
+def _host(authority: str) -> str:
+    """The host of a URL's authority (``user:x@hooks.example.com:443``: ``hooks.example.com``)."""
+    return authority.rpartition("@")[2].partition(":")[0]
+
+
+def _host_key(start: int, rest: str, spans: list[Span]) -> None:
+    """A UUID as the first label of a URL's host is the endpoint's key (Tray.io's trigger URL
+    ``https://<uuid>.trayapp.io``): a host names its service by its other labels."""
+    authority = rest.split("/", 1)[0]
+    label = _host(authority).partition(".")[0]
+    if _uuid(label):
+        begin = start + authority.rfind("@") + 1
+        spans.append((begin, begin + len(label)))
 
 
 def _webhooks(text: str, spans: list[Span], readable: list[Span]) -> None:
@@ -286,6 +305,7 @@ def _uri(text: str, spans: list[Span], readable: list[Span]) -> None:
         _query(start, rest, spans, readable)
         if "hook" in rest.lower() or "robot" in rest.lower():
             _hook_path(start, rest, spans)
+        _host_key(start, rest, spans)
         inner = rest.find("://")
         for _ in range(_INNER_URIS):  # a URI in the query or path of this one
             if inner < 1:

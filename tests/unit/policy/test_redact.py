@@ -505,6 +505,7 @@ HELD_OUT = (
     "holdout20.yaml",
     "holdout21.yaml",
     "holdout22.yaml",
+    "holdout23.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -522,7 +523,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout22, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout23, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -1774,6 +1775,45 @@ def test_a_collection_of_secrets_joined_by_words_still_hides_its_members() -> No
         redact("GET https://x.example/v1/api_keys/Zx9yK2mQp4RtVb7NwL3sQw")
         == "GET https://x.example/v1/api_keys/***"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a chosen password with @ or % before its symbol
+        ("INFO - Running command: ['vault-cli', 'put', 'kv/etl/db-password', 'Adm1n@Secure-77!']", "INFO - Running command: ['vault-cli', 'put', 'kv/etl/db-password', '***']"),
+        ("41:ProxyAuth loader Qz7%ab3Kx!", "41:ProxyAuth loader ***"),
+        # the first path segment after a webhook's host
+        ("POST https://hooks.example.net/4f9a2c7e1b8d3a6f5c0e9b2d/events failed", "POST https://hooks.example.net/***/events failed"),
+        # a UUID as a host's first label
+        ("401 for url: https://7c1e9a2b-4d3f-4e8a-9b6c-0a1f2e3d4c5b.trigger.example.io/", "401 for url: https://***.trigger.example.io/"),
+        # a <uuid>::<secret> key keeps its id
+        ("+ scan --api-key 5b2e8c1d-3f4a-4b6c-9d7e-1a2b3c4d5e6f::Xq9Lm2Vb7Zr4Tn8Wk3Hc6Jd1Fa= --repo-id acme/infra", "+ scan --api-key 5b2e8c1d-3f4a-4b6c-9d7e-1a2b3c4d5e6f::*** --repo-id acme/infra"),
+        # sk_ and 24+ letters and digits, wherever it stands
+        ("charging with sk_9f8e7d6c5b4a39281706f5e4d3c2b1a0 now", "charging with *** now"),
+        # a secret's noun before its adjective names a hex run
+        ("merchant_id=mx8f2k, clave privada 9f8e7d6c5b4a39281706f5e4d3c2b1a0 rechazada", "merchant_id=mx8f2k, clave privada *** rechazada"),
+    ],
+)  # fmt: skip
+def test_round_twenty_four_classes(text: str, expected: str) -> None:
+    """Round twenty-four's classes (holdout23's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a public key's words before their hex run, in Spanish
+        "merchant_id=mx8f2k, llave pública 4f1c9e2b8a7d46c3b5e0a9d8c7f6e1b2",
+        # a webhook host's first segment that is a word; Slack's ids after /services/
+        "see https://hooks.example.com/docs/setup and https://hooks.slack.com/services/T0123ABCD/B0456EFGH/***",
+        # an e-mail address and a URL's encoded query are no chosen password
+        "mail to Ops2026@northwind.io failed: GET /search?q=Gr%C3%BCn2026 returned 500!",
+    ],
+)  # fmt: skip
+def test_round_twenty_four_keeps(text: str) -> None:
+    """What round twenty-four's classes must keep."""
+    assert redact(text) == text
 
 
 @pytest.mark.parametrize("word", secret_words.PUBLIC_KEY_WORDS)
