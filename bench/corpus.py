@@ -44,7 +44,9 @@ more tools written blind, 50/60 at first sight under round twenty) was fitted in
 under round twenty-one) was fitted in round twenty-two, 57/60 with three known failures; holdout22.yaml
 (60 more tools written blind, 44/60 at first sight under round twenty-two) was fitted in round
 twenty-three, 52/60 with eight known failures; holdout23.yaml (60 more tools written blind, 54/60
-at first sight under round twenty-three) was fitted in round twenty-four, 60/60. A held-out set nothing
+at first sight under round twenty-three) was fitted in round twenty-four, 60/60; holdout24.yaml (60 more
+tools written blind, 50/60 at first sight under round twenty-four) was fitted in round twenty-five, 55/60
+with five known failures. A held-out set nothing
 was fitted to (listed in ``MEASURED``, when it is placed in tests/data) is measured and printed beside
 the issue's 97 % target without deciding the exit code. Run: ``.venv/bin/python bench/corpus.py``.
 """
@@ -87,9 +89,10 @@ TARGETS = {
     "holdout21.yaml": 100.0,  # 52/60 at first sight (round twenty-one), fitted in round twenty-two
     "holdout22.yaml": 100.0,  # 44/60 at first sight (round twenty-two), fitted in round twenty-three
     "holdout23.yaml": 100.0,  # 54/60 at first sight (round twenty-three), fitted in round twenty-four
+    "holdout24.yaml": 100.0,  # 50/60 at first sight (round twenty-four), fitted in round twenty-five
 }
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
-MEASURED: dict[str, float] = {}  # the next set written blind after round twenty-four, never fitted
+MEASURED: dict[str, float] = {}  # the next set written blind after round twenty-five, never fitted
 """Held-out sets nothing was fitted to: their figure says whether the design generalises, printed
 beside the issue's target; a miss is reported, not a failure of the run (nothing may be fitted to them)."""
 KNOWN_FAILURES = DATA / "holdout_known_failures.yaml"

@@ -59,6 +59,7 @@ _KEY = (
     rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw|psw|psk|hmac)|auth|sig|session"  # upw=, dbpw=, psw= (SMSC.ru), wpa_psk=, x_hmac=
     # a token's abbreviation, as a camel-case or separated last word (TranzilaTK=, card_tk=) or alone
     rf"|{_KEY_CHAR}*(?-i:[a-z]TK)|(?:{_KEY_CHAR}*[_.-])?tk"
+    rf"|{_KEY_CHAR}*auth[_-]?(?:data|string|value|info)"  # the contents of a credential (Barion's AuthData, auth_string)
     r"|userinfo"  # a parsed URI's user:password (Elixir's %URI{userinfo: "u:x"}, Go's url.Userinfo)
     # a one-time or personal code, as a whole word or after a separator (pin=, card.pin:, pin_code=, mfa_code=)
     rf"|(?:{_KEY_CHAR}*[_.-])?(?:pin(?:[_-]?code)?|otp|totp|mfa[_-]?code|2fa[_-]?code|recovery[_-]?codes?|backup[_-]?codes?|security[_-]?answer)"

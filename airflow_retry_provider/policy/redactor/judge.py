@@ -559,7 +559,7 @@ def _looks_random(token: str) -> bool:
         return False
     pieces = token.split("-")
     if _aws_resource_id(pieces) or _typed_object_id(token):
-        return False
+        return False  # (a typed id inside a run's path stays too: shapes._random_part)
     if token.startswith(_SSH_PUBLIC_KEYS):
         return False  # an SSH public key's blob (known_hosts, BadHostKeyException): public by design
     if _mixed_run(token):
@@ -658,13 +658,17 @@ _AWS_ID_PREFIXES = frozenset({"i", "vol", "snap", "sg", "subnet", "vpc", "ami", 
 _OBJECT_ID_PREFIXES = frozenset(
     {"ch", "cus", "pi", "pm", "in", "sub", "evt", "req", "txn", "acct", "prod", "price", "cs", "seti",
      "src", "py", "tr", "po", "re", "ii", "il", "job", "run", "msg", "ord", "usr", "org", "proj", "obj",
-     "ep", "app"}  # Svix's endpoint and application ids
+     "ep", "app",  # Svix's endpoint and application ids
+     "prj"}  # Vercel's project ids
 )  # fmt: skip
 
 
 def _typed_object_id(token: str) -> bool:
-    """An API object's id: a type prefix, ``_``, letters and digits (``ch_3PQrStUv...``, ``cus_Nffr...``)."""
+    """An API object's id: a type prefix, ``_``, letters and digits (``ch_3PQrStUv...``, ``cus_Nffr...``),
+    or Gerrit's Change-Id (``I`` and a SHA-1's 40 hex digits: a commit's, on every review URL)."""
     prefix, underscore, rest = token.partition("_")
+    if len(token) == 41 and token[0] == "I" and not token[1:].translate(_HEX):
+        return True
     return bool(underscore) and prefix in _OBJECT_ID_PREFIXES and rest.isalnum()
 
 
@@ -784,6 +788,8 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     if (len(words) > 1 and words[-2] == "public") or stripped.lower().endswith(secret_words.PUBLIC_KEY_WORDS):
         return True  # "public key: <base64>" is published (llave pública pk_...)
     own_key = key.strip("'\"{[(").lower()
+    if own_key.startswith("private"):
+        return False  # whatever it names, a private one is a secret (Kushki's Private-Merchant-Id beside its Public-)
     if own_key.endswith(_NAMING_KEYS) and not own_key.endswith(_ROUTING_KEYS):
         return True  # its own key names it ('public_key': 'public_d+k+...', deduplication_key=)
     if len(words) > 1 and any(word in words[-2].lower() for word in _FOREIGN_WORDS):

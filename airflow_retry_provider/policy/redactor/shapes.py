@@ -16,6 +16,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _named_hash,
     _readable,
     _secret_segment,
+    _typed_object_id,
 )
 from airflow_retry_provider.policy.redactor.spans import Span, _matches, _spans_of
 
@@ -174,7 +175,7 @@ def _random_part(token: str, whole: bool) -> Span:
         if _collection_segment(f"/{previous.lower()}/"):
             named = True  # /Accounts/<id>: the id of an account; /payments/<id>, of a payment
         elif (
-            (not _readable(piece))
+            (not _readable(piece) and not _typed_object_id(piece))
             if whole or _secret_segment(f"/{previous}/")
             else _random_piece(piece, keyed=_version_segment(previous) and index == len(pieces) - 1)
         ):

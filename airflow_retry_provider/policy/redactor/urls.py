@@ -23,8 +23,9 @@ from airflow_retry_provider.policy.redactor.spans import MASK, Span, _escaped_li
 
 # scheme://user:password@host: the password runs to the LAST @ of the word, so it may hold / and @,
 # unless an earlier @ is followed by a host and a path (_userinfo_end)
-# (and a scheme that lost its colon: SQLAlchemy's "Could not parse rfc1738 URL from string 'trino//u:p@h'")
-_URI = pattern(r"(?:^|[^\w+.-])[a-zA-Z][\w+.-]*:?//([^\s\"'<>]+)")
+# (and a scheme that lost its colon: SQLAlchemy's "Could not parse rfc1738 URL from string 'trino//u:p@h'",
+# or a slash: Uptrace's "can't parse DSN: "https:/<key>@api.uptrace.dev"")
+_URI = pattern(r"(?:^|[^\w+.-])[a-zA-Z][\w+.-]*(?::?//|:/)([^\s\"'<>]+)")
 
 
 # user:password@host without a scheme (curl --socks5 u:p@proxy, mysqlsh --uri u:p@db)
@@ -305,7 +306,8 @@ def _uri(text: str, spans: list[Span], readable: list[Span]) -> None:
         _query(start, rest, spans, readable)
         if "hook" in rest.lower() or "robot" in rest.lower():
             _hook_path(start, rest, spans)
-        _host_key(start, rest, spans)
+        if text[start - 2 : start] == "//":  # a host (after :/ stands a path: dbfs:/mnt/...)
+            _host_key(start, rest, spans)
         inner = rest.find("://")
         for _ in range(_INNER_URIS):  # a URI in the query or path of this one
             if inner < 1:
@@ -440,7 +442,7 @@ PATTERNS: tuple[Pattern, ...] = (
 
 def find(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> None:
     """The secrets of URLs and HTTP headers; ``readable`` gets a URL's path beside its query's secret."""
-    if "//" in text:
+    if "//" in text or ":/" in text:
         _uri(text, spans, readable)
     if "/" in text and "?" in text and "=" in text:
         _relative_urls(text, spans, readable)
