@@ -56,4 +56,6 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "holdout22.yaml: 52/60 held (86.7 %)" in out  # 44/60 at first sight, fitted in round twenty-three
     assert "holdout23.yaml: 60/60 held (100.0 %)" in out  # 54/60 at first sight, fitted in round twenty-four
     assert "holdout24.yaml: 55/60 held (91.7 %)" in out  # 50/60 at first sight, fitted in round twenty-five
+    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
+    assert "holdout25.yaml (held out, not fitted): 52/60 held (86.7 %)   target >= 97 % NOT REACHED" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out
