@@ -373,8 +373,8 @@ def _modified_keys(text: str, spans: list[Span]) -> None:
         if end > start and text[end - 1] in "'\"" and start > raw_start:
             end -= 1
         value = text[start:end]
-        if _next_assignment(value):
-            continue
+        if _next_assignment(value) or _error_object(text[raw_start:raw_end]):
+            continue  # 토큰 발급 실패: {"code": ...}: a sentence's key word before an error, judged by its fields
         if not _not_secret(value) and not (start == raw_start and _prose_after_colon(text, start, value)):
             spans.append((start, end))
 
@@ -533,6 +533,11 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
             start, end = _next_word(text, end + 1)
             end = _escaped_line_end(text, start, end)
             value = text[start:end]
+        if value.lower() in _FORM_WORDS and text[end : end + 1] == " " and text[end + 1 : end + 2] in "\"'`":
+            # the value's form named between key and quoted value: "invalid secret key format '"x"'"
+            start, end = _next_word(text, end + 1)
+            end = _escaped_line_end(text, start, end)
+            value = text[start:end]
         if value.lower() in _LINKING_WORDS and text[end : end + 1] == " " and not key.startswith("-"):
             # said in a sentence: "detected your API key as x", "the signing key in use=x"
             start, end = _next_word(text, end + 1)
@@ -561,6 +566,10 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
             if _spaced_value(key, value):
                 start += _identity(key, value)  # chisel's --auth user:password: the user is kept
                 spans.append((start, end))
+
+
+_FORM_WORDS = ("format", "value")
+"""A word naming the form of a key's value, said between the key and its quoted value."""
 
 
 _LINKING_WORDS = ("as", "is", "was", "in")
@@ -666,6 +675,11 @@ _ERROR_OBJECT = pattern(
 )
 
 
+def _error_object(value: str) -> bool:
+    """An object that holds an error's fields (``{"code": "BadRequest", "message": ...}``)."""
+    return _JSON_OBJECT.match(value) is not None and _ERROR_OBJECT.search(value) is not None
+
+
 MAX_NESTED_OBJECTS = 4
 """At most this many objects nested in a secret-named key's object are opened to judge their fields."""
 
@@ -689,18 +703,14 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
             continue
         if sep == "=" and _counter(text, key_start, end, value):
             continue
-        if (
-            start > raw_start
-            and text[start - 1] in "\"'"
-            and text[start : start + 1] in (" ", "\t")
-            and sep.endswith((" ", "\t"))
-        ):
-            continue  # 'Password: " (spawn_id': the quote closes a string around the key, it opens no value
+        if start > raw_start and text[start - 1] in "\"'" and text[start : start + 1] in (" ", "\t"):
+            continue  # 'Password: " (spawn_id', 'grep "(password) =" /x': the quote closes a string around
+            # the key, it opens no value
         braced = text[raw_start:raw_end]
         if (
             depth < MAX_NESTED_OBJECTS
             and _JSON_OBJECT.match(braced) is not None
-            and (_KEY_VALUE.search(braced[1:]) is not None or _ERROR_OBJECT.search(braced) is not None)
+            and (_KEY_VALUE.search(braced[1:]) is not None or _error_object(braced))
         ):  # "auth": {"tenantId": "x", "passwordCredentials": {...}}: the object's fields are judged each;
             # so are an error's (トークン取得に失敗しました (HTTP 401): {"error":"invalid_client"}: a sentence's key word)
             fields: list[Span] = []

@@ -182,10 +182,12 @@ def _token_identity(value: str) -> int:
 def _pair_id(value: str) -> int:
     """How much of an ``id:secret`` credential names it, to be kept: the id (Uploadcare's
     ``Uploadcare.Simple <public key>:<secret key>``), as curl's ``-u id:secret`` keeps its user (a
-    vendor's key id is hidden by its shape wherever it stands: ``AWS AKIA...:<signature>``)."""
-    identity, colon, secret = value.partition(":")
-    if colon and identity and secret and ":" not in secret and "/" not in value:
-        return len(identity) + 1
+    vendor's key id is hidden by its shape wherever it stands: ``AWS AKIA...:<signature>``); a signed
+    request's time between them stays too (Lalamove's ``hmac <key>:<milliseconds>:<signature>``)."""
+    named, colon, secret = value.rpartition(":")
+    identity, _, time = named.partition(":")
+    if colon and identity and secret and (not time or time.isdigit()) and "/" not in value:
+        return len(named) + 1
     return 0
 
 
@@ -537,9 +539,17 @@ def _readable(token: str) -> bool:
         if not piece.isalpha():
             return False
         cases = piece.translate(_CASES)  # "ClassifiedRetry" -> "Ullllllllllullll"
-        if (cases.count("Ul") + cases.count("lU")) / len(piece) >= 0.3:
+        if (cases.count("Ul") + cases.count("lU")) / len(piece) >= 0.3 and not _camel_words(piece):
             return False
     return True
+
+
+def _camel_words(piece: str) -> bool:
+    """An identifier in camel case of short words, each of two letters or more with a vowel
+    (``FindByCommunicationDataRequest``, a SOAP action), where a random mix of cases has a word of one
+    letter or none (``qQwxgasogayJbH``)."""
+    words = "".join(f" {c}" if c.isupper() else c for c in piece).split()
+    return all(len(word) >= 2 and any(c in "aeiouyAEIOUY" for c in word) for word in words)
 
 
 def _looks_random(token: str) -> bool:
@@ -719,9 +729,12 @@ _SECRET_COLLECTIONS = ("keys", "tokens", "secrets", "credentials", "passwords", 
 """Collections whose members' names are themselves secrets (Mattermost's /hooks/<key>, a share link)."""
 
 
-_SECRET_SEGMENTS = frozenset({"api", "apikey", "api-key", "api_key", "token", "secret", "hook"})
+_SECRET_SEGMENTS = frozenset(
+    {"api", "apikey", "api-key", "api_key", "token", "secret", "hook", "integrations"}
+)
 """A URL path's segment that says what the next one is: a credential (Squadcast's
-``/v2/incidents/api/<token>``), whatever object nouns stand before it."""
+``/v2/incidents/api/<token>``, Basecamp's chatbot key in ``/integrations/<key>/buckets``), whatever object
+nouns stand before it."""
 
 
 def _secret_segment(before: str) -> bool:

@@ -172,11 +172,12 @@ def _random_part(token: str, whole: bool) -> Span:
     named = False  # a piece was an object's id
     pieces = token.split("/")
     for index, piece in enumerate(pieces):
-        if _collection_segment(f"/{previous.lower()}/"):
+        keyed = _secret_segment(f"/{previous}/")  # /integrations/<key>: a collection of credentials
+        if _collection_segment(f"/{previous.lower()}/") and not (keyed and not _readable(piece)):
             named = True  # /Accounts/<id>: the id of an account; /payments/<id>, of a payment
         elif (
             (not _readable(piece) and not _typed_object_id(piece))
-            if whole or _secret_segment(f"/{previous}/")
+            if whole or keyed
             else _random_piece(piece, keyed=_version_segment(previous) and index == len(pieces) - 1)
         ):
             first = offset if first < 0 else first

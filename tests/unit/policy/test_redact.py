@@ -507,6 +507,7 @@ HELD_OUT = (
     "holdout22.yaml",
     "holdout23.yaml",
     "holdout24.yaml",
+    "holdout25.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -524,7 +525,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout24, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout25, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -1849,6 +1850,42 @@ def test_round_twenty_five_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_twenty_five_keeps(text: str) -> None:
     """What round twenty-five's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # the value's form named between a key and its quoted value
+        ("ValueError: Invalid secret key format '\"7c1e4a9b-2d3f-4b6a-9e8c-5f0d1a2b3c4d\"', expected a UUID", "ValueError: Invalid secret key format '***', expected a UUID"),
+        ("raise ValueError(f\"invalid password value 'Hq7pLz2mWx' for user etl\")", "raise ValueError(f\"invalid password value '***' for user etl\")"),
+        # a key under /integrations/ in a URL's path
+        ("404 Client Error: Not Found for url: https://chat.example.com/4418372/integrations/Kq8vZ2mXw7Rt4Yp1Ln6Bc3Df/buckets/31155823/lines", "404 Client Error: Not Found for url: https://chat.example.com/4418372/integrations/***/buckets/31155823/lines"),
+        # a signed request's key id and time stay, its signature goes
+        ("headers={'Authorization': 'hmac pk_test_8f2e1c0a9b7d6e5f4a3b2c1d0e9f8a7b:1765024267123:9c2b7a6e5d4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b'}", "headers={'Authorization': 'hmac pk_test_8f2e1c0a9b7d6e5f4a3b2c1d0e9f8a7b:1765024267123:***'}"),
+    ],
+)  # fmt: skip
+def test_round_twenty_six_classes(text: str, expected: str) -> None:
+    """Round twenty-six's classes (holdout25's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a sentence's key word before an error object: the object's fields are judged each
+        'ERROR - 토큰 발급 실패: {"code":"BadRequest","traceId":"4f2a9d0c7be1835e6a40f1d29c87b3e5^1765016047412^4471204","message":"invalid"}',
+        # a quote right after the key's = closes a grep pattern around it
+        "INFO - Running command: ['bash', '-c', 'grep -E \"^(user|password) =\" /etc/app.ini; curl -s \"http://app.internal:8080/api?mode=queue\"']",
+        # camel case of short words with vowels is an identifier (a SOAP action, a build's script)
+        'SOAPAction=["http://sap.com/xi/A1S/Global/QueryCustomerIn/FindByCommunicationDataRequest"]',
+        "Cannot run ETL-CORE-JOB1-412-ScriptBuildTask-8812761023.sh",
+        # a form word followed by no quoted value is a sentence
+        "the secret key format is invalid",
+    ],
+)  # fmt: skip
+def test_round_twenty_six_keeps(text: str) -> None:
+    """What round twenty-six's classes must keep."""
     assert redact(text) == text
 
 
