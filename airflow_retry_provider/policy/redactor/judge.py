@@ -139,10 +139,10 @@ _SECRET_IDS = (
 def _identity(key: str, value: str) -> int:
     """How much of a secret-named key's ``value`` names whose secret it is, kept: the user of a
     user-and-password key's ``user:password`` (``--auth=etl:x``, ZooKeeper's ``digest:user:x``),
-    Proxmox's token identity, a token's scope (:func:`_scoped_token`), or a key's UUID id (:func:`_key_pair_id`)."""
+    Proxmox's token identity, a token's scope (:func:`_scoped_token`), or a key's UUID id (:func:`_uuid_key_id`)."""
     if _user_and_password_key(key) and ":" in value and "://" not in value:
         return _digest_user(value) or value.index(":") + 1
-    return _token_identity(value) or _scoped_token(value) or _key_pair_id(value)
+    return _token_identity(value) or _scoped_token(value) or _uuid_key_id(value)
 
 
 def _digest_user(value: str) -> int:
@@ -179,8 +179,8 @@ def _token_identity(value: str) -> int:
     return 0
 
 
-def _pair_id(value: str) -> int:
-    """How much of an ``id:secret`` credential names it, to be kept: the id (Uploadcare's
+def _authorization_id(value: str) -> int:
+    """How much of an Authorization header's ``id:secret`` credential names it, to be kept: the id (Uploadcare's
     ``Uploadcare.Simple <public key>:<secret key>``), as curl's ``-u id:secret`` keeps its user (a
     vendor's key id is hidden by its shape wherever it stands: ``AWS AKIA...:<signature>``); a signed
     request's time between them stays too (Lalamove's ``hmac <key>:<milliseconds>:<signature>``)."""
@@ -191,7 +191,7 @@ def _pair_id(value: str) -> int:
     return 0
 
 
-def _key_pair_id(value: str) -> int:
+def _uuid_key_id(value: str) -> int:
     """How much of a ``<uuid>:<secret>`` key names it, to be kept: the key's id (Prisma Cloud's
     ``<access key id>::<secret key>``, a role's id before its secret), as curl's ``-u`` keeps its user."""
     identity, colon, rest = value.partition(":")

@@ -7,13 +7,13 @@ from typing import Any
 
 from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
+    _authorization_id,
     _digest_user,
     _has_digit,
     _id_key,
     _key_shaped,
     _looks_random,
     _not_secret,
-    _pair_id,
     _readable,
     _secret_column,
     _token_identity,
@@ -378,7 +378,7 @@ def _authorization(text: str, spans: list[Span]) -> None:
             )
             end = space
             # Proxmox's PVEAPIToken=user@realm!tokenid=***, Uploadcare.Simple <public key>:***
-            start += _token_identity(text[start:end]) or _pair_id(text[start:end])
+            start += _token_identity(text[start:end]) or _authorization_id(text[start:end])
         while end > start and text[end - 1] in " \t":
             end -= 1
         if end > start and not _not_secret(text[start:end]):
