@@ -57,4 +57,6 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "holdout23.yaml: 60/60 held (100.0 %)" in out  # 54/60 at first sight, fitted in round twenty-four
     assert "holdout24.yaml: 55/60 held (91.7 %)" in out  # 50/60 at first sight, fitted in round twenty-five
     assert "holdout25.yaml: 58/60 held (96.7 %)" in out  # 52/60 at first sight, fitted in round twenty-six
+    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
+    assert "holdout26.yaml (held out, not fitted): 47/60 held (78.3 %)   target >= 97 % NOT REACHED" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out
