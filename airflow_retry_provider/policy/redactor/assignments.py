@@ -64,8 +64,9 @@ _KEY = (
     # a one-time or personal code, as a whole word or after a separator (pin=, card.pin:, pin_code=, mfa_code=)
     rf"|(?:{_KEY_CHAR}*[_.-])?(?:pin(?:[_-]?code)?|otp|totp|mfa[_-]?code|2fa[_-]?code|recovery[_-]?codes?|backup[_-]?codes?|security[_-]?answer)"
     rf"|{_KEY_CHAR}*(?-i:[a-z]Pin(?:Code)?)"  # a PIN as a camel-case last word (Aramex's AccountPin)
-    # a cipher's initialisation vector set beside its key (KG Inicis' INIAPI_IV, aes_iv): key material
-    rf"|{_KEY_CHAR}*[_.-]iv"
+    # a cipher's initialisation vector set beside its key (KG Inicis' INIAPI_IV, aes_iv, NewebPay's
+    # HashIV): key material
+    rf"|{_KEY_CHAR}*[_.-]iv|{_KEY_CHAR}*(?-i:[a-z]IV)"
     r"|x-[\w-]*-session"  # a session header (X-Metabase-Session: <uuid>)  # SSSD's ldap_default_authtok
 )
 
@@ -627,9 +628,14 @@ def _bracketed(text: str, spans: list[Span]) -> None:
 def _object_key(key: str, value: str) -> bool:
     """An object's key, not a secret, under a name ending in ``key``: 2 to 10 capital letters
     (Confluence's ``spaceKey=FINOPS``, Jira's and SonarQube's ``projectKey``), or capitals then
-    digits only (a shipment's, an order's code: Yurtiçi Kargo's ``cargoKey=ESR20261206004417``): no
+    digits only (a shipment's, an order's code: Yurtiçi Kargo's ``cargoKey=ESR20261206004417``), or
+    a Jira issue's key, its project's then a dash and a number (Xray's ``testPlanKey=DWH-412``): no
     credential is one short upper-case word, nor a word's prefix and a number."""
     prefix = value.rstrip("0123456789")
+    if prefix.endswith("-") and prefix != value:
+        prefix = prefix[:-1]  # DWH-412: an issue's key
+    if key.lower().endswith(("hashkey", "hash_key")):
+        return _attribute_name(value)
     return (
         key.lower().endswith("key")
         and 2 <= len(prefix) <= 10
@@ -638,6 +644,14 @@ def _object_key(key: str, value: str) -> bool:
         and prefix.isalpha()
         and prefix.isupper()
     )
+
+
+def _attribute_name(value: str) -> bool:
+    """A table's attribute named as its hash key (DynamoDB's ``HashKey=user_id``), where a payment
+    gateway's ``HashKey`` is its merchant's secret (ECPay's, NewebPay's): a name has no digits mixed
+    into letters of both cases."""
+    mixed = any(c.isdigit() for c in value) and value.lower() != value and value.upper() != value
+    return value.replace("_", "").isalnum() and not mixed
 
 
 def _access_key_id(key: str, value: str, text: str) -> bool:
@@ -932,9 +946,7 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         or "cookie" in lowered
         or "salt" in lowered
         or "pin" in lowered
-        or "_iv" in lowered
-        or ".iv" in lowered
-        or "-iv" in lowered
+        or "iv" in lowered
         or "otp" in lowered
         or "code" in lowered
         or "answer" in lowered

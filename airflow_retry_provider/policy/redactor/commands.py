@@ -377,9 +377,12 @@ def _connection_calls(text: str, spans: list[Span]) -> None:
 
 
 def _connection_directives(text: str, spans: list[Span]) -> None:
-    """``SQLConnectInfo db@host:3306 user x``: the location is bare, quoted here to be judged the same way."""
+    """``SQLConnectInfo db@host:3306 user x``: the location is bare, quoted here to be judged the same way;
+    a word that ends in a colon is a sentence's, no user (``Connection amqps://h:5671 closed: amqp:...``)."""
     for match in _matches(_CONNECT_DIRECTIVE, text, spans):
         location, user, password = match.group(1), match.group(2), match.group(3)
+        if user.endswith(":"):
+            continue
         if _location(f"'{location}'") and _user_name(f"'{user}'") and not _prose(password):
             if not _not_secret(password):
                 spans.append(match.span(3))

@@ -229,7 +229,7 @@ def _id_key(key: str) -> bool:
 # keys that end in "key" and name a row, an object or a parameter: a name, not a secret
 _NAMING_KEYS = (
     "parameterkey", "objectkey", "s3key", "s3_key", "partitionkey", "partition_key", "sortkey", "sort_key",
-    "hashkey", "rangekey", "tagkey", "primarykey", "primary_key", "foreignkey", "foreign_key", "routingkey",
+    "rangekey", "tagkey", "primarykey", "primary_key", "foreignkey", "foreign_key", "routingkey",
     "routing_key", "cachekey", "cache_key", "dedupkey", "dedup_key", "idempotencykey", "idempotency_key",
     "idempotency-key", "groupkey", "group_key", "sessionkey_name", "monkey", "turkey", "hockey", "whiskey",
     "projectkey", "project_key", "project-key", "issuekey", "issue_key", "bucketkey", "bucket_key",
@@ -335,7 +335,7 @@ _HASH_WORDS = (
     "chunk",  # a buffer's chunk id (Fluentd's chunk="<32 hex>")
     # an object named by its noun just before its id (Comet's "experiment <32 hex>", Swarm's "node <25>")
     "experiment", "node ", "dataset", "model ", "artifact", "pipeline", "workflow", "deployment",
-    "instance", "volume", "snapshot", "service ", "task ", "workspace", "project ",
+    "instance", "volume", "snapshot", "service ", "task ", "workspace", "project ", "batch ",
     # a stored object's id after its noun (Elasticsearch's "document [<20>]", Firestore's, a row's)
     "document", "record", "collection", "partition", "shard",
     *secret_words.ID_WORDS,  # an identifier, in the languages of policy/secret_words.py

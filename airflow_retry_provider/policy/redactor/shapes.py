@@ -224,6 +224,18 @@ def _named_from(lowered: str, begin: int) -> str:
     return before
 
 
+# a host and its port after a node's id, up to the end of the address
+_PEER_HOST = pattern(r"@[A-Za-z0-9][\w-]*(?:\.[\w-]+)+:\d{2,5}(?:[^\w.:/@]|$)")
+
+
+def _peer_id(text: str, start: int, end: int) -> bool:
+    """A node's id before its ``@host:port`` with no scheme or user before it: a peer's address, public
+    (Storj's satellite ``<id>@us1.storj.io:7777``, Tendermint's ``<node id>@host:26656``, Lightning's
+    ``<public key>@host:9735``), where ``https://<key>@host`` and ``user:<password>@host`` hold a secret."""
+    before = text[max(0, start - 3) : start]
+    return not before.endswith((":", "//")) and _PEER_HOST.match(text[end : end + 300]) is not None
+
+
 def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> None:
     judged: dict[str, bool] = {}  # a text that repeats a token judges it once
     for count, match in enumerate(_RUN.finditer(text)):
@@ -240,6 +252,8 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
         if last <= first:
             continue
         begin = start + first if _in_url(lowered, start) else start
+        if _peer_id(text, start, end):
+            continue
         if not _named_hash(_named_from(lowered, begin), hexadecimal=not token[first:last].translate(_HEX)):
             if not any(opening <= begin < finish for opening, finish in readable):
                 spans.append((begin, start + last))  # not a URL's path beside its query's secret
@@ -268,6 +282,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _CHOSEN,
     _PASSPHRASE,
     _RUN,
+    _PEER_HOST,
     _ID_FLAG_BEFORE,
     _SECRET_FLAG,
 )

@@ -33,12 +33,19 @@ _URI = pattern(r"(?:^|[^\w+.-])[a-zA-Z][\w+.-]*(?::?//|:/)([^\s\"'<>]+)")
 # as a relay's credentials file writes it (Postfix's sasl_passwd: [smtp.example.org]:587 user@example.org:x)
 _USERINFO = pattern(
     r"(?:^|[\s'\"=(\[,])(?:(?:[A-Za-z_][\w.-]*)?:([^\s:@/'\"]+)@[A-Za-z0-9][\w.-]*(:/)?"
-    r"|[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+:([^\s:@/'\"]*[^\s\d:@/'\"][^\s:@/'\"]*)(?:[\s'\"]|$))"
+    r"|[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+:([^\s:@/'\"]*[^\s\d:@/'\"),;\]][^\s:@/'\"]*)(?:[\s'\"]|$))"
 )
 
 
 # a path and its query without a scheme and host (an access log's "GET /callback?code=x HTTP/1.1")
 _RELATIVE_URL = pattern(r"(?:^|[\s\"'(\[])(/[^\s\"'<>?]*\?[^\s\"'<>]+)")
+
+
+# urllib3's error names a URL by its pool's host, then its path: HTTPSConnectionPool(host='h', port=443):
+# Max retries exceeded with url: /e/<key> (Caused by ...)
+_POOL_URL = pattern(
+    r"ConnectionPool\(host='([^'\s/]{1,253})', port=\d{1,5}\): [^\r\n]{0,80}?with url: (/[^\s\"'<>]*)"
+)
 
 
 # secrets that travel in a URL path: chat webhooks, Telegram bot tokens
@@ -252,15 +259,17 @@ def _hook_path(start: int, rest: str, spans: list[Span]) -> None:
     """A URL whose path is its credential: after a ``hook``/``hooks``/``webhook``/``webhooks``
     segment (Feishu's ``/bot/v2/hook/<uuid>``, Zapier's ``/hooks/catch/<id>/<key>``), each later
     segment that is not a number or a word without digits is hidden; after such a host, the first
-    segment (Spike.sh's ``hooks.spike.sh/<key>/push-events``; Slack's ``/services/`` is a word)."""
+    segment (Spike.sh's ``hooks.spike.sh/<key>/push-events``; Slack's ``/services/`` is a word), or
+    the second after a route of one or two letters (Gitter's ``webhooks.gitter.im/e/<key>``)."""
     path = rest.split("?", 1)[0].split("#", 1)[0]
     segments = path.split("/")
     offset = len(segments[0]) + 1
     hook_host = _host(segments[0]).partition(".")[0].lower() in _HOOK_SEGMENTS
+    key_index = 1 if len(segments) > 2 and 1 <= len(segments[1]) <= 2 and segments[1].isalpha() else 0
     after_hook = False
     for index, segment in enumerate(segments[1:]):
         if (
-            (after_hook or (hook_host and index == 0))
+            (after_hook or (hook_host and index == key_index))
             and segment
             and not segment.isdigit()
             and (not _readable(segment) or _has_digit(segment))
@@ -270,19 +279,37 @@ def _hook_path(start: int, rest: str, spans: list[Span]) -> None:
         offset += len(segment) + 1
 
 
+def _pool_urls(text: str, spans: list[Span]) -> None:
+    """urllib3's host and path, read as one URL for a webhook host's key (``host='webhooks.gitter.im'``
+    then ``url: /e/<key>``)."""
+    for match in _matches(_POOL_URL, text, spans):
+        host, path = match.group(1), match.group(2)
+        _hook_path(match.start(2) - len(host), host + path, spans)
+
+
 def _host(authority: str) -> str:
     """The host of a URL's authority (``user:x@hooks.example.com:443``: ``hooks.example.com``)."""
     return authority.rpartition("@")[2].partition(":")[0]
 
 
+_INTAKE_WORDS = ("receiver", "ingest", "intake", "collector", "ping")
+"""Words of a host's first label that name an endpoint taking data by a key in its path."""
+
+
 def _host_key(start: int, rest: str, spans: list[Span]) -> None:
     """A UUID as the first label of a URL's host is the endpoint's key (Tray.io's trigger URL
-    ``https://<uuid>.trayapp.io``): a host names its service by its other labels."""
-    authority = rest.split("/", 1)[0]
+    ``https://<uuid>.trayapp.io``): a host names its service by its other labels. So is a UUID as
+    the first segment of an intake host's path (Sematext's ``logsene-receiver.sematext.com/<uuid>/_bulk``,
+    Healthchecks' ``hc-ping.com/<uuid>``): such an endpoint is told whose data it takes by its key."""
+    authority, _, path = rest.partition("/")
     label = _host(authority).partition(".")[0]
     if _uuid(label):
         begin = start + authority.rfind("@") + 1
         spans.append((begin, begin + len(label)))
+    segment = path.split("/", 1)[0].split("?", 1)[0]
+    if _uuid(segment) and any(word in label.lower() for word in _INTAKE_WORDS):
+        begin = start + len(authority) + 1
+        spans.append((begin, begin + len(segment)))
 
 
 def _webhooks(text: str, spans: list[Span], readable: list[Span]) -> None:
@@ -434,7 +461,7 @@ def _scheme(text: str, spans: list[Span]) -> None:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    _URI, _RELATIVE_URL, _USERINFO, _WEBHOOK, _REDIS_USERINFO, _COOKIE, _AUTHORIZATION, _AUTH_PARAMETERS,
+    _URI, _RELATIVE_URL, _POOL_URL, _USERINFO, _WEBHOOK, _REDIS_USERINFO, _COOKIE, _AUTHORIZATION, _AUTH_PARAMETERS,
     _AUTH_PARAMETER, _SCHEME,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
@@ -450,6 +477,8 @@ def find(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> No
         _userinfo(text, spans)
     if "hook" in lowered or "telegram" in lowered:
         _webhooks(text, spans, readable)
+        if "connectionpool(" in lowered:
+            _pool_urls(text, spans)
     if "@" in text and ("redis" in lowered or "valkey" in lowered):
         _spans_of(_REDIS_USERINFO, text, spans)
     if "cookie" in lowered:
