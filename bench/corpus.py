@@ -49,7 +49,8 @@ tools written blind, 50/60 at first sight under round twenty-four) was fitted in
 with five known failures; holdout25.yaml (60 more tools written blind, 52/60 at first sight under
 round twenty-five) was fitted in round twenty-six, 58/60 with two known failures; holdout26.yaml (60 more
 tools written blind, 47/60 at first sight under round twenty-six) was fitted in round twenty-seven, 54/60
-with six known failures. A held-out set nothing
+with six known failures; holdout27.yaml (60 more tools written blind, 45/60 at first sight under round
+twenty-seven) was fitted in round twenty-eight, 51/60 with nine known failures. A held-out set nothing
 was fitted to (listed in ``MEASURED``, when it is placed in tests/data) is measured and printed beside
 the issue's 97 % target without deciding the exit code. Run: ``.venv/bin/python bench/corpus.py``.
 """
@@ -95,9 +96,10 @@ TARGETS = {
     "holdout24.yaml": 100.0,  # 50/60 at first sight (round twenty-four), fitted in round twenty-five
     "holdout25.yaml": 100.0,  # 52/60 at first sight (round twenty-five), fitted in round twenty-six
     "holdout26.yaml": 100.0,  # 47/60 at first sight (round twenty-six), fitted in round twenty-seven
+    "holdout27.yaml": 100.0,  # 45/60 at first sight (round twenty-seven), fitted in round twenty-eight
 }
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
-MEASURED: dict[str, float] = {"holdout27.yaml": 97.0}  # written after round twenty-seven, never fitted
+MEASURED: dict[str, float] = {}  # the next set written blind after round twenty-eight, never fitted
 """Held-out sets nothing was fitted to: their figure says whether the design generalises, printed
 beside the issue's target; a miss is reported, not a failure of the run (nothing may be fitted to them)."""
 KNOWN_FAILURES = DATA / "holdout_known_failures.yaml"

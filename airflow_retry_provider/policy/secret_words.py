@@ -139,6 +139,7 @@ PASSPHRASE_WORDS: tuple[str, ...] = (
 
 
 ID_WORDS: tuple[str, ...] = (
+    "identifier",  # en (Plex's machineIdentifier=<40 hex>)
     "identificador",  # pt, es
     "identifiant",  # fr
     "identyfikator",  # pl

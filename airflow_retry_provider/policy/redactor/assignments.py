@@ -68,11 +68,13 @@ _KEY = (
     # HashIV): key material
     rf"|{_KEY_CHAR}*[_.-]iv|{_KEY_CHAR}*(?-i:[a-z]IV)"
     r"|x-[\w-]*-session"  # a session header (X-Metabase-Session: <uuid>)  # SSSD's ldap_default_authtok
+    r"|snmp[_.-]?community|community(?:[_-]?string)?"  # an SNMP community string: the agent's password
 )
 
 
-# = or :, full-width too (密码：x), or : then a YAML list item
-_SEP = r"(\\*[\"']?[ \t]*(?::=|=>|==?|:|：|＝)[ \t]*(?:\r?\n[ \t]*-[ \t]+)?)"
+# = or :, full-width too (密码：x), or : then a YAML list item; after a subscript's closing bracket too
+# (Python's conf["password"] = x, PHP's $config['db_pass'] = x, Ruby's ENV['TOKEN'] = x)
+_SEP = r"(\\*(?:[\"']\]?)?[ \t]*(?::=|=>|==?|:|：|＝)[ \t]*(?:\r?\n[ \t]*-[ \t]+)?)"
 
 
 _VALUE = (
@@ -526,6 +528,8 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
         start, end = _next_word(text, match.end())
         end = _escaped_line_end(text, start, end)
         value = text[start:end]
+        if start > match.end() and text[end + 1 : end + 2] == ":":
+            continue  # a JSON object's next key ("...credentials","responseCode":"99"): no value
         kind = value.lower()
         if (_SPACED_KEY.match(kind) is not None or kind == "key") and text[end : end + 1] in (" ", "\t"):
             # the key's own kind is the next word: "private key passphrase x", "client secret key x",
@@ -765,9 +769,11 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
         if lowered.endswith("pwd") and value.startswith(("/", "~")):
             continue  # the shell's working directory (PWD=/opt/airflow), not ODBC's password
         if lowered in ("key", "keys") and (
-            not any(c.isdigit() for c in value) or "/" in value or "." in value
+            not any(c.isdigit() for c in value)
+            or "/" in value
+            or ("." in value and all(map(_readable, value.split("."))))
         ):
-            continue  # a name (<entry key="db.user">, "Key": "bronze/x.parquet"), not an API key
+            continue  # a name (<entry key="db.user">, "Key": "bronze/x.parquet"), not an API key (key="T0rCu2...-.B-O3DH")
         bare = start == raw_start
         if bare and value in _BLOCK_SCALARS:  # YAML's "password: |": the indented lines below
             _block_lines(text, key_start, end, spans)
@@ -951,6 +957,7 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         or "code" in lowered
         or "answer" in lowered
         or "userinfo" in lowered
+        or "community" in lowered
         or foreign
     ):
         _key_values(text, spans)

@@ -38,6 +38,7 @@ _NOT_SECRETS = frozenset(
      "negotiate", "ntlm", "<redacted>", "[redacted]", "redacted", "********", "xxx",
      "%s", "%r", "%d", "?", "{}", "<token>", "<password>", "<secret>",
      "yes", "no",  # MySQL's "(using password: YES)"
+     "get", "post", "put", "patch", "delete",  # a request's method ("auth: POST https://..."), no value
      # a value another tool already masked: Ansible's no_log, gcloud's --log-http, a hidden field
      "value_specified_in_no_log_parameter", "[hidden]", "<hidden>", "(hidden)", "hidden", "<masked>",
      "[masked]", "masked", "[filtered]", "filtered", "[secure]", "<omitted>", "[omitted]", "******",
@@ -673,11 +674,21 @@ _OBJECT_ID_PREFIXES = frozenset(
 )  # fmt: skip
 
 
+_OBJECT_ID_NOUNS = frozenset(
+    {"project", "file", "job", "record", "applet", "analysis", "workflow", "container", "database"}
+)
+"""Object nouns that type an id spelled out before a dash (DNAnexus' ``project-GZ8bQk80Jb3v6PqYy4F2kX1p``)."""
+
+
 def _typed_object_id(token: str) -> bool:
     """An API object's id: a type prefix, ``_``, letters and digits (``ch_3PQrStUv...``, ``cus_Nffr...``),
-    or Gerrit's Change-Id (``I`` and a SHA-1's 40 hex digits: a commit's, on every review URL)."""
+    an object's noun, ``-`` and 16 to 40 letters and digits (``project-GZ8b...``), or Gerrit's
+    Change-Id (``I`` and a SHA-1's 40 hex digits: a commit's, on every review URL)."""
     prefix, underscore, rest = token.partition("_")
     if len(token) == 41 and token[0] == "I" and not token[1:].translate(_HEX):
+        return True
+    noun, dash, spelled = token.partition("-")
+    if dash and noun in _OBJECT_ID_NOUNS and spelled.isalnum() and 16 <= len(spelled) <= 40:
         return True
     return bool(underscore) and prefix in _OBJECT_ID_PREFIXES and rest.isalnum()
 

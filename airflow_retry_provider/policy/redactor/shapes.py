@@ -11,6 +11,7 @@ from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _HEX,
     _collection_segment,
+    _key_shaped,
     _looks_random,
     _mixed,
     _named_hash,
@@ -173,7 +174,8 @@ def _random_part(token: str, whole: bool) -> Span:
     pieces = token.split("/")
     for index, piece in enumerate(pieces):
         keyed = _secret_segment(f"/{previous}/")  # /integrations/<key>: a collection of credentials
-        if _collection_segment(f"/{previous.lower()}/") and not (keyed and not _readable(piece)):
+        member = not (keyed and not _readable(piece)) and not _long_key(piece)
+        if _collection_segment(f"/{previous.lower()}/") and member:
             named = True  # /Accounts/<id>: the id of an account; /payments/<id>, of a payment
         elif (
             (not _readable(piece) and not _typed_object_id(piece))
@@ -191,6 +193,17 @@ def _random_part(token: str, whole: bool) -> Span:
 
 _DIGEST_LENGTHS = (32, 40, 56, 64, 96, 128)
 """The lengths of hex digests (MD5, SHA-1, SHA-224, SHA-256, SHA-384, SHA-512): an object's name in a path."""
+
+
+LONG_KEY = 48
+"""A random segment this long is a key after any noun: a collection names its members by ids of 10 to 36
+characters (``/payments/<id>``); Fio banka's ``/periods/<64-character token>/`` is no member's."""
+
+
+def _long_key(piece: str) -> bool:
+    """A path's segment of ``LONG_KEY`` or more letters of both cases and digits, changing kind as a
+    random run does."""
+    return len(piece) >= LONG_KEY and _key_shaped(piece)
 
 
 def _random_piece(piece: str, keyed: bool) -> bool:
@@ -254,7 +267,9 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
         begin = start + first if _in_url(lowered, start) else start
         if _peer_id(text, start, end):
             continue
-        if not _named_hash(_named_from(lowered, begin), hexadecimal=not token[first:last].translate(_HEX)):
+        hidden, before = token[first:last], _named_from(lowered, begin)
+        long_member = _long_key(hidden) and _collection_segment(before)  # /periods/<64-character token>/
+        if long_member or not _named_hash(before, hexadecimal=not hidden.translate(_HEX)):
             if not any(opening <= begin < finish for opening, finish in readable):
                 spans.append((begin, start + last))  # not a URL's path beside its query's secret
 

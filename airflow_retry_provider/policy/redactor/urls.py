@@ -41,6 +41,13 @@ _USERINFO = pattern(
 _RELATIVE_URL = pattern(r"(?:^|[\s\"'(\[])(/[^\s\"'<>?]*\?[^\s\"'<>]+)")
 
 
+# a client built from its server's URL and a token, as source code in a traceback shows it (PyCap's
+# Project("https://host/api/", "<token>"), python-gitlab's Gitlab("https://host", "<token>"))
+_URL_THEN_TOKEN = pattern(
+    r"\([ \t]*[\"'][a-z][a-z0-9+.-]*://[^\"'\s]{1,256}[\"'][ \t]*,[ \t]*[\"']([^\"'\s]{16,256})[\"']"
+)
+
+
 # urllib3's error names a URL by its pool's host, then its path: HTTPSConnectionPool(host='h', port=443):
 # Max retries exceeded with url: /e/<key> (Caused by ...)
 _POOL_URL = pattern(
@@ -279,6 +286,16 @@ def _hook_path(start: int, rest: str, spans: list[Span]) -> None:
         offset += len(segment) + 1
 
 
+def _url_then_tokens(text: str, spans: list[Span]) -> None:
+    """A call's string after its first argument, a URL: the client's token when it is shaped as one
+    (letters and digits, not made of words), not a path, a version or a name."""
+    for match in _matches(_URL_THEN_TOKEN, text, spans):
+        value = match.group(1)
+        shaped = value.replace("-", "").replace("_", "").isalnum() and not value.isdigit()
+        if shaped and _has_digit(value) and not _readable(value):
+            spans.append(match.span(1))
+
+
 def _pool_urls(text: str, spans: list[Span]) -> None:
     """urllib3's host and path, read as one URL for a webhook host's key (``host='webhooks.gitter.im'``
     then ``url: /e/<key>``)."""
@@ -461,7 +478,7 @@ def _scheme(text: str, spans: list[Span]) -> None:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    _URI, _RELATIVE_URL, _POOL_URL, _USERINFO, _WEBHOOK, _REDIS_USERINFO, _COOKIE, _AUTHORIZATION, _AUTH_PARAMETERS,
+    _URI, _RELATIVE_URL, _URL_THEN_TOKEN, _POOL_URL, _USERINFO, _WEBHOOK, _REDIS_USERINFO, _COOKIE, _AUTHORIZATION, _AUTH_PARAMETERS,
     _AUTH_PARAMETER, _SCHEME,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
@@ -473,6 +490,8 @@ def find(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> No
         _uri(text, spans, readable)
     if "/" in text and "?" in text and "=" in text:
         _relative_urls(text, spans, readable)
+    if "(" in text and "://" in text:
+        _url_then_tokens(text, spans)
     if "@" in text and ":" in text:
         _userinfo(text, spans)
     if "hook" in lowered or "telegram" in lowered:
