@@ -245,6 +245,8 @@ def _peer_id(text: str, start: int, end: int) -> bool:
     """A node's id before its ``@host:port`` with no scheme or user before it: a peer's address, public
     (Storj's satellite ``<id>@us1.storj.io:7777``, Tendermint's ``<node id>@host:26656``, Lightning's
     ``<public key>@host:9735``), where ``https://<key>@host`` and ``user:<password>@host`` hold a secret."""
+    if text[end : end + 1] != "@":
+        return False
     before = text[max(0, start - 3) : start]
     return not before.endswith((":", "//")) and _PEER_HOST.match(text[end : end + 300]) is not None
 
