@@ -635,11 +635,11 @@ def _object_key(key: str, value: str) -> bool:
     digits only (a shipment's, an order's code: Yurtiçi Kargo's ``cargoKey=ESR20261206004417``), or
     a Jira issue's key, its project's then a dash and a number (Xray's ``testPlanKey=DWH-412``): no
     credential is one short upper-case word, nor a word's prefix and a number."""
+    if key.lower().endswith(("hashkey", "hash_key")):
+        return _attribute_name(value)
     prefix = value.rstrip("0123456789")
     if prefix.endswith("-") and prefix != value:
         prefix = prefix[:-1]  # DWH-412: an issue's key
-    if key.lower().endswith(("hashkey", "hash_key")):
-        return _attribute_name(value)
     return (
         key.lower().endswith("key")
         and 2 <= len(prefix) <= 10

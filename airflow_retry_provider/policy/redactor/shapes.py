@@ -174,8 +174,8 @@ def _random_part(token: str, whole: bool) -> Span:
     pieces = token.split("/")
     for index, piece in enumerate(pieces):
         keyed = _secret_segment(f"/{previous}/")  # /integrations/<key>: a collection of credentials
-        member = not (keyed and not _readable(piece)) and not _long_key(piece)
-        if _collection_segment(f"/{previous.lower()}/") and member:
+        member = not (keyed and not _readable(piece)) and not _long_key(piece)  # /periods/<64 random>/: a key
+        if member and _collection_segment(f"/{previous.lower()}/"):
             named = True  # /Accounts/<id>: the id of an account; /payments/<id>, of a payment
         elif (
             (not _readable(piece) and not _typed_object_id(piece))
