@@ -99,7 +99,7 @@ TARGETS = {
     "holdout27.yaml": 100.0,  # 45/60 at first sight (round twenty-seven), fitted in round twenty-eight
 }
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
-MEASURED: dict[str, float] = {}  # the next set written blind after round twenty-eight, never fitted
+MEASURED: dict[str, float] = {"holdout28.yaml": 97.0}  # written after round twenty-eight, never fitted
 """Held-out sets nothing was fitted to: their figure says whether the design generalises, printed
 beside the issue's target; a miss is reported, not a failure of the run (nothing may be fitted to them)."""
 KNOWN_FAILURES = DATA / "holdout_known_failures.yaml"
