@@ -50,7 +50,9 @@ with five known failures; holdout25.yaml (60 more tools written blind, 52/60 at 
 round twenty-five) was fitted in round twenty-six, 58/60 with two known failures; holdout26.yaml (60 more
 tools written blind, 47/60 at first sight under round twenty-six) was fitted in round twenty-seven, 54/60
 with six known failures; holdout27.yaml (60 more tools written blind, 45/60 at first sight under round
-twenty-seven) was fitted in round twenty-eight, 51/60 with nine known failures. A held-out set nothing
+twenty-seven) was fitted in round twenty-eight, 51/60 with nine known failures; holdout28.yaml (60 more
+tools written blind, 48/60 at first sight under round twenty-eight) was fitted in round twenty-nine, 54/60
+with six known failures. A held-out set nothing
 was fitted to (listed in ``MEASURED``, when it is placed in tests/data) is measured and printed beside
 the issue's 97 % target without deciding the exit code. Run: ``.venv/bin/python bench/corpus.py``.
 """
@@ -97,9 +99,10 @@ TARGETS = {
     "holdout25.yaml": 100.0,  # 52/60 at first sight (round twenty-five), fitted in round twenty-six
     "holdout26.yaml": 100.0,  # 47/60 at first sight (round twenty-six), fitted in round twenty-seven
     "holdout27.yaml": 100.0,  # 45/60 at first sight (round twenty-seven), fitted in round twenty-eight
+    "holdout28.yaml": 100.0,  # 48/60 at first sight (round twenty-eight), fitted in round twenty-nine
 }
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
-MEASURED: dict[str, float] = {"holdout28.yaml": 97.0}  # written after round twenty-eight, never fitted
+MEASURED: dict[str, float] = {}  # the next set written blind after round twenty-nine, never fitted
 """Held-out sets nothing was fitted to: their figure says whether the design generalises, printed
 beside the issue's target; a miss is reported, not a failure of the run (nothing may be fitted to them)."""
 KNOWN_FAILURES = DATA / "holdout_known_failures.yaml"

@@ -66,7 +66,7 @@ _KEY = (
     rf"|{_KEY_CHAR}*(?-i:[a-z]Pin(?:Code)?)"  # a PIN as a camel-case last word (Aramex's AccountPin)
     # a cipher's initialisation vector set beside its key (KG Inicis' INIAPI_IV, aes_iv, NewebPay's
     # HashIV): key material
-    rf"|{_KEY_CHAR}*[_.-]iv|{_KEY_CHAR}*(?-i:[a-z]IV)"
+    rf"|{_KEY_CHAR}*[_.-]iv|{_KEY_CHAR}*(?-i:[a-z]IV)|iv"
     r"|x-[\w-]*-session"  # a session header (X-Metabase-Session: <uuid>)  # SSSD's ldap_default_authtok
     r"|snmp[_.-]?community|community(?:[_-]?string)?"  # an SNMP community string: the agent's password
 )

@@ -14,6 +14,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _looks_secret,
     _not_secret,
     _prose,
+    _readable,
 )
 from airflow_retry_provider.policy.redactor.spans import (
     MASK,
@@ -123,6 +124,22 @@ _LOGIN_WORDS = ("log", "auth", "bind", "sign", "smtp")
 # and in a directive or command named for a connection, apart by spaces (ProFTPD's
 # SQLConnectInfo db@host:3306 user x)
 _CONNECT_DIRECTIVE = pattern(r"(?i:\b\w*connect\w*)[ \t]+([^\s'\"]+)[ \t]+([^\s'\"]+)[ \t]+([^\s'\"]+)")
+
+
+# a key an HMAC is computed with, as source code in a traceback or a debug line shows it: Python's
+# hmac.new(b"<key>", msg, sha256), Node's crypto.createHmac("sha256", "<key>")
+_HMAC_KEY = pattern(
+    r"\bhmac\.new\([ \t]*[bB]?[\"']([^\"'\\\r\n]{8,256})[\"']"
+    r"|createHmac\([ \t]*[\"'][\w-]{2,16}[\"'][ \t]*,[ \t]*[\"']([^\"'\\\r\n]{8,256})[\"']"
+)
+
+
+# a digest's call and its argument's text, and a literal joined into it by +: a salt or a merchant's key
+# hashed with the message (Xsolla's sha1(body + '<key>'), KG Inicis' sha512(("<key>" + mid + ...)))
+_DIGEST_CALL = pattern(r"\b(?:md5|sha1|sha224|sha256|sha384|sha512|sha3_\d{3})\(([^\r\n]{1,256})")
+_JOINED_LITERAL = pattern(
+    r"[\"']([^\"'\\\r\n]{8,128})[\"'][ \t]*\+|\+[ \t]*[bB]?[\"']([^\"'\\\r\n]{8,128})[\"']"
+)
 
 
 # SASL PLAIN's caret form in a mail server's config (Exim's client_send = ^user^password)
@@ -376,6 +393,22 @@ def _connection_calls(text: str, spans: list[Span]) -> None:
         _connection_arguments(args, spans)
 
 
+def _hashed_keys(text: str, spans: list[Span]) -> None:
+    """An HMAC's key literal, and a literal joined by ``+`` into a digest's argument, when shaped as a
+    secret (not a word of the message: ``"Refund"``, ``"|"``)."""
+    for match in _matches(_HMAC_KEY, text, spans):
+        start, end = match.span(1) if match.start(1) >= 0 else match.span(2)
+        if _looks_secret(text[start:end]) and not _not_secret(text[start:end]):
+            spans.append((start, end))
+    for call in _matches(_DIGEST_CALL, text, spans):
+        argument, offset = call.group(1), call.start(1)
+        for joined in _JOINED_LITERAL.finditer(argument):
+            index = 1 if joined.start(1) >= 0 else 2
+            literal = joined.group(index)
+            if _looks_secret(literal) and not _readable(literal):
+                spans.append((offset + joined.start(index), offset + joined.end(index)))
+
+
 def _connection_directives(text: str, spans: list[Span]) -> None:
     """``SQLConnectInfo db@host:3306 user x``: the location is bare, quoted here to be judged the same way;
     a word that ends in a colon is a sentence's, no user (``Connection amqps://h:5671 closed: amqp:...``)."""
@@ -582,7 +615,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _PROMPT, _ORACLE, _ORACLE_WORD, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
     _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
-    _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO,
+    _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _JOINED_LITERAL,
 )  # fmt: skip
 """This module's patterns, beside ``policy/argv.py``'s (the linear-time test runs each on adversarial input)."""
 
@@ -612,6 +645,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _spans_of(_LOGIN_CALL, text, spans, groups=2)
     if "connect" in gates:
         _connection_directives(text, spans)
+    if "(" in text and ("hmac" in lowered or "sha" in lowered or "md5(" in lowered):
+        _hashed_keys(text, spans)
     if not gates.isdisjoint(_DEVICE_WORDS):
         _device_secrets(text, spans)
     if ("echo" in gates or "printf" in gates) and (

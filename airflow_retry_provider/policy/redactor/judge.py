@@ -107,6 +107,7 @@ _REFERENCE = pattern(
 _NAME_SUFFIXES = (
     "file", "path", "dir", "url", "uri", "name", "type", "arn", "expiry", "expires", "expires_at",
     "expiration", "ttl", "timeout", "length", "count", "rate", "ratio", "format", "mode", "version", "policy", "scope",
+    "validity", "lifetime",  # how long a token lives (SuperTokens' access_token_validity: 3600)
     "method", "endpoint", "location", "_id", "-id", ".id", "keyid", "provider", "manager", "store",
     # a hash of a secret, not the secret (kubeadm's --discovery-token-ca-cert-hash sha256:...)
     "hash", "digest", "fingerprint", "checksum",
@@ -451,10 +452,18 @@ def _spaced_value(key: str, value: str) -> bool:
     if value.startswith("-") or _error_code(value):
         return False  # the next flag (the value was asked for), or an error's code in brackets
     if key.startswith("-"):
+        if key.lower().endswith("key") and _key_name(value):
+            return False  # a key named for the tool to find (notation sign --key prod-signing)
         return not (value.isalpha() and value.islower() and len(value) <= 4)  # --password via the CLI
     if key.lower() in ("requirepass", "masterauth"):
         return True  # Redis's config line, echoed: requirepass "foobared" (any value is the password)
     return _SPACED_KEY.match(key.lower()) is not None and _looks_secret(value)
+
+
+def _key_name(value: str) -> bool:
+    """A stored key's name: lower-case words joined by ``-`` or ``_`` (``prod-signing``, ``release_key``)."""
+    words = value.replace("_", "-").split("-")
+    return len(words) >= 2 and all(word.isalpha() and word.islower() for word in words)
 
 
 PROSE_WORDS = frozenset(
@@ -741,11 +750,11 @@ _SECRET_COLLECTIONS = ("keys", "tokens", "secrets", "credentials", "passwords", 
 
 
 _SECRET_SEGMENTS = frozenset(
-    {"api", "apikey", "api-key", "api_key", "token", "secret", "hook", "integrations"}
+    {"api", "apikey", "api-key", "api_key", "token", "secret", "hook", "integrations", "deploy"}
 )
 """A URL path's segment that says what the next one is: a credential (Squadcast's
-``/v2/incidents/api/<token>``, Basecamp's chatbot key in ``/integrations/<key>/buckets``), whatever object
-nouns stand before it."""
+``/v2/incidents/api/<token>``, Basecamp's chatbot key in ``/integrations/<key>/buckets``, a deploy hook's
+``/api/deploy/<40 hex>``), whatever object nouns stand before it."""
 
 
 def _secret_segment(before: str) -> bool:

@@ -510,6 +510,7 @@ HELD_OUT = (
     "holdout25.yaml",
     "holdout26.yaml",
     "holdout27.yaml",
+    "holdout28.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -527,7 +528,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout27, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout28, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -1975,6 +1976,39 @@ def test_round_twenty_eight_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_twenty_eight_keeps(text: str) -> None:
     """What round twenty-eight's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a deploy hook's key after /deploy/
+        ("+ curl -fsS -X POST http://panel.example.io:3000/api/deploy/0de609f5a8869ad28cf1795b2ae738434b76d7f1", "+ curl -fsS -X POST http://panel.example.io:3000/api/deploy/***"),
+        # an HMAC's key literal, and a literal joined into a digest's argument
+        ('    return hmac.new(b"c6497b53d3dc64b90d1ed3112243e3a5", body, hashlib.sha256).hexdigest()', '    return hmac.new(b"***", body, hashlib.sha256).hexdigest()'),
+        ("const sig = crypto.createHmac('sha256', 'Zk2pQ9xLm7Wq4RtY').update(body)", "const sig = crypto.createHmac('sha256', '***').update(body)"),
+        ('    hash_data = hashlib.sha512(("uuxyItmsaGkKccGb" + mid + "Refund").encode()).hexdigest()  # iv=NUhQOyTro3wSNG6N', '    hash_data = hashlib.sha512(("***" + mid + "Refund").encode()).hexdigest()  # iv=***'),
+        ("digest = sha1(raw_body + 'XGnw1dU1npnenDuvADhOIZex')", "digest = sha1(raw_body + '***')"),
+    ],
+)  # fmt: skip
+def test_round_twenty_nine_classes(text: str, expected: str) -> None:
+    """Round twenty-nine's classes (holdout28's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a token's lifetime is no token
+        "access_token_validity: 3600\nrefresh_token_lifetime: 86400",
+        # a stored key's name after --key
+        "+ notation sign --key prod-signing registry.example.io/payments/api@sha256:48c174a99c63ddcc3d4dacba22c94083a948dcef6da038271df5222b30be4e8d",
+        # words joined into a digest stay, and an HMAC keyed by a variable
+        'sha256(user + ":" + "orders_daily_export") ; hmac.new(key, msg, sha256)',
+    ],
+)  # fmt: skip
+def test_round_twenty_nine_keeps(text: str) -> None:
+    """What round twenty-nine's classes must keep."""
     assert redact(text) == text
 
 
