@@ -7,8 +7,6 @@ module; its metadata and provider databases are fresh databases on the session's
 from __future__ import annotations
 
 import json
-import os
-import signal
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
@@ -319,10 +317,7 @@ def test_a_clear_the_scheduler_overtook_is_queued_again_and_the_fix_resolves_the
     env.set_variable("policy_fix_applied", "yes")
     metadata = env.stack.metadata_url.replace("postgresql+psycopg2://", "postgresql://", 1)
     key = (FIX_DAG, run_id)
-    scheduler = env.stack.process_tree("scheduler")
-    for pid in scheduler:
-        os.kill(pid, signal.SIGSTOP)
-    try:
+    with env.stack.paused("scheduler"):  # left running again once the transaction below has committed
         with psycopg.connect(metadata) as played, psycopg.connect(metadata, autocommit=True) as watch:
             played.execute("UPDATE dag_run SET state = 'running' WHERE dag_id = %s AND run_id = %s", key)
             played.commit()
@@ -344,9 +339,7 @@ def test_a_clear_the_scheduler_overtook_is_queued_again_and_the_fix_resolves_the
                 ).fetchone()  # type: ignore[misc]
             assert waiting, "the replay's clear never waited for the run's lock"
             played.execute("UPDATE dag_run SET state = 'failed' WHERE dag_id = %s AND run_id = %s", key)
-    finally:  # the transaction committed on leaving the block: the clear commits into a failed run
-        for pid in scheduler:
-            os.kill(pid, signal.SIGCONT)
+        # the transaction committed on leaving the block: the clear commits into a failed run
     resolved = env.wait_letter(letter.id, lambda lt: lt.status != "replaying")
     assert (resolved.status, resolved.replay_count) == ("resolved", 0)
     assert env.stack.wait_for_run(FIX_DAG, run_id, timeout=240)["state"] == "success"

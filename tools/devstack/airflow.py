@@ -18,7 +18,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -219,6 +220,19 @@ class AirflowStack:
         except psutil.NoSuchProcess:
             return []
 
+    @contextmanager
+    def paused(self, name: str) -> Iterator[None]:
+        """SIGSTOP component ``name`` with everything it started, and SIGCONT whatever is still alive on leaving.
+
+        A process that ends between the listing and its signal (a task process its parent reaped) is skipped.
+        """
+        stopped = [pid for pid in self.process_tree(name) if _signal(pid, signal.SIGSTOP)]
+        try:
+            yield
+        finally:
+            for pid in stopped:
+                _signal(pid, signal.SIGCONT)
+
     def kill_component(self, name: str) -> None:
         """SIGKILL component ``name`` with everything it started, as a crashed host would lose it."""
         _stop_all([self.processes.pop(name)], grace=0)
@@ -310,6 +324,15 @@ class AirflowStack:
         """Stop every component and every process they started (each in its own process group)."""
         _stop_all(list(self.processes.values()), grace)
         self.processes.clear()
+
+
+def _signal(pid: int, signum: int) -> bool:
+    """Send ``signum`` to ``pid``; False when the process has already ended."""
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _stop_all(processes: list[subprocess.Popen[bytes]], grace: float) -> None:
