@@ -52,7 +52,8 @@ tools written blind, 47/60 at first sight under round twenty-six) was fitted in 
 with six known failures; holdout27.yaml (60 more tools written blind, 45/60 at first sight under round
 twenty-seven) was fitted in round twenty-eight, 51/60 with nine known failures; holdout28.yaml (60 more
 tools written blind, 48/60 at first sight under round twenty-eight) was fitted in round twenty-nine, 54/60
-with six known failures. A held-out set nothing
+with six known failures; holdout29.yaml (60 more tools written blind, 55/60 at first sight under round
+twenty-nine) was fitted in round thirty, 57/60 with three known failures. A held-out set nothing
 was fitted to (listed in ``MEASURED``, when it is placed in tests/data) is measured and printed beside
 the issue's 97 % target without deciding the exit code. Run: ``.venv/bin/python bench/corpus.py``.
 """
@@ -100,9 +101,10 @@ TARGETS = {
     "holdout26.yaml": 100.0,  # 47/60 at first sight (round twenty-six), fitted in round twenty-seven
     "holdout27.yaml": 100.0,  # 45/60 at first sight (round twenty-seven), fitted in round twenty-eight
     "holdout28.yaml": 100.0,  # 48/60 at first sight (round twenty-eight), fitted in round twenty-nine
+    "holdout29.yaml": 100.0,  # 55/60 at first sight (round twenty-nine), fitted in round thirty
 }
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
-MEASURED: dict[str, float] = {"holdout29.yaml": 97.0}  # written after round twenty-nine, never fitted
+MEASURED: dict[str, float] = {}  # the next set written blind after round thirty, never fitted
 """Held-out sets nothing was fitted to: their figure says whether the design generalises, printed
 beside the issue's target; a miss is reported, not a failure of the run (nothing may be fitted to them)."""
 KNOWN_FAILURES = DATA / "holdout_known_failures.yaml"

@@ -602,15 +602,17 @@ _SECRET_KEY_NAMES = ("secretkey", "secret_key", "secret-key", "secretaccesskey",
                      "accesskeysecret", "access_key_secret", "access-key-secret")  # fmt: skip
 
 
-# a run of counters (dbt's "PASS=41 WARN=0 ERROR=1"): a count beside another KEY=count is not a password
-_NEXT_COUNTER = pattern(r"^[ \t]+[A-Z_]{2,24}=\d{1,9}(?:[ \t]|$)")
-_PREVIOUS_COUNTER = pattern(r"(?:^|[ \t])[A-Z_]{2,24}=\d{1,9}[ \t]+$")
+# a run of counters (dbt's "PASS=41 WARN=0 ERROR=1", ZAP's "WARN-NEW: 7<tab>PASS: 52"): a count beside
+# another KEY=count or KEY: count is not a password
+_COUNTER = r"[A-Z_-]{2,24}(?:=|: ?)\d{1,9}"
+_NEXT_COUNTER = pattern(rf"^[ \t]+{_COUNTER}(?:[ \t]|$)")
+_PREVIOUS_COUNTER = pattern(rf"(?:^|[ \t]){_COUNTER}[ \t]+$")
 
 
-def _counter(text: str, key_start: int, end: int, value: str) -> bool:
-    """A small integer under a key in capitals beside another ``KEY=integer`` on its line: a summary's
-    counter, not a secret (``password=4711 RETRIES=3``: a lower-case key is no counter's label)."""
-    if not (value.isdigit() and len(value) <= 6 and text[key_start:end].split("=", 1)[0].isupper()):
+def _counter(text: str, key_start: int, key: str, end: int, value: str) -> bool:
+    """A small integer under a key in capitals beside another ``KEY=integer`` or ``KEY: integer`` on its
+    line: a summary's counter, not a secret (``password=4711 RETRIES=3``: a lower-case key is no counter's label)."""
+    if not (value.isdigit() and len(value) <= 6 and key.isupper()):
         return False
     line_end = text.find("\n", end)
     after = text[end : line_end if line_end >= 0 else len(text)]
@@ -719,7 +721,7 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
             continue
         if _access_key_id(key, value, text) or _object_key(key, value):
             continue
-        if sep == "=" and _counter(text, key_start, end, value):
+        if sep.strip() in ("=", ":") and _counter(text, key_start, key, end, value):
             continue
         if start > raw_start and text[start - 1] in "\"'" and text[start : start + 1] in (" ", "\t"):
             continue  # 'Password: " (spawn_id', 'grep "(password) =" /x': the quote closes a string around

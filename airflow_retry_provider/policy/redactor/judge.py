@@ -679,7 +679,8 @@ _OBJECT_ID_PREFIXES = frozenset(
     {"ch", "cus", "pi", "pm", "in", "sub", "evt", "req", "txn", "acct", "prod", "price", "cs", "seti",
      "src", "py", "tr", "po", "re", "ii", "il", "job", "run", "msg", "ord", "usr", "org", "proj", "obj",
      "ep", "app",  # Svix's endpoint and application ids
-     "prj"}  # Vercel's project ids
+     "prj",  # Vercel's project ids
+     "uid", "id", "oid", "guid"}  # an id spelled as one (WxPusher's UID_<28>), in either case
 )  # fmt: skip
 
 
@@ -699,7 +700,7 @@ def _typed_object_id(token: str) -> bool:
     noun, dash, spelled = token.partition("-")
     if dash and noun in _OBJECT_ID_NOUNS and spelled.isalnum() and 16 <= len(spelled) <= 40:
         return True
-    return bool(underscore) and prefix in _OBJECT_ID_PREFIXES and rest.isalnum()
+    return bool(underscore) and prefix.lower() in _OBJECT_ID_PREFIXES and rest.isalnum()
 
 
 def _aws_resource_id(pieces: list[str]) -> bool:

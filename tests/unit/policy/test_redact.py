@@ -511,6 +511,7 @@ HELD_OUT = (
     "holdout26.yaml",
     "holdout27.yaml",
     "holdout28.yaml",
+    "holdout29.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -528,7 +529,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout28, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout29, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -2009,6 +2010,34 @@ def test_round_twenty_nine_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_twenty_nine_keeps(text: str) -> None:
     """What round twenty-nine's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a counter's label beside counters stays a label when its word names a secret, = or :
+        ("FAIL-NEW: 1\tWARN-NEW: 7\tIGNORE: 0\tPASS: 52", "FAIL-NEW: 1\tWARN-NEW: 7\tIGNORE: 0\tPASS: 52"),
+        # the same key alone, or lower-case beside counters, is a password
+        ("PASS: 52", "PASS: ***"),
+        ("pass: 52\tWARN: 7", "pass: ***\tWARN: 7"),
+    ],
+)  # fmt: skip
+def test_round_thirty_classes(text: str, expected: str) -> None:
+    """Round thirty's classes (holdout29's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an id spelled as one before its random part, in either case
+        'payload={"appToken": "***", "uids": ["UID_8rGnlCKHzmdCaHpGOCuUvxyTRgE8"]}',
+        "user uid_x7KqP2mZr9TfW3nLcB8vJd4Hs6Ya created",
+    ],
+)  # fmt: skip
+def test_round_thirty_keeps(text: str) -> None:
+    """What round thirty's classes must keep."""
     assert redact(text) == text
 
 
