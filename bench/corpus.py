@@ -53,7 +53,9 @@ with six known failures; holdout27.yaml (60 more tools written blind, 45/60 at f
 twenty-seven) was fitted in round twenty-eight, 51/60 with nine known failures; holdout28.yaml (60 more
 tools written blind, 48/60 at first sight under round twenty-eight) was fitted in round twenty-nine, 54/60
 with six known failures; holdout29.yaml (60 more tools written blind, 55/60 at first sight under round
-twenty-nine) was fitted in round thirty, 57/60 with three known failures. A held-out set nothing
+twenty-nine) was fitted in round thirty, 57/60 with three known failures; holdout30.yaml (60 more tools
+written blind, 54/60 at first sight under round thirty) was fitted in round thirty-one, 59/60 with one
+known failure. A held-out set nothing
 was fitted to (listed in ``MEASURED``, when it is placed in tests/data) is measured and printed beside
 the issue's 97 % target without deciding the exit code. Run: ``.venv/bin/python bench/corpus.py``.
 """
@@ -102,9 +104,10 @@ TARGETS = {
     "holdout27.yaml": 100.0,  # 45/60 at first sight (round twenty-seven), fitted in round twenty-eight
     "holdout28.yaml": 100.0,  # 48/60 at first sight (round twenty-eight), fitted in round twenty-nine
     "holdout29.yaml": 100.0,  # 55/60 at first sight (round twenty-nine), fitted in round thirty
+    "holdout30.yaml": 100.0,  # 54/60 at first sight (round thirty), fitted in round thirty-one
 }
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
-MEASURED: dict[str, float] = {"holdout30.yaml": 97.0}  # written after round thirty, never fitted
+MEASURED: dict[str, float] = {}  # the next set written blind after round thirty-one, never fitted
 """Held-out sets nothing was fitted to: their figure says whether the design generalises, printed
 beside the issue's target; a miss is reported, not a failure of the run (nothing may be fitted to them)."""
 KNOWN_FAILURES = DATA / "holdout_known_failures.yaml"

@@ -16,7 +16,9 @@ The generic rule, for any tool: ``user:secret`` (or ``user%secret``) after ``--u
 ``-U`` or a flag named for credentials (``--creds``, ``--src-creds``, ``--*-credentials``) hides what follows the separator, unless it is a number (``docker run -u 1000:1000``), the
 user again, or a URL's rest (``beeline -u jdbc:hive2://...``); and after a user flag and its name,
 a short password flag's value on the same command (``-p``, ``-P``, ``-pw``, ``-w``, ``--pass``:
-``knife -U ubuntu -P x``), unless it is a port (digits) or a path. A flag whose value is random (high entropy) is the entropy family's.
+``knife -U ubuntu -P x``), unless it is a port (digits) or a path; and the value of a flag the text's own
+usage names a secret's (``Usage: fs_cli [-p <secret>]``, printed on a bad argument). A flag whose
+value is random (high entropy) is the entropy family's.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -179,6 +181,34 @@ USER_THEN_PASSWORD = pattern(
 )
 
 
+# a tool's usage, printed on a bad argument, naming a flag's value a secret (fs_cli's "[-p <secret>]",
+# "-P <password>", "--token=<token>"): that flag's value is a secret wherever the text gives it
+USAGE = pattern(
+    r"(?:^|[\s\[|(])(--?[A-Za-z][\w-]{0,30})[ =]<(?:secret|password|passwd|pass|pw|pwd|token|key|api[-_]?key|auth)>",
+    ignore_case=True,
+)
+MAX_USAGE_FLAGS = 8
+"""Flags a text's usage names as secrets, at most: a usage lists a handful."""
+
+
+@lru_cache(maxsize=64)
+def _documented(flag: str) -> Pattern:
+    """The value given to ``flag``, a flag a usage named as a secret's (group 1)."""
+    return pattern(rf"{START}{re.escape(flag)}(?:=|{NEXT}){ARG}")
+
+
+def _usage_values(text: str, spans: list[Span]) -> None:
+    """The values of the flags the text's own usage names as secrets (not the usage's ``<secret>``)."""
+    flags = {match.group(1) for _, match in zip(range(MAX_USAGE_FLAGS), USAGE.finditer(text), strict=False)}
+    for flag in flags:
+        for count, match in enumerate(_documented(flag).finditer(text)):
+            if count == MAX_MATCHES_PER_ROW:
+                break
+            start, end = _inside_quotes(text, *match.span(1))
+            if end > start and text[start] != "<":
+                spans.append((start, end))
+
+
 def patterns() -> tuple[Pattern, ...]:
     """Every pattern of this family (the linear-time tests run each)."""
     return (
@@ -186,6 +216,7 @@ def patterns() -> tuple[Pattern, ...]:
         USER_PAIR,
         KEY_AS_USER,
         USER_THEN_PASSWORD,
+        USAGE,
     )
 
 
@@ -236,6 +267,8 @@ def find(text: str, lowered: str, pairs: list[tuple[Span, Span]] | None = None) 
             # every flag of the row on the tool's line: given again (--from-literal=a=x --from-literal=b=y),
             # and the ones before the match's (its head reaches the line's last flag: sshpass -p X ssh -p 22)
             _again(row, text, match.end() if row.subcommand else match.start(), spans)
+    if "<" in text:
+        _usage_values(text, spans)
     if any(map(text.__contains__, _USER_FLAGS)):
         for count, match in enumerate(USER_PAIR.finditer(text)):
             if count == MAX_MATCHES_PER_ROW:

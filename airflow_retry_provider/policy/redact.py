@@ -95,6 +95,12 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
     if "%" in text and depth < 3:
         _percent(text, depth, spans)
     shapes.find(text, lowered, spans, readable)  # after urls and commands: what is readable is known
+    if "id" in lowered and spans:  # an id the text shows under its key stays wherever else it stands
+        shown = assignments.shown_ids(text, spans)
+        if shown:
+            spans = [
+                (start, end) for start, end in spans if not assignments.echoed_id(text, start, end, shown)
+            ]
     return spans
 
 

@@ -560,6 +560,8 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
             continue  # the key goes on to its colon (סיסמת המשתמש: x, the user's password): not a value
         if text[max(0, key_start - 24) : key_start].lower().rstrip().endswith(_DDL_VERBS):
             continue  # CREATE SECRET s3_prod (...): the object's name, its fields are judged each
+        if text[max(0, key_start - 24) : key_start].lower().rstrip(" \t\"':").endswith("authorization"):
+            continue  # Authorization: Token <id>:<secret>: the scheme's credential is the header family's
         if value.startswith("(") or value.lower() in _DEVICE_KINDS:
             continue  # a sub-expression (-Password (ConvertTo-SecureString ...), judged by its own
             # family) or a device's encryption type (secret sha512 $6$...: the crypt family's)
@@ -826,7 +828,10 @@ def _xml(text: str, spans: list[Span]) -> None:
         if "user" in name and len(lines) == 2:  # OpenVPN's <auth-user-pass>: user, then password
             start = text.index(lines[1], start)
             end = start + len(lines[1].rstrip())
-        if text[start:end].strip() not in ("", MASK):
+        value = text[start:end].strip()
+        if text[end : end + 2] != "</" and not any(c.isalnum() for c in value):
+            continue  # cut short by the text's end after punctuation: a usage's "[-p <secret>]", no element
+        if value not in ("", MASK):
             spans.append((start, end))
 
 
@@ -922,12 +927,45 @@ def _form_siblings(text: str, spans: list[Span]) -> None:
                     spans.append((start, start + len(value)))
 
 
+# a value under a key naming an object's id (merchant_id='2547916', orderId=GLL7TNH9...), group 2
+_ID_ASSIGNMENT = pattern(
+    r"(?:^|[^\w.-])([A-Za-z][\w.-]{0,40}?(?:_id|-id|Id|ID))[\"']?[ \t]*[:=][ \t]*[\"']?([\w.-]{4,64})"
+)
+
+
+def shown_ids(text: str, spans: list[Span]) -> frozenset[str]:
+    """The values ``text`` shows under a key naming an object's id, where no span hides them: each is
+    that id wherever else the text gives it (PayU's "notification for <orderId>", Remita's
+    ``remitaConsumerKey=<merchant_id>``). A value hidden where its key stands (a private key's id,
+    hidden for its shape) is no shown id."""
+    shown = set()
+    for match in _matches(_ID_ASSIGNMENT, text, [], limit=MAX_IDS):
+        start, end = match.span(2)
+        if _id_key(match.group(1)) and not any(s < end and start < e for s, e in spans):
+            shown.add(match.group(2))
+    return frozenset(shown)
+
+
+MAX_IDS = 32
+"""Id assignments read per text, at most."""
+
+# a key naming a secret outright, just before a value (Vault's secret_id='<uuid>', also its role_id's)
+_SECRET_KEY_BEFORE = pattern(r"(?i:secret|pass|pwd|token|credential)[\w.-]*[\"']?[ \t]*[:=][ \t]*[\"']?$")
+
+
+def echoed_id(text: str, start: int, end: int, shown: frozenset[str]) -> bool:
+    """Whether ``text[start:end]`` is a shown id (:func:`shown_ids`) that no key naming a secret
+    outright holds there: a password, secret or token equal to an id stays hidden."""
+    return text[start:end] in shown and _SECRET_KEY_BEFORE.search(text[max(0, start - 48) : start]) is None
+
+
 PATTERNS: tuple[Pattern, ...] = (
     _JSON_OBJECT, _OAUTH_CODE, _TYPOGRAPHIC,
     _FORM_BODY, _SHORT_KEY_DSN,
     _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _BRACKETED,
     _SETTING_ECHO, _PYDANTIC_INPUT, _TRAIT_ERROR, _CUE_ERROR, _GO_FIELD, _USER_PAIR_KEY, _ERROR_OBJECT,
+    _ID_ASSIGNMENT, _SECRET_KEY_BEFORE,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 

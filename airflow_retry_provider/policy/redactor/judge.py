@@ -357,6 +357,7 @@ _OBJECT_NOUNS = (
     "subscription ",
     "order ",
     "pedido ",
+    "item ",  # a media server's or a store's item (Jellyfin's "for item <32 hex>")
 )
 
 
@@ -429,6 +430,8 @@ def _secret_key(key: str) -> bool:
     lowered = key.lower().lstrip("-")
     if key.startswith("--") and lowered in _KEY_ID_FLAGS:
         return False
+    if key.startswith("--no-"):
+        return False  # a negated flag is a switch, it takes no value (hci's --no-token-check, --no-password)
     if (
         lowered.endswith(_NAMING_KEYS)
         or lowered.endswith(_EXCEPTION_SUFFIXES)

@@ -512,6 +512,7 @@ HELD_OUT = (
     "holdout27.yaml",
     "holdout28.yaml",
     "holdout29.yaml",
+    "holdout30.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -529,7 +530,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout29, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout30, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -2038,6 +2039,44 @@ def test_round_thirty_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_thirty_keeps(text: str) -> None:
     """What round thirty's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a flag the text's own usage names a secret's, for a tool no row lists
+        ("+ esl-probe -H pbx -P 8021 -p Cl7eQz9Rw2 -x status\nUsage: esl-probe [-H <host>] [-P <port>] [-p <secret>]", "+ esl-probe -H pbx -P 8021 -p *** -x status\nUsage: esl-probe [-H <host>] [-P <port>] [-p <secret>]"),
+        ("+ acme-sync -k Zq8xW2mK4pLr --user ana\nusage: acme-sync [-k <key>] [--user <name>]", "+ acme-sync -k *** --user ana\nusage: acme-sync [-k <key>] [--user <name>]"),
+        # fs_cli's -p, from its documentation, without a usage
+        ("['fs_cli', '-H', '10.20.0.15', '-P', '8021', '-p', 'Cl7eQz9Rw2', '-x', 'sofia status']", "['fs_cli', '-H', '10.20.0.15', '-P', '8021', '-p', '***', '-x', 'sofia status']"),
+        # Authorization: Token <id>:<secret>: the id stays, as the header family keeps it
+        ("GET /api/pages/219 Authorization: Token Uy2Ra8KcP5xVb3Lq:Hk29xLmQ0pZr7Vt4Wc8Yb3Nd6Fs1Gj5K", "GET /api/pages/219 Authorization: Token Uy2Ra8KcP5xVb3Lq:***"),
+        # an id shown under its key stays where a header's key or a sentence gives it again
+        ("RemitaConfig(merchant_id='2547916', api_key='Zq8xW2mK4pLrT7vN')\nAuthorization: remitaConsumerKey=2547916,remitaConsumerToken=9f8e7d6c5b4a39281706f5e4d3c2b1a0", "RemitaConfig(merchant_id='2547916', api_key='***')\nAuthorization: remitaConsumerKey=2547916,remitaConsumerToken=***"),
+        ("orderId=GLL7TNH9Z6UYETI71VDEGUEST000P01 status=FAILED\nInvalidSignature: notification for GLL7TNH9Z6UYETI71VDEGUEST000P01 rejected", "orderId=GLL7TNH9Z6UYETI71VDEGUEST000P01 status=FAILED\nInvalidSignature: notification for GLL7TNH9Z6UYETI71VDEGUEST000P01 rejected"),
+        # but a value a key names a secret outright stays hidden, whatever id equals it
+        ("role_id=Zq8xW2mK4pLrT7vN secret_id='Zq8xW2mK4pLrT7vN'", "role_id=Zq8xW2mK4pLrT7vN secret_id='***'"),
+    ],
+)  # fmt: skip
+def test_round_thirty_one_classes(text: str, expected: str) -> None:
+    """Round thirty-one's classes (holdout30's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a negated flag is a switch: the next word is no value
+        "+ hci effect run --no-token-check onPush.default.effects.deploy-warehouse",
+        # an item's id after its noun
+        "Sending ItemAdded for item 7b1e4c2a90d34f5c8e6a2d1f0b9c8e7d to https://airflow.example.org/api",
+        # a usage's last placeholder, then its bracket
+        "Usage: esl-probe [-H <host>] [-p <secret>]",
+    ],
+)  # fmt: skip
+def test_round_thirty_one_keeps(text: str) -> None:
+    """What round thirty-one's classes must keep."""
     assert redact(text) == text
 
 
