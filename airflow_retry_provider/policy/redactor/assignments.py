@@ -556,6 +556,8 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
             continue
         if _next_assignment(value):
             continue
+        if not key.startswith("-") and _block_label(text, end):
+            continue  # credentials "app.terraform.io" {: a block's label, its fields are judged each
         if value.endswith((":", "：")) and not key.startswith("-"):
             continue  # the key goes on to its colon (סיסמת המשתמש: x, the user's password): not a value
         if text[max(0, key_start - 24) : key_start].lower().rstrip().endswith(_DDL_VERBS):
@@ -581,6 +583,14 @@ _FORM_WORDS = ("format", "value")
 
 _LINKING_WORDS = ("as", "is", "was", "in")
 """A word that links a key to its value in a sentence (``key as x``, ``key in use=x``)."""
+
+
+def _block_label(text: str, end: int) -> bool:
+    """Whether the word ending at ``end`` is quoted and opens a block (HCL's ``credentials "<host>" {``)."""
+    closing = end if text[end : end + 1] in ('"', "'") else end - 1
+    return (
+        text[closing : closing + 1] in ('"', "'") and text[closing + 1 : closing + 4].lstrip(" \t")[:1] == "{"
+    )
 
 
 def _linked_secret(value: str) -> bool:

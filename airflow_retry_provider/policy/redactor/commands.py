@@ -124,6 +124,12 @@ _LOGIN_WORDS = ("log", "auth", "bind", "sign", "smtp")
 # and in a directive or command named for a connection, apart by spaces (ProFTPD's
 # SQLConnectInfo db@host:3306 user x)
 _CONNECT_DIRECTIVE = pattern(r"(?i:\b\w*connect\w*)[ \t]+([^\s'\"]+)[ \t]+([^\s'\"]+)[ \t]+([^\s'\"]+)")
+# and as positional words of a config line, whatever its directive: a host, its port, a user, then the
+# password (3proxy's "parent 1000 http 10.40.3.17 3128 <user> <password>")
+_HOST_PORT_LOGIN = pattern(
+    r"(?:^|[ \t])(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)[ \t]+\d{2,5}[ \t]+"
+    r"[A-Za-z][\w.@-]{0,63}[ \t]+([^\s'\"/:.]{6,128})(?:[ \t\r\n]|$)"  # no path, time or file name
+)
 
 
 # a key an HMAC is computed with, as source code in a traceback or a debug line shows it: Python's
@@ -421,6 +427,15 @@ def _connection_directives(text: str, spans: list[Span]) -> None:
                 spans.append(match.span(3))
 
 
+def _host_port_logins(text: str, spans: list[Span]) -> None:
+    """``<host> <port> <user> <password>`` on a config line: the password, when shaped as a secret
+    (a digit, a symbol or an inner capital, not a word: a log's ``10.0.0.5 8080 GET index`` has none)."""
+    for match in _matches(_HOST_PORT_LOGIN, text, spans):
+        password = match.group(1)
+        if _looks_secret(password) and not _not_secret(password):
+            spans.append(match.span(1))
+
+
 def _device_secrets(text: str, spans: list[Span]) -> None:
     for match in _matches(_DEVICE_KIND_LATER, text, spans):
         start, end = _content(text, *match.span(1))
@@ -614,7 +629,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 PATTERNS: tuple[Pattern, ...] = (
     _PROMPT, _ORACLE, _ORACLE_WORD, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
-    _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
+    _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _JOINED_LITERAL,
 )  # fmt: skip
 """This module's patterns, beside ``policy/argv.py``'s (the linear-time test runs each on adversarial input)."""
@@ -645,6 +660,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _spans_of(_LOGIN_CALL, text, spans, groups=2)
     if "connect" in gates:
         _connection_directives(text, spans)
+    if " " in text and "." in text:
+        _host_port_logins(text, spans)
     if "(" in text and ("hmac" in lowered or "sha" in lowered or "md5(" in lowered):
         _hashed_keys(text, spans)
     if not gates.isdisjoint(_DEVICE_WORDS):

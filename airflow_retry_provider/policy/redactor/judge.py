@@ -814,10 +814,10 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     ):
         return False
     stripped = before.rstrip(" \t=:\"'")
-    for separator in ",;&(=":
+    for separator in ",;&(={":
         stripped = stripped.replace(
             separator, " "
-        )  # the run's own key: auth_manager=Spotify(client_id='<hex>'
+        )  # the run's own key: auth_manager=Spotify(client_id='<hex>', a nested object's {"password":{"user":{"id":"<hex>"
     words = stripped.split()
     key = (
         words[-1] if words else ""

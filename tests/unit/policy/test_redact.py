@@ -513,6 +513,7 @@ HELD_OUT = (
     "holdout28.yaml",
     "holdout29.yaml",
     "holdout30.yaml",
+    "holdout31.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -530,7 +531,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout30, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout31, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -2077,6 +2078,36 @@ def test_round_thirty_one_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_thirty_one_keeps(text: str) -> None:
     """What round thirty-one's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a host, its port, a user, then a password, as positional words of a config line
+        ("parent 1000 http 10.40.3.17 3128 upstream-etl Nb6rYc0HsQ3vJd9W", "parent 1000 http 10.40.3.17 3128 upstream-etl ***"),
+        ("upstream proxy.corp.example 8080 svc-etl Qw3rTy9Uio", "upstream proxy.corp.example 8080 svc-etl ***"),
+        # an id inside a nested object whose outer key names a password: the inner password alone goes
+        ('{"password":{"user":{"id":"9a3f1c7e5b2d4e08a6c1f0b9d7e3a2c4","password":"Xk9vQ2mLp7Zr"}}}', '{"password":{"user":{"id":"9a3f1c7e5b2d4e08a6c1f0b9d7e3a2c4","password":"***"}}}'),
+    ],
+)  # fmt: skip
+def test_round_thirty_two_classes(text: str, expected: str) -> None:
+    """Round thirty-two's classes (holdout31's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a block's quoted label is no value (Terraform's CLI configuration)
+        'credentials "acme-data.scalr.io" {',
+        # after a host and its port, a file's or a word's name is no password
+        "10.0.0.5 8080 alice index.html",
+        "connected to db.example.org 5432 as etl successfully",
+    ],
+)  # fmt: skip
+def test_round_thirty_two_keeps(text: str) -> None:
+    """What round thirty-two's classes must keep."""
     assert redact(text) == text
 
 
