@@ -120,7 +120,8 @@ _JSON_OBJECT = pattern(r"\{[ \t]*(?:\\*[\"'][^\"'\r\n]{1,64}\\*[\"']|[A-Za-z_$][
 # match again with its NFA (5 ms for a 16 KiB word of key characters, 0.1 ms without); the key is
 # the match less the character before it and the separator after it (_spaced_key)
 _KEY_SPACE = pattern(
-    rf"(?:^|[\s\"'(\[{{,，。；、（【「])(?:{_KEY})(?:\\*[\"'][ \t]*,[ \t]*|[ \t]+)", ignore_case=True
+    rf"(?:^|[\s\"'(\[{{,，。；、（【「]|(?:^|[\s{{(\[]):)(?:{_KEY})(?:\\*[\"'][ \t]*,[ \t]*|[ \t]+)",
+    ignore_case=True,
 )
 
 
@@ -303,10 +304,25 @@ def _call_pairs(text: str, spans: list[Span]) -> None:
         if (
             before.endswith(("(", ","))
             and _secret_column(key)
+            and not _host_name(key)
             and not _not_secret(value)
             and value.lower() not in PROSE_WORDS
         ):
             spans.append(match.span(group))
+
+
+def _host_name(word: str) -> bool:
+    """A host's name, not a key's (LabKey's ``APIWrapper("labkey.lab.acme.org", "<container>")``): three or
+    more lower-case labels, the last of 2 to 6 letters naming no secret (``spring.datasource.password``
+    and ``db.conn.pw`` are keys)."""
+    labels = word.split(".")
+    return (
+        len(labels) >= 3
+        and all(label and label.replace("-", "").isalnum() and label.islower() for label in labels)
+        and labels[-1].isalpha()
+        and 2 <= len(labels[-1]) <= 6
+        and not _secret_column(labels[-1])
+    )
 
 
 # an API's client built with one string: its credential (TodoistAPI("<40 hex>"), WebClient("..."))
@@ -509,6 +525,8 @@ def _spaced_key(text: str, match: Any) -> Span:
     start, end = match.span()
     if text[start].isspace() or text[start] in _KEY_SPACE_STARTS:
         start += 1  # the character before the key
+    if text[start] == ":":
+        start += 1  # a keyword's colon (Clojure's {:password "x"}, EDN)
     end = len(text[start:end].rstrip(" \t").rstrip(",").rstrip(" \t").rstrip("\"'").rstrip("\\")) + start
     return start, end
 

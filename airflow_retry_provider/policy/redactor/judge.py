@@ -67,6 +67,10 @@ def _error_code(value: str) -> bool:
     return _BRACKETED_CODE.match(value) is not None
 
 
+LONG_NUMBER = 20
+"""Digits only, this many or more: a number (a fiscal document's key, a parcel's), not a PIN or a password."""
+
+
 def _not_secret(value: str) -> bool:
     """A placeholder, not a value: ``***``, ``null``, ``%s``, ``<token>``, a shell variable in capitals
     (``$TOKEN``, ``${PG_PASSWORD}``; ``$ecret1`` is a value)."""
@@ -78,6 +82,8 @@ def _not_secret(value: str) -> bool:
         return True  # where the secret is kept (cosign's --key env://COSIGN_PRIVATE_KEY), not the secret
     if value.startswith(_SSH_PUBLIC_KEY_TYPES):
         return True  # a public key (--authorized_keys "ssh-ed25519 AAAA..."): published by design
+    if len(value) >= LONG_NUMBER and value.isdigit():
+        return True  # a document's or a parcel's number (Brazil's 44-digit NF-e access key), no credential
     if len(value) == 42 and value[:2] in ("0x", "0X") and not value[2:].translate(_HEX):
         return (
             True  # an Ethereum-style account's address (0x and 40 hex digits), public; a private key has 64
@@ -335,6 +341,7 @@ _HASH_WORDS = (
     "container", "ref ", "ref:", "ref=", "refs/", "reference", "checkout", "merge", "rebase", "revert", "reset", "cherry-pick", "fetch",
     "want ", "pack", "parent", "ocid1.", "arn:", "run '", "run_", "job ", "job '", "job_", "ssh-rsa", "ssh-ed25519", "ssh-dss", "event", "updating", "change", "check sum", "public", "peer",
     "chunk",  # a buffer's chunk id (Fluentd's chunk="<32 hex>")
+    "nonce",  # a nonce is sent in the clear to be used once (ACME's Replay-Nonce, a checkout's nonce)
     # an object named by its noun just before its id (Comet's "experiment <32 hex>", Swarm's "node <25>")
     "experiment", "node ", "dataset", "model ", "artifact", "pipeline", "workflow", "deployment",
     "instance", "volume", "snapshot", "service ", "task ", "workspace", "project ", "batch ",
@@ -404,7 +411,8 @@ def _looks_secret(value: str) -> bool:
     return any(not c.isalpha() for c in value) or any(c.isupper() for c in value[1:])
 
 
-_SOURCE_FILES = (".py", ".java", ".go", ".rb", ".js", ".ts", ".scala", ".kt", ".php", ".cs", ".rs", ".sh")
+_SOURCE_FILES = (".py", ".java", ".go", ".rb", ".js", ".ts", ".scala", ".kt", ".php", ".cs", ".rs", ".sh", ".ex", ".exs",
+                 ".erl", ".clj", ".hs", ".ml", ".cr", ".zig", ".dart", ".lua", ".jl", ".swift", ".cpp", ".groovy")  # fmt: skip
 """A key that is a source file: ``{cafe24_token.py:33}`` in Airflow's log prefix is a file and its line."""
 
 

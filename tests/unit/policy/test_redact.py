@@ -514,6 +514,7 @@ HELD_OUT = (
     "holdout29.yaml",
     "holdout30.yaml",
     "holdout31.yaml",
+    "holdout32.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -531,7 +532,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout31, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout32, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -2108,6 +2109,40 @@ def test_round_thirty_two_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_thirty_two_keeps(text: str) -> None:
     """What round thirty-two's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a keyword's colon before a secret's name (Clojure's and EDN's maps)
+        ('{:host "redis-sess.acme.internal", :port 6379, :password "VtX2yfDhtjZVKg3fXk", :db 3}', '{:host "redis-sess.acme.internal", :port 6379, :password "***", :db 3}'),
+        # a chosen password's mix stays hidden where no id's key holds it
+        ("login ana Settle!2024q2", "login ana ***"),
+    ],
+)  # fmt: skip
+def test_round_thirty_three_classes(text: str, expected: str) -> None:
+    """Round thirty-three's classes (holdout32's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a nonce is sent in the clear
+        "replay-nonce: 0101kH3vYq_TnW8dPb2xLmR9sJc4eFgA7uZoNiK5wQyXh1E",
+        # a number of twenty digits or more is a document's, whatever key word stands before it
+        "Chave de acesso: 35250612345678000190550010000452171093847261 (nota 45217, série 1)",
+        # a host's name first in a call is no key's name
+        'api = APIWrapper("labkey.lab.acme.org", "Neuro/Study42", use_ssl=True)',
+        # a source file's line in a stack trace (Elixir)
+        "    (partner_portal 1.8.2) lib/partner_portal/tokens.ex:44 PartnerPortal.Tokens.verify!/1",
+        # an id's key holds a value shaped as a chosen password
+        "onfleet-hook: triggerName=taskCompleted taskId=kc8SS1tzuZ~jqjlebKGrUmpe shortId=7b1c0fe2",
+    ],
+)  # fmt: skip
+def test_round_thirty_three_keeps(text: str) -> None:
+    """What round thirty-three's classes must keep."""
     assert redact(text) == text
 
 
