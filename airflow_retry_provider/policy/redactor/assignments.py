@@ -120,7 +120,7 @@ _JSON_OBJECT = pattern(r"\{[ \t]*(?:\\*[\"'][^\"'\r\n]{1,64}\\*[\"']|[A-Za-z_$][
 # match again with its NFA (5 ms for a 16 KiB word of key characters, 0.1 ms without); the key is
 # the match less the character before it and the separator after it (_spaced_key)
 _KEY_SPACE = pattern(
-    rf"(?:^|[\s\"'(\[{{,，。；、（【「]|(?:^|[\s{{(\[]):)(?:{_KEY})(?:\\*[\"'][ \t]*,[ \t]*|[ \t]+)",
+    rf"(?:^|[\s\"'(\[{{,，。；、（【「]|[{{(\[,][ \t]*:)(?:{_KEY})(?:\\*[\"'][ \t]*,[ \t]*|[ \t]+)",
     ignore_case=True,
 )
 
@@ -525,8 +525,9 @@ def _spaced_key(text: str, match: Any) -> Span:
     start, end = match.span()
     if text[start].isspace() or text[start] in _KEY_SPACE_STARTS:
         start += 1  # the character before the key
-    if text[start] == ":":
-        start += 1  # a keyword's colon (Clojure's {:password "x"}, EDN)
+    keyword = text[start:end].lstrip(" \t")
+    if keyword.startswith(":"):
+        start = end - len(keyword) + 1  # a keyword's colon (Clojure's {:a 1, :password "x"}, EDN)
     end = len(text[start:end].rstrip(" \t").rstrip(",").rstrip(" \t").rstrip("\"'").rstrip("\\")) + start
     return start, end
 
