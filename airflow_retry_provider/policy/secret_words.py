@@ -78,6 +78,7 @@ SECRET_WORDS: dict[str, tuple[str, ...]] = {
     "ta": ("கடவுச்சொல்",),
     "sw": ("nenosiri",),
     "az": ("şifrə",),
+    "uz": ("parol",),  # Uzbek's and Azerbaijani's, and Russian's пароль romanised
     "ka": ("პაროლი",),
     "hy": ("գաղտնաբառ",),
     "is": ("lykilorð",),

@@ -230,7 +230,13 @@ def _setter_key(name: str, builder: bool) -> str | None:
             and name.startswith(prefix)
         ):
             return rest
+    if name.lower() in _OPTION_CALLS:
+        return name  # a config language's option, called (syslog-ng's password("x"), a Gradle block's)
     return None
+
+
+_OPTION_CALLS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "api_key", "credentials")
+"""Option names a config language writes as a call with its value: the call sets the option."""
 
 
 # a user's key whose value is its name and password (curlftpfs' -o user=name:x, coturn's user=name:x)
@@ -251,6 +257,13 @@ def _user_pairs(text: str, spans: list[Span]) -> None:
 _LOGIN_TUPLE = pattern(
     r"(?:^|[^\w-])([A-Za-z_][\w-]{0,40})[ \t]*[=:][ \t]*\([ \t]*([^\s,()'\"=]+)[ \t]*,[ \t]*([^\s,()'\"=]+)"
     r"(?:[ \t]*,[ \t]*([^\s,()'\"=]+))?[ \t]*\)"
+)
+
+
+# the same pair quoted in a vector after a keyword (clj-http's :basic-auth ["user" "pw"], EDN)
+_LOGIN_VECTOR = pattern(
+    r"(?:^|[\s{(\[,]):([A-Za-z_][\w-]{0,40})[ \t]+\[[ \t]*\"([^\"\r\n]{1,64})\"[ \t,]+\"([^\"\r\n]{1,256})\""
+    r"(?:[ \t,]+\"([^\"\r\n]{1,256})\")?[ \t]*\]"
 )
 
 
@@ -360,8 +373,8 @@ def _one_string_calls(text: str, spans: list[Span], setters: bool, clients: bool
             spans.append(match.span(group))
 
 
-def _login_tuples(text: str, spans: list[Span]) -> None:
-    for match in _matches(_LOGIN_TUPLE, text, spans):
+def _login_tuples(text: str, spans: list[Span], pattern_: Pattern = _LOGIN_TUPLE) -> None:
+    for match in _matches(pattern_, text, spans):
         key = match.group(1).lower()
         if key == "id" or not key.endswith(_LOGIN_KEY_ENDINGS) or match.group(2).isdigit():
             continue  # id=(1,2): numbers, not a user
@@ -604,6 +617,15 @@ _LINKING_WORDS = ("as", "is", "was", "in")
 """A word that links a key to its value in a sentence (``key as x``, ``key in use=x``)."""
 
 
+def _snake_name(value: str) -> bool:
+    """A name in lower-case words joined by ``_`` or ``-``, a version's short piece among them
+    (Flipt's flag key ``momo_retry_v2``); a random key has a long piece mixing letters and digits."""
+    pieces = value.replace("-", "_").split("_")
+    return len(pieces) >= 2 and all(
+        piece.isalnum() and piece.islower() and (piece.isalpha() or len(piece) <= 3) for piece in pieces
+    )
+
+
 def _block_label(text: str, end: int) -> bool:
     """Whether the word ending at ``end`` is quoted and opens a block (HCL's ``credentials "<host>" {``)."""
     closing = end if text[end : end + 1] in ('"', "'") else end - 1
@@ -803,6 +825,7 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
             continue  # the shell's working directory (PWD=/opt/airflow), not ODBC's password
         if lowered in ("key", "keys") and (
             not any(c.isdigit() for c in value)
+            or _snake_name(value)
             or "/" in value
             or ("." in value and all(map(_readable, value.split("."))))
         ):
@@ -992,7 +1015,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _JSON_OBJECT, _OAUTH_CODE, _TYPOGRAPHIC,
     _FORM_BODY, _SHORT_KEY_DSN,
     _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
-    _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _BRACKETED,
+    _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _LOGIN_VECTOR, _BRACKETED,
     _SETTING_ECHO, _PYDANTIC_INPUT, _TRAIT_ERROR, _CUE_ERROR, _GO_FIELD, _USER_PAIR_KEY, _ERROR_OBJECT,
     _ID_ASSIGNMENT, _SECRET_KEY_BEFORE,
 )  # fmt: skip
@@ -1065,6 +1088,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
                 spans.append(match.span(1))
     if "(" in text and ("=(" in text or "= (" in text or ":(" in text or ": (" in text):
         _login_tuples(text, spans)
+    if ' ["' in text:
+        _login_tuples(text, spans, _LOGIN_VECTOR)
     if "input_value=" in text:
         _refused_inputs(_PYDANTIC_INPUT, text, spans)
     if "' trait of " in text:

@@ -254,8 +254,8 @@ _NAMING_KEYS = (
 _ROUTING_KEYS = ("routingkey", "routing_key")
 
 
-# flags that name a key by its id (GnuPG's and duplicity's --encrypt-key 9F3C2A1B), not a secret
-_KEY_ID_FLAGS = frozenset({"encrypt-key", "sign-key", "hidden-encrypt-key", "default-key", "trusted-key", "local-user"})  # fmt: skip
+# flags that name a key by its id (GnuPG's and duplicity's --encrypt-key 9F3C2A1B, aptly's -gpg-key), not a secret
+_KEY_ID_FLAGS = frozenset({"encrypt-key", "sign-key", "hidden-encrypt-key", "default-key", "trusted-key", "local-user", "gpg-key"})  # fmt: skip
 
 
 # Python's "SomeTokenError: message": an exception's name, not a key
@@ -436,7 +436,7 @@ def _secret_key(key: str) -> bool:
     """Whether a matched key really names a secret (not ``secret_name``, ``token_url``, ``PWD=/home``;
     ``secret_id`` is Vault AppRole's credential, ``token_id`` and ``key_id`` name one)."""
     lowered = key.lower().lstrip("-")
-    if key.startswith("--") and lowered in _KEY_ID_FLAGS:
+    if key.startswith("-") and lowered in _KEY_ID_FLAGS:
         return False
     if key.startswith("--no-"):
         return False  # a negated flag is a switch, it takes no value (hci's --no-token-check, --no-password)

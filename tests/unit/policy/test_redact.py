@@ -515,6 +515,7 @@ HELD_OUT = (
     "holdout30.yaml",
     "holdout31.yaml",
     "holdout32.yaml",
+    "holdout33.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -532,7 +533,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout32, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout33, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -2143,6 +2144,39 @@ def test_round_thirty_three_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_thirty_three_keeps(text: str) -> None:
     """What round thirty-three's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a config language's option written as a call
+        ('            password("Lq5rW2nZ8xT4kP7m")', '            password("***")'),
+        # Uzbek's parol
+        ("Eskiz: token olinmoqda, email=sms-bot@ipak-logistika.uz parol=Ik7vQ2mLx9Tz4Rw8", "Eskiz: token olinmoqda, email=sms-bot@ipak-logistika.uz parol=***"),
+        # a user and a password quoted in a vector after a login's keyword
+        (':request {:method :post, :basic-auth ["etl-user" "Ty8Kp3vWq6Zm2Lx9"]}', ':request {:method :post, :basic-auth ["etl-user" "***"]}'),
+    ],
+)  # fmt: skip
+def test_round_thirty_four_classes(text: str, expected: str) -> None:
+    """Round thirty-four's classes (holdout33's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a GnuPG key's id after aptly's -gpg-key
+        "['aptly', 'publish', 'update', '-gpg-key=7A3F19C2E4B08D51', '-batch', 'jammy']",
+        # a flag's key in lower-case words with a version's short piece
+        '"payload":{"key":"momo_retry_v2","enabled":true}',
+        # a call that is no option's, and an EDN vector under no login's keyword
+        'print("hello"); password_reset("ana@example.org")',
+        '{:tags ["etl" "nightly"]}',
+    ],
+)  # fmt: skip
+def test_round_thirty_four_keeps(text: str) -> None:
+    """What round thirty-four's classes must keep."""
     assert redact(text) == text
 
 
