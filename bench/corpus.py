@@ -114,7 +114,7 @@ TARGETS = {
     "holdout33.yaml": 100.0,  # 53/60 at first sight (round thirty-three), fitted in round thirty-four
 }
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
-MEASURED: dict[str, float] = {}  # the next set written blind after round thirty-four, never fitted
+MEASURED: dict[str, float] = {"holdout34.yaml": 97.0}  # written after round thirty-four, never fitted
 """Held-out sets nothing was fitted to: their figure says whether the design generalises, printed
 beside the issue's target; a miss is reported, not a failure of the run (nothing may be fitted to them)."""
 KNOWN_FAILURES = DATA / "holdout_known_failures.yaml"
