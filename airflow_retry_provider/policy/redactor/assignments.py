@@ -12,12 +12,15 @@ from airflow_retry_provider.policy.redactor.judge import (
     _DEVICE_KINDS,
     _FOREIGN_WORDS,
     _NOT_SECRETS,
+    _OUTRIGHT_WORDS,
     _PASSWORD_KEYS,
     _SPACED_KEY,
     PROSE_WORDS,
+    _domain_name,
     _flag_prose,
     _id_key,
     _identity,
+    _key_before,
     _looks_random,
     _looks_secret,
     _next_assignment,
@@ -328,14 +331,8 @@ def _host_name(word: str) -> bool:
     """A host's name, not a key's (LabKey's ``APIWrapper("labkey.lab.acme.org", "<container>")``): three or
     more lower-case labels, the last of 2 to 6 letters naming no secret (``spring.datasource.password``
     and ``db.conn.pw`` are keys)."""
-    labels = word.split(".")
-    return (
-        len(labels) >= 3
-        and all(label and label.replace("-", "").isalnum() and label.islower() for label in labels)
-        and labels[-1].isalpha()
-        and 2 <= len(labels[-1]) <= 6
-        and not _secret_column(labels[-1])
-    )
+    top = word.rpartition(".")[2]
+    return _domain_name(word) and word.islower() and 2 <= len(top) <= 6 and not _secret_column(top)
 
 
 # an API's client built with one string: its credential (TodoistAPI("<40 hex>"), WebClient("..."))
@@ -1001,14 +998,14 @@ def shown_ids(text: str, spans: list[Span]) -> frozenset[str]:
 MAX_IDS = 32
 """Id assignments read per text, at most."""
 
-# a key naming a secret outright, just before a value (Vault's secret_id='<uuid>', also its role_id's)
-_SECRET_KEY_BEFORE = pattern(r"(?i:secret|pass|pwd|token|credential)[\w.-]*[\"']?[ \t]*[:=][ \t]*[\"']?$")
-
 
 def echoed_id(text: str, start: int, end: int, shown: frozenset[str]) -> bool:
     """Whether ``text[start:end]`` is a shown id (:func:`shown_ids`) that no key naming a secret
     outright holds there: a password, secret or token equal to an id stays hidden."""
-    return text[start:end] in shown and _SECRET_KEY_BEFORE.search(text[max(0, start - 48) : start]) is None
+    if text[start:end] not in shown:
+        return False
+    key = _key_before(text, start)
+    return key is None or not any(word in key.lower() for word in _OUTRIGHT_WORDS)
 
 
 PATTERNS: tuple[Pattern, ...] = (
@@ -1017,7 +1014,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _LOGIN_VECTOR, _BRACKETED,
     _SETTING_ECHO, _PYDANTIC_INPUT, _TRAIT_ERROR, _CUE_ERROR, _GO_FIELD, _USER_PAIR_KEY, _ERROR_OBJECT,
-    _ID_ASSIGNMENT, _SECRET_KEY_BEFORE,
+    _ID_ASSIGNMENT,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 

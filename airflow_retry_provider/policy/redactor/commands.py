@@ -10,6 +10,7 @@ from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _DEVICE_KINDS,
     PROSE_WORDS,
+    _domain_name,
     _error_code,
     _looks_secret,
     _not_secret,
@@ -333,10 +334,11 @@ def _location(arg: str) -> bool:
     labels = host.split(".")
     if len(labels) == 4 and all(label.isdigit() for label in labels):
         return True
-    return host == "localhost" or (
-        len(labels) >= (2 if cut else 3)  # a cut host's domain may be gone: 'rmq-shop.intern...'
-        and (cut or labels[-1].isalpha())
-        and all(label.replace("-", "").isalnum() for label in labels)
+    return (
+        host == "localhost"
+        or _domain_name(host)
+        # a cut host's domain may be gone: 'rmq-shop.intern...'
+        or (cut and len(labels) >= 2 and all(label.replace("-", "").isalnum() for label in labels))
     )
 
 

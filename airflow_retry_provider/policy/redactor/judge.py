@@ -226,6 +226,23 @@ def _scoped_token(value: str) -> int:
     return 0
 
 
+def _domain_name(word: str, labels: int = 3) -> bool:
+    """A host's name with its domain: ``labels`` or more labels of letters, digits and dashes, the
+    last of letters (``db-1.prod.acme.io``)."""
+    parts = word.split(".")
+    return len(parts) >= labels and parts[-1].isalpha() and all(p.replace("-", "").isalnum() for p in parts)
+
+
+# the key just before a value: taskId=, "order_id": (group 1)
+_KEY_BEFORE = pattern(r"([A-Za-z][\w.-]{0,40})[\"']?[ \t]*[:=][ \t]*[\"']?$")
+
+
+def _key_before(text: str, start: int) -> str | None:
+    """The key written just before the value at ``text[start]`` (``taskId=``, ``"order_id": "``), or None."""
+    match = _KEY_BEFORE.search(text[max(0, start - 48) : start])
+    return None if match is None else match.group(1)
+
+
 def _id_key(key: str) -> bool:
     """A key named as an object's id (``zone_id``, ``OSSAccessKeyId``, ``client_id``): its value is what
     on-call looks up, however random, unless the id is a credential (``session_id``, ``app_id``)."""
@@ -317,7 +334,11 @@ _ENGLISH_KEY_WORDS = ("pass", "pw", "token", "key", "secret", "credential", "sig
 _KEY_WORDS = (*_ENGLISH_KEY_WORDS, *_FOREIGN_WORDS)
 
 
-_XML_WORDS = ("pass", "pwd", "secret", "token", "credential", "signature", "key", *_FOREIGN_WORDS)
+_OUTRIGHT_WORDS = ("pass", "pwd", "secret", "token", "credential")
+"""Words that name a secret outright: a value under a key holding one is a secret, even one equal to an id."""
+
+
+_XML_WORDS = (*_OUTRIGHT_WORDS, "signature", "key", *_FOREIGN_WORDS)
 
 
 _HEXDIGITS = frozenset(string.hexdigits)
@@ -753,7 +774,7 @@ def _object_name(token: str, pieces: list[str]) -> bool:
     )
 
 
-_SECRET_IN_NAME = ("key", "secret", "token", "pass", "pwd", "credential", "sig", "auth", "hmac")
+_SECRET_IN_NAME = (*_OUTRIGHT_WORDS, "key", "sig", "auth", "hmac")
 
 
 _SECRET_COLLECTIONS = ("keys", "tokens", "secrets", "credentials", "passwords", "hooks", "webhooks",

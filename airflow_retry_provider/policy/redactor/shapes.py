@@ -10,8 +10,10 @@ from airflow_retry_provider.policy import vendor
 from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _HEX,
+    _KEY_BEFORE,
     _collection_segment,
     _id_key,
+    _key_before,
     _key_shaped,
     _looks_random,
     _mixed,
@@ -109,17 +111,13 @@ def _chosen(word: str) -> bool:
     )
 
 
-# the key just before a value: taskId=, "order_id": (group 1)
-_KEY_BEFORE = pattern(r"([A-Za-z][\w.-]{0,40})[\"']?[ \t]*[:=][ \t]*[\"']?$")
-
-
 def _words_shaped(pattern_: Pattern, shaped: Callable[[str], bool], text: str, spans: list[Span]) -> None:
     """Every word ``pattern_`` finds (its group 1) that has the ``shaped`` mix (:func:`_chosen`,
     :func:`_passphrase`), unless a key naming an id holds it (Onfleet's ``taskId=kc8SS1tzuZ~jqjl...``)."""
     for match in _matches(pattern_, text, spans):
         if shaped(match.group(1)):
-            key = _KEY_BEFORE.search(text[max(0, match.start(1) - 48) : match.start(1)])
-            if key is None or not _id_key(key.group(1)):
+            key = _key_before(text, match.start(1))
+            if key is None or not _id_key(key):
                 spans.append(match.span(1))
 
 
