@@ -274,9 +274,10 @@ _LOGIN_KEY_ENDINGS = ("id", "auth", "login", "logon", "cred", "creds", "credenti
 """A key ending so names who logs in; its pair's second element is a password (bare ``id`` is not)."""
 
 
-# an Erlang or Elixir option tuple whose atom names a secret: {password, "x"}, {secret_key, <<"x">>}
+# an Erlang or Elixir option tuple whose atom names a secret: {password, "x"}, {secret_key, <<"x">>};
+# or a header's, its name a binary (gun's and hackney's {<<"x-api-key">>, <<"x">>})
 _ERLANG_TUPLE = pattern(
-    r"\{[ \t]*:?([a-z][\w@]*)[ \t]*,[ \t]*(?:<<)?(?:\"([^\"\r\n]*)\"|'([^'\r\n]*)'|([^\s,}>'\"]+))"
+    r"\{[ \t]*(?::?([a-z][\w@]*)|<<\"([A-Za-z][\w-]{0,63})\">>)[ \t]*,[ \t]*(?:<<)?(?:\"([^\"\r\n]*)\"|'([^'\r\n]*)'|([^\s,}>'\"]+))"
 )
 
 
@@ -382,10 +383,11 @@ def _login_tuples(text: str, spans: list[Span], pattern_: Pattern = _LOGIN_TUPLE
 
 
 def _erlang_tuples(text: str, spans: list[Span]) -> None:
-    """An option tuple's value when its atom names a secret (``{password, "x"}``)."""
+    """An option tuple's value when its atom or its binary name names a secret (``{password, "x"}``)."""
     for match in _matches(_ERLANG_TUPLE, text, spans):
-        if _secret_name(match.group(1)) or match.group(1).lower() == "pw":
-            for index in (2, 3, 4):
+        name = match.group(1) if match.group(1) is not None else match.group(2)
+        if _secret_name(name) or name.lower() == "pw":
+            for index in (3, 4, 5):
                 start, end = match.span(index)
                 if start >= 0:
                     if end > start and not _not_secret(text[start:end]):

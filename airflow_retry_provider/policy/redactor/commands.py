@@ -13,6 +13,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _domain_name,
     _error_code,
     _looks_secret,
+    _mixed,
     _not_secret,
     _prose,
     _readable,
@@ -101,6 +102,11 @@ _CONNECT_CALL = pattern(rf"\([ \t]*((?:{_CALL_ARG}[ \t]*,[ \t]*){{2,8}}{_CALL_AR
 
 
 _CALL_ARGUMENT = pattern(_CALL_ARG)
+
+
+# a case class's repr: its name, then fields written bare and joined by commas, to the first
+# parenthesis (Scala's DbConfig(jdbc:postgresql://h:5432/db,ingest,<password>,16))
+_BARE_FIELDS = pattern(r"(?:^|[^\w.])[A-Z]\w{0,40}\(([^\s()'\"]{1,512})")
 
 
 # a registry value named as a secret, and its data (reg add ... /v DefaultPassword /t REG_SZ /d x)
@@ -376,6 +382,21 @@ def _connection_arguments(args: list[tuple[int, int, str]], spans: list[Span]) -
     _password_before_url(args, spans)
 
 
+def _bare_logins(text: str, spans: list[Span]) -> None:
+    """Of a case class's bare fields, the one after a URL and a user's name: the password, when shaped
+    as a secret (doobie's and ScalikeJDBC's ``DbSettings(<name>,<jdbc url>,<user>,<password>,...)``)."""
+    for match in _matches(_BARE_FIELDS, text, spans):
+        fields = match.group(1).split(",")
+        start = match.start(1)
+        for index, field in enumerate(fields[:-2]):
+            if "://" in field:
+                user, password = fields[index + 1], fields[index + 2]
+                if _user_name(f"'{user}'") and _looks_secret(password) and not _not_secret(password):
+                    start += sum(len(f) + 1 for f in fields[: index + 2])
+                    spans.append((start, start + len(password)))
+                break
+
+
 def _password_before_url(args: list[tuple[int, int, str]], spans: list[Span]) -> None:
     """A user, then a secret-shaped value, then the URL to connect to (a banking client's
     ``FinTS3PinTanClient('<bank code>', '<user>', '<pin>', 'https://...')``): the value is the password."""
@@ -474,8 +495,10 @@ def _device_values(text: str, spans: list[Span]) -> None:
 
 def _piped_secrets(text: str, lowered: str, spans: list[Span]) -> None:
     """What ``echo``/``printf`` writes into a command that reads a secret from standard input:
-    the sink on the same line after ``|``, or on the line before or after (a ``bash -x`` trace); or,
-    shaped as a secret, the answer to a tool's prompt for one printed below (``Enter wallet password:``)."""
+    the sink on the same line after ``|``, or on the line before or after (a ``bash -x`` trace); or one
+    word shaped as a secret, the answer to a tool's prompt for one printed below (``Enter wallet
+    password:``), or piped into any command with a person's mix of capitals, small letters and digits
+    (``echo "Gr1dP@ss-77" | dirac-proxy-init -p``)."""
     prompted = _PROMPT.search(text) is not None
     for match in _matches(_PIPED, text, spans):
         start, end = match.span(1)
@@ -495,10 +518,12 @@ def _piped_secrets(text: str, lowered: str, spans: list[Span]) -> None:
         if text[end - 1 : end] in ("'", '"') and end - 1 > start:
             end -= 1
         word = text[start:end]
+        one_secret = _looks_secret(word) and not word.isalpha() and not any(c.isspace() for c in word)
+        mixed = one_secret and _mixed(word) and not _readable(word)  # a person's mix, not a tag or a date
         if (not any(sink in near for sink in _STDIN_SINKS) and _LOGIN_SINK.search(near) is None) and not (
-            prompted and _looks_secret(word) and not word.isalpha() and not any(c.isspace() for c in word)
+            (one_secret and prompted) or (mixed and "|" in rest)
         ):
-            continue  # no sink that reads a secret; nor a prompt for one that this answers (one word)
+            continue  # no sink that reads a secret; nor, for one secret-shaped word, a prompt it answers or a pipe
         if end > start and not _not_secret(text[start:end]) and text[start:end] != "-":
             spans.append((start, end))
 
@@ -631,7 +656,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 PATTERNS: tuple[Pattern, ...] = (
     _PROMPT, _ORACLE, _ORACLE_WORD, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
-    _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
+    _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _JOINED_LITERAL,
 )  # fmt: skip
 """This module's patterns, beside ``policy/argv.py``'s (the linear-time test runs each on adversarial input)."""
@@ -662,6 +687,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _spans_of(_LOGIN_CALL, text, spans, groups=2)
     if "connect" in gates:
         _connection_directives(text, spans)
+    if "://" in text and "(" in text:
+        _bare_logins(text, spans)
     if " " in text and "." in text:
         _host_port_logins(text, spans)
     if "(" in text and ("hmac" in lowered or "sha" in lowered or "md5(" in lowered):
@@ -669,7 +696,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
     if not gates.isdisjoint(_DEVICE_WORDS):
         _device_secrets(text, spans)
     if ("echo" in gates or "printf" in gates) and (
-        any(map(lowered.__contains__, _STDIN_SINKS))
+        "|" in text
+        or any(map(lowered.__contains__, _STDIN_SINKS))
         or any(map(lowered.__contains__, ("password", "passphrase", "login", "signin", "unlock")))
     ):
         _piped_secrets(text, lowered, spans)

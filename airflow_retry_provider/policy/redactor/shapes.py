@@ -4,6 +4,7 @@ catch-all (judged by ``judge._looks_random`` and ``judge._named_hash``)."""
 
 from __future__ import annotations
 
+import string
 from collections.abc import Callable
 
 from airflow_retry_provider.policy import vendor
@@ -160,7 +161,31 @@ many paths), then stops: the other families still run on the whole text."""
 
 
 def _pem(text: str, spans: list[Span]) -> None:
-    spans.extend(match.span() for match in _matches(_PEM, text, spans))
+    for match in _matches(_PEM, text, spans):
+        start, end = match.span()
+        if end == len(text) and text[start] == "-" and "END" not in text[start:end]:
+            end = _key_end(text, start)
+        spans.append((start, end))
+
+
+_BASE64 = frozenset(string.ascii_letters + string.digits + "+/=")
+
+
+def _key_end(text: str, start: int) -> int:
+    """Where a PEM key cut short ends (an excerpt, ``BEGIN PRIVATE KEY----- MIIEvQ...`` and no END
+    line): after the last line that goes on with its body (a run of base64, not of letters alone, after a log's
+    prefix), not at the text's end, so the log below stays readable (Maskinporten's trace id)."""
+    end = text.find("\n", start)
+    while end >= 0:
+        line_end = text.find("\n", end + 1)
+        line = text[end + 1 : len(text) if line_end < 0 else line_end]
+        head, dash, rest = line.partition(" - ")
+        words = (rest if dash and head.startswith("[") else line).split()  # [<time>] INFO - <body>
+        word = words[0] if words else ""
+        if not (len(word) >= 8 and set(word) <= _BASE64 and (word.endswith("=") or not word.isalpha())):
+            return end
+        end = line_end
+    return len(text)
 
 
 def _random_part(token: str, whole: bool) -> Span:

@@ -516,6 +516,7 @@ HELD_OUT = (
     "holdout31.yaml",
     "holdout32.yaml",
     "holdout33.yaml",
+    "holdout34.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -533,7 +534,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout33, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout34, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -2177,6 +2178,51 @@ def test_round_thirty_four_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_thirty_four_keeps(text: str) -> None:
     """What round thirty-four's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a private key cut short: hidden to its body's last line, not to the text's end
+        ("Privat nøkkel (utdrag): -----BEGIN PRIVATE KEY----- MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7xQ3p\n"
+         "[2025-10-13, 07:30:16] INFO - Feil: invalid_grant (trace_id: 7c1f9e2ab04d63e8) orgnr 987654321",
+         "Privat nøkkel (utdrag): ***\n"
+         "[2025-10-13, 07:30:16] INFO - Feil: invalid_grant (trace_id: 7c1f9e2ab04d63e8) orgnr 987654321"),
+        ("key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw\n"
+         "[2025-10-13] INFO - 7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxKLxoS2tFc\n[2025-10-13] ERROR - failed job 5521",
+         "key:\n***\n[2025-10-13] ERROR - failed job 5521"),
+        # one word with a person's mix, piped by echo into any command
+        ("['/usr/bin/bash', '-c', 'echo \"Hq7xWm2Lp9Tz\" | gridtool-init -g ops -p -v 12:00']",
+         "['/usr/bin/bash', '-c', 'echo \"***\" | gridtool-init -g ops -p -v 12:00']"),
+        # a case class's bare fields: a URL, a user's name, then the password
+        ("starting with Settings(reports,jdbc:postgresql://pg.example.internal:5432/app,ingest,Qm7xLp2Wz9Rt,PoolSettings(8,32))",
+         "starting with Settings(reports,jdbc:postgresql://pg.example.internal:5432/app,ingest,***,PoolSettings(8,32))"),
+        # an Erlang header tuple, its name a binary
+        ('gun:get(ConnPid, "/api/v1/cases", [{<<"x-api-key">>, <<"svc_7Hq2LmZx9Wp4Tr">>}])',
+         'gun:get(ConnPid, "/api/v1/cases", [{<<"x-api-key">>, <<"***">>}])'),
+    ],
+)  # fmt: skip
+def test_round_thirty_five_classes(text: str, expected: str) -> None:
+    """Round thirty-five's classes (holdout34's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a content's id after its singular noun in a REST path
+        "Received unexpected response code 502 from https://connect.example.org/__api__/v1/content/3f2b8a1c-9d4e-4c7a-b5e6-0a1d2c3e4f50/deploy",
+        # what echo pipes with no person's mix: words, a date, a version, a tag, a variable
+        'echo "hello world" | wc -w; echo 2025-06-11 | cut -d- -f1; echo v1.2.3 | tr . -; echo build-42 | tee out.txt; echo "$DB_PASSWORD" | psql',
+        # a case class's bare fields with no secret-shaped word after the user
+        "Endpoint(https://api.example.org/v1,reader,default,30)",
+        # header tuples naming no secret
+        '[{<<"retry-after">>,<<"120">>},{<<"x-request-id">>,<<"2c41f7e8-0b9a-4d61-8e3c-5a7b9d0e1f23">>}]',
+    ],
+)  # fmt: skip
+def test_round_thirty_five_keeps(text: str) -> None:
+    """What round thirty-five's classes must keep."""
     assert redact(text) == text
 
 
