@@ -116,7 +116,7 @@ TARGETS = {
     "holdout34.yaml": 100.0,  # 53/60 at first sight (round thirty-four), fitted in round thirty-five
 }
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
-MEASURED: dict[str, float] = {}  # the next set written blind after round thirty-five goes here, never fitted
+MEASURED: dict[str, float] = {"holdout35.yaml": 97.0}  # written after round thirty-five, never fitted
 """Held-out sets nothing was fitted to: their figure says whether the design generalises, printed
 beside the issue's target; a miss is reported, not a failure of the run (nothing may be fitted to them)."""
 KNOWN_FAILURES = DATA / "holdout_known_failures.yaml"
