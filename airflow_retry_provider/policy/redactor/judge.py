@@ -838,7 +838,8 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
         return True  # an object's id after its collection in a path: /Accounts/AC<32 hex>/, /payments/<id>
     window = 80 if before.endswith("..") else len(before) if hexadecimal else 32
     near = before[-32:].lower()
-    if not any(word in before[-window:] for word in _HASH_WORDS) and not any(
+    named = before[-window:].replace("invalid", "")  # "token invalid: <hex>" names no id
+    if not any(word in named for word in _HASH_WORDS) and not any(
         noun in near or f"{noun.rstrip()}=" in near
         for noun in _OBJECT_NOUNS  # customer=<32 hex> (Kuaidi100)
     ):
@@ -861,4 +862,5 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
         return True  # its own key names it ('public_key': 'public_d+k+...', deduplication_key=)
     if len(words) > 1 and any(word in words[-2].lower() for word in _FOREIGN_WORDS):
         return False  # a secret's noun before its adjective: llave privada <hex>, chave secreta
-    return not any(word in key for word in _SECRET_IN_NAME) and not key.endswith(_SECRET_IDS)
+    named_secret = key.replace("signal", "")  # APPSIGNAL_REVISION: "sig" in "signal" names no signature
+    return not any(word in named_secret for word in _SECRET_IN_NAME) and not key.endswith(_SECRET_IDS)

@@ -517,6 +517,7 @@ HELD_OUT = (
     "holdout32.yaml",
     "holdout33.yaml",
     "holdout34.yaml",
+    "holdout35.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -534,7 +535,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout34, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout35, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -2224,6 +2225,36 @@ def test_round_thirty_five_classes(text: str, expected: str) -> None:
 def test_round_thirty_five_keeps(text: str) -> None:
     """What round thirty-five's classes must keep."""
     assert redact(text) == text
+
+
+def test_round_thirty_six_classes() -> None:
+    """Round thirty-six's class (holdout35's first-sight leak): "invalid" before a colon names no id,
+    so a token quoted back after "token invalid:" is hidden as any random run is."""
+    text = (
+        "InvalidGrantError: (invalid_grant) Refresh token invalid: "
+        "9d1e0b7c4a2f58e36b1d9c0a7e4f2b8d5c3a1e9f7b6d4c2a0e8f6b4d2c0a9e7f. Visit https://dev.fitbit.com/docs/oauth2"
+    )
+    assert redact(text) == (
+        "InvalidGrantError: (invalid_grant) Refresh token invalid: ***. Visit https://dev.fitbit.com/docs/oauth2"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # "sig" inside "signal" names no signature: a revision's SHA under an AppSignal variable stays
+        "APPSIGNAL_REVISION=7c1e4b9a2d5f8e3b6a0c9d2f5e8b1a4c7d0e3f6a\n[x] ERROR - deploy marker for 7c1e4b9a2d5f8e3b6a0c9d2f5e8b1a4c7d0e3f6a not sent",
+        # an id after "Invalid id:" is still an id
+        "Invalid id: 7c1e4b9a2d5f8e3b6a0c9d2f5e8b1a4c7d0e3f6a",
+    ],
+)  # fmt: skip
+def test_round_thirty_six_keeps(text: str) -> None:
+    """What round thirty-six's classes must keep; a secret's key with "signal" in it still hides."""
+    assert redact(text) == text
+    assert (
+        redact("APPSIGNAL_PUSH_API_KEY=7c1e4b9a2d5f8e3b6a0c9d2f5e8b1a4c7d0e3f6a")
+        == "APPSIGNAL_PUSH_API_KEY=***"
+    )
 
 
 @pytest.mark.parametrize("word", secret_words.PUBLIC_KEY_WORDS)
