@@ -62,7 +62,8 @@ blind, 54/60 at first sight under round thirty-two) was fitted in round thirty-t
 thirty-four, 58/60 with two known failures; holdout34.yaml (60 more tools written blind, 53/60 at first
 sight under round thirty-four) was fitted in round thirty-five, 58/60 with two known failures; holdout35.yaml
 (60 more tools written blind, 52/60 at first sight under round thirty-five) was fitted in round thirty-six,
-54/60 with six known failures. A held-out set nothing
+54/60 with six known failures; holdout36.yaml (60 more tools written blind, 53/60 at first sight under
+round thirty-six) was fitted in round thirty-seven, 56/60 with four known failures. A held-out set nothing
 was fitted to (listed in ``MEASURED``, when it is placed in tests/data) is measured and printed beside
 the issue's 97 % target without deciding the exit code. Run: ``.venv/bin/python bench/corpus.py``.
 """
@@ -117,9 +118,10 @@ TARGETS = {
     "holdout33.yaml": 100.0,  # 53/60 at first sight (round thirty-three), fitted in round thirty-four
     "holdout34.yaml": 100.0,  # 53/60 at first sight (round thirty-four), fitted in round thirty-five
     "holdout35.yaml": 100.0,  # 52/60 at first sight (round thirty-five), fitted in round thirty-six
+    "holdout36.yaml": 100.0,  # 53/60 at first sight (round thirty-six), fitted in round thirty-seven
 }
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
-MEASURED: dict[str, float] = {"holdout36.yaml": 97.0}  # written after round thirty-six, never fitted
+MEASURED: dict[str, float] = {}  # the next set written blind after round thirty-seven goes here, never fitted
 """Held-out sets nothing was fitted to: their figure says whether the design generalises, printed
 beside the issue's target; a miss is reported, not a failure of the run (nothing may be fitted to them)."""
 KNOWN_FAILURES = DATA / "holdout_known_failures.yaml"

@@ -16,6 +16,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _PASSWORD_KEYS,
     _SPACED_KEY,
     PROSE_WORDS,
+    _bracketed_name,
     _domain_name,
     _flag_prose,
     _id_key,
@@ -171,6 +172,9 @@ _NAMED = (
         r"<(?:name|key)>[ \t]*([^<>\r\n]{1,200}?)[ \t]*</(?:name|key)>\s{0,200}<value>([^<]*)</value>",
         ignore_case=True,
     ),
+    # a property's key and value in brackets, as a config library logs it (Archaius's "adding property
+    # key [db.password], value [x]")
+    pattern(r"\b(?:name|key|property)[ \t]*\[([\w.-]{1,128})\],?[ \t]*value[ \t]*\[([^\]\r\n]*)\]", ignore_case=True),
     # YAML's flow style: {name: DB_PASS, value: x}
     pattern(r"\bname:[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*,[ \t]*value:[ \t]*([^,}\]\r\n]*)", ignore_case=True),
     # a declared block named for a secret, its value the default (HCL: Terraform's and Packer's
@@ -600,6 +604,8 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
             # family) or a device's encryption type (secret sha512 $6$...: the crypt family's)
         if _public_key(text, key_start, key_end):
             continue  # öffentlicher Schlüssel x, открытый ключ x: published
+        if _bracketed_name(value):
+            continue  # a property's name (Archaius's "key [db.password], value [x]")
         if end > start and not _not_secret(value) and _secret_key(key):
             if key.startswith("-") and _flag_prose(text, start, value):
                 continue  # the flag named in a sentence: "Retry with --password prompting enabled."
@@ -688,9 +694,12 @@ def _object_key(key: str, value: str) -> bool:
     (Confluence's ``spaceKey=FINOPS``, Jira's and SonarQube's ``projectKey``), or capitals then
     digits only (a shipment's, an order's code: Yurtiçi Kargo's ``cargoKey=ESR20261206004417``), or
     a Jira issue's key, its project's then a dash and a number (Xray's ``testPlanKey=DWH-412``): no
-    credential is one short upper-case word, nor a word's prefix and a number."""
+    credential is one short upper-case word, nor a word's prefix and a number. A credential's key
+    (``api_key``, ``license-key``, ``secretKey``) names no object, whatever its value's shape."""
     if key.lower().endswith(("hashkey", "hash_key")):
         return _attribute_name(value)
+    if key.lower().replace("_", "").replace("-", "").endswith(_CREDENTIAL_KEYS):
+        return False
     prefix = value.rstrip("0123456789")
     if prefix.endswith("-") and prefix != value:
         prefix = prefix[:-1]  # DWH-412: an issue's key
@@ -702,6 +711,10 @@ def _object_key(key: str, value: str) -> bool:
         and prefix.isalpha()
         and prefix.isupper()
     )
+
+
+_CREDENTIAL_KEYS = ("apikey", "licensekey", "licencekey", "secretkey", "privatekey", "authkey", "signingkey")
+"""Names of a key that is a credential, written with or without ``_`` and ``-`` (``api_key``, ``license-key``)."""
 
 
 def _attribute_name(value: str) -> bool:

@@ -10,6 +10,7 @@ from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _DEVICE_KINDS,
     PROSE_WORDS,
+    _bracketed_name,
     _domain_name,
     _error_code,
     _looks_secret,
@@ -489,6 +490,8 @@ def _device_values(text: str, spans: list[Span]) -> None:
             continue  # a count or a size (ssh key 2048 bits) or an error's code, not a secret
         if any(word.startswith("-") and len(word) > 1 for word in words[:-1]):
             continue  # a command line's flags (isql -user x -password masterkey <db>): not a device's line
+        if _bracketed_name(value):
+            continue  # a property's name (Archaius's "key [db.password], value [x]"), not a device's secret
         if kind == "0" or not _prose(value):
             spans.append((start, end))
 

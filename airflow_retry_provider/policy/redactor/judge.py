@@ -408,6 +408,14 @@ def _mixed(word: str) -> bool:
     )
 
 
+def _bracketed_name(value: str) -> bool:
+    """A dotted name of words in brackets, a comma after it or not (``[feed.source.password],``): a
+    property's name that a config library logs beside its value, not the value."""
+    inner = value.rstrip(",;")
+    inner = inner[1:-1] if inner.startswith("[") and inner.endswith("]") else ""
+    return "." in inner and all(map(_readable, inner.split(".")))
+
+
 def _prose(value: str) -> bool:
     """A word of a sentence, not a value: a lower-case word or an error code (``provided.``,
     ``[unauthorized_client]``, ``invalid_grant``), a bracketed one, or punctuation alone."""

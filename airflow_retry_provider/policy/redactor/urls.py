@@ -73,8 +73,9 @@ _WEBHOOK = pattern(
 _COOKIE = pattern(r"(?:^|[^\w-]|\\[rn])(?:set-)?cookie\\*[\"']?[ \t]*[:=][^\r\n]*", ignore_case=True)
 
 
-_AUTHORIZATION = pattern(  # and a vendor's own: X-Cybozu-Authorization, X-Goog-Authorization
-    r"(?:^|[^\w-]|\\[rn])(?:proxy-|x-[\w-]*-)?authori[sz]ation\\*[\"']?[ \t]*[:=][^\r\n]*", ignore_case=True
+_AUTHORIZATION = pattern(  # and a vendor's own: X-Authorization, X-Cybozu-Authorization, X-Goog-Authorization
+    r"(?:^|[^\w-]|\\[rn])(?:proxy-|x-(?:[\w-]*-)?)?authori[sz]ation\\*[\"']?[ \t]*[:=][^\r\n]*",
+    ignore_case=True,
 )
 
 
