@@ -121,7 +121,7 @@ TARGETS = {
     "holdout36.yaml": 100.0,  # 53/60 at first sight (round thirty-six), fitted in round thirty-seven
 }
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
-MEASURED: dict[str, float] = {}  # the next set written blind after round thirty-seven goes here, never fitted
+MEASURED: dict[str, float] = {"holdout37.yaml": 97.0}  # written after round thirty-seven, never fitted
 """Held-out sets nothing was fitted to: their figure says whether the design generalises, printed
 beside the issue's target; a miss is reported, not a failure of the run (nothing may be fitted to them)."""
 KNOWN_FAILURES = DATA / "holdout_known_failures.yaml"

@@ -68,4 +68,6 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "holdout34.yaml: 58/60 held (96.7 %)" in out  # 53/60 at first sight, fitted in round thirty-five
     assert "holdout35.yaml: 54/60 held (90.0 %)" in out  # 52/60 at first sight, fitted in round thirty-six
     assert "holdout36.yaml: 56/60 held (93.3 %)" in out  # 53/60 at first sight, fitted in round thirty-seven
+    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
+    assert "holdout37.yaml (held out, not fitted): 50/60 held (83.3 %)   target >= 97 % NOT REACHED" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out
