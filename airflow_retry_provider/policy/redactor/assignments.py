@@ -17,6 +17,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _SPACED_KEY,
     PROSE_WORDS,
     _bracketed_name,
+    _compact,
     _domain_name,
     _flag_prose,
     _id_key,
@@ -653,7 +654,8 @@ def _linked_secret(value: str) -> bool:
     )
 
 
-_ACCESS_KEY_IDS = ("accesskey", "access_key", "access-key", "accesskeyid", "access_key_id", "access-key-id")
+_ACCESS_KEY_IDS = ("accesskey", "accesskeyid")
+"""Names of an access key's id, written without ``_`` and ``-`` (``access_key_id``, ``AccessKeyID``)."""
 
 
 _SECRET_KEY_NAMES = ("secretkey", "secret_key", "secret-key", "secretaccesskey", "secret_access_key",
@@ -698,7 +700,7 @@ def _object_key(key: str, value: str) -> bool:
     (``api_key``, ``license-key``, ``secretKey``) names no object, whatever its value's shape."""
     if key.lower().endswith(("hashkey", "hash_key")):
         return _attribute_name(value)
-    if key.lower().replace("_", "").replace("-", "").endswith(_CREDENTIAL_KEYS):
+    if _compact(key).endswith(_CREDENTIAL_KEYS):
         return False
     prefix = value.rstrip("0123456789")
     if prefix.endswith("-") and prefix != value:
@@ -731,7 +733,7 @@ def _access_key_id(key: str, value: str, text: str) -> bool:
     when it is shaped as one (one case: ``AKIA...``, ``SCW...``, a name), not as a random mixed-case
     run, which some APIs call an access key and use as a secret (MoMo's ``accessKey``)."""
     lowered = key.lower()
-    if "secret" in lowered or not lowered.endswith(_ACCESS_KEY_IDS):
+    if "secret" in lowered or not _compact(key).endswith(_ACCESS_KEY_IDS):
         return False  # aws_secret_access_key, SecretAccessKey: the secret itself
     mixed = value.upper() != value and value.lower() != value
     if not lowered.endswith("id") and mixed and not _readable(value):

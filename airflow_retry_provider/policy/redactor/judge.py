@@ -123,25 +123,9 @@ _NAME_SUFFIXES = (
 
 # keys ending in a naming suffix (an id, a hash) whose value is the credential itself: a session's
 # id, AppRole's secret_id, a password's hash (PRTG's passhash= logs in as the password does)
-_SECRET_IDS = (
-    "sessionid",
-    "session_id",
-    "session-id",
-    "secret_id",
-    "secret-id",
-    "secretid",
-    "app_id",
-    "appid",
-    "app-id",
-    "passhash",
-    "pass_hash",
-    "pwhash",
-    "pw_hash",
-    "passwordhash",
-    "password_hash",
-    "password-hash",
-)
-"""(An app's id is the credential of Open Exchange Rates' and OpenWeatherMap's query strings.)"""
+_SECRET_IDS = ("sessionid", "secretid", "appid", "passhash", "pwhash", "passwordhash")
+"""Written without ``_`` and ``-`` (:func:`_compact`). An app's id is the credential of Open Exchange
+Rates' and OpenWeatherMap's query strings."""
 
 
 def _identity(key: str, value: str) -> int:
@@ -246,29 +230,27 @@ def _key_before(text: str, start: int) -> str | None:
 def _id_key(key: str) -> bool:
     """A key named as an object's id (``zone_id``, ``OSSAccessKeyId``, ``client_id``): its value is what
     on-call looks up, however random, unless the id is a credential (``session_id``, ``app_id``)."""
-    return key.endswith(("_id", "-id", ".id", "Id", "ID", "_ids", "Ids")) and not key.lower().endswith(
+    return key.endswith(("_id", "-id", ".id", "Id", "ID", "_ids", "Ids")) and not _compact(key).endswith(
         _SECRET_IDS
     )
 
 
 # keys that end in "key" and name a row, an object or a parameter: a name, not a secret
 _NAMING_KEYS = (
-    "parameterkey", "objectkey", "s3key", "s3_key", "partitionkey", "partition_key", "sortkey", "sort_key",
-    "rangekey", "tagkey", "primarykey", "primary_key", "foreignkey", "foreign_key", "routingkey",
-    "routing_key", "cachekey", "cache_key", "dedupkey", "dedup_key", "idempotencykey", "idempotency_key",
-    "idempotency-key", "groupkey", "group_key", "sessionkey_name", "monkey", "turkey", "hockey", "whiskey",
-    "projectkey", "project_key", "project-key", "issuekey", "issue_key", "bucketkey", "bucket_key",
-    "publickey", "public_key", "public-key", "pubkey", "pub_key",
+    "parameterkey", "objectkey", "s3key", "partitionkey", "sortkey", "rangekey", "tagkey", "primarykey",
+    "foreignkey", "routingkey", "cachekey", "dedupkey", "idempotencykey", "groupkey", "monkey", "turkey",
+    "hockey", "whiskey", "projectkey", "issuekey", "bucketkey", "publickey", "pubkey",
     # an event's or an alert's key for deduplication (incident.io's deduplication_key, ilert's alertKey,
     # PagerDuty's v1 incident_key): it names the alert so that a repeat joins it
-    "deduplicationkey", "deduplication_key", "deduplication-key", "alertkey", "alert_key", "incidentkey",
-    "incident_key", "correlationkey", "correlation_key", "messagekey", "message_key", "lookupkey", "lookup_key",
+    "deduplicationkey", "alertkey", "incidentkey", "correlationkey", "messagekey", "lookupkey",
 )  # fmt: skip
+"""Keys that name an object, not a secret, written without ``_`` and ``-`` (``partition_key``,
+``project-key`` and ``partitionKey`` alike)."""
 
 
 # a naming key that is a secret's in one tool: AMQP's routing key names a route (orders.created, kept by
 # its key), PagerDuty's routing_key is the integration's secret (32 hex, hidden for its shape)
-_ROUTING_KEYS = ("routingkey", "routing_key")
+_ROUTING_KEYS = ("routingkey",)
 
 
 # flags that name a key by its id (GnuPG's and duplicity's --encrypt-key 9F3C2A1B, aptly's -gpg-key), not a secret
@@ -461,6 +443,12 @@ def _next_assignment(value: str) -> bool:
     return bool(equals) and name.replace("_", "").replace("-", "").isalnum()
 
 
+def _compact(key: str) -> str:
+    """A key's name in lower case without its ``_`` and ``-``: ``partition_key``, ``project-key`` and
+    ``partitionKey`` are one name."""
+    return key.lower().replace("_", "").replace("-", "")
+
+
 def _secret_key(key: str) -> bool:
     """Whether a matched key really names a secret (not ``secret_name``, ``token_url``, ``PWD=/home``;
     ``secret_id`` is Vault AppRole's credential, ``token_id`` and ``key_id`` name one)."""
@@ -470,7 +458,7 @@ def _secret_key(key: str) -> bool:
     if key.startswith("--no-"):
         return False  # a negated flag is a switch, it takes no value (hci's --no-token-check, --no-password)
     if (
-        lowered.endswith(_NAMING_KEYS)
+        _compact(key).endswith(_NAMING_KEYS)
         or lowered.endswith(_EXCEPTION_SUFFIXES)
         or lowered.endswith(_SOURCE_FILES)
     ):
@@ -483,7 +471,7 @@ def _secret_key(key: str) -> bool:
         return False
     if any(word in lowered for word in _KEY_ROOT_WORDS):
         return False
-    return not lowered.endswith(_NAME_SUFFIXES) or lowered.endswith(_SECRET_IDS)
+    return not lowered.endswith(_NAME_SUFFIXES) or _compact(key).endswith(_SECRET_IDS)
 
 
 def _spaced_value(key: str, value: str) -> bool:
@@ -866,9 +854,11 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     own_key = key.strip("'\"{[(").lower()
     if own_key.startswith("private"):
         return False  # whatever it names, a private one is a secret (Kushki's Private-Merchant-Id beside its Public-)
-    if own_key.endswith(_NAMING_KEYS) and not own_key.endswith(_ROUTING_KEYS):
+    if _compact(own_key).endswith(_NAMING_KEYS) and not _compact(own_key).endswith(_ROUTING_KEYS):
         return True  # its own key names it ('public_key': 'public_d+k+...', deduplication_key=)
     if len(words) > 1 and any(word in words[-2].lower() for word in _FOREIGN_WORDS):
         return False  # a secret's noun before its adjective: llave privada <hex>, chave secreta
     named_secret = key.replace("signal", "")  # APPSIGNAL_REVISION: "sig" in "signal" names no signature
-    return not any(word in named_secret for word in _SECRET_IN_NAME) and not key.endswith(_SECRET_IDS)
+    return not any(word in named_secret for word in _SECRET_IN_NAME) and not _compact(key).endswith(
+        _SECRET_IDS
+    )
