@@ -721,10 +721,11 @@ _CREDENTIAL_KEYS = ("apikey", "licensekey", "licencekey", "secretkey", "privatek
 
 def _attribute_name(value: str) -> bool:
     """A table's attribute named as its hash key (DynamoDB's ``HashKey=user_id``), where a payment
-    gateway's ``HashKey`` is its merchant's secret (ECPay's, NewebPay's): a name has no digits mixed
-    into letters of both cases."""
-    mixed = any(c.isdigit() for c in value) and value.lower() != value and value.upper() != value
-    return value.replace("_", "").isalnum() and not mixed
+    gateway's ``HashKey`` is its merchant's secret (ECPay's, NewebPay's, Easypaisa's): a name has no
+    digits mixed into letters of both cases, and one number at most (``GSI1PK``, not ``K7QX2M9VTR4N``)."""
+    numbers = len("".join(c if c.isdigit() else " " for c in value).split())
+    mixed = numbers > 0 and value.lower() != value and value.upper() != value
+    return value.replace("_", "").isalnum() and not mixed and numbers <= 1
 
 
 def _access_key_id(key: str, value: str, text: str) -> bool:

@@ -105,6 +105,15 @@ _CONNECT_CALL = pattern(rf"\([ \t]*((?:{_CALL_ARG}[ \t]*,[ \t]*){{2,8}}{_CALL_AR
 _CALL_ARGUMENT = pattern(_CALL_ARG)
 
 
+# unixODBC's isql and iusql: a data source, a user and a password as the command's words, flags
+# anywhere before them (isql -v -b WH_PROD etl_loader x < merge.sql); Firebird's isql names its
+# password by a flag (-password x), which the key family hides
+_ODBC_LOGIN = pattern(
+    r"(?:^|[\s'\"(/])i(?:u)?sql(?:[ \t]+-[^\s'\"]+)*[ \t]+[^\s'\"<>|;&-][^\s'\"<>|;&]*"
+    r"[ \t]+[^\s'\"<>|;&-][^\s'\"<>|;&]*[ \t]+([^\s'\"<>|;&-][^\s'\"<>|;&]*)"
+)
+
+
 # a case class's repr: its name, then fields written bare and joined by commas, to the first
 # parenthesis (Scala's DbConfig(jdbc:postgresql://h:5432/db,ingest,<password>,16))
 _BARE_FIELDS = pattern(r"(?:^|[^\w.])[A-Z]\w{0,40}\(([^\s()'\"]{1,512})")
@@ -635,13 +644,14 @@ def _smtp_answers(text: str, spans: list[Span]) -> None:
 
 def _quoted_ports(text: str, spans: list[Span]) -> None:
     """A port's or an escape's quoted piece is hidden; a number parse's (Python's ``int()``, Java's
-    ``For input string``) only when it holds a URI's ``@``, ``:`` or ``/`` (else it is a value on-call reads)."""
+    ``For input string``) only when it holds a URI's ``@``, ``:`` or ``/`` (else it is a value on-call
+    reads) and is no whole URL (python-decouple's ``int('redis://:x@host:6379/2')``: the URL family's)."""
     for match in _matches(_QUOTED_PORT, text, spans):
         start, end = match.span(2) if match.span(2)[0] >= 0 else match.span(3)
         value = text[start:end].lstrip(":")
         generic = match.span(1)[0] >= 0
-        if generic and not any(c in value for c in "@:/"):
-            continue
+        if generic and (not any(c in value for c in "@:/") or "://" in value):
+            continue  # a value on-call reads, or a whole URL (the URL family hides its password)
         if value and not value.isdigit() and value != MASK:
             spans.append((end - len(value), end))
 
@@ -660,7 +670,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _PROMPT, _ORACLE, _ORACLE_WORD, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
     _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
-    _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _JOINED_LITERAL,
+    _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _JOINED_LITERAL, _ODBC_LOGIN,
 )  # fmt: skip
 """This module's patterns, beside ``policy/argv.py``'s (the linear-time test runs each on adversarial input)."""
 
@@ -735,5 +745,7 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _oracle(text, spans)
     if "port" in lowered or "invalid" in lowered or "input string" in lowered:
         _quoted_ports(text, spans)
+    if "isql" in lowered or "iusql" in lowered:
+        _spans_of(_ODBC_LOGIN, text, spans)
     if "connection info string" in text or "unexpected spaces found" in text:
         _spans_of(_LIBPQ, text, spans, groups=2)

@@ -248,6 +248,11 @@ _NAMING_KEYS = (
 ``project-key`` and ``partitionKey`` alike)."""
 
 
+_REQUEST_TOKENS = ("requesttoken", "idempotencytoken", "nexttoken", "pagetoken", "continuationtoken")
+"""Tokens that name a request or a page, not a credential (CloudFormation's ``RequestToken`` and
+``ClientRequestToken``, an idempotency token, a list's ``NextToken``), written as :func:`_compact` does."""
+
+
 # a naming key that is a secret's in one tool: AMQP's routing key names a route (orders.created, kept by
 # its key), PagerDuty's routing_key is the integration's secret (32 hex, hidden for its shape)
 _ROUTING_KEYS = ("routingkey",)
@@ -459,6 +464,7 @@ def _secret_key(key: str) -> bool:
         return False  # a negated flag is a switch, it takes no value (hci's --no-token-check, --no-password)
     if (
         _compact(key).endswith(_NAMING_KEYS)
+        or _compact(key).endswith(_REQUEST_TOKENS)
         or lowered.endswith(_EXCEPTION_SUFFIXES)
         or lowered.endswith(_SOURCE_FILES)
     ):
@@ -471,7 +477,8 @@ def _secret_key(key: str) -> bool:
         return False
     if any(word in lowered for word in _KEY_ROOT_WORDS):
         return False
-    return not lowered.endswith(_NAME_SUFFIXES) or _compact(key).endswith(_SECRET_IDS)
+    named = lowered.endswith(_NAME_SUFFIXES) or _id_key(key)  # ClientCredentialsClientId: the client's id
+    return not named or _compact(key).endswith(_SECRET_IDS)
 
 
 def _spaced_value(key: str, value: str) -> bool:
