@@ -73,4 +73,6 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     out = capsys.readouterr().out
     assert "leaks.yaml: " in out and "MISSED" not in out
     assert [f"{name}: {held}" for name, held in HELD.items() if f"{name}: {held}" not in out] == []
+    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
+    assert "holdout38.yaml (held out, not fitted): 52/60 held (86.7 %)   target >= 97 % NOT REACHED" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out
