@@ -7,7 +7,9 @@ it prints the entries held out of the total, the percentage, the target and a ve
 failure with what leaked and what was lost. Every fitted corpus's target is 100 %; an entry named in
 holdout_known_failures.yaml (tool: reason) is printed as a known failure and does not fail the
 verdict. A held-out set nothing was fitted to (listed in ``MEASURED``, when it is placed in
-tests/data) is measured and printed beside the issue's 97 % target without deciding the exit code.
+tests/data) is measured and printed beside the issue's 97 % target without deciding the exit code,
+with its failures and the share of its messages that leak no secret (an over-redaction is on the
+safe side: it loses what on-call reads, not a secret).
 Run: ``.venv/bin/python bench/corpus.py``.
 """
 
@@ -63,15 +65,25 @@ FITTED = {
     "holdout35.yaml": "52/60 at first sight (round thirty-five), fitted in round thirty-six",
     "holdout36.yaml": "53/60 at first sight (round thirty-six), fitted in round thirty-seven",
     "holdout37.yaml": "50/60 at first sight (round thirty-seven), fitted in round thirty-eight",
+    "holdout38.yaml": "52/60 at first sight (rounds thirty-seven and thirty-eight), fitted in round thirty-nine",
 }
 """Every corpus fitted to, with its history (a first-sight count is under the round named)."""
 TARGETS = {name: 100.0 for name in FITTED}
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
-MEASURED: dict[str, float] = {"holdout38.yaml": 97.0}  # written after round thirty-eight, never fitted
+MEASURED: dict[str, float] = {}  # the next set written blind, never fitted
 """Held-out sets nothing was fitted to: their figure says whether the design generalises, printed
 beside the issue's target; a miss is reported, not a failure of the run (nothing may be fitted to them)."""
 KNOWN_FAILURES = DATA / "holdout_known_failures.yaml"
 """Held-out entries that still fail, each with the reason (tool: reason)."""
+
+
+def judged(entry: dict[str, object]) -> tuple[list[str], list[str]]:
+    """Which of an entry's secrets survive ``redact()`` (whole or cut to 500), and which of its keep strings are lost."""
+    message = str(entry["message"])
+    whole, cut = redact(message), redact(message, 500)
+    leaked = [s for s in entry["secrets"] or () if s in whole or s in cut]  # type: ignore[attr-defined]
+    lost = [k for k in entry["keep"] or () if k not in whole]  # type: ignore[attr-defined]
+    return leaked, lost
 
 
 def failures(entries: list[dict[str, object]], known: dict[str, str] | None = None) -> list[str]:
@@ -79,10 +91,7 @@ def failures(entries: list[dict[str, object]], known: dict[str, str] | None = No
     known = known or {}
     lines = []
     for entry in entries:
-        message = str(entry["message"])
-        whole, cut = redact(message), redact(message, 500)
-        leaked = [s for s in entry["secrets"] or () if s in whole or s in cut]  # type: ignore[attr-defined]
-        lost = [k for k in entry["keep"] or () if k not in whole]  # type: ignore[attr-defined]
+        leaked, lost = judged(entry)
         if leaked or lost:
             note = f" (known: {known[str(entry['tool'])]})" if entry["tool"] in known else ""
             lines.append(f"  - {entry['tool']} [{entry['family']}]: leaked={leaked} lost={lost}{note}")
@@ -123,13 +132,17 @@ def main() -> int:
         entries = corpus(name)
         if entries is None:
             continue
-        held = len(entries) - len(failures(entries))
+        failed = failures(entries)
+        held, safe = len(entries) - len(failed), sum(1 for entry in entries if not judged(entry)[0])
         share = 100 * held / len(entries)
         verdict = "reached" if share >= target else "NOT REACHED"
         print(
             f"{name} (held out, not fitted): {held}/{len(entries)} held ({share:.1f} %)"
             f"   target >= {target:.0f} % {verdict}"
+            f"   no secret leaked: {safe}/{len(entries)} ({100 * safe / len(entries):.1f} %)"
         )
+        for line in failed:
+            print(line)
     return 1 if missed else 0
 
 

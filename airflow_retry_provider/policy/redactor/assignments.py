@@ -815,6 +815,9 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
             continue  # a scheme (https://), not a value
         if "://" in value[:24]:
             continue  # a URL ("includes credentials: https://u:***@h/x", DOTENV_KEY=dotenv://:***@...): the URL family hides its secrets
+        if start == raw_start and value in _OPTIONALS:
+            _optional_value(text, end, spans)
+            continue
         if start == raw_start and value.endswith("("):
             continue  # source code's call (session = winrm.Session('host', ...)): its arguments are judged each
         inner, equals, rest = value.partition("=")
@@ -865,6 +868,20 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
         ):
             end = _continuation(text, end)  # not after FLAGS or ENV_VARS=x (a shell's word ends at a space)
         spans.append((start, end))
+
+
+_OPTIONALS = ("Some(", "Just(", "Optional.of(")
+"""An optional value's wrapper, as a debug print shows it: Rust's and Scala's ``Some("x")``, Haskell's
+``Just "x"`` in parentheses, Java's ``Optional.of("x")``; any other call's arguments are judged each."""
+
+
+def _optional_value(text: str, end: int, spans: list[Span]) -> None:
+    """The quoted string an optional's wrapper holds after a secret's key (fred's ``password: Some("x")``)."""
+    quote = text[end : end + 1]
+    if quote in ("'", '"'):
+        close = text.find(quote, end + 1, end + 1 + _QUOTE_INSIDE)
+        if close > end + 1 and "\n" not in text[end:close]:
+            spans.append((end + 1, close))
 
 
 _QUOTE_INSIDE = 256

@@ -248,7 +248,14 @@ _NAMING_KEYS = (
 ``project-key`` and ``partitionKey`` alike)."""
 
 
-_REQUEST_TOKENS = ("requesttoken", "idempotencytoken", "nexttoken", "pagetoken", "continuationtoken")
+_REQUEST_TOKENS = (
+    "requesttoken",
+    "idempotencytoken",
+    "nexttoken",
+    "pagetoken",
+    "continuationtoken",
+    "transactiontoken",
+)
 """Tokens that name a request or a page, not a credential (CloudFormation's ``RequestToken`` and
 ``ClientRequestToken``, an idempotency token, a list's ``NextToken``), written as :func:`_compact` does."""
 

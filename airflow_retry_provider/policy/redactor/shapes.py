@@ -282,6 +282,22 @@ def _peer_id(text: str, start: int, end: int) -> bool:
     return not before.endswith((":", "//")) and _PEER_HOST.match(text[end : end + 300]) is not None
 
 
+_HOST_REST = pattern(r"(?:\.[A-Za-z0-9_-]+)+")
+
+
+def _host_label(text: str, start: int, end: int) -> bool:
+    """A host's first label, however random, before its domain (two labels or more) with no user's ``@``
+    or ``:`` before it: a managed database's or a cluster's generated name (Upsun's ``<26 random>.postgresql.
+    service._.eu-5.platformsh.site``), which on-call reads to know which one failed. A host's name is
+    written in lower case; a run of both cases before a dot is a secret's (``<key>.sig.value``)."""
+    rest = _HOST_REST.match(text[end : end + 253])
+    if rest is None or text[max(0, start - 1) : start] in ("@", ":"):
+        return False
+    labels = rest.group().split(".")[1:]
+    run = text[start:end]
+    return len(labels) >= 2 and labels[-1].isalpha() and run.islower() and run.isalnum()
+
+
 def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> None:
     judged: dict[str, bool] = {}  # a text that repeats a token judges it once
     for count, match in enumerate(_RUN.finditer(text)):
@@ -298,7 +314,7 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
         if last <= first:
             continue
         begin = start + first if _in_url(lowered, start) else start
-        if _peer_id(text, start, end):
+        if _peer_id(text, start, end) or _host_label(text, start, end):
             continue
         hidden, before = token[first:last], _named_from(lowered, begin)
         long_member = _long_key(hidden) and _collection_segment(before)  # /periods/<64-character token>/
@@ -334,6 +350,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _PEER_HOST,
     _ID_FLAG_BEFORE,
     _SECRET_FLAG,
+    _HOST_REST,
 )
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 
