@@ -698,7 +698,7 @@ def _object_key(key: str, value: str) -> bool:
     a Jira issue's key, its project's then a dash and a number (Xray's ``testPlanKey=DWH-412``): no
     credential is one short upper-case word, nor a word's prefix and a number. A credential's key
     (``api_key``, ``license-key``, ``secretKey``) names no object, whatever its value's shape."""
-    if key.lower().endswith(("hashkey", "hash_key")):
+    if _compact(key).endswith("hashkey"):
         return _attribute_name(value)
     if _compact(key).endswith(_CREDENTIAL_KEYS):
         return False

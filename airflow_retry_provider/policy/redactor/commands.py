@@ -108,9 +108,9 @@ _CALL_ARGUMENT = pattern(_CALL_ARG)
 # unixODBC's isql and iusql: a data source, a user and a password as the command's words, flags
 # anywhere before them (isql -v -b WH_PROD etl_loader x < merge.sql); Firebird's isql names its
 # password by a flag (-password x), which the key family hides
+_ODBC_WORD = r"[^\s'\"<>|;&-][^\s'\"<>|;&]*"  # a word of the command: no flag, redirection or pipe
 _ODBC_LOGIN = pattern(
-    r"(?:^|[\s'\"(/])i(?:u)?sql(?:[ \t]+-[^\s'\"]+)*[ \t]+[^\s'\"<>|;&-][^\s'\"<>|;&]*"
-    r"[ \t]+[^\s'\"<>|;&-][^\s'\"<>|;&]*[ \t]+([^\s'\"<>|;&-][^\s'\"<>|;&]*)"
+    rf"(?:^|[\s'\"(/])i(?:u)?sql(?:[ \t]+-[^\s'\"]+)*[ \t]+{_ODBC_WORD}[ \t]+{_ODBC_WORD}[ \t]+({_ODBC_WORD})"
 )
 
 

@@ -211,10 +211,16 @@ def _scoped_token(value: str) -> int:
 
 
 def _domain_name(word: str, labels: int = 3) -> bool:
-    """A host's name with its domain: ``labels`` or more labels of letters, digits and dashes, the
-    last of letters (``db-1.prod.acme.io``)."""
+    """A host's name with its domain: ``labels`` or more labels (:func:`_domain_label`), the last of
+    letters (``db-1.prod.acme.io``)."""
     parts = word.split(".")
-    return len(parts) >= labels and parts[-1].isalpha() and all(p.replace("-", "").isalnum() for p in parts)
+    return len(parts) >= labels and parts[-1].isalpha() and all(map(_domain_label, parts))
+
+
+def _domain_label(label: str) -> bool:
+    """A label of a host's name: letters, digits and ``-``, or a service record's ``_`` (Upsun's
+    ``<id>.postgresql.service._.eu-5.platformsh.site``)."""
+    return label.replace("-", "").replace("_", "").isalnum() or (label != "" and set(label) == {"_"})
 
 
 # the key just before a value: taskId=, "order_id": (group 1)
@@ -469,9 +475,10 @@ def _secret_key(key: str) -> bool:
         return False
     if key.startswith("--no-"):
         return False  # a negated flag is a switch, it takes no value (hci's --no-token-check, --no-password)
+    compact = _compact(key)
     if (
-        _compact(key).endswith(_NAMING_KEYS)
-        or _compact(key).endswith(_REQUEST_TOKENS)
+        compact.endswith(_NAMING_KEYS)
+        or compact.endswith(_REQUEST_TOKENS)
         or lowered.endswith(_EXCEPTION_SUFFIXES)
         or lowered.endswith(_SOURCE_FILES)
     ):
@@ -485,7 +492,7 @@ def _secret_key(key: str) -> bool:
     if any(word in lowered for word in _KEY_ROOT_WORDS):
         return False
     named = lowered.endswith(_NAME_SUFFIXES) or _id_key(key)  # ClientCredentialsClientId: the client's id
-    return not named or _compact(key).endswith(_SECRET_IDS)
+    return not named or compact.endswith(_SECRET_IDS)
 
 
 def _spaced_value(key: str, value: str) -> bool:
@@ -868,11 +875,10 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     own_key = key.strip("'\"{[(").lower()
     if own_key.startswith("private"):
         return False  # whatever it names, a private one is a secret (Kushki's Private-Merchant-Id beside its Public-)
-    if _compact(own_key).endswith(_NAMING_KEYS) and not _compact(own_key).endswith(_ROUTING_KEYS):
+    compact = _compact(own_key)
+    if compact.endswith(_NAMING_KEYS) and not compact.endswith(_ROUTING_KEYS):
         return True  # its own key names it ('public_key': 'public_d+k+...', deduplication_key=)
     if len(words) > 1 and any(word in words[-2].lower() for word in _FOREIGN_WORDS):
         return False  # a secret's noun before its adjective: llave privada <hex>, chave secreta
     named_secret = key.replace("signal", "")  # APPSIGNAL_REVISION: "sig" in "signal" names no signature
-    return not any(word in named_secret for word in _SECRET_IN_NAME) and not _compact(key).endswith(
-        _SECRET_IDS
-    )
+    return not any(word in named_secret for word in _SECRET_IN_NAME) and not compact.endswith(_SECRET_IDS)

@@ -13,6 +13,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _HEX,
     _KEY_BEFORE,
     _collection_segment,
+    _domain_name,
     _id_key,
     _key_before,
     _key_shaped,
@@ -293,9 +294,8 @@ def _host_label(text: str, start: int, end: int) -> bool:
     rest = _HOST_REST.match(text[end : end + 253])
     if rest is None or text[max(0, start - 1) : start] in ("@", ":"):
         return False
-    labels = rest.group().split(".")[1:]
     run = text[start:end]
-    return len(labels) >= 2 and labels[-1].isalpha() and run.islower() and run.isalnum()
+    return run.islower() and run.isalnum() and _domain_name(run + rest.group())
 
 
 def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> None:
