@@ -146,8 +146,9 @@ def _pattern_of(row: Flag) -> tuple[Pattern, Pattern]:
     if found is None:
         tools = "|".join(re.escape(tool) for tool in row.tools)
         # the tool as a command's word: after a space, a quote, a path's / (not org.x.vault.y), or
-        # a vendor's prefix (kyuubi-beeline wraps beeline)
-        head = rf"(?i:(?:^|[\s'\"\[(/\\+=-])(?:{tools})(?:\.exe|\.sh)?)"
+        # a vendor's prefix (kyuubi-beeline wraps beeline); a Java tool as its jar, versioned or not
+        # (java -jar nexus-iq-cli-1.185.0-01.jar)
+        head = rf"(?i:(?:^|[\s'\"\[(/\\+=-])(?:{tools})(?:\.exe|\.sh|(?:-[0-9][\w.-]{{0,40}})?\.jar)?)"
         if row.subcommand:
             head += rf"(?:[\s'\",\]][^\r\n]*?)?(?i:\b{re.escape(row.subcommand)}\b)"
         head += r"(?:[\s'\",\]][^\r\n]*?)?"

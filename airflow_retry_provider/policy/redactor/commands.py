@@ -171,6 +171,20 @@ _CARET_PLAIN = pattern(r"(?:=|:)[ \t]*\^[^\s^]*\^([^\s^'\"]+)")
 
 # a SASL exchange's initial response in an XML stream (XMPP's <auth mechanism="PLAIN">base64</auth>)
 _SASL_ELEMENT = pattern(r"mechanism=[\"'][A-Z0-9-]+[\"'][^>\r\n]*>([^<\s]+)<")
+# and as an Erlang or Elixir tuple of the mechanism, the user and the password (brod's and
+# kafka_protocol's {sasl, {scram_sha_512, "user", "x"}}, Elixir's sasl: {:plain, "user", "x"})
+_SASL_TUPLE = pattern(
+    r"\{[ \t]*:?(?:plain|scram_sha_256|scram_sha_512)[ \t]*,[ \t]*(?:<<)?\"[^\"\r\n]*\"(?:>>)?[ \t]*,"
+    r"[ \t]*(?:<<)?\"([^\"\r\n]*)\""
+)
+
+
+# a JSON-RPC call named for a passphrase, its first parameter (bitcoind's walletpassphrase ["x", 60],
+# as python-bitcoinrpc logs it, or in the request's body: "method": "walletpassphrase", "params": ["x"]);
+# encryptwallet sets the passphrase it is given
+_PASSPHRASE_CALL = pattern(
+    r"(?i:\w*passphrase\w*|encryptwallet)\"?[ \t]*(?:,[ \t]*\"params\"[ \t]*:[ \t]*)?\[[ \t]*\"([^\"\\\r\n]*)\""
+)
 
 
 # Nagios's resource.cfg macros ($USER1$=...), the store its documentation gives for passwords
@@ -671,6 +685,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
     _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _JOINED_LITERAL, _ODBC_LOGIN,
+    _SASL_TUPLE, _PASSPHRASE_CALL,
 )  # fmt: skip
 """This module's patterns, beside ``policy/argv.py``'s (the linear-time test runs each on adversarial input)."""
 
@@ -720,6 +735,10 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _spans_of(_CARET_PLAIN, text, spans)
     if "<" in text and "mechanism=" in text:
         _spans_of(_SASL_ELEMENT, text, spans)
+    if "{" in text and ("scram_sha" in lowered or "plain" in lowered):
+        _spans_of(_SASL_TUPLE, text, spans)
+    if "[" in text and ("passphrase" in lowered or "encryptwallet" in lowered):
+        _spans_of(_PASSPHRASE_CALL, text, spans)
     if "$" in text and "$USER" in text:
         _nagios_macros(text, spans)
     if "/d" in lowered and "/v" in lowered:

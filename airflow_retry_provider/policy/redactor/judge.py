@@ -819,7 +819,7 @@ def _secret_segment(before: str) -> bool:
 _OBJECT_SEGMENTS = frozenset(
     {"service", "account", "project", "organization", "team", "customer", "workspace", "site", "zone",
      "bucket", "cluster", "repository", "pipeline", "dataset", "tenant", "store", "device", "content",
-     "app", "job", "task", "folder", "document", "instance"}
+     "app", "job", "task", "folder", "document", "instance", "report"}
 )  # fmt: skip
 """Singular nouns of the objects a REST path names by id after them (Fastly's ``/service/<id>/purge``)."""
 

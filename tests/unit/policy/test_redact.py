@@ -521,6 +521,7 @@ HELD_OUT = (
     "holdout36.yaml",
     "holdout37.yaml",
     "holdout38.yaml",
+    "holdout39.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -538,7 +539,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout38, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout39, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -2368,6 +2369,47 @@ def test_round_thirty_nine_keeps(text: str) -> None:
     assert redact(text) == text
     assert redact("x Zq8nT4vLx2RwYp3mK9bHq7LmQ3a.json failed") == "x ***.json failed"
     assert redact("cookie abQ8nT4vLx2RwYp3mK9bHq7Lm.sig.value stale") == "cookie ***.sig.value stale"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a Java tool run from its versioned jar is the tool of the flags table (nexus-iq-cli's -a user:password)
+        ("java -jar /opt/iq/nexus-iq-cli-1.185.0-01.jar -i billing-etl -s https://iq.example.net -a ci-scan:Jv4pT9qLxR2m -t build",
+         "java -jar /opt/iq/nexus-iq-cli-1.185.0-01.jar -i billing-etl -s https://iq.example.net -a ci-scan:*** -t build"),
+        ("+ rspamc -h rspamd-01.mail.example.net:11334 -P Yb41mHNFuz3b4ubl learn_spam /var/x.eml",
+         "+ rspamc -h rspamd-01.mail.example.net:11334 -P *** learn_spam /var/x.eml"),
+        # a SASL mechanism's tuple: the mechanism, the user, the password (Erlang, binaries, Elixir)
+        ('[{ssl,true},{sasl,{scram_sha_512,"ledger-ingest","Zr8kV2pWq5NxT4"}},{client_id,<<"ledger-ingest-7f3c">>}]',
+         '[{ssl,true},{sasl,{scram_sha_512,"ledger-ingest","***"}},{client_id,<<"ledger-ingest-7f3c">>}]'),
+        ('{sasl, {plain, <<"ingest">>, <<"Zr8kV2pWq5NxT4">>}}', '{sasl, {plain, <<"ingest">>, <<"***">>}}'),
+        ('sasl: {:plain, "ingest", "Zr8kV2pWq5NxT4"}, ssl: true', 'sasl: {:plain, "ingest", "***"}, ssl: true'),
+        # a JSON-RPC call named for a passphrase: its first parameter, logged or in the request's body
+        ('DEBUG - -3-> walletpassphrase ["t7Rw2qLm9XcV4kPz", 60]', 'DEBUG - -3-> walletpassphrase ["***", 60]'),
+        ('{"method": "walletpassphrase", "params": ["t7Rw2qLm9XcV4kPz", 60]}', '{"method": "walletpassphrase", "params": ["***", 60]}'),
+        ('-5-> encryptwallet ["t7Rw2qLm9XcV4kPz"]', '-5-> encryptwallet ["***"]'),
+    ],
+)  # fmt: skip
+def test_round_forty_classes(text: str, expected: str) -> None:
+    """Round forty's classes (holdout39's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a report's id after its singular noun in a path
+        "The detailed report can be viewed online at https://iq.example.net/ui/links/application/billing-etl/report/f2f9573d4a13702cc8c970c457f5aedf",
+        # a JSON-RPC call named for no secret; a SASL mechanism's word in prose
+        '-4-> sendtoaddress ["payout batch", 0.0125]',
+        "{error, {sasl_auth_error, plain, <<\"Authentication failed\">>}}",
+        # a jar whose name is no listed tool's
+        "java -jar /opt/tools/report-gen-1.2.0.jar -a ci-scan:all -t build",
+    ],
+)  # fmt: skip
+def test_round_forty_keeps(text: str) -> None:
+    """What round forty's classes must keep."""
+    assert redact(text) == text
 
 
 @pytest.mark.parametrize("word", secret_words.PUBLIC_KEY_WORDS)
