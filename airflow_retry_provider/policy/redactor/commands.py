@@ -13,11 +13,13 @@ from airflow_retry_provider.policy.redactor.judge import (
     _bracketed_name,
     _domain_name,
     _error_code,
+    _key_before,
     _looks_secret,
     _mixed,
     _not_secret,
     _prose,
     _readable,
+    _secret_column,
 )
 from airflow_retry_provider.policy.redactor.spans import (
     MASK,
@@ -219,6 +221,17 @@ _PIPED = pattern(
     r"(?:^|[\s'\"(;|&+])(?:echo|printf)[ \t]+(?:-[neE]{1,3}[ \t]+)?(?:['\"]?%s(?:\\n)?['\"]?[ \t]+)?"
     r"('[^'\r\n]*'|\"[^\"\r\n]*\"|[^\s'\"|;&>]+)"
 )
+
+
+# printf writing a template whose format names each argument by its key (copr-cli's config:
+# printf '[copr-cli]\nlogin = %s\ntoken = %s\n' <login> <token>): each argument is judged by the key
+# its conversion stands after, as the file printf writes would be
+_PRINTF_TEMPLATE = pattern(
+    r"(?:^|[\s'\"(;|&+])printf[ \t]+('[^'\r\n]*%[^'\r\n]*'|\"[^\"\r\n]*%[^\"\r\n]*\")"
+    r"((?:[ \t]+(?:'[^'\r\n]*'|\"[^\"\r\n]*\"|[^\s'\"|;&<>]+)){1,16})"
+)
+_PRINTF_ARGUMENT = pattern(r"'[^'\r\n]*'|\"[^\"\r\n]*\"|[^\s'\"|;&<>]+")
+_CONVERSION = pattern(r"%[-+ 0#]*[0-9]*(?:\.[0-9]+)?[sdbqiuxXfgeEc%]")
 
 
 _STDIN_SINKS = ("-stdin", "/dev/stdin", "secret create", "secret set", "chpasswd", "--password -", "with-token", "=-")  # fmt: skip
@@ -519,6 +532,27 @@ def _device_values(text: str, spans: list[Span]) -> None:
             spans.append((start, end))
 
 
+def _printf_templates(text: str, spans: list[Span]) -> None:
+    """printf's arguments under a secret's key in its format (``token = %s``): the argument, unless a
+    variable (``"$TOKEN"``) or a word that is no value."""
+    for match in _matches(_PRINTF_TEMPLATE, text, spans):
+        # the format's escapes as the characters they print, its length kept (a key starts its line)
+        template = text[match.start(1) + 1 : match.end(1) - 1].replace("\\n", " \n").replace("\\t", " \t")
+        keys = [
+            _key_before(template, conversion.start())
+            for conversion in _CONVERSION.finditer(template)
+            if conversion.group() != "%%"
+        ]
+        offset = match.start(2)
+        for key, argument in zip(keys, _PRINTF_ARGUMENT.finditer(text[offset : match.end(2)]), strict=False):
+            start, end = _content(text, offset + argument.start(), offset + argument.end())
+            if text[end - 1 : end] in ("'", '"') and end - 1 > start:
+                end -= 1
+            value = text[start:end]
+            if key and _secret_column(key) and not value.startswith("$") and not _not_secret(value):
+                spans.append((start, end))
+
+
 def _piped_secrets(text: str, lowered: str, spans: list[Span]) -> None:
     """What ``echo``/``printf`` writes into a command that reads a secret from standard input:
     the sink on the same line after ``|``, or on the line before or after (a ``bash -x`` trace); or one
@@ -685,7 +719,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
     _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _JOINED_LITERAL, _ODBC_LOGIN,
-    _SASL_TUPLE, _PASSPHRASE_CALL,
+    _SASL_TUPLE, _PASSPHRASE_CALL, _PRINTF_TEMPLATE, _PRINTF_ARGUMENT, _CONVERSION,
 )  # fmt: skip
 """This module's patterns, beside ``policy/argv.py``'s (the linear-time test runs each on adversarial input)."""
 
@@ -729,6 +763,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         or any(map(lowered.__contains__, ("password", "passphrase", "login", "signin", "unlock")))
     ):
         _piped_secrets(text, lowered, spans)
+    if "printf" in gates and "%" in text:
+        _printf_templates(text, spans)
     if "/u" in gates:
         _spans_of(_WINDOWS_LOGIN, text, spans)
     if "^" in text:

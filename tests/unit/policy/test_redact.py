@@ -2388,6 +2388,11 @@ def test_round_thirty_nine_keeps(text: str) -> None:
         ('DEBUG - -3-> walletpassphrase ["t7Rw2qLm9XcV4kPz", 60]', 'DEBUG - -3-> walletpassphrase ["***", 60]'),
         ('{"method": "walletpassphrase", "params": ["t7Rw2qLm9XcV4kPz", 60]}', '{"method": "walletpassphrase", "params": ["***", 60]}'),
         ('-5-> encryptwallet ["t7Rw2qLm9XcV4kPz"]', '-5-> encryptwallet ["***"]'),
+        # printf's arguments judged by the key its format gives each (a config template, JSON)
+        ("+ printf '[copr-cli]\\nusername = %s\\ntoken = %s\\ncopr_url = %s\\n' etl-packaging zprydnwzyglvewfsjgifrdesdncltu https://copr.example.org",
+         "+ printf '[copr-cli]\\nusername = %s\\ntoken = %s\\ncopr_url = %s\\n' etl-packaging *** https://copr.example.org"),
+        ("printf '{\"client_id\":\"%s\",\"client_secret\":\"%s\"}' etl-app 'Zq8n T4vLx2Rw' > creds.json",
+         "printf '{\"client_id\":\"%s\",\"client_secret\":\"%s\"}' etl-app '***' > creds.json"),
     ],
 )  # fmt: skip
 def test_round_forty_classes(text: str, expected: str) -> None:
@@ -2403,6 +2408,9 @@ def test_round_forty_classes(text: str, expected: str) -> None:
         # a JSON-RPC call named for no secret; a SASL mechanism's word in prose
         '-4-> sendtoaddress ["payout batch", 0.0125]',
         "{error, {sasl_auth_error, plain, <<\"Authentication failed\">>}}",
+        # printf's variables under a secret's key, a count under a key with a secret's word in it
+        'printf "user=%s\\npassword=%s\\n" "$DB_USER" "$DB_PASSWORD" > .env',
+        "printf '%d%% done, token_count=%s\\n' 50 17",
         # a jar whose name is no listed tool's
         "java -jar /opt/tools/report-gen-1.2.0.jar -a ci-scan:all -t build",
     ],
