@@ -43,6 +43,7 @@ from airflow_retry_provider.policy.redactor.spans import (
     _content,
     _escaped_line_end,
     _matches,
+    _quoted_content,
     _spans_of,
 )
 
@@ -954,10 +955,8 @@ def _refused_inputs(pattern_: Pattern, text: str, spans: list[Span]) -> None:
     for match in _matches(pattern_, text, spans):
         field = match.group(1).rstrip("]").rsplit(".", 1)[-1].rsplit("[", 1)[-1]
         if _secret_column(field):
-            start, end = _content(text, *match.span(2))
-            if text[end - 1 : end] in ("'", '"') and end - 1 > start:
-                end -= 1
-            elif text[end - 1 : end] == "." and end - 1 > start:
+            start, end = _quoted_content(text, *match.span(2))
+            if end == match.end(2) and text[end - 1 : end] == "." and end - 1 > start:
                 end -= 1  # the sentence's full stop (not the int 73918264.)
             if not _not_secret(text[start:end]):
                 spans.append((start, end))

@@ -27,6 +27,7 @@ from airflow_retry_provider.policy.redactor.spans import (
     _content,
     _first_group,
     _matches,
+    _quoted_content,
     _spans_of,
 )
 
@@ -545,9 +546,7 @@ def _printf_templates(text: str, spans: list[Span]) -> None:
         ]
         offset = match.start(2)
         for key, argument in zip(keys, _PRINTF_ARGUMENT.finditer(text[offset : match.end(2)]), strict=False):
-            start, end = _content(text, offset + argument.start(), offset + argument.end())
-            if text[end - 1 : end] in ("'", '"') and end - 1 > start:
-                end -= 1
+            start, end = _quoted_content(text, offset + argument.start(), offset + argument.end())
             value = text[start:end]
             if key and _secret_column(key) and not value.startswith("$") and not _not_secret(value):
                 spans.append((start, end))
@@ -574,9 +573,7 @@ def _piped_secrets(text: str, lowered: str, spans: list[Span]) -> None:
             + lowered[before:line_start]
             + lowered[line_end:after]
         )
-        start, end = _content(text, start, end)
-        if text[end - 1 : end] in ("'", '"') and end - 1 > start:
-            end -= 1
+        start, end = _quoted_content(text, start, end)
         word = text[start:end]
         one_secret = _looks_secret(word) and not word.isalpha() and not any(c.isspace() for c in word)
         mixed = one_secret and _mixed(word) and not _readable(word)  # a person's mix, not a tag or a date

@@ -48,6 +48,14 @@ def _matches(pattern_: Pattern, text: str, spans: list[Span], limit: int = MAX_M
         yield match
 
 
+def _quoted_content(text: str, start: int, end: int) -> Span:
+    """:func:`_content` of a value matched with its closing quote (``'x'``, ``"x"``): before that quote too."""
+    start, end = _content(text, start, end)
+    if text[end - 1 : end] in ("'", '"') and end - 1 > start:
+        end -= 1
+    return start, end
+
+
 def _content(text: str, start: int, end: int) -> Span:
     """What is inside a matched value: after its opening quote (and the backslashes escaping it, or
     the ``b`` of Python's bytes) or brace, before its closing brace; in a list (``["x"``), its first item's; a bare value is all content."""
