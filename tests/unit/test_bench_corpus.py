@@ -46,6 +46,7 @@ HELD = {
     "holdout37.yaml": "54/60 held (90.0 %)",
     "holdout38.yaml": "55/60 held (91.7 %)",
     "holdout39.yaml": "55/60 held (91.7 %)",
+    "holdout40.yaml": "58/60 held (96.7 %)",
 }
 """What each fitted corpus holds today (its history is bench/corpus.py's FITTED): a change in either direction is seen."""
 
@@ -76,13 +77,8 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     out = capsys.readouterr().out
     assert "leaks.yaml: " in out and "MISSED" not in out
     assert [f"{name}: {held}" for name, held in HELD.items() if f"{name}: {held}" not in out] == []
-    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
     assert (
-        "holdout40.yaml (held out, not fitted): 53/60 held (88.3 %)   target >= 97 % NOT REACHED"
-        "   no secret leaked: 58/60 (96.7 %)"
-    ) in out
-    assert (
-        "  - nats.go (NATS Go client) [driver]: leaked=['SUEIUTZZCKFPNN2SMS2UTUFCJZHAHSLAPUWSNCGNDPUR6XF4JWBJZW4ESS']"
-        in out
+        "  - solana-py (Helius RPC endpoint) [sdk]: leaked=[] lost=" in out
+        and "(known: holdout40's wallet" in out
     )
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out

@@ -234,11 +234,10 @@ def _key_before(text: str, start: int) -> str | None:
 
 
 def _id_key(key: str) -> bool:
-    """A key named as an object's id (``zone_id``, ``OSSAccessKeyId``, ``client_id``): its value is what
+    """A key named as an object's id (``id``, ``zone_id``, ``OSSAccessKeyId``, ``client_id``): its value is what
     on-call looks up, however random, unless the id is a credential (``session_id``, ``app_id``)."""
-    return key.endswith(("_id", "-id", ".id", "Id", "ID", "_ids", "Ids")) and not _compact(key).endswith(
-        _SECRET_IDS
-    )
+    named_id = key.lower() in ("id", "ids") or key.endswith(("_id", "-id", ".id", "Id", "ID", "_ids", "Ids"))
+    return named_id and not _compact(key).endswith(_SECRET_IDS)
 
 
 # keys that end in "key" and name a row, an object or a parameter: a name, not a secret

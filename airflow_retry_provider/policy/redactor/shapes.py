@@ -83,6 +83,7 @@ _VENDOR = pattern(
     r"|dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,}|pul-[a-f0-9]{40}|nfp_[A-Za-z0-9]{36}"  # Doppler, Pulumi, Netlify
     r"|[A-Za-z0-9]{14}\.atlasv1\.[\w-]{60,}|AGE-SECRET-KEY-1[0-9A-Z]{58}"  # Terraform Cloud, age
     r"|AKID[A-Za-z0-9]{32}"  # Tencent Cloud
+    r"|S[A-Z2-7]{55}(?:[A-Z2-7]{2})?"  # an Ed25519 seed in base32 (a NATS nkey's SU..., a Stellar secret key's S...)
     r")"
 )
 
@@ -93,9 +94,12 @@ _VENDOR = pattern(
 # Pr0xy-Egress!9; not % or +, which encode a URL's or a form's text, though @ and % may stand before
 # the symbol: P@ssw0rd-Wh-2026!, Hn4%wq9Z!x; a word starts with neither). Over every corpus's 3,598
 # strings on-call must read, no word has that mix, nor any word of Airflow's own sources; checked
-# in Python (_chosen): the pattern finds the words that hold one of the symbols
+# in Python (_chosen): the pattern finds the words that hold one of the symbols; an XML element's
+# text too, its & written &amp; (an answer file's <Value>T9r&amp;Wq4zXe7</Value>)
 _CHOSEN = pattern(
-    r"(?:^|[\s'\"(\[{,;=:])([A-Za-z0-9_@%-]{0,39}[!#$^&*~?][A-Za-z0-9!#$^&*~?_-]{0,39})(?:$|[\s'\"(),\]};@])"
+    r"(?:^|[\s'\"(\[{,;=:>])"
+    r"([A-Za-z0-9_@%-]{0,39}(?:&amp;|[!#$^&*~?])(?:&amp;|[A-Za-z0-9!#$^&*~?_-]){0,39})"
+    r"(?:$|[\s'\"(),\]};@<])"
 )  # then "(" too: MyBatis' parameters name their types after them (7hG!xq2Pw#Lm(String))
 _CHOSEN_SYMBOLS = "!#$^&*~?"
 CHOSEN_LENGTHS = (8, 40)
@@ -105,6 +109,7 @@ CHOSEN_LENGTHS = (8, 40)
 def _chosen(word: str) -> bool:
     """A chosen password's mix: capitals, small letters, digits and a symbol; not a format (``%H5x``),
     a pattern's class (``a-zA-Z0-9_$``), a variable (``$Db2Pass``) or a keyword argument (``**kw``)."""
+    word = word.replace("&amp;", "&")  # an XML element's text (R&amp;D-2024 mixes no small letters)
     return (
         CHOSEN_LENGTHS[0] <= len(word) <= CHOSEN_LENGTHS[1]
         and word[0] not in _CHOSEN_SYMBOLS + "@%"
@@ -298,6 +303,16 @@ def _host_label(text: str, start: int, end: int) -> bool:
     return run.islower() and run.isalnum() and _domain_name(run + rest.group())
 
 
+_BASE32 = frozenset(string.ascii_uppercase + "234567")
+
+
+def _public_key(run: str) -> bool:
+    """An Ed25519 public key in base32 (NATS's nkeys: a user's U..., an account's A..., a server's N...;
+    a Stellar account's G...): 56 capitals and digits, what on-call reads to know who connected. Its
+    seed, S and 55 or 57 more, is a vendor's shape (``_VENDOR``)."""
+    return len(run) == 56 and run[0] in "UANOCXG" and set(run) <= _BASE32
+
+
 def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> None:
     judged: dict[str, bool] = {}  # a text that repeats a token judges it once
     for count, match in enumerate(_RUN.finditer(text)):
@@ -314,7 +329,7 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
         if last <= first:
             continue
         begin = start + first if _in_url(lowered, start) else start
-        if _peer_id(text, start, end) or _host_label(text, start, end):
+        if _peer_id(text, start, end) or _host_label(text, start, end) or _public_key(token):
             continue
         hidden, before = token[first:last], _named_from(lowered, begin)
         long_member = _long_key(hidden) and _collection_segment(before)  # /periods/<64-character token>/

@@ -36,6 +36,8 @@ _USERINFO = pattern(
     r"|[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+:([^\s:@/'\"]*[^\s\d:@/'\"),;\]][^\s:@/'\"]*)(?:[\s'\"]|$))"
 )
 
+# the next key of a connection string (;Database=): what follows a colon there is not a password
+_CONNECTION_STRING_KEY = pattern(r";[ \t]*[A-Za-z][\w ]*=")
 
 # a path and its query without a scheme and host (an access log's "GET /callback?code=x HTTP/1.1")
 _RELATIVE_URL = pattern(r"(?:^|[\s\"'(\[])(/[^\s\"'<>?]*\?[^\s\"'<>]+)")
@@ -167,7 +169,7 @@ MAX_QUERY_PARAMETERS = 32
 
 
 # a query parameter whose name says its value is a hash, a version or a trace: its shape is no clue
-_QUERY_HASH_KEYS = ("sha", "hash", "digest", "commit", "checksum", "etag", "rev", "ref", "version", "trace",
+_QUERY_HASH_KEYS = ("sha", "md5", "hash", "digest", "commit", "checksum", "etag", "rev", "ref", "version", "trace",
                     "span", "request", "correlation", "fingerprint", "oid", "uuid", "guid", "integrity")  # fmt: skip
 
 
@@ -251,6 +253,8 @@ def _userinfo(text: str, spans: list[Span]) -> None:
         start, end = match.span(1)
         if match.group(2):
             continue  # a backend's scp-style location (restic's sftp:user@host:/path): a name, no password
+        if _CONNECTION_STRING_KEY.search(match.group(1)):
+            continue  # an ODBC string's next keys (Server=tcp:host,1433;Database=x;PWD=y@z): the key family's
         if not text[start:end].isdigit() and text[start:end] != MASK:
             spans.append((start, end))
 
