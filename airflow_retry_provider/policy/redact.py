@@ -28,7 +28,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from airflow_retry_provider.policy.engine import LiteralSet, Pattern, bounded
-from airflow_retry_provider.policy.redactor import assignments, commands, shapes, tables, urls
+from airflow_retry_provider.policy.redactor import assignments, commands, judge, shapes, tables, urls
 from airflow_retry_provider.policy.redactor.commands import _DEVICE_WORDS
 from airflow_retry_provider.policy.redactor.judge import _FOREIGN_WORDS, _HEXDIGITS, _looks_secret
 from airflow_retry_provider.policy.redactor.spans import MASK, Span
@@ -45,6 +45,7 @@ lowered text (one search per word would scan it once per word)."""
 
 
 PATTERNS: tuple[Pattern, ...] = (
+    *judge.PATTERNS,
     *urls.PATTERNS,
     *assignments.PATTERNS,
     *commands.PATTERNS,

@@ -1045,10 +1045,10 @@ def echoed_id(text: str, start: int, end: int, shown: frozenset[str]) -> bool:
 PATTERNS: tuple[Pattern, ...] = (
     _JSON_OBJECT, _OAUTH_CODE, _TYPOGRAPHIC,
     _FORM_BODY, _SHORT_KEY_DSN,
-    _KEY_VALUE, _KEY_SPACE, _SPACED_KEY, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
+    _KEY_VALUE, _KEY_SPACE, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _LOGIN_VECTOR, _BRACKETED,
     _SETTING_ECHO, _PYDANTIC_INPUT, _TRAIT_ERROR, _CUE_ERROR, _GO_FIELD, _USER_PAIR_KEY, _ERROR_OBJECT,
-    _ID_ASSIGNMENT,
+    _ID_ASSIGNMENT, _NEXT_COUNTER, _PREVIOUS_COUNTER,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 

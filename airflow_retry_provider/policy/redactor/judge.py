@@ -14,7 +14,7 @@ import string
 from collections import Counter
 
 from airflow_retry_provider.policy import secret_words
-from airflow_retry_provider.policy.engine import pattern
+from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.spans import MASK
 
 # A word that names a secret (detect-secrets' KeywordDetector DENYLIST, plus the key words of
@@ -881,3 +881,7 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
         return False  # a secret's noun before its adjective: llave privada <hex>, chave secreta
     named_secret = key.replace("signal", "")  # APPSIGNAL_REVISION: "sig" in "signal" names no signature
     return not any(word in named_secret for word in _SECRET_IN_NAME) and not compact.endswith(_SECRET_IDS)
+
+
+PATTERNS: tuple[Pattern, ...] = (_MASK_PHRASE, _BRACKETED_CODE, _REFERENCE, _KEY_BEFORE, _SPACED_KEY)
+"""This module's patterns (the linear-time test runs each on adversarial input)."""

@@ -11,7 +11,6 @@ from airflow_retry_provider.policy import vendor
 from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _HEX,
-    _KEY_BEFORE,
     _collection_segment,
     _domain_name,
     _id_key,
@@ -355,7 +354,6 @@ def _id_flag_value(text: str, span: Span) -> bool:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    _KEY_BEFORE,
     _PEM,
     _CRYPT_HASH,
     _VENDOR,

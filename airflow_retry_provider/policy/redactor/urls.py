@@ -484,7 +484,7 @@ def _scheme(text: str, spans: list[Span]) -> None:
 
 PATTERNS: tuple[Pattern, ...] = (
     _URI, _RELATIVE_URL, _URL_THEN_TOKEN, _POOL_URL, _USERINFO, _WEBHOOK, _REDIS_USERINFO, _COOKIE, _AUTHORIZATION, _AUTH_PARAMETERS,
-    _AUTH_PARAMETER, _SCHEME,
+    _AUTH_PARAMETER, _SCHEME, _CONNECTION_STRING_KEY, _HOST_THEN_PATH,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 

@@ -829,6 +829,29 @@ def test_import_compiles_nothing() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_every_pattern_of_a_redaction_module_is_listed() -> None:
+    """Each module-level pattern of the redactor is in ``PATTERNS``, so the linear-time test runs it."""
+    from airflow_retry_provider.policy.engine import Pattern
+    from airflow_retry_provider.policy.redactor import (
+        assignments,
+        commands,
+        judge,
+        shapes,
+        spans,
+        tables,
+        urls,
+    )
+
+    listed = {id(pattern) for pattern in PATTERNS}
+    unlisted = [
+        f"{module.__name__}.{name}"
+        for module in (assignments, commands, judge, shapes, spans, tables, urls)
+        for name, value in vars(module).items()
+        if isinstance(value, Pattern) and id(value) not in listed
+    ]
+    assert unlisted == []
+
+
 def test_every_pattern_compiles_with_re2() -> None:
     """Every redaction pattern is valid RE2 (no look-around, back-reference or possessive quantifier)."""
     for pattern in PATTERNS:
