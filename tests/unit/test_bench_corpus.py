@@ -81,4 +81,10 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
         "  - solana-py (Helius RPC endpoint) [sdk]: leaked=[] lost=" in out
         and "(known: holdout40's wallet" in out
     )
+    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
+    assert (
+        "holdout41.yaml (held out, not fitted): 48/60 held (80.0 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 56/60 (93.3 %)"
+    ) in out
+    assert "  - eredis [driver]: leaked=['Rk2vT9pL4wXq'] lost=[]" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out
