@@ -11,6 +11,7 @@ from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _DEVICE_KINDS,
     _FOREIGN_WORDS,
+    _NEXT_KEY,
     _NOT_SECRETS,
     _OUTRIGHT_WORDS,
     _PASSWORD_KEYS,
@@ -255,9 +256,15 @@ _USER_PAIR_KEY = pattern(r"(?:^|[\s'\",(])(?:user|username|login)[ \t]*=[ \t]*([
 def _user_pairs(text: str, spans: list[Span]) -> None:
     """The password of ``user=name:password``: not a user and its group (``1000:1000``, ``app:app``)."""
     for match in _matches(_USER_PAIR_KEY, text, spans):
-        secret = match.group(2)
-        if not secret.isdigit() and secret != match.group(1) and not _not_secret(secret):
-            spans.append(match.span(2))
+        start, end = match.span(2)
+        following = _NEXT_KEY.search(
+            text[start - 1 : end]
+        )  # a property list (user=u:password=x:serverName=h)
+        if following is not None:
+            end = start - 1 + following.start()
+        secret = text[start:end]
+        if secret and not secret.isdigit() and secret != match.group(1) and not _not_secret(secret):
+            spans.append((start, end))
 
 
 # a user and a password as an unquoted parenthesised pair (and a new password third) after a key
@@ -868,6 +875,10 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
             and "=" in sep
         ):
             end = _continuation(text, end)  # not after FLAGS or ENV_VARS=x (a shell's word ends at a space)
+        if bare:
+            following = _NEXT_KEY.search(text[start:end])
+            if following is not None:
+                end = start + following.start()  # a property list's next key (x:serverName=h)
         spans.append((start, end))
 
 

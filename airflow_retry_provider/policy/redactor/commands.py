@@ -9,6 +9,7 @@ from airflow_retry_provider.policy import argv
 from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _DEVICE_KINDS,
+    _NEXT_KEY,
     PROSE_WORDS,
     _bracketed_name,
     _domain_name,
@@ -127,9 +128,10 @@ _REGISTRY_VALUE = pattern(
     r"(?i:/v[ \t]+\"?[\w .-]*(?:password|passwd|pwd|secret|token|key)[\w .-]*\"?[^\r\n]*?[ \t]/d[ \t]+)"
     r"(?:\"([^\"\r\n]*)\"|([^\s\"]+))"
 )
-# a PostgreSQL password file's line (.pgpass: host:port:database:user:password; * for any)
+# a PostgreSQL password file's line (.pgpass: host:port:database:user:password; * for any), a
+# diff's added line too (+host:5432:db:user:x, as chezmoi and git show a new .pgpass)
 _PGPASS_LINE = pattern(
-    r"(?:^|[\s'\"])(?:[A-Za-z*][\w.-]*|[0-9]{1,3}(?:\.[0-9]{1,3}){3}):(?:[0-9]{1,5}|\*):[^:\s'\"]+:[^:\s'\"]+:([^\s'\"]+)"
+    r"(?:^|[\s'\"+])(?:[A-Za-z*][\w.-]*|[0-9]{1,3}(?:\.[0-9]{1,3}){3}):(?:[0-9]{1,5}|\*):[^:\s'\"]+:[^:\s'\"]+:([^\s'\"]+)"
 )
 # a call named for logging in, given a user and a password (smtplib's server.login('u', 'x'),
 # imaplib's and ftplib's login, python-ldap's simple_bind_s('cn=admin,...', 'x')), or a mail client
@@ -591,8 +593,11 @@ def _argv(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> N
     (``-u ghp_x:x-oauth-basic`` is a token as its user: not kept; vendor prefixes are hidden wherever they stand)."""
     pairs: list[tuple[Span, Span]] = []
     for start, end in argv.find(text, lowered, pairs):
-        if text[start:end] != MASK and not _not_secret(text[start:end]):
-            spans.append((start, end))
+        value = text[start:end]
+        if value != MASK and not _not_secret(value) and _NEXT_KEY.search(value) is None:
+            spans.append(
+                (start, end)
+            )  # a connection string (db2's using "Server=h;UID=u;PWD=x"): the key family's
     for user, (start, end) in pairs:
         secret = text[start:end]
         if secret == MASK or (_looks_secret(secret) and not secret.isalpha()):

@@ -100,12 +100,20 @@ def _not_secret(value: str) -> bool:
     )  # $TOKEN, not $ecret1
 
 
+# the next key of a connection string or a property list (ODBC's ;Database=, asadmin's
+# user=u:password=x:serverName=h), a value after its = (base64's padding, :SGVsbG8=}, is none)
+_NEXT_KEY = pattern(r"[;:][ \t]*[A-Za-z][\w ]{0,40}=[^\s=}'\"]")
+
+
 # a reference to where a secret is kept, as signing and CI tools take one in place of the secret: an
 # environment variable (cosign's env://NAME, Dagger's env:NAME), a file, a key manager's URI (cosign's
 # awskms://, gcpkms://, azurekms://, hashivault://, k8s://), 1Password's op://, a keyring's entry
 _REFERENCE = pattern(
     r"^(?:env:(?://)?[A-Za-z_][A-Za-z0-9_]*"
-    r"|(?:file|awskms|gcpkms|azurekms|hashivault|k8s|op|keyring|pkcs11|vault):(?://)?[\w./@:-]+)$"
+    r"|(?:file|awskms|gcpkms|azurekms|hashivault|k8s|op|keyring|pkcs11|vault):(?://)?[\w./@:-]+"
+    # an interpolation that reads a file or the environment when the config loads (Jenkins
+    # configuration-as-code's ${readFile:/run/secrets/x}, Kafka's config providers' ${file:/p:key}, ${env:NAME})
+    r"|\$\{(?:readFile|readFileBase64|file|env):[\w./@:-]+\}?)$"
 )
 
 
@@ -245,6 +253,7 @@ _NAMING_KEYS = (
     "parameterkey", "objectkey", "s3key", "partitionkey", "sortkey", "rangekey", "tagkey", "primarykey",
     "foreignkey", "routingkey", "cachekey", "dedupkey", "idempotencykey", "groupkey", "monkey", "turkey",
     "hockey", "whiskey", "projectkey", "issuekey", "bucketkey", "publickey", "pubkey",
+    "publishablekey",  # a key a page's script publishes (Stripe's STRIPE_PUBLISHABLE_KEY, Clerk's)
     # an event's or an alert's key for deduplication (incident.io's deduplication_key, ilert's alertKey,
     # PagerDuty's v1 incident_key): it names the alert so that a repeat joins it
     "deduplicationkey", "alertkey", "incidentkey", "correlationkey", "messagekey", "lookupkey",
@@ -883,5 +892,12 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     return not any(word in named_secret for word in _SECRET_IN_NAME) and not compact.endswith(_SECRET_IDS)
 
 
-PATTERNS: tuple[Pattern, ...] = (_MASK_PHRASE, _BRACKETED_CODE, _REFERENCE, _KEY_BEFORE, _SPACED_KEY)
+PATTERNS: tuple[Pattern, ...] = (
+    _MASK_PHRASE,
+    _BRACKETED_CODE,
+    _NEXT_KEY,
+    _REFERENCE,
+    _KEY_BEFORE,
+    _SPACED_KEY,
+)
 """This module's patterns (the linear-time test runs each on adversarial input)."""

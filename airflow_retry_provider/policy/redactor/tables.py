@@ -148,7 +148,8 @@ def _plain_tables(text: str, spans: list[Span]) -> None:
             following += 1
         width = following - name_start if following < header[1] else MAX_MATCH_LINE
         start = header[1] + 1
-        for _ in range(MAX_TABLE_LINES):
+        # a flag names no column: arguments one per line (Sqoop's "command arguments :"), its value the next
+        for _ in range(1 if match.group(1).startswith("-") else MAX_TABLE_LINES):
             row = _line_at(text, start)
             if row[0] >= len(text) or not text[row[0] : row[1]].strip():
                 break

@@ -7,6 +7,7 @@ from typing import Any
 
 from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
+    _NEXT_KEY,
     _authorization_id,
     _digest_user,
     _has_digit,
@@ -36,8 +37,6 @@ _USERINFO = pattern(
     r"|[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+:([^\s:@/'\"]*[^\s\d:@/'\"),;\]][^\s:@/'\"]*)(?:[\s'\"]|$))"
 )
 
-# the next key of a connection string (;Database=): what follows a colon there is not a password
-_CONNECTION_STRING_KEY = pattern(r";[ \t]*[A-Za-z][\w ]*=")
 
 # a path and its query without a scheme and host (an access log's "GET /callback?code=x HTTP/1.1")
 _RELATIVE_URL = pattern(r"(?:^|[\s\"'(\[])(/[^\s\"'<>?]*\?[^\s\"'<>]+)")
@@ -253,7 +252,7 @@ def _userinfo(text: str, spans: list[Span]) -> None:
         start, end = match.span(1)
         if match.group(2):
             continue  # a backend's scp-style location (restic's sftp:user@host:/path): a name, no password
-        if _CONNECTION_STRING_KEY.search(match.group(1)):
+        if _NEXT_KEY.search(match.group(1)):
             continue  # an ODBC string's next keys (Server=tcp:host,1433;Database=x;PWD=y@z): the key family's
         if not text[start:end].isdigit() and text[start:end] != MASK:
             spans.append((start, end))
@@ -484,7 +483,7 @@ def _scheme(text: str, spans: list[Span]) -> None:
 
 PATTERNS: tuple[Pattern, ...] = (
     _URI, _RELATIVE_URL, _URL_THEN_TOKEN, _POOL_URL, _USERINFO, _WEBHOOK, _REDIS_USERINFO, _COOKIE, _AUTHORIZATION, _AUTH_PARAMETERS,
-    _AUTH_PARAMETER, _SCHEME, _CONNECTION_STRING_KEY, _HOST_THEN_PATH,
+    _AUTH_PARAMETER, _SCHEME, _HOST_THEN_PATH,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 

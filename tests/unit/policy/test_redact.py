@@ -523,6 +523,7 @@ HELD_OUT = (
     "holdout38.yaml",
     "holdout39.yaml",
     "holdout40.yaml",
+    "holdout41.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -540,7 +541,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout40, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout41, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -2484,6 +2485,57 @@ def test_round_forty_one_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_forty_one_keeps(text: str) -> None:
     """What round forty-one's classes must keep."""
+    assert redact(text) == text
+
+
+SQOOP_ARGUMENTS = (
+    "[2025-07-03, 01:41:18 UTC] {ssh.py:476} INFO -              --password\n"
+    "[2025-07-03, 01:41:18 UTC] {ssh.py:476} INFO -              VALUE\n"
+    "[2025-07-03, 01:41:18 UTC] {ssh.py:476} INFO -              --table\n"
+    "[2025-07-03, 01:41:18 UTC] {ssh.py:476} INFO -              GL_JOURNAL_LINES"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a property list joined by colons: the password ends before the next property
+        ("asadmin create-jdbc-connection-pool --property 'user=ledger_app:password=Lq9wR2tB!x:serverName=pg-ledger-01.int.acme.io:portNumber=5432' LedgerPool",
+         "asadmin create-jdbc-connection-pool --property 'user=ledger_app:password=***:serverName=pg-ledger-01.int.acme.io:portNumber=5432' LedgerPool"),
+        ("mount -o user=etl:Pq9xLw2v:serverName=files01 /mnt", "mount -o user=etl:***:serverName=files01 /mnt"),
+        # a flag's value that is a connection string: its keys are read, its password hidden
+        ('Failed to open DB2 connection using "Server=db2prd01.acme.local:50001;Database=LEDGER;UID=svcledger;PWD=Jx3m9QvT;Security=SSL"',
+         'Failed to open DB2 connection using "Server=db2prd01.acme.local:50001;Database=LEDGER;UID=svcledger;PWD=***;Security=SSL"'),
+        ("db2 connect to LEDGER user svcledger using Jx3m9QvT", "db2 connect to LEDGER user svcledger using ***"),
+        # a .pgpass line added in a diff
+        ("INFO - +pg-warehouse.int.acme.io:5432:analytics:airflow:Vb3nQ7tX2wKm",
+         "INFO - +pg-warehouse.int.acme.io:5432:analytics:airflow:***"),
+        # a flag one per line: its value is the next line, not a column
+        (SQOOP_ARGUMENTS.replace("VALUE", "Zq8vKm2Lw"), SQOOP_ARGUMENTS.replace("VALUE", "***")),
+        # base64's padding after a colon is no next key; an interpolation that encodes is no reference
+        ("secret=Zm9vYmFyYmF6cXV4MTIz:SGVsbG8gV29ybGQxMjM=", "secret=***"),
+        ("password: ${base64:SGVsbG8gV29ybGQxMjM=}", "password: ***}"),
+    ],
+)  # fmt: skip
+def test_round_forty_two_classes(text: str, expected: str) -> None:
+    """Round forty-two's classes (holdout41's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an interpolation that reads a file or the environment when the config loads
+        '              privateKey: "${readFile:/run/secrets/gitea_deploy_key}"',
+        'sasl.jaas.config password="${file:/etc/kafka/secrets.properties:sasl.password}"',
+        "client_secret: ${env:OIDC_CLIENT_SECRET}",
+        # a publishable key, published in a page's script
+        '"_STRIPE_PUBLISHABLE_KEY": "pk_live_NpplzYErI1lPjpuVecleMZYb",',
+        "NEXT_PUBLIC_CLERK_PUBLISHABLE_KEY=pk_test_Y2xlcmsuZXhhbXBsZS5jb20k",
+    ],
+)  # fmt: skip
+def test_round_forty_two_keeps(text: str) -> None:
+    """What round forty-two's classes must keep."""
     assert redact(text) == text
 
 
