@@ -11,12 +11,12 @@ from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _DEVICE_KINDS,
     _FOREIGN_WORDS,
-    _NEXT_KEY,
     _NOT_SECRETS,
     _OUTRIGHT_WORDS,
     _PASSWORD_KEYS,
     _SPACED_KEY,
     PROSE_WORDS,
+    _before_next_key,
     _bracketed_name,
     _compact,
     _domain_name,
@@ -257,11 +257,7 @@ def _user_pairs(text: str, spans: list[Span]) -> None:
     """The password of ``user=name:password``: not a user and its group (``1000:1000``, ``app:app``)."""
     for match in _matches(_USER_PAIR_KEY, text, spans):
         start, end = match.span(2)
-        following = _NEXT_KEY.search(
-            text[start - 1 : end]
-        )  # a property list (user=u:password=x:serverName=h)
-        if following is not None:
-            end = start - 1 + following.start()
+        end = _before_next_key(text, start, end)  # a property list (user=u:password=x:serverName=h)
         secret = text[start:end]
         if secret and not secret.isdigit() and secret != match.group(1) and not _not_secret(secret):
             spans.append((start, end))
@@ -876,9 +872,7 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
         ):
             end = _continuation(text, end)  # not after FLAGS or ENV_VARS=x (a shell's word ends at a space)
         if bare:
-            following = _NEXT_KEY.search(text[start:end])
-            if following is not None:
-                end = start + following.start()  # a property list's next key (x:serverName=h)
+            end = _before_next_key(text, start, end)  # a property list's next key (x:serverName=h)
         spans.append((start, end))
 
 

@@ -594,10 +594,9 @@ def _argv(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> N
     pairs: list[tuple[Span, Span]] = []
     for start, end in argv.find(text, lowered, pairs):
         value = text[start:end]
+        # a connection string (db2's using "Server=h;UID=u;PWD=x") is the key family's to read
         if value != MASK and not _not_secret(value) and _NEXT_KEY.search(value) is None:
-            spans.append(
-                (start, end)
-            )  # a connection string (db2's using "Server=h;UID=u;PWD=x"): the key family's
+            spans.append((start, end))
     for user, (start, end) in pairs:
         secret = text[start:end]
         if secret == MASK or (_looks_secret(secret) and not secret.isalpha()):

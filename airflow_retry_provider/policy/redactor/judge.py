@@ -105,6 +105,14 @@ def _not_secret(value: str) -> bool:
 _NEXT_KEY = pattern(r"[;:][ \t]*[A-Za-z][\w ]{0,40}=[^\s=}'\"]")
 
 
+def _before_next_key(text: str, start: int, end: int) -> int:
+    """Where the value ``text[start:end]`` ends: before the next key of its list (``x:serverName=h``), the
+    separator just before it included (``user=u:password=x``: the value after ``u`` is the next key)."""
+    opening = max(0, start - 1)
+    following = _NEXT_KEY.search(text[opening:end])
+    return end if following is None else max(start, opening + following.start())
+
+
 # a reference to where a secret is kept, as signing and CI tools take one in place of the secret: an
 # environment variable (cosign's env://NAME, Dagger's env:NAME), a file, a key manager's URI (cosign's
 # awskms://, gcpkms://, azurekms://, hashivault://, k8s://), 1Password's op://, a keyring's entry
