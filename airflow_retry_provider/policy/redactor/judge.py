@@ -589,14 +589,17 @@ def _flag_prose(text: str, start: int, value: str) -> bool:
     )
 
 
+def _secret_column(name: str, words: tuple[str, ...] = _KEY_WORDS) -> bool:
+    """Whether one word (a column's, a parameter's, an element's name) names a secret: it holds one of
+    ``words`` and :func:`_secret_key` agrees."""
+    lowered = name.lower()
+    return bool(name) and " " not in name and any(w in lowered for w in words) and _secret_key(name)
+
+
 def _secret_name(name: str) -> bool:
-    lowered = name.lower()
-    return any(word in lowered for word in _XML_WORDS) and _secret_key(name)
-
-
-def _secret_column(name: str) -> bool:
-    lowered = name.lower()
-    return bool(name) and " " not in name and any(w in lowered for w in _KEY_WORDS) and _secret_key(name)
+    """:func:`_secret_column` with the words that name a secret alone (an element's, an option's name:
+    ``<Password>``, ``{password, "x"}``; not ``auth`` or ``session``)."""
+    return _secret_column(name, _XML_WORDS)
 
 
 def _entropy(data: str) -> float:
