@@ -87,7 +87,8 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
     spans: list[Span] = []
     readable: list[Span] = []  # where the entropy catch-all hides nothing (a URL's path beside its secret,
     # the user of a user:secret pair)
-    lowered = text.lower()
+    lowered = text.replace("İ", "I").lower()  # one character for one: "İ".lower() is two, which would
+    # shift every index of lowered after it from the text's (Turkish's BİLGİ)
     gates = _GATES.found(lowered)
     urls.find(text, lowered, spans, readable)
     assignments.find(text, lowered, gates, spans)
