@@ -83,4 +83,10 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
         and "(known: holdout40's wallet" in out
     )
     assert "  - eredis [driver]: leaked=['Rk2vT9pL4wXq'] lost=[] (known: holdout41's password" in out
+    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
+    assert (
+        "holdout42.yaml (held out, not fitted): 46/60 held (76.7 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 56/60 (93.3 %)"
+    ) in out
+    assert "  - MinIO Client (mc) [cli]: leaked=['YIJEQTZG0XPL7PTNT2Y8'] lost=[]" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out
