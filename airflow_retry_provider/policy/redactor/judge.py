@@ -120,7 +120,8 @@ _REFERENCE = pattern(
     r"^(?:env:(?://)?[A-Za-z_][A-Za-z0-9_]*"
     r"|(?:file|awskms|gcpkms|azurekms|hashivault|k8s|op|keyring|pkcs11|vault):(?://)?[\w./@:-]+"
     # an interpolation that reads a file or the environment when the config loads (Jenkins
-    # configuration-as-code's ${readFile:/run/secrets/x}, Kafka's config providers' ${file:/p:key}, ${env:NAME})
+    # configuration-as-code's ${readFile:/run/secrets/x}, Kafka's config providers' ${file:/p:key}, ${env:NAME});
+    # a bare value ends before its "}"
     r"|\$\{(?:readFile|readFileBase64|file|env):[\w./@:-]+\}?)$"
 )
 

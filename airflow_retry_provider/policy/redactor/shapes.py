@@ -305,7 +305,7 @@ def _host_label(text: str, start: int, end: int) -> bool:
 _BASE32 = frozenset(string.ascii_uppercase + "234567")
 
 
-def _public_key(run: str) -> bool:
+def _base32_public_key(run: str) -> bool:
     """An Ed25519 public key in base32 (NATS's nkeys: a user's U..., an account's A..., a server's N...;
     a Stellar account's G...): 56 capitals and digits, what on-call reads to know who connected. Its
     seed, S and 55 or 57 more, is a vendor's shape (``_VENDOR``)."""
@@ -328,7 +328,7 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
         if last <= first:
             continue
         begin = start + first if _in_url(lowered, start) else start
-        if _peer_id(text, start, end) or _host_label(text, start, end) or _public_key(token):
+        if _peer_id(text, start, end) or _host_label(text, start, end) or _base32_public_key(token):
             continue
         hidden, before = token[first:last], _named_from(lowered, begin)
         long_member = _long_key(hidden) and _collection_segment(before)  # /periods/<64-character token>/
