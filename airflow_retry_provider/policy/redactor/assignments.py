@@ -68,8 +68,9 @@ _KEY = (
     rf"|{_KEY_CHAR}*(?-i:[a-z]TK)|(?:{_KEY_CHAR}*[_.-])?tk"
     rf"|{_KEY_CHAR}*auth[_-]?(?:data|string|value|info)"  # the contents of a credential (Barion's AuthData, auth_string)
     r"|userinfo"  # a parsed URI's user:password (Elixir's %URI{userinfo: "u:x"}, Go's url.Userinfo)
-    # a one-time or personal code, as a whole word or after a separator (pin=, card.pin:, pin_code=, mfa_code=)
-    rf"|(?:{_KEY_CHAR}*[_.-])?(?:pin(?:[_-]?code)?|otp|totp|mfa[_-]?code|2fa[_-]?code|recovery[_-]?codes?|backup[_-]?codes?|security[_-]?answer)"
+    # a one-time or personal code, as a whole word or after a separator (pin=, card.pin:, pin_code=, mfa_code=);
+    # a verifier (OAuth 1.0's oauth_verifier, PKCE's code_verifier, a webhook's verification code)
+    rf"|(?:{_KEY_CHAR}*[_.-])?(?:pin(?:[_-]?code)?|otp|totp|mfa[_-]?code|2fa[_-]?code|recovery[_-]?codes?|backup[_-]?codes?|security[_-]?answer|verifier)"
     rf"|{_KEY_CHAR}*(?-i:[a-z]Pin(?:Code)?)"  # a PIN as a camel-case last word (Aramex's AccountPin)
     # a cipher's initialisation vector set beside its key (KG Inicis' INIAPI_IV, aes_iv, NewebPay's
     # HashIV): key material
@@ -702,8 +703,8 @@ def _object_key(key: str, value: str) -> bool:
     a Jira issue's key, its project's then a dash and a number (Xray's ``testPlanKey=DWH-412``): no
     credential is one short upper-case word, nor a word's prefix and a number. A credential's key
     (``api_key``, ``license-key``, ``secretKey``) names no object, whatever its value's shape."""
-    if _compact(key).endswith("hashkey"):
-        return _attribute_name(value)
+    if _compact(key).endswith(("hashkey", "primarykey")):
+        return _attribute_name(value.strip("[](),"))  # a list's first name too: primary_key: [order_id, line]
     if _compact(key).endswith(_CREDENTIAL_KEYS):
         return False
     prefix = value.rstrip("0123456789")

@@ -80,6 +80,8 @@ def _not_secret(value: str) -> bool:
         return True  # a resource's name (SecretId='arn:aws:secretsmanager:...'), not the secret it names
     if _REFERENCE.match(value) is not None:
         return True  # where the secret is kept (cosign's --key env://COSIGN_PRIVATE_KEY), not the secret
+    if _file_path(value):  # the file that holds it (k3sup's --ssh-key /opt/airflow/keys/edge_ed25519)
+        return True
     if value.startswith(_SSH_PUBLIC_KEY_TYPES):
         return True  # a public key (--authorized_keys "ssh-ed25519 AAAA..."): published by design
     if len(value) >= LONG_NUMBER and value.isdigit():
@@ -98,6 +100,24 @@ def _not_secret(value: str) -> bool:
     return (
         name.isupper() and name.replace("_", "A").isalnum() and not name[0].isdigit()
     )  # $TOKEN, not $ecret1
+
+
+def _file_path(value: str) -> bool:
+    """A file's path of two or more names, each made of words (``/opt/airflow/certs/Inter_API_Chave.key``,
+    ``~/.ssh/id_ed25519``). A base64 run that starts with ``/`` mixes its cases at random
+    (``/ylhkpcpE/TIZkfoaNo...``): it is no path."""
+    if not value.startswith(("/", "~/", "./", "../")) or value.count("/") < 2 or value.endswith("/"):
+        return False
+    pieces = value.translate(_PATH_SEPARATORS).split()
+    return all(_word_piece(piece.rstrip("0123456789")) for piece in pieces)
+
+
+_PATH_SEPARATORS = str.maketrans("/_.~-", "     ")
+
+
+def _word_piece(piece: str) -> bool:
+    """Letters in one case or capitalised (``opt``, ``API``, ``Chave``), or nothing but digits."""
+    return not piece or piece.isalpha() and (piece.islower() or piece.isupper() or piece.istitle())
 
 
 # the next key of a connection string or a property list (ODBC's ;Database=, asadmin's
@@ -259,13 +279,14 @@ def _id_key(key: str) -> bool:
 
 # keys that end in "key" and name a row, an object or a parameter: a name, not a secret
 _NAMING_KEYS = (
-    "parameterkey", "objectkey", "s3key", "partitionkey", "sortkey", "rangekey", "tagkey", "primarykey",
+    "parameterkey", "objectkey", "s3key", "partitionkey", "sortkey", "rangekey", "tagkey",
     "foreignkey", "routingkey", "cachekey", "dedupkey", "idempotencykey", "groupkey", "monkey", "turkey",
     "hockey", "whiskey", "projectkey", "issuekey", "bucketkey", "publickey", "pubkey",
     "publishablekey",  # a key a page's script publishes (Stripe's STRIPE_PUBLISHABLE_KEY, Clerk's)
     # an event's or an alert's key for deduplication (incident.io's deduplication_key, ilert's alertKey,
     # PagerDuty's v1 incident_key): it names the alert so that a repeat joins it
     "deduplicationkey", "alertkey", "incidentkey", "correlationkey", "messagekey", "lookupkey",
+    "websocketkey",  # a WebSocket handshake's nonce (Sec-WebSocket-Key), random for each connection, no credential
 )  # fmt: skip
 """Keys that name an object, not a secret, written without ``_`` and ``-`` (``partition_key``,
 ``project-key`` and ``partitionKey`` alike)."""
@@ -867,20 +888,14 @@ def _collection_segment(before: str) -> bool:
 def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     """Whether the words just before a random run (32 characters) name it as a hash or an id
     (``sha256=``, ``commit``, ``request id:``), unless its own key names a secret
-    (``fs.azure.account.key.x.blob.core.windows.net=``: "blob" is a hash word, "key" wins)."""
+    (``fs.azure.account.key.x.blob.core.windows.net=``: "blob" is a hash word, "key" wins). A run whose
+    own key names an object or a public key is one whatever words stand near (``partition_key=``,
+    ``Sec-WebSocket-Key:``, ``public key:``)."""
     # the end of a range (a1b2..c3d4) reads as its start; a hex digest may be named a line above
     if _secret_segment(before):
         return False  # /incidents/api/<hex>: the segment before says what it is
     if _collection_segment(before):
         return True  # an object's id after its collection in a path: /Accounts/AC<32 hex>/, /payments/<id>
-    window = 80 if before.endswith("..") else len(before) if hexadecimal else 32
-    near = before[-32:].lower()
-    named = before[-window:].replace("invalid", "")  # "token invalid: <hex>" names no id
-    if not any(word in named for word in _HASH_WORDS) and not any(
-        noun in near or f"{noun.rstrip()}=" in near
-        for noun in _OBJECT_NOUNS  # customer=<32 hex> (Kuaidi100)
-    ):
-        return False
     stripped = before.rstrip(" \t=:\"'")
     for separator in ",;&(={":
         stripped = stripped.replace(
@@ -898,6 +913,14 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     compact = _compact(own_key)
     if compact.endswith(_NAMING_KEYS) and not compact.endswith(_ROUTING_KEYS):
         return True  # its own key names it ('public_key': 'public_d+k+...', deduplication_key=)
+    window = 80 if before.endswith("..") else len(before) if hexadecimal else 32
+    near = before[-32:].lower()
+    named = before[-window:].replace("invalid", "")  # "token invalid: <hex>" names no id
+    if not any(word in named for word in _HASH_WORDS) and not any(
+        noun in near or f"{noun.rstrip()}=" in near
+        for noun in _OBJECT_NOUNS  # customer=<32 hex> (Kuaidi100)
+    ):
+        return False
     if len(words) > 1 and any(word in words[-2].lower() for word in _FOREIGN_WORDS):
         return False  # a secret's noun before its adjective: llave privada <hex>, chave secreta
     named_secret = key.replace("signal", "")  # APPSIGNAL_REVISION: "sig" in "signal" names no signature

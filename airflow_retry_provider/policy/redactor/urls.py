@@ -157,7 +157,7 @@ def _uri_rest(text: str, start: int, rest: str, end: int, spans: list[Span]) -> 
             (start, start + at)
         )  # a key as the user (Sentry's DSN: https://<key>@o1.ingest.sentry.io/2, Gemfury's push URL)
         return
-    if colon < 0 or "/" in rest[:colon] or rest[colon + 1 : at] in ("", MASK):
+    if colon < 0 or "/" in rest[:colon] or _not_secret(rest[colon + 1 : at]):
         return
     if not _is_port_then_path(rest, colon, at):
         spans.append((start + colon + 1, start + at))

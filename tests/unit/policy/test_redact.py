@@ -524,6 +524,7 @@ HELD_OUT = (
     "holdout39.yaml",
     "holdout40.yaml",
     "holdout41.yaml",
+    "holdout42.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -541,7 +542,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout41, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout42, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -2536,6 +2537,43 @@ def test_round_forty_two_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_forty_two_keeps(text: str) -> None:
     """What round forty-two's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a primary key as a credential (a key pair's primary of two), not a table's
+        ("INFO - reflector.config primary_key=Xk29fLq8Vt3mPzN7wQ hmac=on", "INFO - reflector.config primary_key=*** hmac=on"),
+        # OAuth 1.0's verifier beside its request token
+        ("DEBUG - POST /oauth/access_token oauth_token=hh5s93j4hdidpola&oauth_verifier=hfdp7dh39dks9884",
+         "DEBUG - POST /oauth/access_token oauth_token=***&oauth_verifier=***"),
+        # a key flag's value that is no path, whatever its first character
+        ("--api-key /Xk9ab8ZQtR2mN7pLw4Yc3Vb6Hd1Sf0Ej", "--api-key ***"),
+        ("ssh_key=/abcDef/ghiJkl", "ssh_key=***"),
+    ],
+)  # fmt: skip
+def test_round_forty_three_classes(text: str, expected: str) -> None:
+    """Round forty-three's classes (holdout42's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a table's primary key names its columns
+        "primary_key: [order_id, line_no]",
+        # the file that holds a key, not the key
+        "+ nebula-cert sign -ca-key /etc/nebula/ca.key -name edge-7 -ip 10.8.0.7/24",
+        '+ rsync -e "ssh -i ~/.ssh/deploy_ed25519" --ssh-key ./keys/Backup_Host.pem /data host:/srv',
+        # a password another tool already masked
+        "ERROR - connect failed: redis://default:********@cache-7.int.acme.io:6379/0 (Authentication required)",
+        # a WebSocket handshake's nonce, new for each connection
+        "DEBUG - > Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+    ],
+)  # fmt: skip
+def test_round_forty_three_keeps(text: str) -> None:
+    """What round forty-three's classes must keep."""
     assert redact(text) == text
 
 
