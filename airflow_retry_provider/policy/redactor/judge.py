@@ -102,17 +102,18 @@ def _not_secret(value: str) -> bool:
     )  # $TOKEN, not $ecret1
 
 
+_PATH_STARTS = ("/", "~/", "./", "../")
+_PATH_SEPARATORS = str.maketrans("/_.~-", "     ")
+
+
 def _file_path(value: str) -> bool:
     """A file's path of two or more names, each made of words (``/opt/airflow/certs/Inter_API_Chave.key``,
     ``~/.ssh/id_ed25519``). A base64 run that starts with ``/`` mixes its cases at random
     (``/ylhkpcpE/TIZkfoaNo...``): it is no path."""
-    if not value.startswith(("/", "~/", "./", "../")) or value.count("/") < 2 or value.endswith("/"):
+    if not value.startswith(_PATH_STARTS) or value.count("/") < 2 or value.endswith("/"):
         return False
     pieces = value.translate(_PATH_SEPARATORS).split()
     return all(_word_piece(piece.rstrip("0123456789")) for piece in pieces)
-
-
-_PATH_SEPARATORS = str.maketrans("/_.~-", "     ")
 
 
 def _word_piece(piece: str) -> bool:
@@ -470,7 +471,7 @@ def _looks_secret(value: str) -> bool:
     URL, not a word of the sentence (``Invalid client secret provided.``)."""
     if len(value) < 6 or value.lower().startswith("arn:") or "://" in value or _prose(value):
         return False
-    if value.startswith(("/", "~/", "./", "../")):
+    if value.startswith(_PATH_STARTS):
         return False  # a file that holds it (auth-user-pass /etc/openvpn/x.auth), not the secret
     if value.isalpha() and value.isupper():
         return False  # a constant's or a message's word (PASSWORD INVALID), not a password
