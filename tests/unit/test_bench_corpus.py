@@ -85,4 +85,10 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     )
     assert "  - eredis [driver]: leaked=['Rk2vT9pL4wXq'] lost=[] (known: holdout41's password" in out
     assert "  - MinIO Client (mc) [cli]: leaked=['YIJEQTZG0XPL7PTNT2Y8'] lost=[] (known: holdout42's" in out
+    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
+    assert (
+        "holdout43.yaml (held out, not fitted): 43/60 held (71.7 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 55/60 (91.7 %)"
+    ) in out
+    assert "  - CLPPlus (Db2) [cli]: leaked=['Rk5tWq8zNv2c'] lost=[]" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out
