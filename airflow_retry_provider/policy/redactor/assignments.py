@@ -209,6 +209,14 @@ _CREDENTIAL_PAIR = pattern(
 )
 
 
+# a wallet's recovery phrase (BIP-39's 12 to 24 lower-case words) under a key naming a seed or a
+# mnemonic (renterd's RENTERD_SEED='w1 ... w12', seed_phrase:, MNEMONIC=); a generator's seed is a
+# number (RANDOM_SEED=42) and never matches
+_SEED_PHRASE = pattern(
+    r"(?i:seed|mnemonic)(?i:[_ -]?(?:phrase|words))?[\"']?[ \t]*[=:][ \t]*[\"']?((?:[a-z]{3,8}[ \t]+){11,23}[a-z]{3,8})\b"
+)
+
+
 # a secret's name and its value as two string arguments of a call, the name first: PHP's
 # define('AUTH_KEY', 'x'), Go's os.Setenv("API_TOKEN", "x"), C's setenv("K", "x", 1), Java's
 # System.setProperty("javax.net.ssl.keyStorePassword", "x"), Python's os.environ.setdefault('K', 'x')
@@ -1051,7 +1059,7 @@ def echoed_id(text: str, start: int, end: int, shown: frozenset[str]) -> bool:
 PATTERNS: tuple[Pattern, ...] = (
     _JSON_OBJECT, _OAUTH_CODE, _TYPOGRAPHIC,
     _FORM_BODY, _SHORT_KEY_DSN,
-    _KEY_VALUE, _KEY_SPACE, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
+    _KEY_VALUE, _KEY_SPACE, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _SEED_PHRASE, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _LOGIN_VECTOR, _BRACKETED,
     _SETTING_ECHO, _PYDANTIC_INPUT, _TRAIT_ERROR, _CUE_ERROR, _GO_FIELD, _USER_PAIR_KEY, _ERROR_OBJECT,
     _ID_ASSIGNMENT, _NEXT_COUNTER, _PREVIOUS_COUNTER,
@@ -1117,6 +1125,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         _spans_of(_CREDENTIAL_PAIR, text, spans, groups=2)
     if ("'" in text or '"' in text or "`" in text) and any(map(lowered.__contains__, _SETTING_WORDS)):
         _setting_echoes(text, spans)
+    if "seed" in lowered or "mnemonic" in lowered:
+        _spans_of(_SEED_PHRASE, text, spans)
     if "{" in text and "," in text:
         _erlang_tuples(text, spans)
     if "PAT" in text or "_pat" in text:

@@ -32,15 +32,23 @@ from airflow_retry_provider.policy.redactor.spans import (
     _spans_of,
 )
 
-# Oracle connect strings user/password[@db], on the line of an Oracle tool or in a JDBC URL
-_ORACLE_WORDS = ("sqlplus", "sqlcl", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "userid", "jdbc:oracle", "sql> conn")  # fmt: skip
+# Oracle connect strings user/password[@db], on the line of an Oracle tool (or of Db2's CLPPlus, which
+# takes SQL*Plus's syntax) or in a JDBC URL
+_ORACLE_WORDS = ("sqlplus", "sqlcl", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "userid", "jdbc:oracle", "sql> conn", "clpplus")  # fmt: skip
 
 
 # the same words as whole words: a tool's name inside another word is not that tool ("rman" in
 # "Permanent error", "Performance"), or any a/b path on the line (queue_sender.go, otlphttp/x) reads
 # as user/password
 _ORACLE_WORD = pattern(
-    r"(?i:\b(?:sqlplus|sqlcl|sqlldr|expdp|impdp|rman|dgmgrl|userid|jdbc:oracle|sql> conn)\b)"
+    r"(?i:\b(?:sqlplus|sqlcl|sqlldr|expdp|impdp|rman|dgmgrl|userid|jdbc:oracle|sql> conn|clpplus)\b)"
+)
+
+
+# an easy-connect string whatever the tool: user/password@host:port/service (any client that takes
+# Oracle's or Db2's: python-oracledb's connect("u/p@h:1521/s"), CLPPlus)
+_EASY_CONNECT = pattern(
+    r"(?:^|[\s'\"=,\[(:])[A-Za-z_][\w$#.]*/([^\s/@'\";,]+)@[A-Za-z0-9][\w.-]*:[0-9]{1,5}/[A-Za-z_]"
 )
 
 
@@ -716,7 +724,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    _PROMPT, _ORACLE, _ORACLE_WORD, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN,
+    _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
     _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _JOINED_LITERAL, _ODBC_LOGIN,
@@ -799,6 +807,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _redis_directives(text, spans)
     if "/" in text and any(map(lowered.__contains__, _ORACLE_WORDS)) and _ORACLE_WORD.search(text):
         _oracle(text, spans)
+    if "/" in text and "@" in text:
+        _spans_of(_EASY_CONNECT, text, spans)
     if "port" in lowered or "invalid" in lowered or "input string" in lowered:
         _quoted_ports(text, spans)
     if "isql" in lowered or "iusql" in lowered:

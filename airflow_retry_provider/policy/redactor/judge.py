@@ -106,11 +106,16 @@ _PATH_STARTS = ("/", "~/", "./", "../")
 _PATH_SEPARATORS = str.maketrans("/_.~-", "     ")
 
 
+_KEY_FILES = (".pem", ".key", ".crt", ".cer", ".der", ".p12", ".pfx", ".jks", ".keystore", ".ppk", ".asc", ".gpg")  # fmt: skip
+"""The extensions of files that hold a key or a certificate."""
+
+
 def _file_path(value: str) -> bool:
     """A file's path of two or more names, each made of words (``/opt/airflow/certs/Inter_API_Chave.key``,
-    ``~/.ssh/id_ed25519``). A base64 run that starts with ``/`` mixes its cases at random
-    (``/ylhkpcpE/TIZkfoaNo...``): it is no path."""
-    if not value.startswith(_PATH_STARTS) or value.count("/") < 2 or value.endswith("/"):
+    ``~/.ssh/id_ed25519``), or a key file's name (Dendrite's ``private_key: matrix_key.pem``). A base64
+    run that starts with ``/`` mixes its cases at random (``/ylhkpcpE/TIZkfoaNo...``): it is no path."""
+    rooted = value.startswith(_PATH_STARTS) and value.count("/") >= 2
+    if not (rooted or "/" not in value and value.lower().endswith(_KEY_FILES)) or value.endswith("/"):
         return False
     pieces = value.translate(_PATH_SEPARATORS).split()
     return all(_word_piece(piece.rstrip("0123456789")) for piece in pieces)
@@ -136,10 +141,11 @@ def _before_next_key(text: str, start: int, end: int) -> int:
 
 # a reference to where a secret is kept, as signing and CI tools take one in place of the secret: an
 # environment variable (cosign's env://NAME, Dagger's env:NAME), a file, a key manager's URI (cosign's
-# awskms://, gcpkms://, azurekms://, hashivault://, k8s://), 1Password's op://, a keyring's entry
+# awskms://, gcpkms://, azurekms://, hashivault://, k8s://), a password manager's (1Password's op://,
+# Dashlane's dl://, Keeper's keeper://), a keyring's entry
 _REFERENCE = pattern(
     r"^(?:env:(?://)?[A-Za-z_][A-Za-z0-9_]*"
-    r"|(?:file|awskms|gcpkms|azurekms|hashivault|k8s|op|keyring|pkcs11|vault):(?://)?[\w./@:-]+"
+    r"|(?:file|awskms|gcpkms|azurekms|hashivault|k8s|op|dl|keeper|keyring|pkcs11|vault):(?://)?[\w./@:-]+"
     # an interpolation that reads a file or the environment when the config loads (Jenkins
     # configuration-as-code's ${readFile:/run/secrets/x}, Kafka's config providers' ${file:/p:key}, ${env:NAME});
     # a bare value ends before its "}"
@@ -771,6 +777,7 @@ _OBJECT_ID_PREFIXES = frozenset(
      "src", "py", "tr", "po", "re", "ii", "il", "job", "run", "msg", "ord", "usr", "org", "proj", "obj",
      "ep", "app",  # Svix's endpoint and application ids
      "prj",  # Vercel's project ids
+     "acc", "tx", "user", "webhook",  # Monzo's account, transaction, user and webhook ids (webhook_0000AZ...)
      "uid", "id", "oid", "guid"}  # an id spelled as one (WxPusher's UID_<28>), in either case
 )  # fmt: skip
 

@@ -332,7 +332,9 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
             continue
         hidden, before = token[first:last], _named_from(lowered, begin)
         long_member = _long_key(hidden) and _collection_segment(before)  # /periods/<64-character token>/
-        if long_member or not _named_hash(before, hexadecimal=not hidden.translate(_HEX)):
+        # a digest then its size (Bazel's <sha256>-1087) is judged as the digest
+        digest = hidden.rstrip("0123456789").removesuffix("-")
+        if long_member or not _named_hash(before, hexadecimal=not digest.translate(_HEX)):
             if not any(opening <= begin < finish for opening, finish in readable):
                 spans.append((begin, start + last))  # not a URL's path beside its query's secret
 

@@ -354,7 +354,10 @@ def _uri(text: str, spans: list[Span], readable: list[Span]) -> None:
         _query(start, rest, spans, readable)
         if "hook" in rest.lower() or "robot" in rest.lower():
             _hook_path(start, rest, spans)
-        if text[start - 2 : start] == "//":  # a host (after :/ stands a path: dbfs:/mnt/...)
+        # a host (after :/ stands a path: dbfs:/mnt/...), not a password manager's item
+        # (dl://<uuid>/password): a reference names no endpoint
+        scheme = match.start() + (not text[match.start()].isalpha())  # after the character before it
+        if text[start - 2 : start] == "//" and not _not_secret(text[scheme:end]):
             _host_key(start, rest, spans)
         inner = rest.find("://")
         for _ in range(_INNER_URIS):  # a URI in the query or path of this one
