@@ -90,4 +90,10 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
         "  - php-rdkafka [driver]: leaked=['J8xq2LmPvR7tBn4', 'Kp5!vW9zRq2Lm8T'] lost=[] (known: holdout43's"
         in out
     )
+    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
+    assert (
+        "holdout44.yaml (held out, not fitted): 48/60 held (80.0 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 54/60 (90.0 %)"
+    ) in out
+    assert "  - SteamCMD [ci]: leaked=['hT4q-Wm9zRe2Lx'] lost=[]" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out
