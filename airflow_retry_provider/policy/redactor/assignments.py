@@ -795,6 +795,10 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
             continue  # a public key (WireGuard's "public key: x", Statsig's "client key (public, ...)=x") is published
         raw_start, raw_end = match.span(3)
         start, end = _content(text, raw_start, raw_end)
+        if text[start:end] in ("Just", "Some") and text[end : end + 2] in (' "', " '"):
+            # an optional value's constructor (Haskell's pgPassword = Just "x", OCaml's Some "x"): the string after it
+            close = text.find(text[end + 1], end + 2, end + 258)
+            start, end = (end + 2, close) if close > 0 else (start, end)
         value = text[start:end]
         if _not_secret(value):
             continue

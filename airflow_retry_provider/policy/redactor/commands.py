@@ -102,6 +102,11 @@ _IMAP_LOGIN = pattern(
 )
 
 
+# SteamCMD's +login <user> <password> [<Steam Guard code>], one of its command line's + commands
+# (anonymous logs in with no password: the next word is another + command)
+_PLUS_LOGIN = pattern(r"(?:^|[\s'\"])\+login[ \t]+[^\s+'\"]+[ \t]+([^\s+'\"]+)")
+
+
 # a connection's positional arguments: a location, then the user, then the password, in a call
 # (PHP's trace of PDO->__construct('mysql:host=...', 'forge', 'x'), Perl's DBI->connect, JDBC's
 # getConnection, RouterOS's Client->__construct('10.0.0.1', 'api', 'x'), napalm's
@@ -724,7 +729,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN,
+    _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
     _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _JOINED_LITERAL, _ODBC_LOGIN,
@@ -809,6 +814,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _oracle(text, spans)
     if "/" in text and "@" in text:
         _spans_of(_EASY_CONNECT, text, spans)
+    if "+login" in text:
+        _spans_of(_PLUS_LOGIN, text, spans)
     if "port" in lowered or "invalid" in lowered or "input string" in lowered:
         _quoted_ports(text, spans)
     if "isql" in lowered or "iusql" in lowered:

@@ -175,10 +175,18 @@ Rates' and OpenWeatherMap's query strings."""
 def _identity(key: str, value: str) -> int:
     """How much of a secret-named key's ``value`` names whose secret it is, kept: the user of a
     user-and-password key's ``user:password`` (``--auth=etl:x``, ZooKeeper's ``digest:user:x``),
-    Proxmox's token identity, a token's scope (:func:`_scoped_token`), or a key's UUID id (:func:`_uuid_key_id`)."""
+    Proxmox's token identity, a token's scope (:func:`_scoped_token`), a key's UUID id (:func:`_uuid_key_id`),
+    or the site a key is for (:func:`_site_key`)."""
     if _user_and_password_key(key) and ":" in value and "://" not in value:
         return _digest_user(value) or value.index(":") + 1
-    return _token_identity(value) or _scoped_token(value) or _uuid_key_id(value)
+    return _token_identity(value) or _scoped_token(value) or _uuid_key_id(value) or _site_key(value)
+
+
+def _site_key(value: str) -> int:
+    """How much of a ``<host>:<key>`` key names its site, to be kept: the host (Flywheel's API key
+    ``neurolab.flywheel.io:<key>``); a port after a host is no key."""
+    host, colon, secret = value.partition(":")
+    return len(host) + 1 if colon and _domain_name(host) and secret and not secret.isdigit() else 0
 
 
 def _digest_user(value: str) -> int:
@@ -408,6 +416,7 @@ _HASH_WORDS = (
     "want ", "pack", "parent", "ocid1.", "arn:", "run '", "run_", "job ", "job '", "job_", "ssh-rsa", "ssh-ed25519", "ssh-dss", "event", "updating", "change", "check sum", "public", "peer",
     "chunk",  # a buffer's chunk id (Fluentd's chunk="<32 hex>")
     "nonce",  # a nonce is sent in the clear to be used once (ACME's Replay-Nonce, a checkout's nonce)
+    "boundary=",  # a multipart body's boundary (Content-Type: multipart/form-data; boundary=<random>)
     # an object named by its noun just before its id (Comet's "experiment <32 hex>", Swarm's "node <25>")
     "experiment", "node ", "dataset", "model ", "artifact", "pipeline", "workflow", "deployment",
     "instance", "volume", "snapshot", "service ", "task ", "workspace", "project ", "batch ",

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.assignments import _KEY
-from airflow_retry_provider.policy.redactor.judge import _not_secret, _secret_column
+from airflow_retry_provider.policy.redactor.judge import _looks_secret, _not_secret, _secret_column
 from airflow_retry_provider.policy.redactor.spans import (
     MASK,
     MAX_TABLE_LINES,
@@ -161,6 +161,72 @@ def _plain_tables(text: str, spans: list[Span]) -> None:
             start = row[1] + 1 + (text[row[1] : row[1] + 1] == "\r")
 
 
+# a CSV table's header: three or more names apart by commas, ending its line (xCAT's tabdump
+# "#key,username,password,...", psql --csv, a credential report), after a log's prefix or a comment's #
+_CSV_HEADER = pattern(r"(?m)(?:^|[ \t#])([A-Za-z_][\w.-]*(?:,[A-Za-z_][\w.-]*){2,})\r?$")
+
+
+MAX_CSV_CHARS = 16384
+"""At most this many characters of CSV rows are read, all of a text's tables together (a row's fields
+are read character by character); past them the other families still judge the rows."""
+
+
+def _csv_fields(text: str, start: int, end: int) -> list[Span]:
+    """The fields of the CSV line ``text[start:end]``, a quoted field's commas within it."""
+    fields: list[Span] = []
+    field, quoted = start, False
+    for at in range(start, end):
+        if text[at] == '"' and (quoted or at == field):
+            quoted = not quoted
+        elif text[at] == "," and not quoted:
+            fields.append((field, at))
+            field = at + 1
+    fields.append((field, end))
+    return fields
+
+
+def _csv_tables(text: str, spans: list[Span]) -> None:
+    """A CSV table: a secret-named column's cell in each row below its header. A row's fields are
+    counted from its end, so a log's prefix before them (``[2025-01-22, 05:02:45] INFO - ``) is
+    none; the table ends at a line of fewer fields. A column named ``key`` alone names its rows
+    (``"ipmi"``) unless a cell looks like a secret."""
+    read = 0  # characters of rows read
+    end = 0  # where the last table ended: a header-shaped line inside it was one of its rows
+    for match in _matches(_CSV_HEADER, text, spans, limit=MAX_TABLES):
+        if match.start() < end:
+            continue
+        names = match.group(1).split(",")
+        # the name's last word names what the column holds (api_token; not password_last_used)
+        secret = [
+            index
+            for index, name in enumerate(names)
+            if _secret_column(name.replace("-", "_").replace(".", "_").rpartition("_")[2])
+        ]
+        start = match.end() + 1
+        width = 0  # a row's fields, the log's prefix's included: the same in each row of the table
+        for _ in range(MAX_TABLE_LINES if secret else 0):
+            row = _line_at(text, start)
+            read += row[1] - row[0]
+            if row[0] >= len(text) or read > MAX_CSV_CHARS:
+                break
+            fields = _csv_fields(text, *row)
+            width = width or len(fields)
+            if len(fields) < len(names) or len(fields) != width:
+                break
+            for index in secret:
+                cell_start, cell_end = fields[len(fields) - len(names) + index]
+                if index == 0:  # the row's first field holds the log's prefix too: its last word is the cell
+                    cell_start = max(cell_start, text.rfind(" ", cell_start, cell_end) + 1)
+                value = text[cell_start:cell_end].strip('"')
+                if names[index].lower() == "key" and not _looks_secret(value):
+                    continue
+                if value and not _not_secret(value):
+                    cell_start += text[cell_start] == '"'
+                    spans.append((cell_start, cell_start + len(value)))
+            start = row[1] + 1 + (text[row[1] : row[1] + 1] == "\r")
+        end = start
+
+
 # INSERT INTO t (c1, c2) VALUES (: the columns, then the rows are read in Python (_sql_rows)
 _SQL_INSERT = pattern(
     r"\binsert[ \t]+(?:ignore[ \t]+)?into[ \t]+[^\s(]{1,128}[ \t]*\(([^()\r\n]{1,1000})\)\s{0,8}values\s{0,8}\(",
@@ -253,7 +319,7 @@ def _sql_inserts(text: str, spans: list[Span]) -> None:
                     spans.append((start, end))
 
 
-PATTERNS: tuple[Pattern, ...] = (_TABLE_RULE, _PLAIN_HEADER, _SQL_INSERT)
+PATTERNS: tuple[Pattern, ...] = (_TABLE_RULE, _PLAIN_HEADER, _CSV_HEADER, _SQL_INSERT)
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 
 
@@ -264,5 +330,7 @@ def find(text: str, lowered: str, depth: int, spans: list[Span], collect: Collec
         _tables(text, depth, spans, collect)
     if "   " in text and "\n" in text:
         _plain_tables(text, spans)
+    if "," in text and "\n" in text:
+        _csv_tables(text, spans)
     if "insert" in lowered and "(" in text:
         _sql_inserts(text, spans)
