@@ -92,4 +92,10 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
         in out
     )
     assert "  - Serverpod [config]: leaked=['WiU3Z*9XXphu.KB9'] lost=[] (known: holdout44's" in out
+    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
+    assert (
+        "holdout45.yaml (held out, not fitted): 48/60 held (80.0 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 55/60 (91.7 %)"
+    ) in out
+    assert "  - OCILIB [driver]: leaked=['Tk9#mq2Lw_77'] lost=[]" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out
