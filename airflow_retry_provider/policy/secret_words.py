@@ -162,6 +162,28 @@ before it is an id on-call reads (IDPay's ``شناسه تراکنش <32 hex>``, 
 or a login (th "รหัส" is also a password's word, tr "kimlik" also credentials')."""
 
 
+REQUEST_WORDS: tuple[str, ...] = (
+    "solicitud",  # es
+    "requisição",  # pt
+    "solicitação",  # pt
+    "requête",  # fr
+    "anfrage",  # de
+    "richiesta",  # it
+    "verzoek",  # nl
+    "żądanie",  # pl
+    "zapytanie",  # pl
+    "požadavek",  # cs
+    "запрос",  # ru
+    "запит",  # uk
+    "istek",  # tr
+    "请求",  # zh
+    "リクエスト",  # ja
+    "요청",  # ko
+)
+"""The words for a *request* (Wiktionary's translation table of "request"): a random run they name just
+before it is the request's id (IdoSell's ``żądanie <32 hex>``), as English's ``request`` names one."""
+
+
 PUBLIC_KEY_WORDS: tuple[str, ...] = (
     "chave pública",  # pt
     "clave pública",  # es

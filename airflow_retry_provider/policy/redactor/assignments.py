@@ -360,14 +360,20 @@ _CLIENT_SUFFIXES = ("API", "Api", "Client", "SDK", "Sdk")
 
 def _client_key(value: str) -> bool:
     """A client's one string argument shaped as a key: random, or 16+ letters and digits in one run
-    with both cases (``EZAK8f2d...``) or 24+ of them; not a host, a path, a URL or a name of words
-    (``cache_primary_01``)."""
-    return _looks_random(value) or (
-        len(value) >= 16
-        and value.isalnum()
-        and value.isascii()
-        and any(c.isdigit() for c in value)
-        and ((any(c.isupper() for c in value) and any(c.islower() for c in value)) or len(value) >= 24)
+    with both cases (``EZAK8f2d...``) or 24+ of them, after a word naming its mode at most (Scale's
+    ``live_<32 hex>``); not a host, a path, a URL or a name of words (``cache_primary_01``)."""
+    mode, underscore, rest = value.partition("_")
+    keys = (value, rest) if underscore and mode.isalpha() and len(mode) <= 8 else (value,)
+    return any(
+        _looks_random(key)
+        or (
+            len(key) >= 16
+            and key.isalnum()
+            and key.isascii()
+            and any(c.isdigit() for c in key)
+            and ((any(c.isupper() for c in key) and any(c.islower() for c in key)) or len(key) >= 24)
+        )
+        for key in keys
     )
 
 
@@ -781,6 +787,9 @@ def _error_object(value: str) -> bool:
     return _JSON_OBJECT.match(value) is not None and _ERROR_OBJECT.search(value) is not None
 
 
+_LABELLED_ARGUMENT = pattern(r"[A-Za-z_]\w{0,40}[ \t]*[:=]")
+
+
 MAX_NESTED_OBJECTS = 4
 """At most this many objects nested in a secret-named key's object are opened to judge their fields."""
 
@@ -801,6 +810,21 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
             start, end = (end + 2, close) if close > 0 else (start, end)
         value = text[start:end]
         if _not_secret(value):
+            continue
+        call, paren, argument = value.partition("(")
+        if (
+            start == raw_start
+            and "." in call
+            and _LABELLED_ARGUMENT.match(argument)
+            and depth < MAX_NESTED_OBJECTS
+        ):
+            # a method's call whose first argument is labelled (Swift's credential: Credential.scramSHA256(password:
+            # "x")): the pattern's value ran past the parenthesis, over that label, judged as a key of its own
+            opening = start + len(call) + 1
+            line_end = text.find("\n", opening)
+            arguments: list[Span] = []
+            _key_values(text[opening : len(text) if line_end < 0 else line_end], arguments, depth + 1)
+            spans.extend((opening + begin, opening + finish) for begin, finish in arguments)
             continue
         if start == raw_start and _go_empty_field(text, key_start, key, sep, value):
             continue
@@ -1066,7 +1090,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _KEY_VALUE, _KEY_SPACE, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _SEED_PHRASE, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _LOGIN_VECTOR, _BRACKETED,
     _SETTING_ECHO, _PYDANTIC_INPUT, _TRAIT_ERROR, _CUE_ERROR, _GO_FIELD, _USER_PAIR_KEY, _ERROR_OBJECT,
-    _ID_ASSIGNMENT, _NEXT_COUNTER, _PREVIOUS_COUNTER,
+    _ID_ASSIGNMENT, _NEXT_COUNTER, _PREVIOUS_COUNTER, _LABELLED_ARGUMENT,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 

@@ -45,10 +45,10 @@ _ORACLE_WORD = pattern(
 )
 
 
-# an easy-connect string whatever the tool: user/password@host:port/service (any client that takes
-# Oracle's or Db2's: python-oracledb's connect("u/p@h:1521/s"), CLPPlus)
+# an easy-connect string whatever the tool: user/password@[//]host:port/service (any client that takes
+# Oracle's or Db2's: python-oracledb's connect("u/p@h:1521/s"), OCILIB's "u/p@//h:1521/s", CLPPlus)
 _EASY_CONNECT = pattern(
-    r"(?:^|[\s'\"=,\[(:])[A-Za-z_][\w$#.]*/([^\s/@'\";,]+)@[A-Za-z0-9][\w.-]*:[0-9]{1,5}/[A-Za-z_]"
+    r"(?:^|[\s'\"=,\[(:])[A-Za-z_][\w$#.]*/([^\s/@'\";,]+)@(?://)?[A-Za-z0-9][\w.-]*:[0-9]{1,5}/[A-Za-z_]"
 )
 
 

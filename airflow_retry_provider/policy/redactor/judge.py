@@ -423,6 +423,7 @@ _HASH_WORDS = (
     # a stored object's id after its noun (Elasticsearch's "document [<20>]", Firestore's, a row's)
     "document", "record", "collection", "partition", "shard",
     *secret_words.ID_WORDS,  # an identifier, in the languages of policy/secret_words.py
+    *secret_words.REQUEST_WORDS,  # a request, in those languages
     *secret_words.PUBLIC_KEY_WORDS,  # a public key, in those languages (δημόσιο κλειδί pk_...)
 )  # fmt: skip
 
@@ -673,13 +674,14 @@ def _looks_random(token: str) -> bool:
     token = token.rstrip("=")
     if len(token) < 20:
         return False
-    if not token.translate(_HEX):
-        has_digit = any(c.isdigit() for c in token)
+    digits = token.strip("_")  # hex digits after an underscore (Lacework's secret key, _<32 hex>)
+    if not digits.translate(_HEX):
+        has_digit = any(c.isdigit() for c in digits)
         return (
-            len(token) >= 32
+            len(digits) >= 32
             and has_digit
-            and not token.isdigit()
-            and _entropy(token.lower()) > HEX_ENTROPY_LIMIT
+            and not digits.isdigit()
+            and _entropy(digits.lower()) > HEX_ENTROPY_LIMIT
         )
     if _uuid(token):
         return False

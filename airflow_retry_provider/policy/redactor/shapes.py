@@ -4,6 +4,8 @@ catch-all (judged by ``judge._looks_random`` and ``judge._named_hash``)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import string
 from collections.abc import Callable
 
@@ -312,6 +314,27 @@ def _base32_public_key(run: str) -> bool:
     return len(run) == 56 and run[0] in "UANOCXG" and set(run) <= _BASE32
 
 
+# a URI with no user, password, query or fragment: an address, nothing secret in it
+_PLAIN_URI = pattern(r"^[a-z][a-z0-9+.-]{1,20}://[\w.:/-]+$")
+
+
+MAX_ENCODED_URI = 512
+"""At most this many characters of base64 are decoded to be judged as a URI."""
+
+
+def _encoded_uri(run: str) -> bool:
+    """A URI in base64 (a Kubernetes secret's data holding an endpoint, ``aHR0cDovL21pbmlv...``; Webex's
+    ids, ``ciscospark://us/ROOM/<uuid>``): an address, decoded only to be judged; a credential in it
+    (user, password, query) keeps it hidden."""
+    if len(run) > MAX_ENCODED_URI or not run.isascii():
+        return False
+    try:
+        decoded = base64.b64decode(run + "=" * (-len(run) % 4), validate=True).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    return _PLAIN_URI.match(decoded) is not None
+
+
 def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> None:
     judged: dict[str, bool] = {}  # a text that repeats a token judges it once
     for count, match in enumerate(_RUN.finditer(text)):
@@ -329,6 +352,8 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
             continue
         begin = start + first if _in_url(lowered, start) else start
         if _peer_id(text, start, end) or _host_label(text, start, end) or _base32_public_key(token):
+            continue
+        if _encoded_uri(token):
             continue
         hidden, before = token[first:last], _named_from(lowered, begin)
         long_member = _long_key(hidden) and _collection_segment(before)  # /periods/<64-character token>/
@@ -366,6 +391,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _ID_FLAG_BEFORE,
     _SECRET_FLAG,
     _HOST_REST,
+    _PLAIN_URI,
 )
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 

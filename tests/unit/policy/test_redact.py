@@ -527,6 +527,7 @@ HELD_OUT = (
     "holdout42.yaml",
     "holdout43.yaml",
     "holdout44.yaml",
+    "holdout45.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -544,7 +545,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout44, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout45, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -2665,6 +2666,47 @@ def test_round_forty_five_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_forty_five_keeps(text: str) -> None:
     """What round forty-five's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a method's call whose first argument is labelled, as the value of a secret-named key
+        ('credential: PostgresKit.Credential.md5(password: "Vn4-Lq9wXzR7"), port: 5432',
+         'credential: PostgresKit.Credential.md5(password: "***"), port: 5432'),
+        # an easy-connect string with // before its host
+        ("+ /opt/etl/bin/extract --db 'ETL_RO/Qm7vT2xKp9Lw@//ora-scan.corp.example:1521/DWPRD'",
+         "+ /opt/etl/bin/extract --db 'ETL_RO/***@//ora-scan.corp.example:1521/DWPRD'"),
+        # a client's key after a word naming its mode
+        ('    client = labelbox.LabelClient("prod_9f3c1a7e5b2d4068a1c3e5f7b9d2e4a6")', '    client = labelbox.LabelClient("***")'),
+        # hex digits after an underscore
+        ("+ seccli configure -a acme -k ACME_00BBFE76 -s _5e1a9c372b8d4f60a7e4c91d03b6f2a8",
+         "+ seccli configure -a acme -k ACME_00BBFE76 -s ***"),
+        # a URI in base64 with a password in it
+        ("  DSN: cG9zdGdyZXNxbDovL2V0bDpYazJtUDlxTHdAZGIuYWNtZS5pbzo1NDMyL2R3", "  DSN: ***"),
+        # a password holding a parenthesis is no call
+        ("password=Xk2(mP9:q", "password=***"),
+    ],
+)  # fmt: skip
+def test_round_forty_six_classes(text: str, expected: str) -> None:
+    """Round forty-six's classes (holdout45's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a request's id named in another language
+        "ERROR - Nie udało się wysłać faktury (żądanie 9c1e4b7a2d5f8e0c3a6b9d2f5e8a1c4b)",
+        # an address in base64
+        "  MINIO_ENDPOINT: aHR0cDovL21pbmlvLmV0bC5zdmM6OTAwMA==",
+        # a client's name of words
+        'client = CacheClient("cache_primary_01")',
+    ],
+)  # fmt: skip
+def test_round_forty_six_keeps(text: str) -> None:
+    """What round forty-six's classes must keep."""
     assert redact(text) == text
 
 
