@@ -114,8 +114,9 @@ def _file_path(value: str) -> bool:
     """A file's path of two or more names, each made of words (``/opt/airflow/certs/Inter_API_Chave.key``,
     ``~/.ssh/id_ed25519``), or a key file's name (Dendrite's ``private_key: matrix_key.pem``). A base64
     run that starts with ``/`` mixes its cases at random (``/ylhkpcpE/TIZkfoaNo...``): it is no path."""
-    rooted = value.startswith(_PATH_STARTS) and value.count("/") >= 2
-    if not (rooted or "/" not in value and value.lower().endswith(_KEY_FILES)) or value.endswith("/"):
+    rooted = value.startswith(_PATH_STARTS) and value.count("/") >= 2 and not value.endswith("/")
+    key_file = "/" not in value and value.lower().endswith(_KEY_FILES)
+    if not (rooted or key_file):
         return False
     pieces = value.translate(_PATH_SEPARATORS).split()
     return all(_word_piece(piece.rstrip("0123456789")) for piece in pieces)
@@ -123,7 +124,7 @@ def _file_path(value: str) -> bool:
 
 def _word_piece(piece: str) -> bool:
     """Letters in one case or capitalised (``opt``, ``API``, ``Chave``), or nothing but digits."""
-    return not piece or piece.isalpha() and (piece.islower() or piece.isupper() or piece.istitle())
+    return not piece or (piece.isalpha() and (piece.islower() or piece.isupper() or piece.istitle()))
 
 
 # the next key of a connection string or a property list (ODBC's ;Database=, asadmin's
@@ -910,7 +911,6 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     (``fs.azure.account.key.x.blob.core.windows.net=``: "blob" is a hash word, "key" wins). A run whose
     own key names an object or a public key is one whatever words stand near (``partition_key=``,
     ``Sec-WebSocket-Key:``, ``public key:``)."""
-    # the end of a range (a1b2..c3d4) reads as its start; a hex digest may be named a line above
     if _secret_segment(before):
         return False  # /incidents/api/<hex>: the segment before says what it is
     if _collection_segment(before):
@@ -932,6 +932,7 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     compact = _compact(own_key)
     if compact.endswith(_NAMING_KEYS) and not compact.endswith(_ROUTING_KEYS):
         return True  # its own key names it ('public_key': 'public_d+k+...', deduplication_key=)
+    # the end of a range (a1b2..c3d4) reads as its start; a hex digest may be named a line above
     window = 80 if before.endswith("..") else len(before) if hexadecimal else 32
     near = before[-32:].lower()
     named = before[-window:].replace("invalid", "")  # "token invalid: <hex>" names no id

@@ -356,7 +356,7 @@ def _uri(text: str, spans: list[Span], readable: list[Span]) -> None:
             _hook_path(start, rest, spans)
         # a host (after :/ stands a path: dbfs:/mnt/...), not a password manager's item
         # (dl://<uuid>/password): a reference names no endpoint
-        scheme = match.start() + (not text[match.start()].isalpha())  # after the character before it
+        scheme = match.start() + (not text[match.start()].isalpha())  # the match starts a character before it
         if text[start - 2 : start] == "//" and not _not_secret(text[scheme:end]):
             _host_key(start, rest, spans)
         inner = rest.find("://")
