@@ -96,4 +96,10 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert (
         "  - Venafi [cli]: leaked=['3f5e9a27-b1c4-4d08-8e63-a92f0d71c5b4'] lost=[] (known: holdout45's" in out
     )
+    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
+    assert (
+        "holdout46.yaml (held out, not fitted): 48/60 held (80.0 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 54/60 (90.0 %)"
+    ) in out
+    assert "  - Sealos [cli]: leaked=['YNdnr8jW0WjRYT'] lost=[]" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out
