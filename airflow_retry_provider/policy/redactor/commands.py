@@ -107,6 +107,11 @@ _IMAP_LOGIN = pattern(
 _PLUS_LOGIN = pattern(r"(?:^|[\s'\"])\+login[ \t]+[^\s+'\"]+[ \t]+([^\s+'\"]+)")
 
 
+# a key's id and its secret as a command's -k and -s (Lacework's configure, Webhook Relay's login -k <key>
+# -s <secret>): the secret after -s
+_KEY_SECRET_FLAGS = pattern(r"(?:^|[\s'\"])-k[ \t]+[^\s'\"-][^\s'\"]*[ \t]+-s[ \t]+([^\s'\"-][^\s'\"]*)")
+
+
 # a connection's positional arguments: a location, then the user, then the password, in a call
 # (PHP's trace of PDO->__construct('mysql:host=...', 'forge', 'x'), Perl's DBI->connect, JDBC's
 # getConnection, RouterOS's Client->__construct('10.0.0.1', 'api', 'x'), napalm's
@@ -729,7 +734,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN,
+    _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
     _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _JOINED_LITERAL, _ODBC_LOGIN,
@@ -816,6 +821,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _spans_of(_EASY_CONNECT, text, spans)
     if "+login" in text:
         _spans_of(_PLUS_LOGIN, text, spans)
+    if "-k " in text and "-s " in text:
+        _spans_of(_KEY_SECRET_FLAGS, text, spans)
     if "port" in lowered or "invalid" in lowered or "input string" in lowered:
         _quoted_ports(text, spans)
     if "isql" in lowered or "iusql" in lowered:

@@ -167,8 +167,9 @@ _NAME_SUFFIXES = (
 
 
 # keys ending in a naming suffix (an id, a hash) whose value is the credential itself: a session's
-# id, AppRole's secret_id, a password's hash (PRTG's passhash= logs in as the password does)
-_SECRET_IDS = ("sessionid", "secretid", "appid", "passhash", "pwhash", "passwordhash")
+# id, AppRole's secret_id, a password's hash (PRTG's passhash= logs in as the password does) or digest
+# (WS-Security's PasswordDigest, which logs in again within its time)
+_SECRET_IDS = ("sessionid", "secretid", "appid", "passhash", "pwhash", "passwordhash", "passworddigest")
 """Written without ``_`` and ``-`` (:func:`_compact`). An app's id is the credential of Open Exchange
 Rates' and OpenWeatherMap's query strings."""
 
@@ -915,6 +916,8 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
         return False  # /incidents/api/<hex>: the segment before says what it is
     if _collection_segment(before):
         return True  # an object's id after its collection in a path: /Accounts/AC<32 hex>/, /payments/<id>
+    if hexadecimal and before.rstrip(" ").endswith("@"):
+        return True  # a repository's commit after its name (infra-config@<40 hex>, netops-scripts @ <40 hex>)
     stripped = before.rstrip(" \t=:\"'")
     for separator in ",;&(={":
         stripped = stripped.replace(

@@ -322,10 +322,17 @@ MAX_ENCODED_URI = 512
 """At most this many characters of base64 are decoded to be judged as a URI."""
 
 
-def _encoded_uri(run: str) -> bool:
-    """A URI in base64 (a Kubernetes secret's data holding an endpoint, ``aHR0cDovL21pbmlv...``; Webex's
-    ids, ``ciscospark://us/ROOM/<uuid>``): an address, decoded only to be judged; a credential in it
-    (user, password, query) keeps it hidden."""
+_BASE64_CERTIFICATE = base64.b64encode(b"-----BEGIN CERTIFICATE-----").decode()
+"""How a PEM certificate starts in base64 (a kubeconfig's ``certificate-authority-data``)."""
+
+
+def _encoded_public(run: str) -> bool:
+    """Base64 of what is public: a certificate (a private key's PEM begins otherwise), or a URI (a
+    Kubernetes secret's data holding an endpoint, ``aHR0cDovL21pbmlv...``; Webex's ids,
+    ``ciscospark://us/ROOM/<uuid>``): an address, decoded only to be judged; a credential in it (user,
+    password, query) keeps it hidden."""
+    if run.startswith(_BASE64_CERTIFICATE):
+        return True
     if len(run) > MAX_ENCODED_URI or not run.isascii():
         return False
     try:
@@ -353,7 +360,7 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
         begin = start + first if _in_url(lowered, start) else start
         if _peer_id(text, start, end) or _host_label(text, start, end) or _base32_public_key(token):
             continue
-        if _encoded_uri(token):
+        if _encoded_public(token):
             continue
         hidden, before = token[first:last], _named_from(lowered, begin)
         long_member = _long_key(hidden) and _collection_segment(before)  # /periods/<64-character token>/

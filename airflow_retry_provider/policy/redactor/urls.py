@@ -160,7 +160,8 @@ def _uri_rest(text: str, start: int, rest: str, end: int, spans: list[Span]) -> 
     if colon < 0 or "/" in rest[:colon] or _not_secret(rest[colon + 1 : at]):
         return
     if not _is_port_then_path(rest, colon, at):
-        spans.append((start + colon + 1, start + at))
+        # a random user is a key's id given with its secret (TestingBot's https://<32 hex>:<secret>@hub...)
+        spans.append((start if _looks_random(rest[:colon]) else start + colon + 1, start + at))
 
 
 MAX_QUERY_PARAMETERS = 32

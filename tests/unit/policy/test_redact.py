@@ -528,6 +528,7 @@ HELD_OUT = (
     "holdout43.yaml",
     "holdout44.yaml",
     "holdout45.yaml",
+    "holdout46.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -545,7 +546,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout45, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout46, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -2707,6 +2708,42 @@ def test_round_forty_six_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_forty_six_keeps(text: str) -> None:
     """What round forty-six's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a random user is a key's id given with its secret
+        ("POST https://5e1a9c372b8d4f60a7e4c91d03b6f2a8:7c3f9a1e5b@hub.gridlab.example/wd/hub/session",
+         "POST https://***@hub.gridlab.example/wd/hub/session"),
+        # a key's id and its secret as -k and -s
+        ("+ hookctl login -k 2b7c0f4e-91d3-4a5e-8c6b-0f1e2d3c4b5a -s Qm7vT2xKp9Lw", "+ hookctl login -k 2b7c0f4e-91d3-4a5e-8c6b-0f1e2d3c4b5a -s ***"),
+        # WS-Security's password digest
+        ('X-WSSE: UsernameToken Username="shop01", PasswordDigest="ZTJmNDljYjE0YjVhOTdiMzk1NWE1ZWNlOGQ0Mw==", Nonce="9f2c1a"',
+         'X-WSSE: UsernameToken Username="shop01", PasswordDigest="***", Nonce="9f2c1a"'),
+        # a private key in base64 stays hidden beside a certificate
+        ("    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJQkFBS0NBUUVBdGVzdGtleWRhdGFoZXJlZm9ydGVzdA==",
+         "    client-key-data: ***"),
+    ],
+)  # fmt: skip
+def test_round_forty_seven_classes(text: str, expected: str) -> None:
+    """Round forty-seven's classes (holdout46's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a certificate in base64 is public
+        "    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSURCVENDQWUyZ0F3SUJBZ0lJZlE3dFh2bTBvQ3d3RFFZSktvWklodmNOQVFFTE",
+        # a repository's commit after its name
+        "INFO - Deployed proxy.cnf from ops-config@7d3e1a9c5b40f28e61c2a9d0b4f715e2a8c3d6f9 to proxy-02",
+        "INFO - etl-scripts @ 1c9e7a5b3d2f4068a1e3c5b7d9f2a4c6e8b0d1f3",
+    ],
+)  # fmt: skip
+def test_round_forty_seven_keeps(text: str) -> None:
+    """What round forty-seven's classes must keep."""
     assert redact(text) == text
 
 
