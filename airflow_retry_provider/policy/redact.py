@@ -97,6 +97,8 @@ def _collect(text: str, depth: int = 0) -> list[Span]:
     if "%" in text and depth < 3:
         _percent(text, depth, spans)
     shapes.find(text, lowered, spans, readable)  # after urls and commands: what is readable is known
+    if "PRIVATE KEY" in text:
+        spans = shapes.unarmoured(text, spans)
     if "id" in lowered and spans:  # an id the text shows under its key stays wherever else it stands
         shown = assignments.shown_ids(text, spans)
         if shown:

@@ -791,6 +791,8 @@ _OBJECT_ID_PREFIXES = frozenset(
      "ep", "app",  # Svix's endpoint and application ids
      "prj",  # Vercel's project ids
      "acc", "tx", "user", "webhook",  # Monzo's account, transaction, user and webhook ids (webhook_0000AZ...)
+     # a payment's objects, spelled whole or cut short (Stancer's paym_<24>, a refund's refd_)
+     "pay", "paym", "payment", "refund", "refd", "invoice", "inv", "cust", "customer", "order", "card", "charge",
      "uid", "id", "oid", "guid"}  # an id spelled as one (WxPusher's UID_<28>), in either case
 )  # fmt: skip
 

@@ -80,6 +80,14 @@ _AUTHORIZATION = pattern(  # and a vendor's own: X-Authorization, X-Cybozu-Autho
 )
 
 
+# a server's directive sets the header with no colon, its value quoted: NXLog's AddHeaders
+# Authorization "Splunk <token>", nginx's proxy_set_header Authorization "Bearer <token>"
+_AUTHORIZATION_DIRECTIVE = pattern(
+    r"(?:^|[^\w-])(?:proxy-|x-(?:[\w-]*-)?)?authori[sz]ation[ \t]+\\*[\"']([A-Za-z][\w.-]*)[ \t]+([^\s\"'\\]{8,})",
+    ignore_case=True,
+)
+
+
 # a bare credential after its scheme word: Bearer <8+ chars>; Basic/NTLM/Negotiate <base64>
 _SCHEME = pattern(r"(?:^|[^\w-])(bearer|basic|ntlm|negotiate)[ \t]+([\w.~+/=-]{8,})", ignore_case=True)
 
@@ -457,6 +465,12 @@ def _auth_parameters(text: str, start: int, end: int, spans: list[Span]) -> None
             spans.append((start + match.start(2), start + match.end(2)))
 
 
+def _authorization_directive(text: str, spans: list[Span]) -> None:
+    for match in _matches(_AUTHORIZATION_DIRECTIVE, text, spans):
+        if _scheme_word(match.group(1)) and not _not_secret(match.group(2)):
+            spans.append(match.span(2))
+
+
 def _scheme_word(word: str) -> bool:
     """An authorization scheme's name, whatever it is (``Bearer``, ``GenieKey``, ``Splunk``, ``SSWS``,
     ``AWS4-HMAC-SHA256``, ``SharedKey``, ``Uploadcare.Simple``): a known one, or a short word of letters (a few digits and
@@ -486,7 +500,8 @@ def _scheme(text: str, spans: list[Span]) -> None:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    _URI, _RELATIVE_URL, _URL_THEN_TOKEN, _POOL_URL, _USERINFO, _WEBHOOK, _REDIS_USERINFO, _COOKIE, _AUTHORIZATION, _AUTH_PARAMETERS,
+    _URI, _RELATIVE_URL, _URL_THEN_TOKEN, _POOL_URL, _USERINFO, _WEBHOOK, _REDIS_USERINFO, _COOKIE, _AUTHORIZATION,
+    _AUTHORIZATION_DIRECTIVE, _AUTH_PARAMETERS,
     _AUTH_PARAMETER, _SCHEME, _HOST_THEN_PATH,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
@@ -512,5 +527,6 @@ def find(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> No
         _cookie(text, spans)
     if "authori" in lowered:
         _authorization(text, spans)
+        _authorization_directive(text, spans)
     if "bearer" in lowered or "basic" in lowered or "ntlm" in lowered or "negotiate" in lowered:
         _scheme(text, spans)

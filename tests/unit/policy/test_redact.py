@@ -529,6 +529,7 @@ HELD_OUT = (
     "holdout44.yaml",
     "holdout45.yaml",
     "holdout46.yaml",
+    "holdout47.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -546,7 +547,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout46, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout47, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -2222,11 +2223,11 @@ def test_round_thirty_four_keeps(text: str) -> None:
         # a private key cut short: hidden to its body's last line, not to the text's end
         ("Privat nøkkel (utdrag): -----BEGIN PRIVATE KEY----- MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7xQ3p\n"
          "[2025-10-13, 07:30:16] INFO - Feil: invalid_grant (trace_id: 7c1f9e2ab04d63e8) orgnr 987654321",
-         "Privat nøkkel (utdrag): ***\n"
+         "Privat nøkkel (utdrag): -----BEGIN PRIVATE KEY----- ***\n"
          "[2025-10-13, 07:30:16] INFO - Feil: invalid_grant (trace_id: 7c1f9e2ab04d63e8) orgnr 987654321"),
         ("key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw\n"
          "[2025-10-13] INFO - 7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxKLxoS2tFc\n[2025-10-13] ERROR - failed job 5521",
-         "key:\n***\n[2025-10-13] ERROR - failed job 5521"),
+         "key:\n-----BEGIN RSA PRIVATE KEY-----\n***\n[2025-10-13] ERROR - failed job 5521"),
         # one word with a person's mix, piped by echo into any command
         ("['/usr/bin/bash', '-c', 'echo \"Hq7xWm2Lp9Tz\" | gridtool-init -g ops -p -v 12:00']",
          "['/usr/bin/bash', '-c', 'echo \"***\" | gridtool-init -g ops -p -v 12:00']"),
@@ -2744,6 +2745,43 @@ def test_round_forty_seven_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_forty_seven_keeps(text: str) -> None:
     """What round forty-seven's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a server's directive sets the authorization header with no colon, its value quoted
+        ("ERROR invalid directive 'AddHeaders Authorization \"Splunk c98e9ce4-ef02-4c31-b159-8777d30261d3\"' at nxlog.conf:41",
+         "ERROR invalid directive 'AddHeaders Authorization \"Splunk ***\"' at nxlog.conf:41"),
+        ('proxy_set_header Authorization "Token 9f8e7d6c5b4a39281706";', 'proxy_set_header Authorization "Token ***";'),
+        # a PEM key's armour stays, its body is hidden whoever finds it
+        ("{'private_key': '-----BEGIN ENCRYPTED PRIVATE KEY-----\\nMIIFHDBOBgkqhkiG9w0BBQ0wQTApBgkqhkiG9w0BBQwwHAQI\\n-----END ENCRYPTED PRIVATE KEY-----\\n', 'user': 'SVC_ML'}",
+         "{'private_key': '-----BEGIN ENCRYPTED PRIVATE KEY-----\\n***\\n-----END ENCRYPTED PRIVATE KEY-----\\n', 'user': 'SVC_ML'}"),
+        ("key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx7v1y2kz9\nabcdefgh1234567ZZ+/\n-----END RSA PRIVATE KEY-----\ndone",
+         "key:\n-----BEGIN RSA PRIVATE KEY-----\n***\n-----END RSA PRIVATE KEY-----\ndone"),
+    ],
+)  # fmt: skip
+def test_round_forty_eight_classes(text: str, expected: str) -> None:
+    """Round forty-eight's classes (holdout47's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a payment's object ids, whole or cut short, with or without their key
+        "+ curl -sS -X POST https://api.pay.example/v1/refunds -d payment=paym_egjVy4JhDdHKsXVWAu9Y8gO2 -d amount=4990",
+        "Échec du remboursement pour paym_egjVy4JhDdHKsXVWAu9Y8gO2 : réponse 401",
+        "refund refund_Qm7xLp2Wz9Rt4vKd8sNf for order_Hq7xWm2Lp9Tz3bYc",
+        # a lone armour names a key's type and holds none
+        "private_key=-----BEGIN PRIVATE KEY-----",
+        # words in quotes after the header's name are no credential
+        "the Authorization 'header failed validation'",
+    ],
+)  # fmt: skip
+def test_round_forty_eight_keeps(text: str) -> None:
+    """What round forty-eight's classes must keep."""
     assert redact(text) == text
 
 
