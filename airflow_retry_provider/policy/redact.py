@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from airflow_retry_provider.policy.engine import LiteralSet, Pattern, bounded
 from airflow_retry_provider.policy.redactor import assignments, commands, judge, shapes, tables, urls
 from airflow_retry_provider.policy.redactor.commands import _DEVICE_WORDS
-from airflow_retry_provider.policy.redactor.judge import _FOREIGN_WORDS, _HEXDIGITS, _looks_secret
+from airflow_retry_provider.policy.redactor.judge import _FOREIGN_WORDS, _looks_secret
 from airflow_retry_provider.policy.redactor.spans import MASK, Span
 from airflow_retry_provider.policy.text import storable
 
@@ -55,6 +55,14 @@ PATTERNS: tuple[Pattern, ...] = (
 """Every pattern redaction runs (the linear-time test runs each on adversarial input)."""
 
 
+_ESCAPED = {
+    f"{high}{low}": chr(int(high + low, 16))
+    for high in "0123456789abcdefABCDEF"
+    for low in "0123456789abcdefABCDEF"
+}
+"""Each %XX's two hex digits, in either case, and the character they stand for."""
+
+
 def _percent(text: str, depth: int, spans: list[Span]) -> None:
     """Decode %XX, find the spans in the decoded text, and map them back onto ``text``.
 
@@ -66,9 +74,10 @@ def _percent(text: str, depth: int, spans: list[Span]) -> None:
     decoded_at: list[int] = []  # the decoded index of each escape
     size = len(parts[0])  # of the decoded text so far
     for part in parts[1:]:
-        if len(part) >= 2 and part[0] in _HEXDIGITS and part[1] in _HEXDIGITS:
+        character = _ESCAPED.get(part[:2])
+        if character is not None:
             decoded_at.append(size)
-            pieces += (chr(int(part[:2], 16)), part[2:])
+            pieces += (character, part[2:])
             size += len(part) - 1
         else:
             pieces += ("%", part)

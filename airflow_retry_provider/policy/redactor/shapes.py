@@ -191,21 +191,35 @@ def _past_breaks(text: str, at: int, step: int) -> int:
             return at
 
 
+_ARMOUR_REACH = 80
+"""How far from a span's end its armour line may start or end (the longest armour is 75 characters)."""
+
+
+def _armour_near(text: str, at: int) -> list[Span]:
+    """The armour lines within reach of ``at``, each with the line breaks after a BEGIN or before an END."""
+    offset = max(0, at - _ARMOUR_REACH)
+    window = text[offset : at + _ARMOUR_REACH]
+    if "PRIVATE KEY" not in window:
+        return []
+    found: list[Span] = []
+    for match in _ARMOUR.finditer(window):
+        start, end = offset + match.start(), offset + match.end()
+        if "BEGIN" not in match.group():
+            start = _past_breaks(text, start, -1)
+        found.append((start, _past_breaks(text, end, 1)))
+    return found
+
+
 def unarmoured(text: str, spans: list[Span]) -> list[Span]:
     """``spans`` with a PEM key's armour left out of each (``-----BEGIN ENCRYPTED PRIVATE KEY-----``
     stays: on-call reads that the key is encrypted); the base64 between is hidden, by whichever family
-    found it (its shape, or a ``private_key`` key)."""
-    armour: list[Span] = []
-    for match in _ARMOUR.finditer(text):
-        start, end = match.span()
-        if "BEGIN" not in match.group():
-            start = _past_breaks(text, start, -1)
-        armour.append((start, _past_breaks(text, end, 1)))
+    found it (its shape, or a ``private_key`` key). Only the armour near a span's ends is looked for."""
     found: list[Span] = []
     for start, end in spans:
-        for line_start, line_end in armour:
+        for line_start, line_end in _armour_near(text, start):
             if line_start <= start < line_end:
                 start = line_end
+        for line_start, line_end in _armour_near(text, end):
             if line_start < end <= line_end:
                 end = line_start
         if end > start:
