@@ -100,4 +100,10 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     )
     assert "  - Sealos [cli]: leaked=['YNdnr8jW0WjRYT'] lost=[] (known: holdout46's" in out
     assert "  - BorgBackup [cli]: leaked=[] lost=" in out and "(known: holdout47's archive" in out
+    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
+    assert (
+        "holdout48.yaml (held out, not fitted): 54/60 held (90.0 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 56/60 (93.3 %)"
+    ) in out
+    assert "  - TCMB EVDS [i18n]: leaked=['fCYYbgNNLL'] lost=[]" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out
