@@ -54,6 +54,7 @@ HELD = {
     "holdout45.yaml": "56/60 held (93.3 %)",
     "holdout46.yaml": "52/60 held (86.7 %)",
     "holdout47.yaml": "55/60 held (91.7 %)",
+    "holdout48.yaml": "59/60 held (98.3 %)",
 }
 """What each fitted corpus holds today (its history is bench/corpus.py's FITTED): a change in either direction is seen."""
 
@@ -100,10 +101,5 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     )
     assert "  - Sealos [cli]: leaked=['YNdnr8jW0WjRYT'] lost=[] (known: holdout46's" in out
     assert "  - BorgBackup [cli]: leaked=[] lost=" in out and "(known: holdout47's archive" in out
-    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
-    assert (
-        "holdout48.yaml (held out, not fitted): 54/60 held (90.0 %)   target >= 97 % NOT REACHED"
-        "   no secret leaked: 56/60 (93.3 %)"
-    ) in out
-    assert "  - TCMB EVDS [i18n]: leaked=['fCYYbgNNLL'] lost=[]" in out
+    assert "  - GUS BIR1 (REGON) [i18n]: leaked=['1h6vsflnk2t7mwkaed26'] lost=[] (known: holdout48's" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out

@@ -527,6 +527,11 @@ _DDL_VERBS = (
     "if not exists",
     "if exists",
     "scoped",  # SQL Server's CREATE DATABASE SCOPED CREDENTIAL name
+    # a cluster's object named after its verb and kind (kubectl -n data get secret <name> -o yaml)
+    " get",
+    " delete",
+    " edit",
+    " patch",
 )
 
 
@@ -640,6 +645,18 @@ _FORM_WORDS = ("format", "value")
 
 _LINKING_WORDS = ("as", "is", "was", "in")
 """A word that links a key to its value in a sentence (``key as x``, ``key in use=x``)."""
+
+
+_HEADER_WORDS = ("headers", "user-agent", "content-type", "'accept'", '"accept"')
+"""Words that say a line's keys are a request's headers (``{'User-Agent': ..., 'key': ...}``)."""
+
+
+def _request_header(text: str, key_start: int) -> bool:
+    """Whether the key at ``key_start`` is a request's header (its line names headers before it): a
+    header named ``key`` carries an API key, letters alone or not (TCMB EVDS's ``'key': 'fCYYbgNNLL'``)."""
+    line_start = text.rfind("\n", 0, key_start) + 1
+    before = text[line_start:key_start].lower()
+    return any(word in before for word in _HEADER_WORDS)
 
 
 def _snake_name(value: str) -> bool:
@@ -883,7 +900,7 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
         if lowered.endswith("pwd") and value.startswith(("/", "~")):
             continue  # the shell's working directory (PWD=/opt/airflow), not ODBC's password
         if lowered in ("key", "keys") and (
-            not any(c.isdigit() for c in value)
+            (not any(c.isdigit() for c in value) and not _request_header(text, key_start))
             or _snake_name(value)
             or "/" in value
             or ("." in value and all(map(_readable, value.split("."))))

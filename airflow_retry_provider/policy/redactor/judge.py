@@ -287,10 +287,15 @@ def _key_before(text: str, start: int) -> str | None:
     return None if match is None else match.group(1)
 
 
+_BARE_IDS = frozenset({"id", "ids", "adid", "gaid", "oaid", "idfa", "idfv"})
+"""Ids spelled as one word: a mobile device's advertising ids (Adjust's ``adid``, Google's ``gaid``,
+Apple's ``idfa``), which a measurement callback carries beside its secret."""
+
+
 def _id_key(key: str) -> bool:
     """A key named as an object's id (``id``, ``zone_id``, ``OSSAccessKeyId``, ``client_id``): its value is what
     on-call looks up, however random, unless the id is a credential (``session_id``, ``app_id``)."""
-    named_id = key.lower() in ("id", "ids") or key.endswith(("_id", "-id", ".id", "Id", "ID", "_ids", "Ids"))
+    named_id = key.lower() in _BARE_IDS or key.endswith(("_id", "-id", ".id", "Id", "ID", "_ids", "Ids"))
     return named_id and not _compact(key).endswith(_SECRET_IDS)
 
 
@@ -855,7 +860,8 @@ def _object_name(token: str, pieces: list[str]) -> bool:
     )
 
 
-_SECRET_IN_NAME = (*_OUTRIGHT_WORDS, "key", "sig", "auth", "hmac")
+_SECRET_IN_NAME = (*_OUTRIGHT_WORDS, "key", "sig", "auth", "hmac", "challenge")
+"""Words in a key that name its value a secret (a webhook's challenge is the secret it shares: Factorial's)."""
 
 
 _SECRET_COLLECTIONS = ("keys", "tokens", "secrets", "credentials", "passwords", "hooks", "webhooks",
@@ -908,6 +914,10 @@ def _collection_segment(before: str) -> bool:
     )
 
 
+# a signature's version after its time, as Stripe's scheme writes a signature header (t=<unix time>,v1=)
+_SIGNED_AT = pattern(r"\bt=[0-9]{9,11},v[0-9]=$")
+
+
 def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     """Whether the words just before a random run (32 characters) name it as a hash or an id
     (``sha256=``, ``commit``, ``request id:``), unless its own key names a secret
@@ -918,6 +928,8 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
         return False  # /incidents/api/<hex>: the segment before says what it is
     if _collection_segment(before):
         return True  # an object's id after its collection in a path: /Accounts/AC<32 hex>/, /payments/<id>
+    if _SIGNED_AT.search(before[-24:]) is not None:
+        return False  # a signature after its time (Stripe's scheme, Duffel's: t=1750986252,v1=<hex>)
     if hexadecimal and before.rstrip(" ").endswith("@"):
         return True  # a repository's commit after its name (infra-config@<40 hex>, netops-scripts @ <40 hex>)
     stripped = before.rstrip(" \t=:\"'")
@@ -954,6 +966,7 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
 
 PATTERNS: tuple[Pattern, ...] = (
     _MASK_PHRASE,
+    _SIGNED_AT,
     _BRACKETED_CODE,
     _NEXT_KEY,
     _REFERENCE,

@@ -530,6 +530,7 @@ HELD_OUT = (
     "holdout45.yaml",
     "holdout46.yaml",
     "holdout47.yaml",
+    "holdout48.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -547,7 +548,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout47, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout48, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -2782,6 +2783,43 @@ def test_round_forty_eight_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_forty_eight_keeps(text: str) -> None:
     """What round forty-eight's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a header named key in a request's headers is its API key, letters alone or not
+        ("ERROR - İstek başlıkları: {'User-Agent': 'python-requests/2.32.3', 'Accept': 'application/json', 'key': 'fCYYbgNNLL'}",
+         "ERROR - İstek başlıkları: {'User-Agent': 'python-requests/2.32.3', 'Accept': 'application/json', 'key': '***'}"),
+        # a signature after its time, Stripe's scheme in another vendor's header, an event's id before it
+        ("WARNING - Rejected delivery of event wev_00006b7g36z0POzG4hdhxa: X-Duffel-Signature t=1750986252,v1=1b56188fbdc65a885923886c8b7271332149050589d91803364521080cd0792d does not match",
+         "WARNING - Rejected delivery of event wev_00006b7g36z0POzG4hdhxa: X-Duffel-Signature t=1750986252,v1=*** does not match"),
+        # a webhook's challenge is the secret it shares, whatever id stands before it
+        ('Response 201: {"id": 9117, "challenge": "165f4ac5c52e4a15c27b3f4a27577b8f44c6a1118ac549a0", "company_id": 48211}',
+         'Response 201: {"id": 9117, "challenge": "***", "company_id": 48211}'),
+        # a device's advertising id stays beside a callback's secret
+        ('"GET /adjust/cb?secret=24d414b0aa96d4a7ce73e6d443d21772&adid=74a80f3fb45d7def480252511fd5e13d HTTP/1.1" 403',
+         '"GET /adjust/cb?secret=***&adid=74a80f3fb45d7def480252511fd5e13d HTTP/1.1" 403'),
+    ],
+)  # fmt: skip
+def test_round_forty_nine_classes(text: str, expected: str) -> None:
+    """Round forty-nine's classes (holdout48's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a cluster's secret named after its verb and kind
+        "+ kubectl -n data get secret etl.acid-warehouse.credentials.postgresql.acid.zalan.do -o yaml",
+        "+ kubectl delete secret etl.acid-warehouse.credentials.postgresql.acid.zalan.do",
+        # a key named by a word, outside any headers
+        "{'key': 'BronzeOrders', 'format': 'parquet'}",
+    ],
+)  # fmt: skip
+def test_round_forty_nine_keeps(text: str) -> None:
+    """What round forty-nine's classes must keep."""
     assert redact(text) == text
 
 
