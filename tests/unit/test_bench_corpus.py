@@ -55,6 +55,7 @@ HELD = {
     "holdout46.yaml": "52/60 held (86.7 %)",
     "holdout47.yaml": "55/60 held (91.7 %)",
     "holdout48.yaml": "59/60 held (98.3 %)",
+    "holdout49.yaml": "60/60 held (100.0 %)",
 }
 """What each fitted corpus holds today (its history is bench/corpus.py's FITTED): a change in either direction is seen."""
 
@@ -102,10 +103,4 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "  - Sealos [cli]: leaked=['YNdnr8jW0WjRYT'] lost=[] (known: holdout46's" in out
     assert "  - BorgBackup [cli]: leaked=[] lost=" in out and "(known: holdout47's archive" in out
     assert "  - GUS BIR1 (REGON) [i18n]: leaked=['1h6vsflnk2t7mwkaed26'] lost=[] (known: holdout48's" in out
-    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
-    assert (
-        "holdout49.yaml (held out, not fitted): 55/60 held (91.7 %)   target >= 97 % NOT REACHED"
-        "   no secret leaked: 58/60 (96.7 %)"
-    ) in out
-    assert "  - Slonik [driver]: leaked=['ptk_live_6cT3FJLJnTm569ScDL1DwaNcJoQHZZKc'] lost=[]" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out

@@ -76,6 +76,10 @@ def _not_secret(value: str) -> bool:
     (``$TOKEN``, ``${PG_PASSWORD}``; ``$ecret1`` is a value)."""
     if value.lower() in _NOT_SECRETS or _MASK_PHRASE.match(value.lower()) is not None:
         return True
+    if value.startswith("%(") and value[2:].removesuffix(")s").replace("_", "").isalnum():
+        return True  # a named bind parameter (psycopg's password_hash = %(password_hash)s), not its value
+    if value[:1] == "$" and value[1:].isdigit():
+        return True  # a numbered bind parameter (api_token = $1) or a shell's positional one
     if value.startswith("arn:") and value.count(":") >= 5:
         return True  # a resource's name (SecretId='arn:aws:secretsmanager:...'), not the secret it names
     if _REFERENCE.match(value) is not None:
@@ -426,7 +430,8 @@ _HASH_WORDS = (
     "boundary=",  # a multipart body's boundary (Content-Type: multipart/form-data; boundary=<random>)
     # an object named by its noun just before its id (Comet's "experiment <32 hex>", Swarm's "node <25>")
     "experiment", "node ", "dataset", "model ", "artifact", "pipeline", "workflow", "deployment",
-    "instance", "volume", "snapshot", "service ", "task ", "workspace", "project ", "batch ",
+    "instance", "volume", "snapshot", "service ", "task ", "workspace", "project ", "batch ", "component ",
+    "branch",  # a branch's head commit (Bencher's "Branch: main (<40 hex>)")
     # a stored object's id after its noun (Elasticsearch's "document [<20>]", Firestore's, a row's)
     "document", "record", "collection", "partition", "shard",
     *secret_words.ID_WORDS,  # an identifier, in the languages of policy/secret_words.py

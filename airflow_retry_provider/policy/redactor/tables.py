@@ -237,10 +237,11 @@ MAX_SQL_VALUES = 4096
 """An INSERT's rows are read at most this far (characters) after its VALUES."""
 
 
-def _sql_rows(text: str, start: int) -> Iterator[list[Span]]:
+def _sql_rows(text: str, start: int, closing: str = ")", reach: int = MAX_SQL_VALUES) -> Iterator[list[Span]]:
     """The rows of an INSERT's VALUES from ``start`` (after its first ``(``): each row's items, a
-    quoted item without its quotes (``''`` is a quote inside one); a row ends at its ``)`` at depth 0."""
-    limit = min(len(text), start + MAX_SQL_VALUES)
+    quoted item without its quotes (``''`` is a quote inside one); a row ends at its ``closing`` at
+    depth 0 (a list of bound values ends at its ``]`` or ``}``, and is one row)."""
+    limit = min(len(text), start + reach)
     items: list[Span] = []
     depth, item, index, quote = 0, start, start, ""
     while index < limit:
@@ -256,11 +257,13 @@ def _sql_rows(text: str, start: int) -> Iterator[list[Span]]:
             depth += 1
         elif char == ")" and depth:
             depth -= 1
-        elif char in ",)" and not depth:
+        elif (char == "," or char == closing) and not depth:
             items.append(_sql_item(text, item, index))
             item = index + 1
-            if char == ")":
+            if char == closing:
                 yield items
+                if closing != ")":
+                    return
                 items = []
                 rest = text[index + 1 : index + 16].lstrip()
                 if not rest.startswith(","):
@@ -319,7 +322,105 @@ def _sql_inserts(text: str, spans: list[Span]) -> None:
                     spans.append((start, end))
 
 
-PATTERNS: tuple[Pattern, ...] = (_TABLE_RULE, _PLAIN_HEADER, _CSV_HEADER, _SQL_INSERT)
+# a statement that takes bind parameters, and each parameter, perhaps after the column it is set to
+# or compared with (UPDATE t SET api_token = $1 WHERE id = $2)
+_STATEMENT = pattern(
+    r"\b(?:insert[ \t]+(?:ignore[ \t]+)?into|update|delete[ \t]+from|select|merge[ \t]+into)[ \t]",
+    ignore_case=True,
+)
+_PARAMETER = pattern(r"(?:([\w.`\"\[\]]{1,128})[ \t]*=[ \t]*)?(\?|\$[0-9]{1,3})(?:[^\w]|$)")
+
+
+MAX_PARAMETERS = 32
+"""At most this many parameters of one statement are matched to the values bound to them."""
+
+
+MAX_STATEMENTS = 4
+"""At most this many statements of one text are matched to their bound values."""
+
+
+BOUND_REACH = 256
+"""The values bound to a statement open at most this far (characters) after its last parameter."""
+
+
+MAX_STATEMENT = 2048
+"""A statement's parameters are read at most this far (characters) from its start, on its line."""
+
+
+MAX_BOUND_VALUES = 1024
+"""A list of bound values is read at most this far (characters)."""
+
+
+def _parameter_columns(statement: str) -> tuple[list[tuple[int, str]], int]:
+    """Each bind parameter of a ``statement``: the index of the value bound to it (``$2``'s is 1, the
+    third ``?``'s is 2) and the column it stands for (the column set to it, or an INSERT's column in
+    its place among the VALUES), and where the last parameter ends."""
+    insert = _SQL_INSERT.match(statement)
+    names = (
+        [name.strip(' \t`"[]').rpartition(".")[2] for name in insert.group(1).split(",")] if insert else []
+    )
+    parameters: list[tuple[int, str]] = []
+    questions = in_row = 0
+    last = -1
+    for count, match in enumerate(_PARAMETER.finditer(statement)):
+        if count == MAX_PARAMETERS:
+            break
+        token = match.group(2)
+        index = questions if token == "?" else int(token[1:]) - 1
+        questions += token == "?"
+        if index < 0:
+            continue  # $0 stands for no bound value
+        column = (match.group(1) or "").strip('`"[]').rpartition(".")[2]
+        if insert is not None and match.start(2) >= insert.end() and not column:
+            column = names[in_row] if in_row < len(names) else ""
+            in_row += 1
+        parameters.append((index, column))
+        last = match.end(2)
+    return parameters, last
+
+
+_CLOSING = {"[": "]", "(": ")", "{": "}"}
+
+
+def _bound_list(text: str, start: int) -> list[Span]:
+    """The items of the first list, tuple or braces after ``start`` (within ``BOUND_REACH``) that holds
+    any and is no label's (``[]interface {}{1, "x"}``'s third, ``[parameters: (1, 'x')]``'s tuple)."""
+    limit = min(len(text), start + BOUND_REACH)
+    index = start
+    while index < limit:
+        opening = min((i for i in (text.find(c, index, limit) for c in _CLOSING) if i >= 0), default=-1)
+        if opening < 0:
+            return []
+        closing = _CLOSING[text[opening]]
+        content = text[opening + 1 : opening + 64].lstrip(" ")
+        label, colon, _ = content.partition(": ")
+        if content[:1] != closing and not (colon and label.isidentifier()):
+            return next(_sql_rows(text, opening + 1, closing, MAX_BOUND_VALUES), [])
+        index = opening + 1  # empty ([]interface {}), or a label's ([parameters: ...]): the next one
+    return []
+
+
+def _bound_values(text: str, spans: list[Span]) -> None:
+    """The values a driver logs as bound to a statement's parameters (xorm's ``INSERT ... VALUES
+    (?,?,?) []interface {}{1, "https://x", "whsk_..."}``, Slonik's ``{"sql":"UPDATE t SET api_token = $1
+    ...","values":["ptk_live_...", ...]}``): the value bound to a secret-named column's parameter is
+    hidden, when every parameter has its value."""
+    for match in _matches(_STATEMENT, text, spans, limit=MAX_STATEMENTS):
+        end = min(len(text), match.start() + MAX_STATEMENT)
+        line_end = text.find("\n", match.start(), end)
+        parameters, last = _parameter_columns(text[match.start() : end if line_end < 0 else line_end])
+        if not any(_secret_column(column) for _, column in parameters):
+            continue
+        items = _bound_list(text, match.start() + last)
+        if len(items) <= max(index for index, _ in parameters):
+            continue
+        for index, column in parameters:
+            value = text[items[index][0] : items[index][1]]
+            if _secret_column(column) and value and not _placeholder(value) and not _not_secret(value):
+                spans.append(items[index])
+
+
+PATTERNS: tuple[Pattern, ...] = (_TABLE_RULE, _PLAIN_HEADER, _CSV_HEADER, _SQL_INSERT, _STATEMENT, _PARAMETER)
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 
 
@@ -334,3 +435,11 @@ def find(text: str, lowered: str, depth: int, spans: list[Span], collect: Collec
         _csv_tables(text, spans)
     if "insert" in lowered and "(" in text:
         _sql_inserts(text, spans)
+    if ("?" in text or "$" in text) and (
+        "insert" in lowered
+        or "update" in lowered
+        or "select" in lowered
+        or "delete" in lowered
+        or "merge" in lowered
+    ):
+        _bound_values(text, spans)
