@@ -77,11 +77,12 @@ FITTED = {
     "holdout47.yaml": "52/60 at first sight (rounds forty-six and forty-seven), fitted in round forty-eight",
     "holdout48.yaml": "54/60 at first sight (rounds forty-seven and forty-eight), fitted in round forty-nine",
     "holdout49.yaml": "55/60 at first sight (rounds forty-eight and forty-nine), fitted in round fifty",
+    "holdout50.yaml": "54/60 at first sight (rounds forty-nine and fifty), fitted in round fifty-one",
 }
 """Every corpus fitted to, with its history (a first-sight count is under the round named)."""
 TARGETS = {name: 100.0 for name in FITTED}
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
-MEASURED: dict[str, float] = {"holdout50.yaml": 97.0}  # written after round forty-nine, never fitted
+MEASURED: dict[str, float] = {}  # holdout51 is written after round fifty, never fitted
 """Held-out sets nothing was fitted to: their figure says whether the design generalises, printed
 beside the issue's target; a miss is reported, not a failure of the run (nothing may be fitted to them)."""
 KNOWN_FAILURES = DATA / "holdout_known_failures.yaml"

@@ -86,7 +86,9 @@ _SEP = r"(\\*(?:[\"']\]?)?[ \t]*(?::=|=>|==?|:|：|＝)[ \t]*(?:\r?\n[ \t]*-[ \t
 
 
 _VALUE = (
-    f"([bB]?{_QUOTED}"  # a string, or Python's bytes (curve_secretkey=b'...')
+    # a string in triple quotes, one line of it (grafana.ini's password = """#x;y""", Python's, TOML's)
+    r"(\"\"\"[^\"\r\n]*|'''[^'\r\n]*"
+    f"|[bB]?{_QUOTED}"  # a string, or Python's bytes (curve_secretkey=b'...')
     rf"|\[[ \t]*{_QUOTED}"  # a list's first item (Elixir's and Ruby's "x-api-key" => ["x"], Go's http.Header)
     r"|\{(?:[^}\r\n]|\}\})*\}?"  # {braced} (ODBC: PWD={a;b}; }} is a literal })
     # a bare word (not starting with "(": Key (id)=(5)), ending before a repr's escaped line end (\r\n)

@@ -433,7 +433,7 @@ _HASH_WORDS = (
     "instance", "volume", "snapshot", "service ", "task ", "workspace", "project ", "batch ", "component ",
     "branch",  # a branch's head commit (Bencher's "Branch: main (<40 hex>)")
     # a stored object's id after its noun (Elasticsearch's "document [<20>]", Firestore's, a row's)
-    "document", "record", "collection", "partition", "shard",
+    "document", "record", "collection", "partition", "shard", "spreadsheet", "channel ",
     *secret_words.ID_WORDS,  # an identifier, in the languages of policy/secret_words.py
     *secret_words.REQUEST_WORDS,  # a request, in those languages
     *secret_words.PUBLIC_KEY_WORDS,  # a public key, in those languages (δημόσιο κλειδί pk_...)
@@ -823,7 +823,23 @@ def _typed_object_id(token: str) -> bool:
     noun, dash, spelled = token.partition("-")
     if dash and noun in _OBJECT_ID_NOUNS and spelled.isalnum() and 16 <= len(spelled) <= 40:
         return True
+    if _typed_hex(token):
+        return True
     return bool(underscore) and prefix.lower() in _OBJECT_ID_PREFIXES and rest.isalnum()
+
+
+def _typed_hex(token: str) -> bool:
+    """A capitalised noun then 16 or more lower-case hex digits: an object's type and its id
+    (Digital.ai Release's ``Folder5e1a...``, ``Release8c2d...``); a random key mixes its cases throughout."""
+    digits = token.lstrip(string.ascii_letters)
+    noun = token[: len(token) - len(digits)]
+    return (
+        len(noun) >= 4
+        and noun.istitle()
+        and len(digits) >= 16
+        and not digits.translate(_HEX)
+        and digits == digits.lower()
+    )
 
 
 def _aws_resource_id(pieces: list[str]) -> bool:

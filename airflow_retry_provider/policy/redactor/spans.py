@@ -70,6 +70,8 @@ def _content(text: str, start: int, end: int) -> Span:
             lead = start = item
     while lead < end and text[lead] == "\\":
         lead += 1
+    if text[lead : lead + 3] in ('"""', "'''"):
+        return lead + 3, end  # a string in triple quotes
     if lead < end and text[lead] in "\"'":
         return lead + 1, end
     if start < end and text[start] == "{":

@@ -277,27 +277,32 @@ def _relative_urls(text: str, spans: list[Span], readable: list[Span]) -> None:
 _HOOK_SEGMENTS = frozenset({"hook", "hooks", "webhook", "webhooks", "webhookb2", "robot"})
 
 
+def _hook_segment(segment: str) -> bool:
+    """A segment or a host's label naming hooks, however spelt (``webhooks``, ApiX-Drive's ``web-hooks``)."""
+    return segment.lower().replace("-", "").replace("_", "") in _HOOK_SEGMENTS
+
+
 def _hook_path(start: int, rest: str, spans: list[Span]) -> None:
     """A URL whose path is its credential: after a ``hook``/``hooks``/``webhook``/``webhooks``
     segment (Feishu's ``/bot/v2/hook/<uuid>``, Zapier's ``/hooks/catch/<id>/<key>``), each later
     segment that is not a number or a word without digits is hidden; after such a host, the first
-    segment (Spike.sh's ``hooks.spike.sh/<key>/push-events``; Slack's ``/services/`` is a word), or
-    the second after a route of one or two letters (Gitter's ``webhooks.gitter.im/e/<key>``)."""
+    segment (Spike.sh's ``hooks.spike.sh/<key>/push-events``; Slack's ``/services/`` is a word), the
+    second after a route of one or two letters (Gitter's ``webhooks.gitter.im/e/<key>``), or the first
+    keyed one after an account's number (Latenode's ``webhook.latenode.com/<number>/prod/<key>``)."""
     path = rest.split("?", 1)[0].split("#", 1)[0]
     segments = path.split("/")
     offset = len(segments[0]) + 1
-    hook_host = _host(segments[0]).partition(".")[0].lower() in _HOOK_SEGMENTS
+    hook_host = _hook_segment(_host(segments[0]).partition(".")[0])
     key_index = 1 if len(segments) > 2 and 1 <= len(segments[1]) <= 2 and segments[1].isalpha() else 0
-    after_hook = False
+    after_hook = numbered = False
     for index, segment in enumerate(segments[1:]):
-        if (
-            (after_hook or (hook_host and index == key_index))
-            and segment
-            and not segment.isdigit()
-            and (not _readable(segment) or _has_digit(segment))
-        ):
+        keyed = segment and not segment.isdigit() and (not _readable(segment) or _has_digit(segment))
+        if keyed and (after_hook or (hook_host and index == key_index)):
             spans.append((start + offset, start + offset + len(segment)))
-        after_hook = after_hook or segment.lower() in _HOOK_SEGMENTS
+        numbered = numbered or segment.isdigit()
+        if hook_host and index == key_index and not keyed and numbered and index + 2 < len(segments):
+            key_index += 1  # an account's number, perhaps a word, then the key (Latenode's /<id>/prod/<uuid>)
+        after_hook = after_hook or _hook_segment(segment)
         offset += len(segment) + 1
 
 

@@ -532,6 +532,7 @@ HELD_OUT = (
     "holdout47.yaml",
     "holdout48.yaml",
     "holdout49.yaml",
+    "holdout50.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -549,7 +550,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout49, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout50, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -2855,6 +2856,41 @@ def test_round_fifty_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_fifty_keeps(text: str) -> None:
     """What round fifty's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a value in triple quotes
+        ('password = """#Wm4kT9vxQ2pLr7;Zb"""', 'password = """***"""'),
+        ("api_key = '''Qm7x#Lp2;Wz9Rt'''", "api_key = '''***'''"),
+        # a hooks segment spelt with a dash; after a hooks host, an account's number and a word before the key
+        ('requests.post("https://s7.apix-drive.com/web-hooks/48213/qu424iw4", json=batch)',
+         'requests.post("https://s7.apix-drive.com/web-hooks/48213/***", json=batch)'),
+        ("404 Client Error: Not Found for url: https://webhook.latenode.com/18342/prod/6788ad5f-a659-4efe-9a11-ef1f802d8e84",
+         "404 Client Error: Not Found for url: https://webhook.latenode.com/18342/prod/***"),
+    ],
+)  # fmt: skip
+def test_round_fifty_one_classes(text: str, expected: str) -> None:
+    """Round fifty-one's classes (holdout50's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an object's type glued to its hex id
+        "Repository entity [Applications/Folder5e1a0c7b9d4f4e2a8b3c6d1e0f9a7b25/Release8c2d4f6a1b3e4c5d9e0f7a2b1c3d4e5f] not found",
+        # a channel's and a spreadsheet's id after their nouns
+        "INFO - Posting DAG failure summary to channel w8u69kpjuv8ou7m2pjv28p2685",
+        "ERROR - Could not open spreadsheet 1JgveSnGMM2an8sIMiPeqHnw84mF2hmcB11bkZ43edK8 for weekly KPI export",
+        # a Slack webhook's team and bot ids stay: its path starts with a word, no account's number
+        "https://hooks.slack.com/services/T0123ABCD/B0456EFGH/***",
+    ],
+)  # fmt: skip
+def test_round_fifty_one_keeps(text: str) -> None:
+    """What round fifty-one's classes must keep."""
     assert redact(text) == text
 
 
