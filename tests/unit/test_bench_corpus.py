@@ -104,4 +104,10 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "  - Sealos [cli]: leaked=['YNdnr8jW0WjRYT'] lost=[] (known: holdout46's" in out
     assert "  - BorgBackup [cli]: leaked=[] lost=" in out and "(known: holdout47's archive" in out
     assert "  - GUS BIR1 (REGON) [i18n]: leaked=['1h6vsflnk2t7mwkaed26'] lost=[] (known: holdout48's" in out
+    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
+    assert (
+        "holdout51.yaml (held out, not fitted): 57/60 held (95.0 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 59/60 (98.3 %)"
+    ) in out
+    assert "  - Firebird gbak [cli]: leaked=['f9Kx2Tq7Vm4L'] lost=[]" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out
