@@ -374,8 +374,27 @@ MAX_ENCODED_URI = 512
 """At most this many characters of base64 are decoded to be judged as a URI."""
 
 
-_BASE64_CERTIFICATE = base64.b64encode(b"-----BEGIN CERTIFICATE-----").decode()
-"""How a PEM certificate starts in base64 (a kubeconfig's ``certificate-authority-data``)."""
+_BASE64_BEGIN = base64.b64encode(b"-----BEGI").decode()
+"""How a PEM block starts in base64, to its last whole group of three bytes."""
+
+
+_PUBLIC_ARMOURS = (b"CERTIFICATE", b"PUBLIC KEY")
+"""What a public PEM block's BEGIN line names: a certificate (or its request), a public key (PGP's too)."""
+
+
+def _encoded_armour(run: str) -> bool:
+    """Base64 of a public PEM block: its first line, decoded, begins a certificate or a public key
+    (a kubeconfig's ``certificate-authority-data``, cosign's ``cosign.pub`` in a Kubernetes secret)."""
+    try:
+        head = base64.b64decode(run[:64], validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    line = head.partition(b"\n")[0]
+    return (
+        line.startswith(b"-----BEGIN ")
+        and b"PRIVATE" not in line
+        and any(word in line for word in _PUBLIC_ARMOURS)
+    )
 
 
 def _encoded_public(run: str) -> bool:
@@ -383,7 +402,7 @@ def _encoded_public(run: str) -> bool:
     Kubernetes secret's data holding an endpoint, ``aHR0cDovL21pbmlv...``; Webex's ids,
     ``ciscospark://us/ROOM/<uuid>``): an address, decoded only to be judged; a credential in it (user,
     password, query) keeps it hidden."""
-    if run.startswith(_BASE64_CERTIFICATE):
+    if run.startswith(_BASE64_BEGIN) and _encoded_armour(run):
         return True
     if len(run) > MAX_ENCODED_URI or not run.isascii():
         return False

@@ -533,6 +533,7 @@ HELD_OUT = (
     "holdout48.yaml",
     "holdout49.yaml",
     "holdout50.yaml",
+    "holdout51.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -550,7 +551,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout50, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout51, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -2891,6 +2892,38 @@ def test_round_fifty_one_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_fifty_one_keeps(text: str) -> None:
     """What round fifty-one's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a password's flag cut short, as a tool that takes any prefix of a switch reads it
+        ("['/usr/bin/bash', '-c', 'gbak -b -v -g -user SYSDBA -pas \"f9Kx2Tq7Vm4L\" fb-erp.acme.net/3050:/srv/firebird/erp.fdb /backups/erp.fbk']",
+         "['/usr/bin/bash', '-c', 'gbak -b -v -g -user SYSDBA -pas \"***\" fb-erp.acme.net/3050:/srv/firebird/erp.fdb /backups/erp.fbk']"),
+        # a private key in base64 beside its public key stays hidden
+        ("  cosign.key: LS0tLS1CRUdJTiBFTkNSWVBURUQgU0lHU1RPUkUgUFJJVkFURSBLRVktLS0tLQpleUpyWkdZaU9uc2libUZ0WlNJNkluTmpjbmx3ZENJc0luQmhj",
+         "  cosign.key: ***"),
+    ],
+)  # fmt: skip
+def test_round_fifty_two_classes(text: str, expected: str) -> None:
+    """Round fifty-two's classes (holdout51's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a public key in base64
+        "  cosign.pub: LS0tLS1CRUdJTiBQVUJMSUMgS0VZLS0tLS0KTUZrd0V3WUhLb1pJemowQ0FRWUlLb1pJemowREFRY0RRZ0FFN3dKcTVyOGhYYzNGbTl0",
+        # a session's number
+        "INFO - Error: [08004] Connection exception - authentication failed. (Session: 1802316549870271489)",
+        # "pas" in a sentence is no flag
+        "ERROR - c'est pas de problème: 8f3c2a1b",
+    ],
+)  # fmt: skip
+def test_round_fifty_two_keeps(text: str) -> None:
+    """What round fifty-two's classes must keep."""
     assert redact(text) == text
 
 
