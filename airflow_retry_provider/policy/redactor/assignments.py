@@ -63,8 +63,8 @@ _KEY = (
     rf"{_KEY_CHAR}*(?:[ \t](?:de|do|da|del|di|du|des|der|van|von|of|от|для)(?:[ \t]\pL+){{1,4}})?"
     # or the kind of secret after it, with no linking word (clé API, Schlüssel SSH)
     r"(?:[ \t](?:api|ssh|gpg|pgp|jwt|aws|s3|db|sql|smtp|ldap|ftp|vpn|wifi|wi-fi|hmac|oauth|tls|ssl))?"
-    rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw|psw|psk|hmac)|auth|sig|session"
-    r"|--?pas"  # a password's flag cut short, as tools that take any prefix of a switch read it (Firebird's gbak -pas)  # upw=, dbpw=, psw= (SMSC.ru), wpa_psk=, x_hmac=
+    rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw|psw|psk|hmac)|auth|sig|session"  # upw=, dbpw=, psw= (SMSC.ru), wpa_psk=, x_hmac=
+    r"|--?pas"  # a password's flag cut short, as a tool that takes any prefix of a switch reads it (gbak's -pas)
     # a token's abbreviation, as a camel-case or separated last word (TranzilaTK=, card_tk=) or alone
     rf"|{_KEY_CHAR}*(?-i:[a-z]TK)|(?:{_KEY_CHAR}*[_.-])?tk"
     rf"|{_KEY_CHAR}*auth[_-]?(?:data|string|value|info)"  # the contents of a credential (Barion's AuthData, auth_string)
@@ -1123,7 +1123,7 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
     setters = False
     if (  # _KEY_WORDS, spelled out: the hot path of every decision, no call per word
         "pass" in lowered
-        or "-pas " in lowered
+        or "-pas" in lowered
         or "pasw" in lowered
         or "pw" in lowered
         or "psk" in lowered

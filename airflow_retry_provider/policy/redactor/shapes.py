@@ -398,7 +398,7 @@ def _encoded_armour(run: str) -> bool:
 
 
 def _encoded_public(run: str) -> bool:
-    """Base64 of what is public: a certificate (a private key's PEM begins otherwise), or a URI (a
+    """Base64 of what is public: a certificate or a public key (:func:`_encoded_armour`), or a URI (a
     Kubernetes secret's data holding an endpoint, ``aHR0cDovL21pbmlv...``; Webex's ids,
     ``ciscospark://us/ROOM/<uuid>``): an address, decoded only to be judged; a credential in it (user,
     password, query) keeps it hidden."""
