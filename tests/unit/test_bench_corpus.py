@@ -58,6 +58,7 @@ HELD = {
     "holdout49.yaml": "60/60 held (100.0 %)",
     "holdout50.yaml": "60/60 held (100.0 %)",
     "holdout51.yaml": "60/60 held (100.0 %)",
+    "holdout52.yaml": "54/60 held (90.0 %)",
 }
 """What each fitted corpus holds today (its history is bench/corpus.py's FITTED): a change in either direction is seen."""
 
@@ -105,4 +106,5 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "  - Sealos [cli]: leaked=['YNdnr8jW0WjRYT'] lost=[] (known: holdout46's" in out
     assert "  - BorgBackup [cli]: leaked=[] lost=" in out and "(known: holdout47's archive" in out
     assert "  - GUS BIR1 (REGON) [i18n]: leaked=['1h6vsflnk2t7mwkaed26'] lost=[] (known: holdout48's" in out
+    assert "  - Zabbix agent 2 [config]: leaked=['Yp7rK2wQx9Tm4Vb'] lost=[] (known: holdout52's" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out

@@ -346,6 +346,14 @@ _LIBPQ = pattern(
 )
 
 
+def _libpq_words(text: str, spans: list[Span]) -> None:
+    """The word libpq quotes back, unless it is a URI given where a DSN was expected (adbc's ``missing "="
+    after "postgresql+psycopg2://user:***@host/db"``): the URL family hides its password, keeps its host."""
+    for match in _matches(_LIBPQ, text, spans):
+        if "://" not in (match.group(1) or match.group(2) or ""):
+            _first_group(text, match, (1, 2), spans)
+
+
 def _imap_logins(text: str, spans: list[Span]) -> None:
     """IMAP's ``tag LOGIN user password``; ``SASL LOGIN authentication failed`` names a mechanism."""
     for match in _matches(_IMAP_LOGIN, text, spans):
@@ -828,4 +836,4 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
     if "isql" in lowered or "iusql" in lowered:
         _spans_of(_ODBC_LOGIN, text, spans)
     if "connection info string" in text or "unexpected spaces found" in text:
-        _spans_of(_LIBPQ, text, spans, groups=2)
+        _libpq_words(text, spans)

@@ -981,6 +981,8 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
         return False
     if len(words) > 1 and any(word in words[-2].lower() for word in _FOREIGN_WORDS):
         return False  # a secret's noun before its adjective: llave privada <hex>, chave secreta
+    if len(words) > 1 and words[-2].lower().endswith("signature"):
+        return False  # a signature given as its algorithm's digest ("invalid payload signature sha256=<hex>")
     named_secret = key.replace("signal", "")  # APPSIGNAL_REVISION: "sig" in "signal" names no signature
     return not any(word in named_secret for word in _SECRET_IN_NAME) and not compact.endswith(_SECRET_IDS)
 

@@ -437,9 +437,23 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
         long_member = _long_key(hidden) and _collection_segment(before)  # /periods/<64-character token>/
         # a digest then its size (Bazel's <sha256>-1087) is judged as the digest
         digest = hidden.rstrip("0123456789").removesuffix("-")
+        if _after_id_flag(text, begin):
+            continue
         if long_member or not _named_hash(before, hexadecimal=not digest.translate(_HEX)):
             if not any(opening <= begin < finish for opening, finish in readable):
                 spans.append((begin, start + last))  # not a URL's path beside its query's secret
+
+
+# a flag named as an object's id, its value after a space (zcli's --projectId <22>, --service-id <uuid>)
+_ID_FLAG = pattern(r"(?:^|[\s'\"])--?([A-Za-z][\w.-]{0,40}(?:Id|ID|[_-]id))[ \t]+['\"]?$")
+
+
+def _after_id_flag(text: str, start: int) -> bool:
+    """Whether the run at ``start`` is an id flag's value: an object's id, however random, unless the
+    flag names a key's id (``--access-key-id``, kept only beside its secret's flag) or a credential
+    (``--secret-id``, ``--session-id``)."""
+    match = _ID_FLAG.search(text[max(0, start - 48) : start])
+    return match is not None and "key" not in match.group(1).lower() and _id_key(match.group(1))
 
 
 # a flag that names a key pair's id (aliyun's --access-key-id, beside --access-key-secret; certbot's
@@ -468,6 +482,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _RUN,
     _PEER_HOST,
     _ID_FLAG_BEFORE,
+    _ID_FLAG,
     _SECRET_FLAG,
     _HOST_REST,
     _PLAIN_URI,

@@ -534,6 +534,7 @@ HELD_OUT = (
     "holdout49.yaml",
     "holdout50.yaml",
     "holdout51.yaml",
+    "holdout52.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -551,7 +552,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout51, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout52, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -2924,6 +2925,40 @@ def test_round_fifty_two_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_fifty_two_keeps(text: str) -> None:
     """What round fifty-two's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a URI libpq quotes back where it expected a DSN: its password only
+        ('IO: [libpq] Failed to connect: missing "=" after "postgresql+psycopg2://events_loader:qT7vX2mKw9RzL4pN@pg-events.acme.internal:5432/events" in connection info string',
+         'IO: [libpq] Failed to connect: missing "=" after "postgresql+psycopg2://events_loader:***@pg-events.acme.internal:5432/events" in connection info string'),
+        ('psycopg2.ProgrammingError: missing "=" after "S3cret" in connection info string',
+         'psycopg2.ProgrammingError: missing "=" after "***" in connection info string'),
+        # a signature given as its algorithm's digest
+        ("hook triggers for rules were not satisfied: invalid payload signature sha256=4b7e1f9a2c8d3065e1a7f9c3b5d0e2a4c6f8b1d3e5a7c9f0b2d4e6a8c1e3f5a7",
+         "hook triggers for rules were not satisfied: invalid payload signature sha256=***"),
+        # a flag naming a credential's id stays hidden
+        ("+ cli login --secret-id 7gQ2kZvN4rT9xWm1pLc8yHs3dFb6Ja0E", "+ cli login --secret-id ***"),
+    ],
+)  # fmt: skip
+def test_round_fifty_three_classes(text: str, expected: str) -> None:
+    """Round fifty-three's classes (holdout52's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an object's id after a flag named as one
+        "+ zcli push --projectId n3Rk7wQ9Tc-lX2mB5vJ0yA --serviceId aP4sD8fG1hJ6kL9zXcVb2N --workingDir /opt/airflow/x",
+        # an image's digest is no signature
+        "INFO - image digest sha256=4b7e1f9a2c8d3065e1a7f9c3b5d0e2a4c6f8b1d3e5a7c9f0b2d4e6a8c1e3f5a7",
+    ],
+)  # fmt: skip
+def test_round_fifty_three_keeps(text: str) -> None:
+    """What round fifty-three's classes must keep."""
     assert redact(text) == text
 
 
