@@ -107,4 +107,10 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "  - BorgBackup [cli]: leaked=[] lost=" in out and "(known: holdout47's archive" in out
     assert "  - GUS BIR1 (REGON) [i18n]: leaked=['1h6vsflnk2t7mwkaed26'] lost=[] (known: holdout48's" in out
     assert "  - Zabbix agent 2 [config]: leaked=['Yp7rK2wQx9Tm4Vb'] lost=[] (known: holdout52's" in out
+    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
+    assert (
+        "holdout53.yaml (held out, not fitted): 50/60 held (83.3 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 53/60 (88.3 %)"
+    ) in out
+    assert "  - SpeedSMS [i18n]: leaked=['482913'] lost=[]" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out
