@@ -7,6 +7,7 @@ column's values are hidden."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import islice
 
 from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.assignments import _KEY
@@ -405,7 +406,9 @@ def _bound_values(text: str, spans: list[Span]) -> None:
     (?,?,?) []interface {}{1, "https://x", "whsk_..."}``, Slonik's ``{"sql":"UPDATE t SET api_token = $1
     ...","values":["ptk_live_...", ...]}``): the value bound to a secret-named column's parameter is
     hidden, when every parameter has its value."""
-    for match in _matches(_STATEMENT, text, spans, limit=MAX_STATEMENTS):
+    # the first few statements only: past them nothing is hidden for it (a word such as "select" is
+    # common in a log, unlike a secret's shape, so _matches' rest-of-the-text span does not apply)
+    for match in islice(_STATEMENT.finditer(text), MAX_STATEMENTS):
         end = min(len(text), match.start() + MAX_STATEMENT)
         line_end = text.find("\n", match.start(), end)
         parameters, last = _parameter_columns(text[match.start() : end if line_end < 0 else line_end])
