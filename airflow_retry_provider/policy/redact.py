@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from airflow_retry_provider.policy.engine import LiteralSet, Pattern, bounded
 from airflow_retry_provider.policy.redactor import assignments, commands, judge, shapes, tables, urls
+from airflow_retry_provider.policy.redactor.assignments import _CODE_WORDS
 from airflow_retry_provider.policy.redactor.commands import _DEVICE_WORDS
 from airflow_retry_provider.policy.redactor.judge import _FOREIGN_WORDS, _looks_secret
 from airflow_retry_provider.policy.redactor.spans import MASK, Span
@@ -39,7 +40,7 @@ __all__ = ["MASK", "PATTERNS", "Redacted", "cut", "redact", "redaction"]
 ELLIPSIS = "…"
 
 
-_GATES = LiteralSet((*_FOREIGN_WORDS, *_DEVICE_WORDS, "echo", "printf", "connect", "/u"))
+_GATES = LiteralSet((*_FOREIGN_WORDS, *_DEVICE_WORDS, *_CODE_WORDS, "echo", "printf", "connect", "/u"))
 """The literals that gate the families below a plain message's cost, found in one pass of the
 lowered text (one search per word would scan it once per word)."""
 
@@ -134,13 +135,28 @@ def _quoted_in_prose(text: str, start: int, end: int) -> bool:
     return not before.endswith((":", "=")) and not after.startswith((":", "="))
 
 
+_PARSER_STOPS = "%#"
+"""Where a parser stops reading a value and quotes the rest of it: configparser's interpolation at ``%``
+(``'%' must be followed by '%' or '(', found: '%mQ9w@rabbit:5672'``, the rest of a URI's password), a
+URL's fragment at ``#``."""
+
+
+def _rests(value: str) -> list[str]:
+    """The rest of ``value`` from the first of each character a parser stops at, when it still looks like a
+    secret."""
+    starts = (value.find(stop, 1) for stop in _PARSER_STOPS)
+    return [value[at:] for at in starts if at > 0 and _looks_secret(value[at:])]
+
+
 def _echoes(text: str, spans: list[Span]) -> list[Span]:
     """Where else ``text`` quotes back a secret found once: an error repeating, in quotes, the value it
     refused (wpa_supplicant's ``Invalid passphrase length 6 ... 'Dock7!"'``, a line before its ``psk``).
     Only a value that looks like a secret (digits, symbols or inner capitals, not a word of a sentence)
     is looked for, as a whole word quoted in a sentence (:func:`_quoted_in_prose`): ``password=airflow``
     hides no other ``airflow``, an id hidden once for its shape is not hidden again where a sentence
-    names it, nor where it is another key's value (Typeform's response ``token`` is its ``response_id``)."""
+    names it, nor where it is another key's value (Typeform's response ``token`` is its ``response_id``).
+    The rest of a value from where a parser stopped (:func:`_rests`) is looked for at any quote's opening:
+    no sentence holds half a secret."""
     found: list[Span] = []
     values: set[str] = set()
     for start, end in spans:
@@ -150,14 +166,19 @@ def _echoes(text: str, spans: list[Span]) -> list[Span]:
         values.add(value)
         if len(values) > ECHOES_PER_TEXT:
             break
-        at = text.find(value)
-        for _ in range(ECHOES_PER_TEXT):
-            if at < 0:
-                break
-            after = at + len(value)
-            if _quoted_in_prose(text, at, after):
-                found.append((at, after))
-            at = text.find(value, after)
+        for whole, piece in [(True, value), *((False, rest) for rest in _rests(value))]:
+            at = text.find(piece)
+            for _ in range(ECHOES_PER_TEXT):
+                if at < 0:
+                    break
+                after = at + len(piece)
+                if (
+                    _quoted_in_prose(text, at, after)
+                    if whole
+                    else text[at - 1 : at] in _OPENING_QUOTES and not text[after : after + 1].isalnum()
+                ):
+                    found.append((at, after))
+                at = text.find(piece, after)
     return found
 
 

@@ -219,6 +219,55 @@ PUBLIC_KEY_WORDS: tuple[str, ...] = (
 before it is published (Everypay's ``δημόσιο κλειδί pk_...``), as English's ``public key`` is."""
 
 
+CODE_WORDS: tuple[str, ...] = (
+    "verification code",  # en
+    "confirmation code",  # en
+    "security code",  # en
+    "one-time code",  # en
+    "one-time password",  # en
+    "código de verificação",  # pt
+    "código de confirmação",  # pt
+    "codigo de verificacao",  # pt, without its accents
+    "código de verificación",  # es
+    "código de confirmación",  # es
+    "codigo de verificacion",  # es, without its accents
+    "code de vérification",  # fr
+    "code de confirmation",  # fr
+    "bestätigungscode",  # de
+    "verifizierungscode",  # de
+    "codice di verifica",  # it
+    "codice di conferma",  # it
+    "verificatiecode",  # nl
+    "kod weryfikacyjny",  # pl
+    "doğrulama kodu",  # tr
+    "dogrulama kodu",  # tr, without its accents
+    "onay kodu",  # tr
+    "kode verifikasi",  # id
+    "mã xác nhận",  # vi
+    "ma xac nhan",  # vi, as an SMS without diacritics writes it
+    "mã xác thực",  # vi
+    "ma xac thuc",  # vi
+    "код подтверждения",  # ru
+    "код проверки",  # ru
+    "код підтвердження",  # uk
+    "κωδικός επαλήθευσης",  # el
+    "קוד אימות",  # he
+    "رمز التحقق",  # ar
+    "کد تایید",  # fa
+    "सत्यापन कोड",  # hi
+    "รหัสยืนยัน",  # th
+    "验证码",  # zh
+    "驗證碼",  # zh (traditional)
+    "認証コード",  # ja
+    "確認コード",  # ja
+    "인증번호",  # ko
+    "인증 번호",  # ko
+)
+"""The words for a *verification code* (Wiktionary's translation tables of "verification" and "code", in
+the phrases SMS and mail templates write): the first number of four to eight digits after one, on its line,
+is the one-time code a message sends (SpeedSMS's ``Ma xac nhan don hang DH-1 cua ban la 482913``)."""
+
+
 def words() -> tuple[str, ...]:
     """Every word of :data:`SECRET_WORDS`, once each, in a stable order."""
     return tuple(dict.fromkeys(word for group in SECRET_WORDS.values() for word in group))

@@ -5,8 +5,10 @@ word of another language followed by its modifier."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from airflow_retry_provider.policy import secret_words
 from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _DEVICE_KINDS,
@@ -66,7 +68,8 @@ _KEY = (
     rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw|psw|psk|hmac)|auth|sig|session"  # upw=, dbpw=, psw= (SMSC.ru), wpa_psk=, x_hmac=
     r"|--?pas"  # a password's flag cut short, as a tool that takes any prefix of a switch reads it (gbak's -pas)
     # a token's abbreviation, as a camel-case or separated last word (TranzilaTK=, card_tk=) or alone
-    rf"|{_KEY_CHAR}*(?-i:[a-z]TK)|(?:{_KEY_CHAR}*[_.-])?tk"
+    # (and a product's runtime licence key, CData's drivers' RTK=)
+    rf"|{_KEY_CHAR}*(?-i:[a-z]TK)|(?:{_KEY_CHAR}*[_.-])?r?tk"
     rf"|{_KEY_CHAR}*auth[_-]?(?:data|string|value|info)"  # the contents of a credential (Barion's AuthData, auth_string)
     r"|userinfo"  # a parsed URI's user:password (Elixir's %URI{userinfo: "u:x"}, Go's url.Userinfo)
     # a one-time or personal code, as a whole word or after a separator (pin=, card.pin:, pin_code=, mfa_code=);
@@ -209,6 +212,44 @@ _CREDENTIAL_PAIR = pattern(
     r"|\b(?:[A-Z][a-z]+)?Credentials?)[ \t]*(?:=|:|\()[ \t]*\(?[ \t]*"
     # the user may hold escaped characters (a Windows domain user in a repr: 'ACME\\\\svc_etl')
     r"(?:\\*\"(?:[^\"\r\n\\]|\\\\)*\\*\"|\\*'(?:[^'\r\n\\]|\\\\)*\\*')[ \t]*,[ \t]*(?:\\*\"([^\"\r\n\\]*)|\\*'([^'\r\n\\]*))"
+)
+
+
+# a secret's reference as Kapitan writes it, ?{backend:path[:hash]} (?{gkms:prod/db_password:3f8c1a7e}): where
+# the secret is kept, not the secret
+_REFERENCE_TAG = "?{"
+
+
+# what a reveal prints after a reference is its secret (kapitan refs --reveal's "?{gkms:...} -> x")
+_REVEAL = pattern(r"\?\{[^{}\s]{1,256}\}[ \t]*(?:->|=>)[ \t]*([^\s'\"]+)")
+
+
+def _in_reference(text: str, key_start: int) -> bool:
+    """Whether the key at ``key_start`` is a path's word inside a secret's reference (``?{gkms:a/db_password:h}``)."""
+    opening = text.rfind(_REFERENCE_TAG, max(0, key_start - 256), key_start)
+    return opening >= 0 and not any(c in "} \t\r\n" for c in text[opening:key_start])
+
+
+_CODE_WORDS = secret_words.CODE_WORDS
+
+
+# a one-time code a message sends, after a verification code's words in any language (:data:`_CODE_WORDS`):
+# the first number of 4 to 8 digits on the line that is a word of its own (not DH-250326-0917's, not a date's)
+_SENT_CODE = pattern(
+    "(?i:" + "|".join(map(re.escape, _CODE_WORDS)) + r")[^\r\n]{0,80}?(?:[^\w\r\n-])([0-9]{4,8})(?:[^\w-]|$)"
+)
+
+
+# an API's authentication object, its fields the request's credentials: a proof beside the key
+# (İletimerkezi's {"authentication": {"key": "x", "hash": "<HMAC of key and secret>"}}) is a signature,
+# not a file's digest
+_AUTHENTICATION_OBJECT = pattern(
+    r"(?i:[\"'](?:authentication|auth|credentials?)[\"'])[ \t]*:[ \t]*\{([^{}\r\n]{1,512})\}"
+)
+
+
+_PROOF_FIELD = pattern(
+    r"(?i:[\"'](?:hash|digest|sign|checksum|mac)[\"'])[ \t]*:[ \t]*[\"']([^\"'\r\n]{8,256})[\"']"
 )
 
 
@@ -407,6 +448,14 @@ def _login_tuples(text: str, spans: list[Span], pattern_: Pattern = _LOGIN_TUPLE
             value = match.group(group)
             if value is not None and not value.isdigit() and not _not_secret(value):
                 spans.append(match.span(group))
+
+
+def _authentication_objects(text: str, spans: list[Span]) -> None:
+    for match in _matches(_AUTHENTICATION_OBJECT, text, spans):
+        start = match.start(1)
+        for proof in _matches(_PROOF_FIELD, match.group(1), []):
+            if _looks_secret(proof.group(1)):
+                spans.append((start + proof.start(1), start + proof.end(1)))
 
 
 def _erlang_tuples(text: str, spans: list[Span]) -> None:
@@ -815,11 +864,14 @@ MAX_NESTED_OBJECTS = 4
 
 
 def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
+    references = _REFERENCE_TAG in text
     for match in _matches(_KEY_VALUE, text, spans):
         (key_start, key_end), (sep_start, sep_end) = match.span(1), match.span(2)
         key, sep = text[key_start:key_end], text[sep_start:sep_end]
         if not _secret_key(key) or text[max(0, key_start - 3) : key_start] == "://":
             continue  # not a secret's name, or the user of a URI (https://x-access-token:...@): the URI's family
+        if references and _in_reference(text, key_start):
+            continue
         if _public_key(text, key_start, key_end) or "public" in text[key_end:sep_start].lower():
             continue  # a public key (WireGuard's "public key: x", Statsig's "client key (public, ...)=x") is published
         raw_start, raw_end = match.span(3)
@@ -1112,7 +1164,8 @@ PATTERNS: tuple[Pattern, ...] = (
     _KEY_VALUE, _KEY_SPACE, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _SEED_PHRASE, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _LOGIN_VECTOR, _BRACKETED,
     _SETTING_ECHO, _PYDANTIC_INPUT, _TRAIT_ERROR, _CUE_ERROR, _GO_FIELD, _USER_PAIR_KEY, _ERROR_OBJECT,
-    _ID_ASSIGNMENT, _NEXT_COUNTER, _PREVIOUS_COUNTER, _LABELLED_ARGUMENT,
+    _ID_ASSIGNMENT, _NEXT_COUNTER, _PREVIOUS_COUNTER, _LABELLED_ARGUMENT, _AUTHENTICATION_OBJECT, _PROOF_FIELD,
+    _REVEAL, _SENT_CODE,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 
@@ -1174,6 +1227,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         _short_key_dsns(text, spans)
     if "auth" in lowered or "credential" in lowered:
         _spans_of(_CREDENTIAL_PAIR, text, spans, groups=2)
+        if "{" in text:
+            _authentication_objects(text, spans)
     if ("'" in text or '"' in text or "`" in text) and any(map(lowered.__contains__, _SETTING_WORDS)):
         _setting_echoes(text, spans)
     if "seed" in lowered or "mnemonic" in lowered:
@@ -1188,6 +1243,10 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         _login_tuples(text, spans)
     if ' ["' in text:
         _login_tuples(text, spans, _LOGIN_VECTOR)
+    if _REFERENCE_TAG in text:
+        _spans_of(_REVEAL, text, spans)
+    if not gates.isdisjoint(_CODE_WORDS):
+        _spans_of(_SENT_CODE, text, spans)
     if "input_value=" in text:
         _refused_inputs(_PYDANTIC_INPUT, text, spans)
     if "' trait of " in text:

@@ -112,6 +112,24 @@ _PLUS_LOGIN = pattern(r"(?:^|[\s'\"])\+login[ \t]+[^\s+'\"]+[ \t]+([^\s+'\"]+)")
 _KEY_SECRET_FLAGS = pattern(r"(?:^|[\s'\"])-k[ \t]+[^\s'\"-][^\s'\"]*[ \t]+-s[ \t]+([^\s'\"-][^\s'\"]*)")
 
 
+# a key store's password as a short flag on the line that names the store: the k(ey), t(rust) or s(tore)
+# it opens, then p (NiFi Toolkit's cli.sh -ks x.p12 -ksp X -kp X -ts t.jks -tsp X); the store's file on the
+# line says what the p stands for (not a classpath's -cp)
+_STORE_PASSWORD_FLAG = pattern(r"(?:^|[\s'\"])-{1,2}[KkTtSs]{1,3}[Pp][ \t]+([^\s'\"-][^\s'\"]*)")
+
+
+_STORE_FILES = (".jks", ".p12", ".pfx", ".keystore", ".truststore", ".bcfks")
+
+
+def _store_passwords(text: str, spans: list[Span]) -> None:
+    for match in _matches(_STORE_PASSWORD_FLAG, text, spans):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        line_end = text.find("\n", match.end())
+        line = text[line_start : len(text) if line_end < 0 else line_end].lower()
+        if any(extension in line for extension in _STORE_FILES) and _looks_secret(match.group(1)):
+            spans.append(match.span(1))
+
+
 # a connection's positional arguments: a location, then the user, then the password, in a call
 # (PHP's trace of PDO->__construct('mysql:host=...', 'forge', 'x'), Perl's DBI->connect, JDBC's
 # getConnection, RouterOS's Client->__construct('10.0.0.1', 'api', 'x'), napalm's
@@ -742,7 +760,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS,
+    _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS, _STORE_PASSWORD_FLAG,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
     _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _JOINED_LITERAL, _ODBC_LOGIN,
@@ -831,6 +849,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _spans_of(_PLUS_LOGIN, text, spans)
     if "-k " in text and "-s " in text:
         _spans_of(_KEY_SECRET_FLAGS, text, spans)
+    if "p " in text and any(map(lowered.__contains__, _STORE_FILES)):
+        _store_passwords(text, spans)
     if "port" in lowered or "invalid" in lowered or "input string" in lowered:
         _quoted_ports(text, spans)
     if "isql" in lowered or "iusql" in lowered:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import string
 from collections.abc import Callable
 
@@ -19,9 +20,11 @@ from airflow_retry_provider.policy.redactor.judge import (
     _key_before,
     _key_shaped,
     _looks_random,
+    _looks_secret,
     _mixed,
     _named_hash,
     _readable,
+    _secret_column,
     _secret_segment,
     _typed_object_id,
 )
@@ -397,11 +400,35 @@ def _encoded_armour(run: str) -> bool:
     )
 
 
+_ENCODED_OBJECT = "eyJ"
+"""Base64 of ``{"``: a JSON object's start."""
+
+
+def _plain_field(key: str, value: object) -> bool:
+    """A field of an object that shows nothing secret: a key that names no secret, a value that is a number,
+    a flag, or a string that does not look like one (``"status": "400"``, ``"scope": "https://..."``)."""
+    if _secret_column(key):
+        return False
+    if isinstance(value, list):
+        return all(_plain_field("", item) for item in value)
+    return not isinstance(value, (dict, str)) or (isinstance(value, str) and not _looks_secret(value))
+
+
+def _encoded_report(decoded: str) -> bool:
+    """A JSON object, one level deep, every field of it plain (:func:`_plain_field`): a server's answer in
+    base64 (an IMAP server's XOAUTH2 challenge, ``+ eyJzdGF0dXMiOiI0MDAi...``: ``{"status": "400", ...}``)."""
+    try:
+        fields = json.loads(decoded)
+    except ValueError:
+        return False
+    return isinstance(fields, dict) and bool(fields) and all(_plain_field(k, v) for k, v in fields.items())
+
+
 def _encoded_public(run: str) -> bool:
-    """Base64 of what is public: a certificate or a public key (:func:`_encoded_armour`), or a URI (a
+    """Base64 of what is public: a certificate or a public key (:func:`_encoded_armour`), a URI (a
     Kubernetes secret's data holding an endpoint, ``aHR0cDovL21pbmlv...``; Webex's ids,
-    ``ciscospark://us/ROOM/<uuid>``): an address, decoded only to be judged; a credential in it (user,
-    password, query) keeps it hidden."""
+    ``ciscospark://us/ROOM/<uuid>``) or a plain report (:func:`_encoded_report`): decoded only to be
+    judged; a credential in it (user, password, query, a field named for a secret) keeps it hidden."""
     if run.startswith(_BASE64_BEGIN) and _encoded_armour(run):
         return True
     if len(run) > MAX_ENCODED_URI or not run.isascii():
@@ -410,7 +437,9 @@ def _encoded_public(run: str) -> bool:
         decoded = base64.b64decode(run + "=" * (-len(run) % 4), validate=True).decode("ascii")
     except (binascii.Error, UnicodeDecodeError):
         return False
-    return _PLAIN_URI.match(decoded) is not None
+    return _PLAIN_URI.match(decoded) is not None or (
+        run.startswith(_ENCODED_OBJECT) and _encoded_report(decoded)
+    )
 
 
 def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> None:

@@ -431,8 +431,10 @@ def _authorization(text: str, spans: list[Span]) -> None:
             # keep the scheme: "Bearer ***", "GenieKey ***", WECHATPAY2-SHA256-RSA2048 mchid="1", signature="***"
             start += len(scheme) + len(rest) - len(rest.lstrip(" \t")) + 1
         line = text[start : _escaped_line_end(text, start, match.end())]
-        if "%26" in line or ("&" in line and "=" in line):
-            continue  # a parameter list (Cosmos DB's type=master&ver=1.0&sig=x): each judged by its name
+        quoted = line[: min((i for i in (line.find("'"), line.find('"')) if i >= 0), default=len(line))]
+        if "%26" in quoted or ("&" in quoted and "=" in quoted):
+            continue  # a parameter list (Cosmos DB's type=master&ver=1.0&sig=x): each judged by its name; a
+            # quoted header's value ends at its quote (curl -H 'Authorization: id:***' 'https://h/?a=1&b=2')
         if _AUTH_PARAMETERS.match(line):
             _auth_parameters(text, start, start + len(line), spans)  # Hawk id="x", ts="1", mac="***"
             continue

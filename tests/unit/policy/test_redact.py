@@ -535,6 +535,7 @@ HELD_OUT = (
     "holdout50.yaml",
     "holdout51.yaml",
     "holdout52.yaml",
+    "holdout53.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -552,7 +553,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout52, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout53, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -2965,6 +2966,58 @@ def test_round_fifty_three_keeps(text: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a key store's password as a short flag beside the store's file
+        ("+ cli.sh nifi pg-start -ks /opt/certs/etl.p12 -kst PKCS12 -ksp 6HmJ7PA1qg4Db0mO -kp 6HmJ7PA1qg4Db0mO -ts /opt/certs/trust.jks -tsp 7gfHX1cSa5mb4Cv5 -p 8443",
+         "+ cli.sh nifi pg-start -ks /opt/certs/etl.p12 -kst PKCS12 -ksp *** -kp *** -ts /opt/certs/trust.jks -tsp *** -p 8443"),
+        # a reveal prints the secret after its reference; the reference stays
+        ("INFO - ?{gkms:prod/warehouse_password:3f8c1a7e} -> R4tK9vXq2ZmW7pLs",
+         "INFO - ?{gkms:prod/warehouse_password:3f8c1a7e} -> ***"),
+        # the rest of a password from where configparser stopped, quoted back
+        ("BROKER = amqp://feed:Tz6%mQ9wKr3Lx@rabbit-01:5672/feeds\nInterpolationSyntaxError: '%' must be followed by '%' or '(', found: '%mQ9wKr3Lx@rabbit-01:5672/feeds'",
+         "BROKER = amqp://feed:***@rabbit-01:5672/feeds\nInterpolationSyntaxError: '%' must be followed by '%' or '(', found: '***@rabbit-01:5672/feeds'"),
+        # a runtime licence key
+        ("url=jdbc:salesforce:User=etl@acme.com;InitiateOAuth=OFF;RTK=52465A4B5641415355425246535F4B513957;",
+         "url=jdbc:salesforce:User=etl@acme.com;InitiateOAuth=OFF;RTK=***;"),
+        # a quoted Authorization header ends at its quote: the URL's query after it is no parameter list
+        ("+ curl -H 'Authorization: 9c2f4b7e1a8d:ZDg4YzE3NmEzNmYxOWU0ZWI3ZTM3ZTJj' 'https://api.example.com/v1/stats/?end=1&start=2'",
+         "+ curl -H 'Authorization: 9c2f4b7e1a8d:***' 'https://api.example.com/v1/stats/?end=1&start=2'"),
+        # a proof beside the key in an API's authentication object
+        ('{"request":{"authentication":{"key":"9c41e7a2b5f8d03c","hash":"08de329931e295683776aa9a43529bd0b275286df3160300c49ba4e841833013"},"sender":"ACME"}}',
+         '{"request":{"authentication":{"key":"***","hash":"***"},"sender":"ACME"}}'),
+        # a one-time code after a verification code's words, in any language
+        ('"content":"Ma xac nhan don hang DH-250326-0917 cua ban la 482913","sender":"ACMEVN"',
+         '"content":"Ma xac nhan don hang DH-250326-0917 cua ban la ***","sender":"ACMEVN"'),
+        ("您的验证码是482913，5分钟内有效", "您的验证码是***，5分钟内有效"),
+        ("Your verification code is: 8841. It expires on 2025-01-02.", "Your verification code is: ***. It expires on 2025-01-02."),
+        # base64 of a report with a field named for a secret stays hidden
+        ("DEBUG - < b'+ eyJzdGF0dXMiOiI0MDAiLCJzY2hlbWVzIjoiQmVhcmVyIiwidG9rZW4iOiJSYjd4SzJwcUx3OVp0VjRtIn0='",
+         "DEBUG - < b'+ ***'"),
+    ],
+)  # fmt: skip
+def test_round_fifty_four_classes(text: str, expected: str) -> None:
+    """Round fifty-four's classes (holdout53's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a classpath is no store's password
+        "+ java -cp lib/etl.jar -Djavax.net.ssl.trustStore=/opt/certs/trust.jks com.acme.Main",
+        # an IMAP server's XOAUTH2 challenge: base64 of a plain JSON report
+        "DEBUG - < b'+ eyJzdGF0dXMiOiI0MDAiLCJzY2hlbWVzIjoiQmVhcmVyIiwic2NvcGUiOiJodHRwczovL21haWwuZ29vZ2xlLmNvbS8ifQ=='",
+        # a number after a verification code's words that is part of another word or a date
+        "verification code sent for order DH-250326-0917 on 2025-03-26",
+    ],
+)  # fmt: skip
+def test_round_fifty_four_keeps(text: str) -> None:
+    """What round fifty-four's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "BILGI - GET https://api.example.com.tr/v1/send/?key=5f3a9c1e7b2d4f8a6c0e9b1d3f7a2c5e&hash=9c1e4b7a2d5f8e0c3a6b9d2f5e8a1c4b7d0e3f6a9c2b5e8d1f4a7c0b3e6d9f2a",
@@ -2983,6 +3036,15 @@ def test_a_random_run_after_public_key_in_any_language_stays(word: str) -> None:
     """*public key* in each listed language names the random run after it as published: it stays."""
     text = f"merchant ({word} pk_p0Y6S2KsGSpMZiyln5BbQgr15NtWdUHa) rejected"
     assert redact(text) == text
+
+
+@pytest.mark.parametrize("word", secret_words.CODE_WORDS)
+def test_a_code_after_verification_code_in_any_language_is_hidden(word: str) -> None:
+    """*verification code* in each listed language names the number after it as a one-time code; an order's
+    number before it stays."""
+    assert redact(f"SMS to 84912345678 for order 2025-77: {word} 482913 (5 min)") == (
+        f"SMS to 84912345678 for order 2025-77: {word} *** (5 min)"
+    )
 
 
 def test_a_token_as_a_pairs_user_is_not_kept() -> None:
