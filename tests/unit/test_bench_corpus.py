@@ -109,4 +109,10 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "  - GUS BIR1 (REGON) [i18n]: leaked=['1h6vsflnk2t7mwkaed26'] lost=[] (known: holdout48's" in out
     assert "  - Zabbix agent 2 [config]: leaked=['Yp7rK2wQx9Tm4Vb'] lost=[] (known: holdout52's" in out
     assert "  - Cribl Stream [config]: leaked=[] lost=['AKIA4XQ7KD2M9TNB6WEZ'] (known: holdout53's" in out
+    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
+    assert (
+        "holdout54.yaml (held out, not fitted): 39/60 held (65.0 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 52/60 (86.7 %)"
+    ) in out
+    assert "  - sqlmap [cli]: leaked=['Bg8JRF6WZgbeqNzh'] lost=[]" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out
