@@ -81,6 +81,7 @@ _KEY = (
     rf"|{_KEY_CHAR}*[_.-]iv|{_KEY_CHAR}*(?-i:[a-z]IV)|iv"
     r"|x-[\w-]*-session"  # a session header (X-Metabase-Session: <uuid>)  # SSSD's ldap_default_authtok
     r"|snmp[_.-]?community|community(?:[_-]?string)?"  # an SNMP community string: the agent's password
+    rf"|{_KEY_CHAR}*(?:api|app)[_-]?hash"  # an application's hash is its secret (Telegram's api_hash, MTProto's)
 )
 
 
@@ -150,7 +151,8 @@ _MODIFIED_KEY = pattern(
 # XML: <Password>x</Password>, <ns:ApiKey><![CDATA[x]]></ns:ApiKey>
 _XML_ELEMENT = pattern(
     r"<([\w:.-]*(?:pass|pwd|secret|token|credential|signature|api[-_]?key|access[-_]?key|private[-_]?key"
-    r"|account[-_]?key|session[-_]?key|auth[-_]?key|client[-_]?key|[_.-]key|[_.-]pw|"  # <hmac_key>, not <key> (a plist's name)
+    r"|account[-_]?key|session[-_]?key|auth[-_]?key|client[-_]?key|[_.-]key|(?-i:[a-z]Key)|[_.-]pw|"  # <hmac_key>,
+    # <applicationKey>, not <key> (a plist's name)
     + "|".join(_FOREIGN_WORDS)
     + r")[\w:.-]*)((?:\s[^<>]*)?)>"
     r"(?:<!\[CDATA\[((?s:.*?))\]\]>|([^<]*)(?:</|$))",  # closed, or cut short: <token> in prose is no element
@@ -863,6 +865,13 @@ MAX_NESTED_OBJECTS = 4
 """At most this many objects nested in a secret-named key's object are opened to judge their fields."""
 
 
+_LOGGED_DIGEST = "{SHA256}"
+"""What a client writes before the digest it logs in place of a token (keystoneauth's ``X-Auth-Token: {SHA256}<hex>``)."""
+
+
+_HEX_DIGEST = pattern(r"[0-9a-f]{64}(?:[^0-9A-Za-z]|$)")
+
+
 def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
     references = _REFERENCE_TAG in text
     for match in _matches(_KEY_VALUE, text, spans):
@@ -931,6 +940,8 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
         if start == raw_start and value in _OPTIONALS:
             _optional_value(text, end, spans)
             continue
+        if text[start - 1 : end + 1] == _LOGGED_DIGEST and _HEX_DIGEST.match(text, end + 1) is not None:
+            continue  # keystoneauth's X-Auth-Token: {SHA256}<hex>: the token's digest, logged in its place
         if start == raw_start and value.endswith("("):
             continue  # source code's call (session = winrm.Session('host', ...)): its arguments are judged each
         inner, equals, rest = value.partition("=")
@@ -946,7 +957,7 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
         if (
             start == raw_start
             and sep.strip(" \t\"'\\") in (":", "：")
-            and _prose_after_colon(text, start, value)
+            and _prose_after_colon(text, start, value, key)
         ):
             continue  # "token: expired", "AUTH: Received control message": a sentence, not a value
         if start > raw_start and end < len(text) and text[end] == text[start - 1]:
@@ -1019,6 +1030,20 @@ def _quote_inside(text: str, start: int, end: int) -> int:
     return end
 
 
+_CREDENTIAL_ELEMENTS = (*_CREDENTIAL_KEYS, "accesskey", "accountkey", "sessionkey", "clientkey")
+
+
+def _named_by_its_use(element: str) -> bool:
+    """An element named ``<use>Key`` in camel case (``applicationKey``, ``rowKey``), not a credential's
+    own name (``apiKey``, ``privateKey``): its value is a key when it looks like one, not a readable name."""
+    local = element.rsplit(":", 1)[-1]
+    return (
+        local.endswith("Key")
+        and local[-4:-3].islower()
+        and not _compact(local).endswith(_CREDENTIAL_ELEMENTS)
+    )
+
+
 def _xml(text: str, spans: list[Span]) -> None:
     for match in _matches(_XML_ELEMENT, text, spans):
         if match.group(2).endswith("/") or not _secret_key(match.group(1)):
@@ -1032,6 +1057,8 @@ def _xml(text: str, spans: list[Span]) -> None:
         value = text[start:end].strip()
         if text[end : end + 2] != "</" and not any(c.isalnum() for c in value):
             continue  # cut short by the text's end after punctuation: a usage's "[-p <secret>]", no element
+        if _named_by_its_use(match.group(1)) and _readable(value):
+            continue  # <primaryKey>ORDER_ID</primaryKey>, <rowKey>user-42</rowKey>: a name, not <applicationKey>'s secret
         if value not in ("", MASK):
             spans.append((start, end))
 
@@ -1165,7 +1192,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _LOGIN_VECTOR, _BRACKETED,
     _SETTING_ECHO, _PYDANTIC_INPUT, _TRAIT_ERROR, _CUE_ERROR, _GO_FIELD, _USER_PAIR_KEY, _ERROR_OBJECT,
     _ID_ASSIGNMENT, _NEXT_COUNTER, _PREVIOUS_COUNTER, _LABELLED_ARGUMENT, _AUTHENTICATION_OBJECT, _PROOF_FIELD,
-    _REVEAL, _SENT_CODE,
+    _REVEAL, _SENT_CODE, _HEX_DIGEST,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 
@@ -1199,6 +1226,7 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         or "answer" in lowered
         or "userinfo" in lowered
         or "community" in lowered
+        or "hash" in lowered
         or foreign
     ):
         _key_values(text, spans)

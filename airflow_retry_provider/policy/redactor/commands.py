@@ -130,6 +130,24 @@ def _store_passwords(text: str, spans: list[Span]) -> None:
             spans.append(match.span(1))
 
 
+# a Windows account and its secret as a pentest or SMB tool reports what it tried: DOMAIN\user:password or
+# DOMAIN\user:<NT hash> (NetExec's and impacket's "[-] corp.acme.io\svc_backup:x STATUS_LOGON_FAILURE")
+_DOMAIN_LOGIN = pattern(r"(?:^|[\s\[(])[A-Za-z0-9][\w.-]*\\[\w.$-]+:([^\s:'\"]+)(?:[\s'\"]|$)")
+
+
+def _domain_logins(text: str, spans: list[Span]) -> None:
+    for match in _matches(_DOMAIN_LOGIN, text, spans):
+        if _looks_secret(match.group(1)) and not match.group(1).isdigit():
+            spans.append(match.span(1))
+
+
+# a JDBC URL then the driver's arguments as a list, [user, password] (JayDeBeApi's connect(class, url,
+# ['Master', 'x'], jars)): the list's second string
+_JDBC_ARGUMENTS = pattern(
+    r"[\"']jdbc:[^\s\"']+[\"'][ \t]*,[ \t]*\[[ \t]*[\"'][^\"'\r\n]{1,64}[\"'][ \t]*,[ \t]*[\"']([^\"'\r\n]{1,256})[\"']"
+)
+
+
 # a connection's positional arguments: a location, then the user, then the password, in a call
 # (PHP's trace of PDO->__construct('mysql:host=...', 'forge', 'x'), Perl's DBI->connect, JDBC's
 # getConnection, RouterOS's Client->__construct('10.0.0.1', 'api', 'x'), napalm's
@@ -579,9 +597,15 @@ def _device_values(text: str, spans: list[Span]) -> None:
             spans.append((start, end))
 
 
+_ASKS_PASSWORD = ("password", "passwd")
+"""A line of scripted input that makes the tool ask for a password next (ktutil's ``addent -password``, ``passwd``)."""
+
+
 def _printf_templates(text: str, spans: list[Span]) -> None:
     """printf's arguments under a secret's key in its format (``token = %s``): the argument, unless a
-    variable (``"$TOKEN"``) or a word that is no value."""
+    variable (``"$TOKEN"``) or a word that is no value; and where each argument is a line of a tool's
+    input (``'%s\\n'``), the one after a line that makes it ask for a password (``printf '%s\\n' 'addent
+    -password -p etl@REALM ...' x 'wkt /tmp/etl.keytab' | ktutil``)."""
     for match in _matches(_PRINTF_TEMPLATE, text, spans):
         # the format's escapes as the characters they print, its length kept (a key starts its line)
         template = text[match.start(1) + 1 : match.end(1) - 1].replace("\\n", " \n").replace("\\t", " \t")
@@ -591,11 +615,20 @@ def _printf_templates(text: str, spans: list[Span]) -> None:
             if conversion.group() != "%%"
         ]
         offset = match.start(2)
-        for key, argument in zip(keys, _PRINTF_ARGUMENT.finditer(text[offset : match.end(2)]), strict=False):
+        arguments = list(_PRINTF_ARGUMENT.finditer(text[offset : match.end(2)]))
+        asked = False  # the line before asked for a password
+        for index, argument in enumerate(arguments):
+            key = keys[index % len(keys)] if keys else None  # printf reuses its format for the arguments left
             start, end = _quoted_content(text, offset + argument.start(), offset + argument.end())
             value = text[start:end]
-            if key and _secret_column(key) and not value.startswith("$") and not _not_secret(value):
+            named = key is not None and _secret_column(key)
+            if (
+                (named or (asked and _looks_secret(value)))
+                and not value.startswith("$")
+                and not _not_secret(value)
+            ):
                 spans.append((start, end))
+            asked = any(word in value.lower() for word in _ASKS_PASSWORD)
 
 
 def _piped_secrets(text: str, lowered: str, spans: list[Span]) -> None:
@@ -760,7 +793,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS, _STORE_PASSWORD_FLAG,
+    _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS, _STORE_PASSWORD_FLAG, _DOMAIN_LOGIN, _JDBC_ARGUMENTS,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
     _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _JOINED_LITERAL, _ODBC_LOGIN,
@@ -851,6 +884,10 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _spans_of(_KEY_SECRET_FLAGS, text, spans)
     if "p " in text and any(map(lowered.__contains__, _STORE_FILES)):
         _store_passwords(text, spans)
+    if "\\" in text and ":" in text:
+        _domain_logins(text, spans)
+    if "jdbc:" in lowered and "[" in text:
+        _spans_of(_JDBC_ARGUMENTS, text, spans)
     if "port" in lowered or "invalid" in lowered or "input string" in lowered:
         _quoted_ports(text, spans)
     if "isql" in lowered or "iusql" in lowered:

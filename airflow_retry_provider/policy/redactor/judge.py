@@ -90,6 +90,8 @@ def _not_secret(value: str) -> bool:
         return True  # a public key (--authorized_keys "ssh-ed25519 AAAA..."): published by design
     if len(value) >= LONG_NUMBER and value.isdigit():
         return True  # a document's or a parcel's number (Brazil's 44-digit NF-e access key), no credential
+    if value.startswith("t=") and value[2:].isdigit() and 9 <= len(value) - 2 <= 13:
+        return True  # a signature header's time in seconds or milliseconds (Knock's t=1750673527000,s=...)
     if len(value) == 42 and value[:2] in ("0x", "0X") and not value[2:].translate(_HEX):
         return (
             True  # an Ethereum-style account's address (0x and 40 hex digits), public; a private key has 64
@@ -154,7 +156,10 @@ _REFERENCE = pattern(
     # an interpolation that reads a file or the environment when the config loads (Jenkins
     # configuration-as-code's ${readFile:/run/secrets/x}, Kafka's config providers' ${file:/p:key}, ${env:NAME});
     # a bare value ends before its "}"
-    r"|\$\{(?:readFile|readFileBase64|file|env):[\w./@:-]+\}?)$"
+    r"|\$\{(?:readFile|readFileBase64|file|env):[\w./@:-]+\}?"
+    # a keychain's item or a variable, as Apple's notarisation tools take a password (altool's -p
+    # @keychain:AC_PASSWORD, @env:AC_PASSWORD)
+    r"|@(?:keychain|env):[\w.-]+)$"
 )
 
 
@@ -172,8 +177,8 @@ _NAME_SUFFIXES = (
 
 # keys ending in a naming suffix (an id, a hash) whose value is the credential itself: a session's
 # id, AppRole's secret_id, a password's hash (PRTG's passhash= logs in as the password does) or digest
-# (WS-Security's PasswordDigest, which logs in again within its time)
-_SECRET_IDS = ("sessionid", "secretid", "appid", "passhash", "pwhash", "passwordhash", "passworddigest")
+# (WS-Security's PasswordDigest, which logs in again within its time), an application's hash (Telegram's api_hash)
+_SECRET_IDS = ("sessionid", "secretid", "appid", "passhash", "pwhash", "passwordhash", "passworddigest", "apihash", "apphash")  # fmt: skip
 """Written without ``_`` and ``-`` (:func:`_compact`). An app's id is the credential of Open Exchange
 Rates' and OpenWeatherMap's query strings."""
 
@@ -307,7 +312,7 @@ def _id_key(key: str) -> bool:
 _NAMING_KEYS = (
     "parameterkey", "objectkey", "s3key", "partitionkey", "sortkey", "rangekey", "tagkey",
     "foreignkey", "routingkey", "cachekey", "dedupkey", "idempotencykey", "groupkey", "monkey", "turkey",
-    "hockey", "whiskey", "projectkey", "issuekey", "bucketkey", "publickey", "pubkey",
+    "hockey", "whiskey", "projectkey", "issuekey", "bucketkey", "publickey", "pubkey", "publickeys", "pubkeys",
     "publishablekey",  # a key a page's script publishes (Stripe's STRIPE_PUBLISHABLE_KEY, Clerk's)
     # an event's or an alert's key for deduplication (incident.io's deduplication_key, ilert's alertKey,
     # PagerDuty's v1 incident_key): it names the alert so that a repeat joins it
@@ -434,6 +439,8 @@ _HASH_WORDS = (
     "branch",  # a branch's head commit (Bencher's "Branch: main (<40 hex>)")
     # a stored object's id after its noun (Elasticsearch's "document [<20>]", Firestore's, a row's)
     "document", "record", "collection", "partition", "shard", "spreadsheet", "channel ",
+    # a ledger's entries, public by design: a transaction's hash, an account's address (a TRON one, base58)
+    "tx ", "txid", "transaction", "address",
     *secret_words.ID_WORDS,  # an identifier, in the languages of policy/secret_words.py
     *secret_words.REQUEST_WORDS,  # a request, in those languages
     *secret_words.PUBLIC_KEY_WORDS,  # a public key, in those languages (δημόσιο κλειδί pk_...)
@@ -601,16 +608,50 @@ PROSE_WORDS = frozenset(
 """Words that follow a secret's name in a sentence (``token: expired``): after ``:`` they are not a value."""
 
 
-def _prose_after_colon(text: str, start: int, value: str) -> bool:
+_SENTENCE_STOPS = ",，、;；.。"
+"""What ends a clause of a sentence, in Latin and East Asian punctuation."""
+
+
+def _caseless(word: str) -> bool:
+    """Letters of a script with no case (Japanese, Chinese, Hebrew, Arabic, Thai...): a word, never a password."""
+    return not word.isascii() and word.isalpha() and not any(c.isupper() or c.islower() for c in word)
+
+
+def _next_word_is_prose(text: str, at: int) -> bool:
+    """Whether the text at ``at`` goes on as a sentence: a space, or a clause's stop then a space, and a
+    word that is no key (``imza geçerli``, not ``user: x``)."""
+    if text[at : at + 1] in tuple(_SENTENCE_STOPS):
+        at += 1
+    if text[at : at + 1] != " ":
+        return False
+    word = text[at + 1 : at + 41].split(" ", 1)[0].split("\n", 1)[0]
+    letters = word.rstrip(".,;!?，、。")
+    return bool(letters) and letters.isalpha() and (letters.islower() or _caseless(letters))
+
+
+def _foreign(key: str) -> bool:
+    """A key in another language than English (``şifre``, ``sifre``, ``пароль``): a sentence after it is in that language."""
+    lowered = key.lower()
+    return not key.isascii() or any(word in lowered for word in _FOREIGN_WORDS)
+
+
+def _prose_after_colon(text: str, start: int, value: str, key: str = "") -> bool:
     """A bare value after ``key:`` that is a word of the sentence: a listed word, punctuation alone,
-    or a word of letters followed by another lower-case word (``could not find``, ``Received control``)."""
-    word = value.rstrip(".,;:!?")
+    a word of letters followed by another lower-case word (``could not find``, ``Received control``),
+    a word in a script with no case (``パスワード: 設定済み``), or a lower-case word that is not ASCII, is
+    two letters, or follows another language's key (:func:`_foreign`), going on as a sentence
+    (``пароль: не требуется``, ``Κωδικός πρόσβασης: σωστός, το...``, ``şifre: gerekmiyor, imza geçerli``)."""
+    word = value.rstrip(".,;:!?，、。")
     if not word.strip("-_*.") or word.lower() in PROSE_WORDS:
         return True
     after = start + len(value)
     if len(word) == 3 and word.isdigit() and "100" <= word < "600" and text[after : after + 1] == " ":
         # an HTTP status and its reason or request id: "token: 401 Unauthorized", "keys: 401 (request ...)"
         return text[after + 1 : after + 2].isupper() or text[after + 1 : after + 2] == "("
+    if _caseless(word):
+        return True
+    if word.isalpha() and word.islower() and (len(word) <= 2 or not word.isascii() or _foreign(key)):
+        return _next_word_is_prose(text, start + len(word))
     return (
         len(word) >= 4
         and word == value

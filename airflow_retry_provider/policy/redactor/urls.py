@@ -88,8 +88,11 @@ _AUTHORIZATION_DIRECTIVE = pattern(
 )
 
 
-# a bare credential after its scheme word: Bearer <8+ chars>; Basic/NTLM/Negotiate <base64>
-_SCHEME = pattern(r"(?:^|[^\w-])(bearer|basic|ntlm|negotiate)[ \t]+([\w.~+/=-]{8,})", ignore_case=True)
+# a bare credential after its scheme word: Bearer <8+ chars>; Basic/NTLM/Negotiate <base64>; not the next
+# flag of a command line (sqlmap's --auth-type=Basic --auth-cred=...)
+_SCHEME = pattern(
+    r"(?:^|[^\w-])(bearer|basic|ntlm|negotiate)[ \t]+([\w.~+/=][\w.~+/=-]{7,})", ignore_case=True
+)
 
 
 # on a Redis line a lone word before @host:port, which Redis reads as the password (redis://x@cache:6379)

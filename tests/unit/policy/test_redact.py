@@ -536,6 +536,7 @@ HELD_OUT = (
     "holdout51.yaml",
     "holdout52.yaml",
     "holdout53.yaml",
+    "holdout54.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -553,7 +554,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout53, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout54, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -3014,6 +3015,70 @@ def test_round_fifty_four_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_fifty_four_keeps(text: str) -> None:
     """What round fifty-four's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a Windows account and its secret as a pentest tool reports what it tried
+        ("SMB  10.20.8.14  445  FS01  [-] corp.acme-data.io\\svc_backup:3QaRPZfkyc STATUS_PASSWORD_EXPIRED",
+         "SMB  10.20.8.14  445  FS01  [-] corp.acme-data.io\\svc_backup:*** STATUS_PASSWORD_EXPIRED"),
+        ("SMB  10.20.8.15  445  BKP02  [-] BKP02\\administrator:80d600cbcec9bac215a999f2e170e49c STATUS_LOGON_FAILURE",
+         "SMB  10.20.8.15  445  BKP02  [-] BKP02\\administrator:*** STATUS_LOGON_FAILURE"),
+        # a flag named for a credential, singular; a scheme word is not followed by the next flag
+        ('sqlmap -u "https://h/v1/orders?id=1" --auth-type=Basic --auth-cred="dast-scanner:Bg8JRF6WZgbeqNzh" --batch',
+         'sqlmap -u "https://h/v1/orders?id=1" --auth-type=Basic --auth-cred="dast-scanner:***" --batch'),
+        # a JDBC URL then the driver's [user, password]
+        ("jaydebeapi.connect('com.pervasive.jdbc.v2.Driver', 'jdbc:pervasive://zen01:1583/BILLDATA', ['Master', 'aLvlQIFKrb'], '/opt/zen/jpscs.jar')",
+         "jaydebeapi.connect('com.pervasive.jdbc.v2.Driver', 'jdbc:pervasive://zen01:1583/BILLDATA', ['Master', '***'], '/opt/zen/jpscs.jar')"),
+        # an element named <use>Key whose value looks like a key
+        ("<ns0:sUsrName>acme_gr_api</ns0:sUsrName><ns0:applicationKey>4E1ED9D6-A7F0-4505-B4BC-481B8217369E</ns0:applicationKey>",
+         "<ns0:sUsrName>acme_gr_api</ns0:sUsrName><ns0:applicationKey>***</ns0:applicationKey>"),
+        # an application's hash is its secret
+        ("Client kwargs: {'name': 'etl_stats', 'api_id': 21874093, 'api_hash': '090bee0d63c0c4bd2bdc1a8c91cf38c6'}",
+         "Client kwargs: {'name': 'etl_stats', 'api_id': 21874093, 'api_hash': '***'}"),
+        # printf's lines of a tool's input: the one after a line that makes it ask for a password
+        ("+ printf '%s\\n' 'addent -password -p etl_svc@CORP.ACME.IO -k 7 -e aes256-cts-hmac-sha1-96' 6nWgr5Fu401gmu 'wkt /tmp/etl.keytab'",
+         "+ printf '%s\\n' 'addent -password -p etl_svc@CORP.ACME.IO -k 7 -e aes256-cts-hmac-sha1-96' *** 'wkt /tmp/etl.keytab'"),
+        # a password's word in another language and a value, then a sentence's next key
+        ("şifre: gizli7x, kullanıcı: ali", "şifre: ***, kullanıcı: ali"),
+        ("password: hunter, retrying", "password: ***, retrying"),
+    ],
+)  # fmt: skip
+def test_round_fifty_five_classes(text: str, expected: str) -> None:
+    """Round fifty-five's classes (holdout54's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a password's word followed by a sentence, in any script
+        "ОШИБКА: не удалось отправить SMS — пароль: не требуется, ключ API принят",
+        "認証設定: パスワード: 設定済み、環境: production",
+        "HATA: emir reddedildi (kod 1123) — şifre: gerekmiyor, imza geçerli",
+        "שגיאה: סטטוס -2. סיסמה: לא השתנתה מאז 2024",
+        "ΣΦΑΛΜΑ: Κωδικός πρόσβασης: σωστός, το κλειδί συνεδρίας είναι ενεργό.",
+        # public keys named as a list's
+        "trusted-public-keys = cache.nixos.org-1:6NCHdD59X431o0gWypbMrAURkbJ16ZPMQFGspcDShjY=",
+        # a keychain's item, not the password
+        "+ xcrun altool --upload-app -f build/App.ipa -t ios -u ci@acme.io -p @keychain:AC_PASSWORD",
+        # the digest keystoneauth logs in place of the token
+        '-H "X-Auth-Token: {SHA256}b2faf6714c670c486b11c2c02b843648ff22f7a224c964ed6b351eb2ebc66e32"',
+        # a ledger's public entries: a transaction's hash, an account's address
+        "(t=1750326071, tx 5f2c8e1a9b0d4c7e6a3f1b2d8c9e0a4b7f6d5c3e2a1b0c9d8e7f6a5b4c3d2e1f)",
+        '{"address":"TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE","amount":"250.000000"}',
+        # a signature header's time
+        "x-knock-signature: t=1750673527000,s=***",
+        # an element named for what it keys, its value a name
+        "<primaryKey>ORDER_ID</primaryKey><rowKey>user-42</rowKey>",
+        # a Windows path and a port after an account
+        "copy D:\\data\\file:stream C:\\Users\\etl\\x.txt ACME\\svc_etl:1433",
+    ],
+)  # fmt: skip
+def test_round_fifty_five_keeps(text: str) -> None:
+    """What round fifty-five's classes must keep."""
     assert redact(text) == text
 
 
