@@ -111,4 +111,10 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "  - Zabbix agent 2 [config]: leaked=['Yp7rK2wQx9Tm4Vb'] lost=[] (known: holdout52's" in out
     assert "  - Cribl Stream [config]: leaked=[] lost=['AKIA4XQ7KD2M9TNB6WEZ'] (known: holdout53's" in out
     assert "  - TeamCity build agent [ci]: leaked=['4LC9HPLRdiA9sLG5'] lost=[] (known: holdout54's" in out
+    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
+    assert (
+        "holdout55.yaml (held out, not fitted): 46/60 held (76.7 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 53/60 (88.3 %)"
+    ) in out
+    assert "  - PVS-Studio [ci]: leaked=['K7QX-2M9D-4RTV-8WLP'] lost=[]" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out
