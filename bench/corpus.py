@@ -82,11 +82,12 @@ FITTED = {
     "holdout52.yaml": "51/60 at first sight (rounds fifty-one and fifty-two), fitted in round fifty-three",
     "holdout53.yaml": "50/60 at first sight (rounds fifty-two and fifty-three), fitted in round fifty-four",
     "holdout54.yaml": "39/60 at first sight (rounds fifty-three and fifty-four), fitted in round fifty-five",
+    "holdout55.yaml": "46/60 at first sight (rounds fifty-four and fifty-five), fitted in round fifty-six",
 }
 """Every corpus fitted to, with its history (a first-sight count is under the round named)."""
 TARGETS = {name: 100.0 for name in FITTED}
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
-MEASURED: dict[str, float] = {"holdout55.yaml": 97.0}  # written after round fifty-four, never fitted
+MEASURED: dict[str, float] = {}  # holdout56 is written after round fifty-five, never fitted
 """Held-out sets nothing was fitted to: their figure says whether the design generalises, printed
 beside the issue's target; a miss is reported, not a failure of the run (nothing may be fitted to them)."""
 KNOWN_FAILURES = DATA / "holdout_known_failures.yaml"

@@ -82,12 +82,15 @@ _KEY = (
     r"|x-[\w-]*-session"  # a session header (X-Metabase-Session: <uuid>)  # SSSD's ldap_default_authtok
     r"|snmp[_.-]?community|community(?:[_-]?string)?"  # an SNMP community string: the agent's password
     rf"|{_KEY_CHAR}*(?:api|app)[_-]?hash"  # an application's hash is its secret (Telegram's api_hash, MTProto's)
+    # a request's signature named sign, alone or as a last word (Alipay's sign=, Kdniao's DataSign=, data_sign)
+    rf"|{_KEY_CHAR}*(?-i:[a-z]Sign)|(?:{_KEY_CHAR}*[_.-])?sign"
 )
 
 
 # = or :, full-width too (密码：x), or : then a YAML list item; after a subscript's closing bracket too
-# (Python's conf["password"] = x, PHP's $config['db_pass'] = x, Ruby's ENV['TOKEN'] = x)
-_SEP = r"(\\*(?:[\"']\]?)?[ \t]*(?::=|=>|==?|:|：|＝)[ \t]*(?:\r?\n[ \t]*-[ \t]+)?)"
+# (Python's conf["password"] = x, PHP's $config['db_pass'] = x, Ruby's ENV['TOKEN'] = x, Perl's
+# $Self->{DatabasePw} = 'x' and $conf{'password'} = 'x')
+_SEP = r"(\\*(?:[\"']\]?|[\"']?\})?[ \t]*(?::=|=>|==?|:|：|＝)[ \t]*(?:\r?\n[ \t]*-[ \t]+)?)"
 
 
 _VALUE = (

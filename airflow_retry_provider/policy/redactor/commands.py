@@ -135,6 +135,12 @@ def _store_passwords(text: str, spans: list[Span]) -> None:
 _DOMAIN_LOGIN = pattern(r"(?:^|[\s\[(])[A-Za-z0-9][\w.-]*\\[\w.$-]+:([^\s:'\"]+)(?:[\s'\"]|$)")
 
 
+def _token_lines(text: str, spans: list[Span]) -> None:
+    for match in _matches(_LTOKEN_LINE, text, spans):
+        if _looks_secret(match.group(1)):  # not a CSV row's last field (h;443;GET;/api/v1)
+            spans.append(match.span(1))
+
+
 def _domain_logins(text: str, spans: list[Span]) -> None:
     for match in _matches(_DOMAIN_LOGIN, text, spans):
         if _looks_secret(match.group(1)) and not match.group(1).isdigit():
@@ -186,6 +192,10 @@ _REGISTRY_VALUE = pattern(
 # diff's added line too (+host:5432:db:user:x, as chezmoi and git show a new .pgpass)
 _PGPASS_LINE = pattern(
     r"(?:^|[\s'\"+])(?:[A-Za-z*][\w.-]*|[0-9]{1,3}(?:\.[0-9]{1,3}){3}):(?:[0-9]{1,5}|\*):[^:\s'\"]+:[^:\s'\"]+:([^\s'\"]+)"
+)
+# a token file's line, host;port;user;token (Klocwork's ~/.klocwork/ltoken, as kwauth writes it)
+_LTOKEN_LINE = pattern(
+    r"(?:^|[\s'\"+])(?:[A-Za-z][\w.-]*|[0-9]{1,3}(?:\.[0-9]{1,3}){3});[0-9]{1,5};[^;\s'\"]+;([^;\s'\"]+)(?:[\s'\"]|$)"
 )
 # a call named for logging in, given a user and a password (smtplib's server.login('u', 'x'),
 # imaplib's and ftplib's login, python-ldap's simple_bind_s('cn=admin,...', 'x')), or a mail client
@@ -793,7 +803,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS, _STORE_PASSWORD_FLAG, _DOMAIN_LOGIN, _JDBC_ARGUMENTS,
+    _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS, _STORE_PASSWORD_FLAG, _DOMAIN_LOGIN, _JDBC_ARGUMENTS, _LTOKEN_LINE,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
     _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _JOINED_LITERAL, _ODBC_LOGIN,
@@ -859,6 +869,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _spans_of(_REGISTRY_VALUE, text, spans, groups=2)
     if text.count(":") >= 4:
         _spans_of(_PGPASS_LINE, text, spans)
+    if text.count(";") >= 3:
+        _token_lines(text, spans)
     if "net use" in lowered or "net user" in lowered:
         _spans_of(_NET_USE, text, spans)
     if "ftp" in lowered and "user" in lowered:

@@ -722,6 +722,23 @@ def _camel_words(piece: str) -> bool:
     return all(len(word) >= 2 and any(c in "aeiouyAEIOUY" for c in word) for word in words)
 
 
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+"""Crockford's base32, a ULID's alphabet."""
+ULID_YEARS = (1451606400000, 2082758400000)
+"""The times a ULID's first ten characters may give, in milliseconds: 2016 to 2036."""
+
+
+def _ulid(token: str) -> bool:
+    """A ULID (26 characters of Crockford's base32, the first ten a time in milliseconds): a sortable id a
+    request or a record is given (``01J1ZK8Q4R7V2M5N9T3WXYBCDE``), as a UUID is."""
+    if len(token) != 26 or not token.isupper() or any(c not in _CROCKFORD for c in token):
+        return False
+    time = 0
+    for character in token[:10]:
+        time = time * 32 + _CROCKFORD.index(character)
+    return ULID_YEARS[0] <= time <= ULID_YEARS[1]
+
+
 def _looks_random(token: str) -> bool:
     """The entropy catch-all: detect-secrets' thresholds, with what operators read kept."""
     token = token.rstrip("=")
@@ -736,7 +753,7 @@ def _looks_random(token: str) -> bool:
             and not digits.isdigit()
             and _entropy(digits.lower()) > HEX_ENTROPY_LIMIT
         )
-    if _uuid(token):
+    if _uuid(token) or _ulid(token):
         return False
     pieces = token.split("-")
     if _aws_resource_id(pieces) or _typed_object_id(token):
