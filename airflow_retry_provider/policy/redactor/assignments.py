@@ -1034,6 +1034,8 @@ def _quote_inside(text: str, start: int, end: int) -> int:
 
 
 _CREDENTIAL_ELEMENTS = (*_CREDENTIAL_KEYS, "accesskey", "accountkey", "sessionkey", "clientkey")
+"""Elements named for a credential itself (``<apiKey>``, ``<licenseKey>``), as :func:`_compact` writes them:
+hidden whatever their value."""
 
 
 def _named_by_its_use(element: str) -> bool:

@@ -608,7 +608,7 @@ PROSE_WORDS = frozenset(
 """Words that follow a secret's name in a sentence (``token: expired``): after ``:`` they are not a value."""
 
 
-_SENTENCE_STOPS = ",，、;；.。"
+_SENTENCE_STOPS = frozenset(",，、;；.。")
 """What ends a clause of a sentence, in Latin and East Asian punctuation."""
 
 
@@ -620,7 +620,7 @@ def _caseless(word: str) -> bool:
 def _next_word_is_prose(text: str, at: int) -> bool:
     """Whether the text at ``at`` goes on as a sentence: a space, or a clause's stop then a space, and a
     word that is no key (``imza geçerli``, not ``user: x``)."""
-    if text[at : at + 1] in tuple(_SENTENCE_STOPS):
+    if text[at : at + 1] in _SENTENCE_STOPS:
         at += 1
     if text[at : at + 1] != " ":
         return False

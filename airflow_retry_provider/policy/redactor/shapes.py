@@ -411,7 +411,9 @@ def _plain_field(key: str, value: object) -> bool:
         return False
     if isinstance(value, list):
         return all(_plain_field("", item) for item in value)
-    return not isinstance(value, (dict, str)) or (isinstance(value, str) and not _looks_secret(value))
+    if isinstance(value, str):
+        return not _looks_secret(value)
+    return not isinstance(value, dict)
 
 
 def _encoded_report(decoded: str) -> bool:
