@@ -116,4 +116,10 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
         "  - OpenNode [webhook]: leaked=['c7e2a9f14b0d83e65a1c7f9b2d4e08a3f6b1c5d9e2a70f4b8c3d6e1a9f5b2c04'] lost=[]"
         in out
     )
+    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
+    assert (
+        "holdout56.yaml (held out, not fitted): 46/60 held (76.7 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 52/60 (86.7 %)"
+    ) in out
+    assert "  - zrok [cli]: leaked=['kR7mXq2VtB9c'] lost=[]" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out
