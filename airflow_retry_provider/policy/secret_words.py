@@ -22,7 +22,8 @@ Sources:
 - "key", "secret", "token", "credential", "PIN": Wiktionary's translation tables of each English
   word (pt "chave", "segredo", "credencial"; es "clave", "llave", "secreto", "credencial"; it
   "chiave", "segreto"; de "Schlüssel", "Geheimnis", "Zugangsdaten"; fr "clé", "jeton"; nl
-  "sleutel"; pl "klucz"; tr "anahtar"; fi "avain"; ru "ключ", "секрет", "токен"; el "κωδικός";
+  "sleutel"; sv "hemlighet", no "hemmelighet", da "hemmelighed"; pl "klucz"; tr "anahtar"; fi
+  "avain"; ru "ключ", "секрет", "токен"; el "κωδικός";
   fa "رمز", "رمز عبور"; zh "口令", "密钥", "秘钥", "令牌"; ja "暗証番号", "秘密鍵", "トークン"; ko "암호",
   "패스워드", "토큰", "키" after "API", "시크릿"; hi "कुंजी"; id and ms "kunci"; ar "مفتاح"; ja "キー";
   vi "bí mật"), in the forms code writes them: lower case,
@@ -49,9 +50,9 @@ SECRET_WORDS: dict[str, tuple[str, ...]] = {
     "fr": ("mot_de_passe", "motdepasse", "mot de passe", "jeton", "clé"),
     "de": ("kennwort", "schlüssel", "schluessel", "geheimnis", "zugangsdaten"),
     "nl": ("wachtwoord", "sleutel"),
-    "sv": ("lösenord", "losenord"),
-    "no": ("passord",),  # Norwegian and Danish
-    "da": ("adgangskode", "kodeord"),
+    "sv": ("lösenord", "losenord", "hemlighet"),  # hemlighet: secret
+    "no": ("passord", "hemmelighet"),  # Norwegian and Danish; hemmelighet: secret
+    "da": ("adgangskode", "kodeord", "hemmelighed"),
     "fi": ("salasana", "avain"),  # avain: key (salainen avain, secret key)
     "et": ("salasõna", "parool"),
     "lv": ("parole",),

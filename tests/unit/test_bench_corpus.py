@@ -45,10 +45,10 @@ HELD = {
     "holdout36.yaml": "56/60 held (93.3 %)",
     "holdout37.yaml": "55/60 held (91.7 %)",
     "holdout38.yaml": "55/60 held (91.7 %)",
-    "holdout39.yaml": "56/60 held (93.3 %)",
+    "holdout39.yaml": "55/60 held (91.7 %)",
     "holdout40.yaml": "58/60 held (96.7 %)",
     "holdout41.yaml": "54/60 held (90.0 %)",
-    "holdout42.yaml": "51/60 held (85.0 %)",
+    "holdout42.yaml": "52/60 held (86.7 %)",
     "holdout43.yaml": "48/60 held (80.0 %)",
     "holdout44.yaml": "53/60 held (88.3 %)",
     "holdout45.yaml": "56/60 held (93.3 %)",
@@ -58,10 +58,11 @@ HELD = {
     "holdout49.yaml": "60/60 held (100.0 %)",
     "holdout50.yaml": "60/60 held (100.0 %)",
     "holdout51.yaml": "60/60 held (100.0 %)",
-    "holdout52.yaml": "54/60 held (90.0 %)",
+    "holdout52.yaml": "55/60 held (91.7 %)",
     "holdout53.yaml": "58/60 held (96.7 %)",
     "holdout54.yaml": "55/60 held (91.7 %)",
     "holdout55.yaml": "51/60 held (85.0 %)",
+    "holdout56.yaml": "56/60 held (93.3 %)",
 }
 """What each fitted corpus holds today (its history is bench/corpus.py's FITTED): a change in either direction is seen."""
 
@@ -116,10 +117,8 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
         "  - OpenNode [webhook]: leaked=['c7e2a9f14b0d83e65a1c7f9b2d4e08a3f6b1c5d9e2a70f4b8c3d6e1a9f5b2c04'] lost=[]"
         in out
     )
-    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
     assert (
-        "holdout56.yaml (held out, not fitted): 46/60 held (76.7 %)   target >= 97 % NOT REACHED"
-        "   no secret leaked: 52/60 (86.7 %)"
-    ) in out
-    assert "  - zrok [cli]: leaked=['kR7mXq2VtB9c'] lost=[]" in out
+        "  - SmartEmailing API [http]: leaked=['1amyi4hkqqk2myujvbnqqpcq4x917skm2dvru547'] lost=[] (known: holdout56's"
+        in out
+    )
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out

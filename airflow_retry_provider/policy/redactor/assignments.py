@@ -89,8 +89,9 @@ _KEY = (
 
 # = or :, full-width too (密码：x), or : then a YAML list item; after a subscript's closing bracket too
 # (Python's conf["password"] = x, PHP's $config['db_pass'] = x, Ruby's ENV['TOKEN'] = x, Perl's
-# $Self->{DatabasePw} = 'x' and $conf{'password'} = 'x')
-_SEP = r"(\\*(?:[\"']\]?|[\"']?\})?[ \t]*(?::=|=>|==?|:|：|＝)[ \t]*(?:\r?\n[ \t]*-[ \t]+)?)"
+# $Self->{DatabasePw} = 'x' and $conf{'password'} = 'x'); or a dotted leader, as a table of settings
+# prints it (php artisan about's "webhook_secret ........ x")
+_SEP = r"(\\*(?:[\"']\]?|[\"']?\})?[ \t]*(?::=|=>|==?|:|：|＝| \.{4,})[ \t]*(?:\r?\n[ \t]*-[ \t]+)?)"
 
 
 _VALUE = (
@@ -245,16 +246,31 @@ _SENT_CODE = pattern(
 )
 
 
-# an API's authentication object, its fields the request's credentials: a proof beside the key
-# (İletimerkezi's {"authentication": {"key": "x", "hash": "<HMAC of key and secret>"}}) is a signature,
-# not a file's digest
-_AUTHENTICATION_OBJECT = pattern(
-    r"(?i:[\"'](?:authentication|auth|credentials?)[\"'])[ \t]*:[ \t]*\{([^{}\r\n]{1,512})\}"
+# a signature a verifier quotes back, as it received it or as it computed it, in a text about a
+# signature ("received":"<hex>", Kiwify's "recebida=<hex> calculada=<hex>", expected: <base64>)
+_COMPARED_SIGNATURE = pattern(
+    r"(?i:\b(?:expected|received|computed|calculated|recebida|recebido|calculada|calculado|esperada|esperado"
+    r"|recibida|recibido|reçue|reçu|calculée|attendue|attendu|erwartet|berechnet|erhalten))[\"']?[ \t]*[=:][ \t]*[\"']?"
+    r"([0-9a-fA-F]{32,128}|[A-Za-z0-9+/_-]{32,256}={0,2})(?:[^\w+/=-]|$)"
 )
 
 
+_SIGNATURE_WORDS = ("sign", "hmac", "assinatura", "firma", "подпис", "签名", "署名", "서명", "imza")
+"""Words a text about a signature holds (signature, HMAC, in some of the languages of policy/secret_words.py)."""
+
+
+# an object that holds a credential, and beside it the request's proof: a hash, a checksum or a digest
+# there is the request's signature, not a file's digest (İletimerkezi's {"key": "x", "hash": "<HMAC of
+# key and secret>"}, NetEase Yunxin's headers {'AppKey': 'x', 'Nonce': ..., 'CheckSum': '<sha1>'},
+# SALESmanago's {"apiKey": "x", "requestTime": ..., "sha": "<sha1>"})
+_FLAT_OBJECT = pattern(r"\{([^{}\r\n]{1,1000})\}")
+
+
+_FIELD_NAME = pattern(r"[\"']([\w-]{1,40})[\"'][ \t]*:")
+
+
 _PROOF_FIELD = pattern(
-    r"(?i:[\"'](?:hash|digest|sign|checksum|mac)[\"'])[ \t]*:[ \t]*[\"']([^\"'\r\n]{8,256})[\"']"
+    r"(?i:[\"'](?:hash|sha(?:1|256)?|digest|sign|checksum|mac)[\"'])[ \t]*:[ \t]*[\"']([^\"'\r\n]{8,256})[\"']"
 )
 
 
@@ -455,10 +471,13 @@ def _login_tuples(text: str, spans: list[Span], pattern_: Pattern = _LOGIN_TUPLE
                 spans.append(match.span(group))
 
 
-def _authentication_objects(text: str, spans: list[Span]) -> None:
-    for match in _matches(_AUTHENTICATION_OBJECT, text, spans):
+def _proofs_beside_credentials(text: str, spans: list[Span]) -> None:
+    for match in _matches(_FLAT_OBJECT, text, spans):
+        fields = match.group(1)
+        if not any(_secret_column(name.group(1)) for name in _matches(_FIELD_NAME, fields, [])):
+            continue
         start = match.start(1)
-        for proof in _matches(_PROOF_FIELD, match.group(1), []):
+        for proof in _matches(_PROOF_FIELD, fields, []):
             if _looks_secret(proof.group(1)):
                 spans.append((start + proof.start(1), start + proof.end(1)))
 
@@ -688,6 +707,8 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
             continue  # öffentlicher Schlüssel x, открытый ключ x: published
         if _bracketed_name(value):
             continue  # a property's name (Archaius's "key [db.password], value [x]")
+        if value.rstrip(",)").lower() == key.lower():
+            continue  # a parameter named as its type (.NET's "CancellationToken cancellationToken)"), no value
         if end > start and not _not_secret(value) and _secret_key(key):
             if key.startswith("-") and _flag_prose(text, start, value):
                 continue  # the flag named in a sentence: "Retry with --password prompting enabled."
@@ -868,6 +889,14 @@ MAX_NESTED_OBJECTS = 4
 """At most this many objects nested in a secret-named key's object are opened to judge their fields."""
 
 
+def _signed_time(value: str) -> bool:
+    """A signature header's time, ``t=`` and a Unix time in seconds or milliseconds."""
+    return value.startswith("t=") and value[2:].isdigit() and 9 <= len(value) - 2 <= 13
+
+
+_SIGNATURE_AFTER_TIME = pattern(r"(?:[a-z][a-z0-9]{0,9}=)?([^\s,;'\"]+)")
+
+
 _LOGGED_DIGEST = "{SHA256}"
 """What a client writes before the digest it logs in place of a token (keystoneauth's ``X-Auth-Token: {SHA256}<hex>``)."""
 
@@ -893,6 +922,13 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
             close = text.find(text[end + 1], end + 2, end + 258)
             start, end = (end + 2, close) if close > 0 else (start, end)
         value = text[start:end]
+        if _signed_time(value) and text[end : end + 1] == ",":
+            # a signature header's time, then the signature (Knock's t=1750673527000,s=x, FedaPay's): the time stays
+            signature = _SIGNATURE_AFTER_TIME.match(text, end + 1)
+            if signature is None:
+                continue
+            raw_start, raw_end = start, end = signature.span(1)  # judged as a bare value of its own
+            value = text[start:end]
         if _not_secret(value):
             continue
         call, paren, argument = value.partition("(")
@@ -1196,8 +1232,8 @@ PATTERNS: tuple[Pattern, ...] = (
     _KEY_VALUE, _KEY_SPACE, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _SEED_PHRASE, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _LOGIN_VECTOR, _BRACKETED,
     _SETTING_ECHO, _PYDANTIC_INPUT, _TRAIT_ERROR, _CUE_ERROR, _GO_FIELD, _USER_PAIR_KEY, _ERROR_OBJECT,
-    _ID_ASSIGNMENT, _NEXT_COUNTER, _PREVIOUS_COUNTER, _LABELLED_ARGUMENT, _AUTHENTICATION_OBJECT, _PROOF_FIELD,
-    _REVEAL, _SENT_CODE, _HEX_DIGEST,
+    _ID_ASSIGNMENT, _NEXT_COUNTER, _PREVIOUS_COUNTER, _LABELLED_ARGUMENT, _FLAT_OBJECT, _FIELD_NAME, _PROOF_FIELD,
+    _REVEAL, _SENT_CODE, _HEX_DIGEST, _SIGNATURE_AFTER_TIME, _COMPARED_SIGNATURE,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 
@@ -1260,8 +1296,15 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         _short_key_dsns(text, spans)
     if "auth" in lowered or "credential" in lowered:
         _spans_of(_CREDENTIAL_PAIR, text, spans, groups=2)
-        if "{" in text:
-            _authentication_objects(text, spans)
+    if "{" in text and (
+        "hash" in lowered
+        or "sha" in lowered
+        or "sum" in lowered
+        or "digest" in lowered
+        or "sign" in lowered
+        or "mac" in lowered
+    ):
+        _proofs_beside_credentials(text, spans)
     if ("'" in text or '"' in text or "`" in text) and any(map(lowered.__contains__, _SETTING_WORDS)):
         _setting_echoes(text, spans)
     if "seed" in lowered or "mnemonic" in lowered:
@@ -1280,6 +1323,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         _spans_of(_REVEAL, text, spans)
     if not gates.isdisjoint(_CODE_WORDS):
         _spans_of(_SENT_CODE, text, spans)
+    if any(map(lowered.__contains__, _SIGNATURE_WORDS)):
+        _spans_of(_COMPARED_SIGNATURE, text, spans)
     if "input_value=" in text:
         _refused_inputs(_PYDANTIC_INPUT, text, spans)
     if "' trait of " in text:

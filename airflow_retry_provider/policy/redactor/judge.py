@@ -90,8 +90,6 @@ def _not_secret(value: str) -> bool:
         return True  # a public key (--authorized_keys "ssh-ed25519 AAAA..."): published by design
     if len(value) >= LONG_NUMBER and value.isdigit():
         return True  # a document's or a parcel's number (Brazil's 44-digit NF-e access key), no credential
-    if value.startswith("t=") and value[2:].isdigit() and 9 <= len(value) - 2 <= 13:
-        return True  # a signature header's time in seconds or milliseconds (Knock's t=1750673527000,s=...)
     if len(value) == 42 and value[:2] in ("0x", "0X") and not value[2:].translate(_HEX):
         return (
             True  # an Ethereum-style account's address (0x and 40 hex digits), public; a private key has 64
@@ -439,8 +437,8 @@ _HASH_WORDS = (
     "branch",  # a branch's head commit (Bencher's "Branch: main (<40 hex>)")
     # a stored object's id after its noun (Elasticsearch's "document [<20>]", Firestore's, a row's)
     "document", "record", "collection", "partition", "shard", "spreadsheet", "channel ",
-    # a ledger's entries, public by design: a transaction's hash, an account's address (a TRON one, base58)
-    "tx ", "txid", "transaction", "address",
+    # a ledger's entries, public by design: a transaction's hash (tx <hash>), an account's address (a TRON one, base58)
+    "tx ", "txid", "address",
     *secret_words.ID_WORDS,  # an identifier, in the languages of policy/secret_words.py
     *secret_words.REQUEST_WORDS,  # a request, in those languages
     *secret_words.PUBLIC_KEY_WORDS,  # a public key, in those languages (δημόσιο κλειδί pk_...)
@@ -594,7 +592,7 @@ PROSE_WORDS = frozenset(
      "mismatch", "provided", "revoked", "unknown", "needed", "unset", "changed", "reset", "not", "is",
      "was", "must", "should", "has", "have", "for", "the", "and", "failed", "none", "ok", "error",
      "refused", "blank", "absent", "malformed", "unauthorized", "forbidden", "too", "of", "does",
-     "cannot", "can't", "did", "set", "yes", "no", *ANSWER_WORDS,
+     "cannot", "can't", "did", "set", "yes", "no", "disabled", "enabled", *ANSWER_WORDS,
      "hidden", "informada", "informado", "fourni", "fournie", "angegeben", "dado", "dada", "given",
      # the same words in the languages of policy/secret_words.py: wrong, invalid, expired, required
      "falsch", "ungültig", "abgelaufen", "erforderlich", "incorrecte", "invalide", "expiré",
@@ -994,6 +992,9 @@ def _collection_segment(before: str) -> bool:
 
 
 # a signature's version after its time, as Stripe's scheme writes a signature header (t=<unix time>,v1=)
+_REPOSITORY_AT = pattern(r"[\w.-]+/[\w.-]+ at $")
+
+
 _SIGNED_AT = pattern(r"\bt=[0-9]{9,11},v[0-9]=$")
 
 
@@ -1009,8 +1010,10 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
         return True  # an object's id after its collection in a path: /Accounts/AC<32 hex>/, /payments/<id>
     if _SIGNED_AT.search(before[-24:]) is not None:
         return False  # a signature after its time (Stripe's scheme, Duffel's: t=1750986252,v1=<hex>)
-    if hexadecimal and before.rstrip(" ").endswith("@"):
-        return True  # a repository's commit after its name (infra-config@<40 hex>, netops-scripts @ <40 hex>)
+    if hexadecimal and (before.rstrip(" ").endswith("@") or _REPOSITORY_AT.search(before[-128:]) is not None):
+        # a repository's commit after its name (infra-config@<40 hex>, netops-scripts @ <40 hex>,
+        # "release v2.19.0 for acme-data/ingest-gateway at <40 hex>")
+        return True
     stripped = before.rstrip(" \t=:\"'")
     for separator in ",;&(={":
         stripped = stripped.replace(
@@ -1048,6 +1051,7 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
 PATTERNS: tuple[Pattern, ...] = (
     _MASK_PHRASE,
     _SIGNED_AT,
+    _REPOSITORY_AT,
     _BRACKETED_CODE,
     _NEXT_KEY,
     _REFERENCE,

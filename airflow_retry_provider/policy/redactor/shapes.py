@@ -444,6 +444,20 @@ def _encoded_public(run: str) -> bool:
     )
 
 
+_KEYS_OF_SECRETS = ("private", "secret", "pass", "token", "key")
+"""Words that make an id's key a secret's own (``private_key_id``, ``ibm_api_key_id``, ``Private-Merchant-Id``)."""
+
+
+def _named_id(key: str) -> bool:
+    """Whether the key just before a random run names an id in its own case (a Go struct's
+    ``ApplicationCredentialID:<hex>``, whose words the lowered text no longer shows), and not a secret's."""
+    return _id_key(key) and not any(word in key.lower() for word in _KEYS_OF_SECRETS)
+
+
+_GREP_LINE = pattern(r":[\w.-]+(?:/[\w.-]+)*:[0-9]+:")
+"""A path and a line number after a commit, ``<sha>:dags/config/dev.env:7:``, as git grep prints a match."""
+
+
 def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> None:
     judged: dict[str, bool] = {}  # a text that repeats a token judges it once
     for count, match in enumerate(_RUN.finditer(text)):
@@ -468,7 +482,9 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
         long_member = _long_key(hidden) and _collection_segment(before)  # /periods/<64-character token>/
         # a digest then its size (Bazel's <sha256>-1087) is judged as the digest
         digest = hidden.rstrip("0123456789").removesuffix("-")
-        if _after_id_flag(text, begin):
+        if not hidden.translate(_HEX) and _GREP_LINE.match(text, start + last) is not None:
+            continue  # a commit before a path and a line, as git grep prints a match (git-secrets' findings)
+        if _after_id_flag(text, begin) or _named_id(_key_before(text, begin) or ""):
             continue
         if long_member or not _named_hash(before, hexadecimal=not digest.translate(_HEX)):
             if not any(opening <= begin < finish for opening, finish in readable):
@@ -512,6 +528,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _PASSPHRASE,
     _RUN,
     _PEER_HOST,
+    _GREP_LINE,
     _ID_FLAG_BEFORE,
     _ID_FLAG,
     _SECRET_FLAG,

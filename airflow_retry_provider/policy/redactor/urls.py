@@ -29,11 +29,12 @@ from airflow_retry_provider.policy.redactor.spans import MASK, Span, _escaped_li
 _URI = pattern(r"(?:^|[^\w+.-])[a-zA-Z][\w+.-]*(?::?//|:/)([^\s\"'<>]+)")
 
 
-# user:password@host without a scheme (curl --socks5 u:p@proxy, mysqlsh --uri u:p@db)
+# user:password@host without a scheme (curl --socks5 u:p@proxy, mysqlsh --uri u:p@db), the user perhaps
+# after its domain (impacket's target, domain/user:password@host)
 # (also with no user: redis-py's "connecting to :x@cache:6379"), or an e-mail address then :password,
 # as a relay's credentials file writes it (Postfix's sasl_passwd: [smtp.example.org]:587 user@example.org:x)
 _USERINFO = pattern(
-    r"(?:^|[\s'\"=(\[,])(?:(?:[A-Za-z_][\w.-]*)?:([^\s:@/'\"]+)@[A-Za-z0-9][\w.-]*(:/)?"
+    r"(?:^|[\s'\"=(\[,])(?:(?:[A-Za-z_][\w.-]*(?:/[A-Za-z_][\w.$-]*)?)?:([^\s:@/'\"]+)@[A-Za-z0-9][\w.-]*(:/)?"
     r"|[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+:([^\s:@/'\"]*[^\s\d:@/'\"),;\]][^\s:@/'\"]*)(?:[\s'\"]|$))"
 )
 
@@ -257,6 +258,10 @@ def _query(start: int, rest: str, spans: list[Span], readable: list[Span]) -> No
         readable.append((start + path, start + question))
 
 
+_DIGEST_ALGORITHMS = ("sha256:", "sha512:")
+"""What an image reference's digest starts with, after its tag's ``@``."""
+
+
 def _userinfo(text: str, spans: list[Span]) -> None:
     for match in _matches(_USERINFO, text, spans):
         if match.group(3) is not None:
@@ -268,6 +273,8 @@ def _userinfo(text: str, spans: list[Span]) -> None:
             continue  # a backend's scp-style location (restic's sftp:user@host:/path): a name, no password
         if _NEXT_KEY.search(match.group(1)):
             continue  # an ODBC string's next keys (Server=tcp:host,1433;Database=x;PWD=y@z): the key family's
+        if text.startswith(_DIGEST_ALGORITHMS, end + 1):
+            continue  # an image's tag and digest (library/nginx:1.25@sha256:...), not user:password@host
         if not text[start:end].isdigit() and text[start:end] != MASK:
             spans.append((start, end))
 

@@ -538,6 +538,7 @@ HELD_OUT = (
     "holdout53.yaml",
     "holdout54.yaml",
     "holdout55.yaml",
+    "holdout56.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -555,7 +556,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout55, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout56, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -3118,6 +3119,70 @@ def test_round_fifty_six_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_fifty_six_keeps(text: str) -> None:
     """What round fifty-six's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a signature a verifier quotes back, received or computed, in a text about a signature
+        ("Assinatura inválida: recebida=fedfed3bb604cdadf80c3e8b7766aeb4093253ae calculada=70b4b0b23a532d65930b03b78182ef03407e589f",
+         "Assinatura inválida: recebida=*** calculada=***"),
+        ('{"msg":"invalid Dub-Signature","received":"e89544970475011f393ca5c4bf11983744afc4d7ac799a19aa644e9511e91c2d"}',
+         '{"msg":"invalid Dub-Signature","received":"***"}'),
+        # a table of settings with a dotted leader
+        ("  webhook_secret .......................... wh_live_Gg3zDqSli6QqE9FHOGnxHhEFlGbh7izQ",
+         "  webhook_secret .......................... ***"),
+        # a signature header's time stays, its signature goes
+        ("X-FEDAPAY-SIGNATURE=t=1752136802,s=bc862ced18243438ba64fac26633d034e6f41c3cff32bab52384d17588c992e4 (transaction 104582)",
+         "X-FEDAPAY-SIGNATURE=t=1752136802,s=*** (transaction 104582)"),
+        ("Rappi-Signature: t=1750392030,sign=9f8e7d6c5b4a39281706f5e4d3c2b1a0", "Rappi-Signature: t=1750392030,sign=***"),
+        # a secret's word in Norwegian
+        ("Klarte ikke å verifisere signaturen med hemmelighet 8dQJ1mfKm6CuHTNTzJU0mZfQXXtlXXbU (WHEREBY_WEBHOOK_SECRET)",
+         "Klarte ikke å verifisere signaturen med hemmelighet *** (WHEREBY_WEBHOOK_SECRET)"),
+        # impacket's target, domain/user:password@host
+        ("impacket-smbclient 'FIN/svc_ledger_pull:Tq8vZ3mLw1Xs@fs02.fin.acme-data.net'",
+         "impacket-smbclient 'FIN/svc_ledger_pull:***@fs02.fin.acme-data.net'"),
+        # zrok's account token (the flags table)
+        ("+ zrok enable kR7mXq2VtB9c --headless", "+ zrok enable *** --headless"),
+        # a proof beside a credential in the same object
+        ("{'AppKey': '30a502e6ce67becf0a85bea74a99a13b', 'Nonce': '2acc9129', 'CheckSum': '615e5c5e9cc2f5eb8334e2dfb9047e168bbb20d7'}",
+         "{'AppKey': '***', 'Nonce': '2acc9129', 'CheckSum': '***'}"),
+        ('{"clientId": "k2x8m4q7z1w9v3tn", "apiKey": "r7Tq2Xv9Kz4Lm8Wn3Bc6Yh1D", "sha": "3f8a1c9e7b2d4056a1e9f3c7b0d2e48a6c5f1b93"}',
+         '{"clientId": "k2x8m4q7z1w9v3tn", "apiKey": "***", "sha": "***"}'),
+        # an id's key that names a secret's id stays hidden
+        ('"private_key_id": "3f9c1e7a2b8d4f6e0a5c9b1d7e3f2a4c8b6d0e2f"', '"private_key_id": "***"'),
+    ],
+)  # fmt: skip
+def test_round_fifty_seven_classes(text: str, expected: str) -> None:
+    """Round fifty-seven's classes (holdout56's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a digest compared with no signature in the text
+        "checksum mismatch: expected 5d41402abc4b2a76b9719d911017c592 got 7d793037a0760186574b0282f2f435e7",
+        # a file's digest with no credential beside it
+        '{"file": "a.parquet", "sha": "3f8a1c9e7b2d4056a1e9f3c7b0d2e48a6c5f1b93", "size": 12}',
+        # an image's tag and digest
+        "image: docker.io/library/nginx:1.25@sha256:0d17b565c37bcbd895e9d92315a05c1c3c9a29f762b011a10c54a66cd53c9b31",
+        # a parameter named as its type in a stack trace
+        "   at Octokit.Connection.RunRequest(IRequest request, CancellationToken cancellationToken, Func`2 body)",
+        # a commit after owner/repo and "at", and at a git grep match's start
+        "Creating release v2.19.0 for acme-data/ingest-gateway at 876b31cbeac95ae6fe0162d321819629e46d4b5d",
+        "INFO - ae4d1ab742aa997b1ce0d03ab6d9044e35919874:dags/config/dev.env:7:AWS_REGION=eu-west-1",
+        # a switch's state after a token's name
+        "  bot_token: disabled",
+        # an id's key in its own case
+        "auth options: {TokenID: Scope:<nil> ApplicationCredentialID:cfe7f90266a6cda858901db69fb57d5f ApplicationCredentialName: }",
+        # a sentence's dots
+        "Checking password... done",
+    ],
+)  # fmt: skip
+def test_round_fifty_seven_keeps(text: str) -> None:
+    """What round fifty-seven's classes must keep."""
     assert redact(text) == text
 
 
