@@ -63,6 +63,7 @@ HELD = {
     "holdout54.yaml": "55/60 held (91.7 %)",
     "holdout55.yaml": "51/60 held (85.0 %)",
     "holdout56.yaml": "56/60 held (93.3 %)",
+    "holdout57.yaml": "58/60 held (96.7 %)",
 }
 """What each fitted corpus holds today (its history is bench/corpus.py's FITTED): a change in either direction is seen."""
 
@@ -121,10 +122,5 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
         "  - SmartEmailing API [http]: leaked=['1amyi4hkqqk2myujvbnqqpcq4x917skm2dvru547'] lost=[] (known: holdout56's"
         in out
     )
-    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
-    assert (
-        "holdout57.yaml (held out, not fitted): 55/60 held (91.7 %)   target >= 97 % NOT REACHED"
-        "   no secret leaked: 58/60 (96.7 %)"
-    ) in out
-    assert "  - CoreDNS [config]: leaked=['Pv4kN8qZx2Tw'] lost=[]" in out
+    assert "  - confluent CLI [cli]: leaked=[] lost=['XQ7MZ2KR4BVN6TLC'] (known: holdout57" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out

@@ -709,12 +709,48 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
             continue  # a property's name (Archaius's "key [db.password], value [x]")
         if value.rstrip(",)").lower() == key.lower():
             continue  # a parameter named as its type (.NET's "CancellationToken cancellationToken)"), no value
+        if _compact(key).endswith(_PAIR_KEYS) and _user_then_secret(text, start, end, spans):
+            continue  # credentials USER PASSWORD (CoreDNS's etcd plugin): the user stays, the password goes
         if end > start and not _not_secret(value) and _secret_key(key):
             if key.startswith("-") and _flag_prose(text, start, value):
                 continue  # the flag named in a sentence: "Retry with --password prompting enabled."
             if _spaced_value(key, value):
                 start += _identity(key, value)  # chisel's --auth user:password: the user is kept
                 spans.append((start, end))
+
+
+_PAIR_KEYS = ("credentials", "credential", "creds")
+"""Keys whose value is a user, then its secret after a space (CoreDNS's ``credentials USER PASSWORD``)."""
+
+
+_PREPOSITIONS = frozenset(
+    {"for", "from", "in", "of", "to", "with", "at", "on", "by", "as", "and", "or", "not"}
+)
+
+
+def _user_then_secret(text: str, start: int, end: int, spans: list[Span]) -> bool:
+    """Whether the word at ``text[start:end]`` is a user's name (not a sentence's word: "credentials for
+    [realm]") followed on its line by a secret-shaped word (not a path or a bracket), which is then hidden."""
+    user = text[start:end]
+    if (
+        _looks_secret(user)
+        or user.lower() in _PREPOSITIONS
+        or not user.replace("_", "").replace("-", "").replace(".", "").isalnum()
+        or text[end : end + 1] != " "
+    ):
+        return False
+    secret_start, secret_end = _next_word(text, end + 1)
+    secret = text[secret_start:secret_end]
+    if (
+        not _looks_secret(secret)
+        or _not_secret(secret)
+        or "/" in secret
+        or secret.startswith(("[", "(", "<"))
+        or secret.endswith(":")
+    ):
+        return False
+    spans.append((secret_start, secret_end))
+    return True
 
 
 _FORM_WORDS = ("format", "value")

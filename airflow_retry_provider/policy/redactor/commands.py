@@ -154,6 +154,23 @@ _JDBC_ARGUMENTS = pattern(
 )
 
 
+# the plaintext ansible-vault encrypt_string encrypts: its quoted argument that is no flag's value
+_ENCRYPT_STRING = pattern(r"\bencrypt_string\b([^\r\n]{0,512})")
+_QUOTED_ARGUMENT = pattern(r"(?:^|[ \t])([^\s'\"]*)[ \t]+(?:'([^'\r\n]+)'|\"([^\"\r\n]+)\")")
+_VAULT_VALUE_FLAGS = frozenset({"--vault-id", "--vault-password-file", "--vault-pass-file", "--name", "-n", "--output", "--encrypt-vault-id", "--stdin-name"})  # fmt: skip
+
+
+def _encrypted_strings(text: str, spans: list[Span]) -> None:
+    for match in _matches(_ENCRYPT_STRING, text, spans):
+        offset = match.start(1)
+        for argument in _matches(_QUOTED_ARGUMENT, match.group(1), []):
+            if argument.group(1) in _VAULT_VALUE_FLAGS:
+                continue  # a flag's value (--name 'db_password')
+            group = 2 if argument.group(2) is not None else 3
+            spans.append((offset + argument.start(group), offset + argument.end(group)))
+            break
+
+
 # a connection's positional arguments: a location, then the user, then the password, in a call
 # (PHP's trace of PDO->__construct('mysql:host=...', 'forge', 'x'), Perl's DBI->connect, JDBC's
 # getConnection, RouterOS's Client->__construct('10.0.0.1', 'api', 'x'), napalm's
@@ -803,7 +820,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS, _STORE_PASSWORD_FLAG, _DOMAIN_LOGIN, _JDBC_ARGUMENTS, _LTOKEN_LINE,
+    _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS, _STORE_PASSWORD_FLAG, _DOMAIN_LOGIN, _JDBC_ARGUMENTS, _LTOKEN_LINE, _ENCRYPT_STRING, _QUOTED_ARGUMENT,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
     _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _JOINED_LITERAL, _ODBC_LOGIN,
@@ -900,6 +917,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _domain_logins(text, spans)
     if "jdbc:" in lowered and "[" in text:
         _spans_of(_JDBC_ARGUMENTS, text, spans)
+    if "encrypt_string" in text:
+        _encrypted_strings(text, spans)
     if "port" in lowered or "invalid" in lowered or "input string" in lowered:
         _quoted_ports(text, spans)
     if "isql" in lowered or "iusql" in lowered:

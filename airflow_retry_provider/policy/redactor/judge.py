@@ -434,6 +434,7 @@ _HASH_WORDS = (
     # an object named by its noun just before its id (Comet's "experiment <32 hex>", Swarm's "node <25>")
     "experiment", "node ", "dataset", "model ", "artifact", "pipeline", "workflow", "deployment",
     "instance", "volume", "snapshot", "service ", "task ", "workspace", "project ", "batch ", "component ",
+    "cluster ",  # a compute cluster's generated name (Dask Gateway's "Cluster 'prod.<32 hex>'")
     "branch",  # a branch's head commit (Bencher's "Branch: main (<40 hex>)")
     # a stored object's id after its noun (Elasticsearch's "document [<20>]", Firestore's, a row's)
     "document", "record", "collection", "partition", "shard", "spreadsheet", "channel ",

@@ -539,6 +539,7 @@ HELD_OUT = (
     "holdout54.yaml",
     "holdout55.yaml",
     "holdout56.yaml",
+    "holdout57.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -556,7 +557,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout56, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout57, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -3183,6 +3184,38 @@ def test_round_fifty_seven_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_fifty_seven_keeps(text: str) -> None:
     """What round fifty-seven's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # the plaintext ansible-vault encrypt_string encrypts, past a flag and its value
+        ("+ ansible-vault encrypt_string --vault-id prod@/tmp/tmp.Hx2kQ9/vault_pass 'hP7zX3cV9bN2mQ5w' --name warehouse_db_password",
+         "+ ansible-vault encrypt_string --vault-id prod@/tmp/tmp.Hx2kQ9/vault_pass '***' --name warehouse_db_password"),
+        ("ansible-vault encrypt_string --name 'db_password' \"S3cr3t!x\" --vault-id dev@prompt",
+         "ansible-vault encrypt_string --name 'db_password' \"***\" --vault-id dev@prompt"),
+        # credentials USER PASSWORD
+        ("        credentials coredns Pv4kN8qZx2Tw", "        credentials coredns ***"),
+    ],
+)  # fmt: skip
+def test_round_fifty_eight_classes(text: str, expected: str) -> None:
+    """Round fifty-eight's classes (holdout57's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a cluster's generated name
+        "dask_gateway.client.GatewayClusterError: Cluster 'prod.c310bfe304ac38d433fe7bdd423974fe' failed to start",
+        # credentials then a sentence's words
+        "[error] Unable to find credentials for [Nexus Repository Manager @ nexus.acme-data.io].",
+        "DEBUG resolved credentials from conf/local/credentials.yml:",
+    ],
+)  # fmt: skip
+def test_round_fifty_eight_keeps(text: str) -> None:
+    """What round fifty-eight's classes must keep."""
     assert redact(text) == text
 
 
