@@ -726,6 +726,7 @@ _PAIR_KEYS = ("credentials", "credential", "creds")
 _PREPOSITIONS = frozenset(
     {"for", "from", "in", "of", "to", "with", "at", "on", "by", "as", "and", "or", "not"}
 )
+"""The small words a sentence puts after "credentials" ("credentials for [realm]"): no user's name."""
 
 
 def _user_then_secret(text: str, start: int, end: int, spans: list[Span]) -> bool:
@@ -930,6 +931,7 @@ def _signed_time(value: str) -> bool:
     return value.startswith("t=") and value[2:].isdigit() and 9 <= len(value) - 2 <= 13
 
 
+# the signature after a signature header's time and its comma, past its own short name (s=, v1=, sign=)
 _SIGNATURE_AFTER_TIME = pattern(r"(?:[a-z][a-z0-9]{0,9}=)?([^\s,;'\"]+)")
 
 
