@@ -123,4 +123,10 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
         in out
     )
     assert "  - confluent CLI [cli]: leaked=[] lost=['XQ7MZ2KR4BVN6TLC'] (known: holdout57" in out
+    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
+    assert (
+        "holdout58.yaml (held out, not fitted): 47/60 held (78.3 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 53/60 (88.3 %)"
+    ) in out
+    assert "  - pdo_firebird [driver]: leaked=['wSXFXdARsGPfB'] lost=[]" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out
