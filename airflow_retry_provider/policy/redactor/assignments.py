@@ -66,6 +66,8 @@ _KEY = (
     # or the kind of secret after it, with no linking word (clé API, Schlüssel SSH)
     r"(?:[ \t](?:api|ssh|gpg|pgp|jwt|aws|s3|db|sql|smtp|ldap|ftp|vpn|wifi|wi-fi|hmac|oauth|tls|ssl))?"
     rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw|psw|psk|hmac)|auth|sig|session"  # upw=, dbpw=, psw= (SMSC.ru), wpa_psk=, x_hmac=
+    # or with an environment's suffix (dotenvx's DOTENV_PRIVATE_KEY_PRODUCTION=, API_KEY_PROD=)
+    rf"|{_KEY_CHAR}*key[_.-](?:prod|production|dev|development|staging|stage|test|live|sandbox|local)"
     r"|--?pas"  # a password's flag cut short, as a tool that takes any prefix of a switch reads it (gbak's -pas)
     # a token's abbreviation, as a camel-case or separated last word (TranzilaTK=, card_tk=) or alone
     # (and a product's runtime licence key, CData's drivers' RTK=)
@@ -250,7 +252,7 @@ _SENT_CODE = pattern(
 # signature ("received":"<hex>", Kiwify's "recebida=<hex> calculada=<hex>", expected: <base64>)
 _COMPARED_SIGNATURE = pattern(
     r"(?i:\b(?:expected|received|computed|calculated|recebida|recebido|calculada|calculado|esperada|esperado"
-    r"|recibida|recibido|reçue|reçu|calculée|attendue|attendu|erwartet|berechnet|erhalten))[\"']?[ \t]*[=:][ \t]*[\"']?"
+    r"|recibida|recibido|reçue|reçu|calculée|attendue|attendu|erwartet|berechnet|erhalten))[\"']?[ \t]*(?:[=:][ \t]*)?[\"']?"
     r"([0-9a-fA-F]{32,128}|[A-Za-z0-9+/_-]{32,256}={0,2})(?:[^\w+/=-]|$)"
 )
 

@@ -95,8 +95,8 @@ def _not_secret(value: str) -> bool:
             True  # an Ethereum-style account's address (0x and 40 hex digits), public; a private key has 64
         )
     name = (
-        value[2:-1]
-        if value.startswith("${") and value.endswith("}")
+        value[2:].removesuffix("}")  # ${NAME}, or ${NAME cut before its brace by a bare value's end
+        if value.startswith("${")
         else value[1:]
         if value[:1] == "$"
         else ""
