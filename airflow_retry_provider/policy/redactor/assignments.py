@@ -257,7 +257,19 @@ _COMPARED_SIGNATURE = pattern(
 )
 
 
-_SIGNATURE_WORDS = ("sign", "hmac", "assinatura", "firma", "подпис", "签名", "署名", "서명", "imza")
+_SIGNATURE_WORDS = (
+    "signature",
+    "signing",
+    "signed",
+    "hmac",
+    "assinatura",
+    "firma",
+    "подпис",
+    "签名",
+    "署名",
+    "서명",
+    "imza",
+)
 """Words a text about a signature holds (signature, HMAC, in some of the languages of policy/secret_words.py)."""
 
 
