@@ -260,7 +260,6 @@ _COMPARED_SIGNATURE = pattern(
 _SIGNATURE_WORDS = (
     "signature",
     "signing",
-    "signed",
     "hmac",
     "assinatura",
     "firma",
@@ -270,7 +269,8 @@ _SIGNATURE_WORDS = (
     "서명",
     "imza",
 )
-"""Words a text about a signature holds (signature, HMAC, in some of the languages of policy/secret_words.py)."""
+"""Words a text about a signature holds (signature, HMAC, in some of the languages of policy/secret_words.py); not
+"signed", which "assigned" holds."""
 
 
 # an object that holds a credential, and beside it the request's proof: a hash, a checksum or a digest
