@@ -90,7 +90,7 @@ FITTED = {
 """Every corpus fitted to, with its history (a first-sight count is under the round named)."""
 TARGETS = {name: 100.0 for name in FITTED}
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
-MEASURED: dict[str, float] = {}  # the next blind set is written after round fifty-nine, never fitted
+MEASURED: dict[str, float] = {"holdout59.yaml": 97.0}  # written after round fifty-eight, never fitted
 """Held-out sets nothing was fitted to: their figure says whether the design generalises, printed
 beside the issue's target; a miss is reported, not a failure of the run (nothing may be fitted to them)."""
 KNOWN_FAILURES = DATA / "holdout_known_failures.yaml"

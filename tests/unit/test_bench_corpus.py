@@ -125,4 +125,10 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     )
     assert "  - confluent CLI [cli]: leaked=[] lost=['XQ7MZ2KR4BVN6TLC'] (known: holdout57" in out
     assert "  - AiSensy [i18n]: leaked=['318406'] lost=[] (known: holdout58's" in out
+    # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
+    assert (
+        "holdout59.yaml (held out, not fitted): 44/60 held (73.3 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 50/60 (83.3 %)"
+    ) in out
+    assert "  - RANCID .cloginrc [config]: leaked=['Fw2@kL7mQ9xR'] lost=[]" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out
