@@ -262,15 +262,15 @@ _SIGNATURE_WORDS = (
     "signing",
     "hmac",
     "assinatura",
-    "firma",
+    "firma ",  # not "confirmation"
     "подпис",
     "签名",
     "署名",
     "서명",
     "imza",
 )
-"""Words a text about a signature holds (signature, HMAC, in some of the languages of policy/secret_words.py); not
-"signed", which "assigned" holds."""
+"""Words a text about a signature holds (signature, HMAC, in some of the languages of policy/secret_words.py),
+none inside a common word ("signed" is in "assigned", "firma" in "confirmation")."""
 
 
 # an object that holds a credential, and beside it the request's proof: a hash, a checksum or a digest

@@ -154,14 +154,6 @@ _JDBC_ARGUMENTS = pattern(
 )
 
 
-# PHP's PDO given its DSN, user and password, as a stack trace prints the call (PDO->__construct('firebird:
-# dbname...', 'ERP_EXPORT', 'x'), new PDO("mysql:host=h", "u", "x")): the third argument
-_PDO_CALL = pattern(
-    r"\bPDO(?:->__construct)?\([ \t]*(?:'[^'\r\n]*'|\"[^\"\r\n]*\")[ \t]*,[ \t]*(?:'[^'\r\n]*'|\"[^\"\r\n]*\")[ \t]*,[ \t]*"
-    r"(?:'([^'\r\n]+)'|\"([^\"\r\n]+)\")"
-)
-
-
 # the plaintext ansible-vault encrypt_string encrypts: its quoted argument that is no flag's value
 _ENCRYPT_STRING = pattern(r"\bencrypt_string\b([^\r\n]{0,512})")
 _QUOTED_ARGUMENT = pattern(r"(?:^|[ \t])([^\s'\"]*)[ \t]+(?:'([^'\r\n]+)'|\"([^\"\r\n]+)\")")
@@ -465,13 +457,16 @@ def _location(arg: str) -> bool:
         return any(word in name for word in _HOST_NAMES)
     value = arg[1:-1]
     head, colon, rest = value.partition(":")
+    cut = value.endswith("...") and len(value) == PHP_ARGUMENT_CHARS + 3
     if "://" in value or (
-        head.replace("+", "").isalnum() and head[:1].isalpha() and colon and ("=" in rest or ":" in rest)
+        head.replace("+", "").isalnum()
+        and head[:1].isalpha()
+        and colon
+        and ("=" in rest or ":" in rest or cut)  # a DSN PHP's trace cut before its "=" ('firebird:dbname...')
     ):
         return True
     if any(c in value for c in " \t/\\") or not value:
         return False
-    cut = value.endswith("...") and len(value) == PHP_ARGUMENT_CHARS + 3
     host = value.rsplit("@", 1)[-1].split("(", 1)[0].removesuffix("..." if cut else "")
     host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
     labels = host.split(".")
@@ -828,7 +823,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS, _STORE_PASSWORD_FLAG, _DOMAIN_LOGIN, _JDBC_ARGUMENTS, _LTOKEN_LINE, _ENCRYPT_STRING, _QUOTED_ARGUMENT, _PDO_CALL,
+    _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS, _STORE_PASSWORD_FLAG, _DOMAIN_LOGIN, _JDBC_ARGUMENTS, _LTOKEN_LINE, _ENCRYPT_STRING, _QUOTED_ARGUMENT,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
     _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _JOINED_LITERAL, _ODBC_LOGIN,
@@ -927,8 +922,6 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _spans_of(_JDBC_ARGUMENTS, text, spans)
     if "encrypt_string" in text:
         _encrypted_strings(text, spans)
-    if "PDO" in text:
-        _spans_of(_PDO_CALL, text, spans, groups=2)
     if "port" in lowered or "invalid" in lowered or "input string" in lowered:
         _quoted_ports(text, spans)
     if "isql" in lowered or "iusql" in lowered:
