@@ -27,9 +27,9 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass
 
+from airflow_retry_provider.policy import secret_words
 from airflow_retry_provider.policy.engine import LiteralSet, Pattern, bounded
 from airflow_retry_provider.policy.redactor import assignments, commands, judge, shapes, tables, urls
-from airflow_retry_provider.policy.redactor.assignments import _CODE_WORDS
 from airflow_retry_provider.policy.redactor.commands import _DEVICE_WORDS
 from airflow_retry_provider.policy.redactor.judge import _FOREIGN_WORDS, _looks_secret
 from airflow_retry_provider.policy.redactor.spans import MASK, Span
@@ -40,7 +40,9 @@ __all__ = ["MASK", "PATTERNS", "Redacted", "cut", "redact", "redaction"]
 ELLIPSIS = "…"
 
 
-_GATES = LiteralSet((*_FOREIGN_WORDS, *_DEVICE_WORDS, *_CODE_WORDS, "echo", "printf", "connect", "/u"))
+_GATES = LiteralSet(
+    (*_FOREIGN_WORDS, *_DEVICE_WORDS, *secret_words.CODE_WORDS, "echo", "printf", "connect", "/u")
+)
 """The literals that gate the families below a plain message's cost, found in one pass of the
 lowered text (one search per word would scan it once per word)."""
 

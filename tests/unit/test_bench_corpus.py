@@ -42,7 +42,7 @@ HELD = {
     "holdout33.yaml": "59/60 held (98.3 %)",
     "holdout34.yaml": "58/60 held (96.7 %)",
     "holdout35.yaml": "54/60 held (90.0 %)",
-    "holdout36.yaml": "56/60 held (93.3 %)",
+    "holdout36.yaml": "57/60 held (95.0 %)",
     "holdout37.yaml": "55/60 held (91.7 %)",
     "holdout38.yaml": "55/60 held (91.7 %)",
     "holdout39.yaml": "55/60 held (91.7 %)",
@@ -65,6 +65,7 @@ HELD = {
     "holdout56.yaml": "56/60 held (93.3 %)",
     "holdout57.yaml": "58/60 held (96.7 %)",
     "holdout58.yaml": "51/60 held (85.0 %)",
+    "holdout59.yaml": "53/60 held (88.3 %)",
 }
 """What each fitted corpus holds today (its history is bench/corpus.py's FITTED): a change in either direction is seen."""
 
@@ -125,10 +126,11 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     )
     assert "  - confluent CLI [cli]: leaked=[] lost=['XQ7MZ2KR4BVN6TLC'] (known: holdout57" in out
     assert "  - AiSensy [i18n]: leaked=['318406'] lost=[] (known: holdout58's" in out
+    assert "  - Podio [webhook]: leaked=['7d3b0b1c4e'] lost=[] (known: holdout59's" in out
     # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
     assert (
-        "holdout59.yaml (held out, not fitted): 44/60 held (73.3 %)   target >= 97 % NOT REACHED"
-        "   no secret leaked: 50/60 (83.3 %)"
+        "holdout60.yaml (held out, not fitted): 54/60 held (90.0 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 57/60 (95.0 %)"
     ) in out
-    assert "  - RANCID .cloginrc [config]: leaked=['Fw2@kL7mQ9xR'] lost=[]" in out
+    assert "  - Snowplow [cli]: leaked=['3f8b2c61-9e4d-47a0-b5c3-d81e6f2a9c07'] lost=[]" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out

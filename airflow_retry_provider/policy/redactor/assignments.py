@@ -158,6 +158,7 @@ _MODIFIED_KEY = pattern(
 _XML_ELEMENT = pattern(
     r"<([\w:.-]*(?:pass|pwd|secret|token|credential|signature|api[-_]?key|access[-_]?key|private[-_]?key"
     r"|account[-_]?key|session[-_]?key|auth[-_]?key|client[-_]?key|[_.-]key|(?-i:[a-z]Key)|[_.-]pw|"  # <hmac_key>,
+    r"session[-_]?id|"  # a SOAP login's answer (Salesforce's, Speedex's <sessionId>): the session's bearer credential
     # <applicationKey>, not <key> (a plist's name)
     + "|".join(_FOREIGN_WORDS)
     + r")[\w:.-]*)((?:\s[^<>]*)?)>"
@@ -238,20 +239,19 @@ def _in_reference(text: str, key_start: int) -> bool:
     return opening >= 0 and not any(c in "} \t\r\n" for c in text[opening:key_start])
 
 
-_CODE_WORDS = secret_words.CODE_WORDS
-
-
-# a one-time code a message sends, after a verification code's words in any language (:data:`_CODE_WORDS`):
+# a one-time code a message sends, after a verification code's words in any language (``secret_words.CODE_WORDS``):
 # the first number of 4 to 8 digits on the line that is a word of its own (not DH-250326-0917's, not a date's)
 _SENT_CODE = pattern(
-    "(?i:" + "|".join(map(re.escape, _CODE_WORDS)) + r")[^\r\n]{0,80}?(?:[^\w\r\n-])([0-9]{4,8})(?:[^\w-]|$)"
+    "(?i:"
+    + "|".join(map(re.escape, secret_words.CODE_WORDS))
+    + r")[^\r\n]{0,80}?(?:[^\w\r\n-])([0-9]{4,8})(?:[^\w-]|$)"
 )
 
 
 # a signature a verifier quotes back, as it received it or as it computed it, in a text about a
 # signature ("received":"<hex>", Kiwify's "recebida=<hex> calculada=<hex>", expected: <base64>)
 _COMPARED_SIGNATURE = pattern(
-    r"(?i:\b(?:expected|received|computed|calculated|recebida|recebido|calculada|calculado|esperada|esperado"
+    r"(?i:\b(?:expected|received|computed|calculated|got|actual|recebida|recebido|calculada|calculado|esperada|esperado"
     r"|recibida|recibido|reçue|reçu|calculée|attendue|attendu|erwartet|berechnet|erhalten))[\"']?[ \t]*(?:[=:][ \t]*)?[\"']?"
     r"([0-9a-fA-F]{32,128}|[A-Za-z0-9+/_-]{32,256}={0,2})(?:[^\w+/=-]|$)"
 )
@@ -268,9 +268,22 @@ _SIGNATURE_WORDS = (
     "署名",
     "서명",
     "imza",
+    "md5sig",  # Skrill's status callback: "md5sig mismatch: expected <hex> got <hex>"
+    "sig mismatch",
 )
 """Words a text about a signature holds (signature, HMAC, in some of the languages of policy/secret_words.py),
 none inside a common word ("signed" is in "assigned", "firma" in "confirmation")."""
+
+
+# what a plain digest is computed over, as a verifier logs it: a secret joined to the request's fields
+# (Skrill's md5sig is the MD5 of merchant_id, transaction_id, the MD5 of the secret word, amount...:
+# "md5 input: 90210345INV-...<secret's MD5>49.90EUR2"), all of it hidden; an HMAC's string to sign holds
+# no key and stays (AWS's "The String-to-Sign should have been ...")
+_DIGEST_INPUT = pattern(
+    r"(?i:\b(?:md5|sha-?1|sha-?256|sha-?512|hash|digest|checksum)[ _-]?(?:input|source|base)"
+    r"|\b(?:string|text|data)[ _-]to[ _-](?:hash|digest|md5))"
+    r"[\"']?[ \t]*[=:][ \t]*[\"']?([^\s\"'][^\r\n\"']{7,511})"
+)
 
 
 # an object that holds a credential, and beside it the request's proof: a hash, a checksum or a digest
@@ -725,12 +738,30 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
             continue  # a parameter named as its type (.NET's "CancellationToken cancellationToken)"), no value
         if _compact(key).endswith(_PAIR_KEYS) and _user_then_secret(text, start, end, spans):
             continue  # credentials USER PASSWORD (CoreDNS's etcd plugin): the user stays, the password goes
+        if _braced_secrets(text, end, spans) and _secret_key(key):
+            continue  # add password <router glob> {x} {y} (RANCID's .cloginrc): the target stays, the braces go
+        if value.startswith("{") and text[end : end + 1] == "}":
+            start, value = start + 1, value[1:]  # a word in braces (Tcl's set password {x}): the braces stay
         if end > start and not _not_secret(value) and _secret_key(key):
             if key.startswith("-") and _flag_prose(text, start, value):
                 continue  # the flag named in a sentence: "Retry with --password prompting enabled."
             if _spaced_value(key, value):
                 start += _identity(key, value)  # chisel's --auth user:password: the user is kept
                 spans.append((start, end))
+
+
+# the secrets in braces after a password's target, as Tcl writes a word with any character in it
+# (RANCID's .cloginrc: add password <router glob> {x} {y}): a word each, not an object
+_BRACED_SECRETS = pattern(r"[ \t]+\{([^{}\s\"']{1,256})\}(?:[ \t]+\{([^{}\s\"']{1,256})\})?(?:\s|$)")
+
+
+def _braced_secrets(text: str, end: int, spans: list[Span]) -> bool:
+    """Whether braced words follow the value that ends at ``end``: then they, not it, are the secrets."""
+    braced = _BRACED_SECRETS.match(text, end)
+    if braced is None:
+        return False
+    spans.extend(braced.span(group) for group in (1, 2) if braced.group(group) is not None)
+    return True
 
 
 _PAIR_KEYS = ("credentials", "credential", "creds")
@@ -1285,7 +1316,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _LOGIN_VECTOR, _BRACKETED,
     _SETTING_ECHO, _PYDANTIC_INPUT, _TRAIT_ERROR, _CUE_ERROR, _GO_FIELD, _USER_PAIR_KEY, _ERROR_OBJECT,
     _ID_ASSIGNMENT, _NEXT_COUNTER, _PREVIOUS_COUNTER, _LABELLED_ARGUMENT, _FLAT_OBJECT, _FIELD_NAME, _PROOF_FIELD,
-    _REVEAL, _SENT_CODE, _HEX_DIGEST, _SIGNATURE_AFTER_TIME, _COMPARED_SIGNATURE,
+    _REVEAL, _SENT_CODE, _HEX_DIGEST, _SIGNATURE_AFTER_TIME, _COMPARED_SIGNATURE, _DIGEST_INPUT, _BRACED_SECRETS,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 
@@ -1373,10 +1404,12 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         _login_tuples(text, spans, _LOGIN_VECTOR)
     if _REFERENCE_TAG in text:
         _spans_of(_REVEAL, text, spans)
-    if not gates.isdisjoint(_CODE_WORDS):
+    if not gates.isdisjoint(secret_words.CODE_WORDS):
         _spans_of(_SENT_CODE, text, spans)
     if any(map(lowered.__contains__, _SIGNATURE_WORDS)):
         _spans_of(_COMPARED_SIGNATURE, text, spans)
+    if "input" in lowered or "source" in lowered or "base" in lowered or " to " in lowered:
+        _spans_of(_DIGEST_INPUT, text, spans)
     if "input_value=" in text:
         _refused_inputs(_PYDANTIC_INPUT, text, spans)
     if "' trait of " in text:

@@ -21,6 +21,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _prose,
     _readable,
     _secret_column,
+    _secret_name,
 )
 from airflow_retry_provider.policy.redactor.spans import (
     MASK,
@@ -128,6 +129,26 @@ def _store_passwords(text: str, spans: list[Span]) -> None:
         line = text[line_start : len(text) if line_end < 0 else line_end].lower()
         if any(extension in line for extension in _STORE_FILES) and _looks_secret(match.group(1)):
             spans.append(match.span(1))
+
+
+# a setting named by one flag and given its value by the next: iscsiadm's --op=update -n
+# node.session.auth.password -v x, AWS SSM's put-parameter --name /etl/db/password --value x, Azure Key
+# Vault's secret set --name pg-password --value x; the value is a secret when the name names one
+_NAMED_SETTING = pattern(
+    r"(?:^|[\s'\"])(?:-n|--name|-k|--key|--param|--parameter|--setting|--option)(?:=|[ \t]+)['\"]?([^\s'\"]{1,128})['\"]?"
+    r"(?:[ \t]+--?[A-Za-z][\w-]{0,30}(?:(?:=|[ \t]+)[^\s'\"-][^\s'\"]{0,128})?){0,3}"  # --type SecureString between
+    r"[ \t]+(?:-v|--value)(?:=|[ \t]+)(\"[^\"\r\n]*\"|'[^'\r\n]*'|[^\s'\"]+)"
+)
+
+
+def _named_settings(text: str, spans: list[Span]) -> None:
+    for match in _matches(_NAMED_SETTING, text, spans):
+        name = (
+            match.group(1).replace("/", ".").rsplit(".", 1)[-1]
+        )  # node.session.auth.password, /etl/db/password
+        value = _quoted_content(text, *match.span(2))
+        if _secret_name(name) and not _not_secret(text[value[0] : value[1]]):
+            spans.append(value)
 
 
 # a Windows account and its secret as a pentest or SMB tool reports what it tried: DOMAIN\user:password or
@@ -623,6 +644,8 @@ def _device_values(text: str, spans: list[Span]) -> None:
             continue  # a command line's flags (isql -user x -password masterkey <db>): not a device's line
         if _bracketed_name(value):
             continue  # a property's name (Archaius's "key [db.password], value [x]"), not a device's secret
+        if text[end : end + 64].lstrip(" \t")[:1] == "{":
+            continue  # a target before its secrets in braces (RANCID's add password <glob> {x}): the key family's
         if kind == "0" or not _prose(value):
             spans.append((start, end))
 
@@ -823,7 +846,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS, _STORE_PASSWORD_FLAG, _DOMAIN_LOGIN, _JDBC_ARGUMENTS, _LTOKEN_LINE, _ENCRYPT_STRING, _QUOTED_ARGUMENT,
+    _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS, _NAMED_SETTING, _STORE_PASSWORD_FLAG, _DOMAIN_LOGIN, _JDBC_ARGUMENTS, _LTOKEN_LINE, _ENCRYPT_STRING, _QUOTED_ARGUMENT,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
     _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _JOINED_LITERAL, _ODBC_LOGIN,
@@ -922,6 +945,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _spans_of(_JDBC_ARGUMENTS, text, spans)
     if "encrypt_string" in text:
         _encrypted_strings(text, spans)
+    if "-v" in text:  # -v, --value
+        _named_settings(text, spans)
     if "port" in lowered or "invalid" in lowered or "input string" in lowered:
         _quoted_ports(text, spans)
     if "isql" in lowered or "iusql" in lowered:

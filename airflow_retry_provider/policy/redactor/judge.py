@@ -51,6 +51,10 @@ _NOT_SECRETS = frozenset(
          "无", "隐藏", "نعم", "لا", "مخفية", "مخفي", "هاں", "हाँ", "नहीं", "छिपा"))}
 )  # fmt: skip
 
+_MASK_CHARACTERS = "*•●xX#"
+"""The characters a tool repeats in place of a secret it masks (``*********``, ``••••``, ``xxxxxx``)."""
+
+
 # a mask a tool printed in place of a secret, with spaces or dashes around it: "--- Token Redacted ---"
 _MASK_PHRASE = pattern(
     r"^[-=*#\[(<\s]*(?:\w+\s+)?(?:redacted|hidden|masked|filtered|omitted|removed)[-=*#\])>\s]*$"
@@ -76,6 +80,8 @@ def _not_secret(value: str) -> bool:
     (``$TOKEN``, ``${PG_PASSWORD}``; ``$ecret1`` is a value)."""
     if value.lower() in _NOT_SECRETS or _MASK_PHRASE.match(value.lower()) is not None:
         return True
+    if len(value) >= 3 and len(set(value)) == 1 and value[0] in _MASK_CHARACTERS:
+        return True  # a mask the tool printed, as long as it likes (Grafana's GF_DATABASE_PASSWORD=*********)
     if value.startswith("%(") and value[2:].removesuffix(")s").replace("_", "").isalnum():
         return True  # a named bind parameter (psycopg's password_hash = %(password_hash)s), not its value
     if value[:1] == "$" and value[1:].isdigit():
@@ -157,7 +163,12 @@ _REFERENCE = pattern(
     r"|\$\{(?:readFile|readFileBase64|file|env):[\w./@:-]+\}?"
     # a keychain's item or a variable, as Apple's notarisation tools take a password (altool's -p
     # @keychain:AC_PASSWORD, @env:AC_PASSWORD)
-    r"|@(?:keychain|env):[\w.-]+)$"
+    r"|@(?:keychain|env):[\w.-]+"
+    # a program's read of its environment, as its source is shown (Node-RED's settings.js credentialSecret:
+    # process.env.NODE_RED_CREDENTIAL_SECRET, Vite's import.meta.env.X, os.environ["X"], $_ENV['X']); a
+    # call's (os.getenv("X")) ends the value before its "(" and reads as a name
+    r"|(?:process|import\.meta|Deno)\.env\.[A-Za-z_]\w*"
+    r"|(?:os\.environ|process\.env|ENV|\$_ENV|\$_SERVER)\[(?:[\"'][A-Za-z_]\w*(?:[\"']\]?)?)?)$"
 )
 
 

@@ -270,6 +270,8 @@ def _random_part(token: str, whole: bool) -> Span:
         member = not (keyed and not _readable(piece)) and not _long_key(piece)  # /periods/<64 random>/: a key
         if member and _collection_segment(f"/{previous.lower()}/"):
             named = True  # /Accounts/<id>: the id of an account; /payments/<id>, of a payment
+        elif whole and not keyed and _short_hex(piece):
+            named = True  # /reporting/test/<24 hex>: an object's id (MongoDB's ObjectId), too short for a key
         elif (
             (not _readable(piece) and not _typed_object_id(piece))
             if whole or keyed
@@ -282,6 +284,12 @@ def _random_part(token: str, whole: bool) -> Span:
     if first >= 0:
         return first, last
     return (0, 0) if named or not whole else (0, len(token))
+
+
+def _short_hex(piece: str) -> bool:
+    """Fewer hex digits than a key of hex has (32): an object's id in a path (MongoDB's 24-digit ObjectId,
+    Perfecto's ``/reporting/test/<24 hex>``, a short commit), however random the path around it looks."""
+    return bool(piece) and len(piece) < 32 and not piece.translate(_HEX)
 
 
 _DIGEST_LENGTHS = (32, 40, 56, 64, 96, 128)
@@ -458,8 +466,37 @@ _GREP_LINE = pattern(r":[\w.-]+(?:/[\w.-]+)*:[0-9]+:")
 """A path and a line number after a commit, ``<sha>:dags/config/dev.env:7:``, as git grep prints a match."""
 
 
+# a package's unit id as GHC and Cabal print it in a call stack (``in crm-sync-0.4.2-<22 random>:CrmSync.Db``):
+# the package's name, its version, then its build's hash
+_UNIT_ID = pattern(r"^[A-Za-z][\w-]*-[0-9]+(?:\.[0-9]+)*-[A-Za-z0-9]{8,64}$")
+
+
+def _unit_id(text: str, start: int, end: int) -> bool:
+    """Whether the run at ``text[start:end]`` ends a package's unit id that starts before it (the run starts
+    after the version's last dot)."""
+    if text[start - 1 : start] != "." or not text[start : start + 1].isdigit():
+        return False
+    reach = max(0, start - 128)
+    word_start = max(reach, max(text.rfind(c, reach, start) for c in " \t\n(") + 1)
+    return _UNIT_ID.match(text[word_start:end]) is not None
+
+
+_PUBLISHED_RECORDS = ("_acme-challenge",)
+"""Names of DNS records whose value is published by design: an ACME challenge's TXT record (dns-lexicon's
+``create <domain> TXT --name _acme-challenge.<host> --content <43 random>``, certbot's and lego's logs)."""
+
+
+def _published_record(lowered: str, start: int) -> bool:
+    """Whether the run at ``start`` stands on a line that names a published record."""
+    line_start = lowered.rfind("\n", 0, start) + 1
+    line_end = lowered.find("\n", start)
+    line_end = len(lowered) if line_end < 0 else line_end
+    return any(lowered.find(record, line_start, line_end) >= 0 for record in _PUBLISHED_RECORDS)
+
+
 def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> None:
     judged: dict[str, bool] = {}  # a text that repeats a token judges it once
+    published = any(record in lowered for record in _PUBLISHED_RECORDS)
     for count, match in enumerate(_RUN.finditer(text)):
         if count == MAX_RUNS:
             return
@@ -476,7 +513,9 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
         begin = start + first if _in_url(lowered, start) else start
         if _peer_id(text, start, end) or _host_label(text, start, end) or _base32_public_key(token):
             continue
-        if _encoded_public(token):
+        if _encoded_public(token) or _unit_id(text, start, end):
+            continue
+        if published and _published_record(lowered, start):
             continue
         hidden, before = token[first:last], _named_from(lowered, begin)
         long_member = _long_key(hidden) and _collection_segment(before)  # /periods/<64-character token>/
@@ -521,6 +560,7 @@ def _id_flag_value(text: str, span: Span) -> bool:
 
 PATTERNS: tuple[Pattern, ...] = (
     _PEM,
+    _UNIT_ID,
     _ARMOUR,
     _CRYPT_HASH,
     _VENDOR,

@@ -541,6 +541,7 @@ HELD_OUT = (
     "holdout56.yaml",
     "holdout57.yaml",
     "holdout58.yaml",
+    "holdout59.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -558,7 +559,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout58, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout59, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -3256,6 +3257,61 @@ def test_round_fifty_nine_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_fifty_nine_keeps(text: str) -> None:
     """What round fifty-nine's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a setting named by one flag, given by the next
+        ("+ iscsiadm -m node -T iqn.2005-10.org.freenas.ctl:etl -p 10.20.30.41:3260 --op=update -n node.session.auth.password -v h7Tq2WmX9zKc4rLp",
+         "+ iscsiadm -m node -T iqn.2005-10.org.freenas.ctl:etl -p 10.20.30.41:3260 --op=update -n node.session.auth.password -v ***"),
+        ("config set -k smtp.password -v Qx7pL2mR4dk", "config set -k smtp.password -v ***"),
+        # the secrets in braces after a password's target
+        ("add password    fw-edge-*                       {Fw2@kL7mQ9xR}",
+         "add password    fw-edge-*                       {***}"),
+        ("add password core-sw*.dc1.example-data.net {Xk8#pQ2vLm} {En4@bL9zQw}",
+         "add password core-sw*.dc1.example-data.net {***} {***}"),
+        ("set password {Xk8#pQ2vLm}", "set password {***}"),
+        # a signature compared after "got", in a text about an md5sig
+        ("md5sig mismatch: expected 0E5B9A3C7D1F2E4B8A6C0D9F3E1B7A5C got 8C1F4E7A2B9D0C3E6F5A8B1D4E7C0A93 (mb_transaction_id=4837261950)",
+         "md5sig mismatch: expected *** got *** (mb_transaction_id=4837261950)"),
+        # a plain digest's input
+        ("DEBUG - md5 input: 90210345INV-2025-07-00412F2A9C4E71B0D3865A7C1E9F40B26D8E349.90EUR2",
+         "DEBUG - md5 input: ***"),
+        # a SOAP login's session id
+        ("<CreateSessionResult><returnCode>1</returnCode><sessionId>9F2C7A1E4B8D3065C1E7A9F2B4D8C30E</sessionId></CreateSessionResult>",
+         "<CreateSessionResult><returnCode>1</returnCode><sessionId>***</sessionId></CreateSessionResult>"),
+    ],
+)  # fmt: skip
+def test_round_sixty_classes(text: str, expected: str) -> None:
+    """Round sixty's classes (holdout59's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a setting that names no secret
+        "+ iscsiadm -m node -T iqn.2005-10.org.freenas.ctl:etl --op=update -n node.session.auth.username -v airflow-etl",
+        # a mask the tool printed, as long as it likes
+        'msg="Config overridden from Environment variable" var="GF_DATABASE_PASSWORD=*********"',
+        # a program's read of its environment
+        "+    credentialSecret: process.env.NODE_RED_CREDENTIAL_SECRET,",
+        'password = os.environ["PG_PASSWORD"]',
+        # a package's unit id
+        "  error, called at src/CrmSync/Db.hs:57:11 in crm-sync-0.4.2-8Zq1vXkP3bE2mT9wR4sLyN:CrmSync.Db",
+        # an object's id in a path that looks random as a whole
+        "Report URL: https://exampledata.app.perfectomobile.com/reporting/test/6689f3a1c2e04b7d9a51e0f2",
+        # an ACME challenge's published record
+        "+ lexicon hetzner create example-data.net TXT --name _acme-challenge.etl.example-data.net --content vJ3xQ8sLmW2kTz9RbN5cYp7Fd0hGa4Ue6iOq1Xw",
+        # braces that hold an object, and a count compared
+        'Retrying session creation\t{"error": "failed"}',
+        "row count mismatch: expected 3 got 4",
+    ],
+)  # fmt: skip
+def test_round_sixty_keeps(text: str) -> None:
+    """What round sixty's classes must keep."""
     assert redact(text) == text
 
 
