@@ -66,6 +66,7 @@ HELD = {
     "holdout57.yaml": "58/60 held (96.7 %)",
     "holdout58.yaml": "51/60 held (85.0 %)",
     "holdout59.yaml": "53/60 held (88.3 %)",
+    "holdout60.yaml": "60/60 held (100.0 %)",
 }
 """What each fitted corpus holds today (its history is bench/corpus.py's FITTED): a change in either direction is seen."""
 
@@ -129,8 +130,8 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "  - Podio [webhook]: leaked=['7d3b0b1c4e'] lost=[] (known: holdout59's" in out
     # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
     assert (
-        "holdout60.yaml (held out, not fitted): 54/60 held (90.0 %)   target >= 97 % NOT REACHED"
+        "holdout61.yaml (held out, not fitted): 48/60 held (80.0 %)   target >= 97 % NOT REACHED"
         "   no secret leaked: 57/60 (95.0 %)"
     ) in out
-    assert "  - Snowplow [cli]: leaked=['3f8b2c61-9e4d-47a0-b5c3-d81e6f2a9c07'] lost=[]" in out
+    assert "  - magic-wormhole [cli]: leaked=['4-hamburger-vocalist-uproot'] lost=[]" in out
     assert "Bitrix24 REST webhook [url path]" in out and "(known: " in out

@@ -65,7 +65,7 @@ _KEY = (
     rf"{_KEY_CHAR}*(?:[ \t](?:de|do|da|del|di|du|des|der|van|von|of|от|для)(?:[ \t]\pL+){{1,4}})?"
     # or the kind of secret after it, with no linking word (clé API, Schlüssel SSH)
     r"(?:[ \t](?:api|ssh|gpg|pgp|jwt|aws|s3|db|sql|smtp|ldap|ftp|vpn|wifi|wi-fi|hmac|oauth|tls|ssl))?"
-    rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw|psw|psk|hmac)|auth|sig|session"  # upw=, dbpw=, psw= (SMSC.ru), wpa_psk=, x_hmac=
+    rf"|{_KEY_CHAR}*(?:key|keys|[_.-]auth(?:tok)?|pw|psw|psk|hmac)|auth|sig|session|sid"  # upw=, dbpw=, psw= (SMSC.ru), wpa_psk=, x_hmac=
     # or with an environment's suffix (dotenvx's DOTENV_PRIVATE_KEY_PRODUCTION=, API_KEY_PROD=)
     rf"|{_KEY_CHAR}*key[_.-](?:prod|production|dev|development|staging|stage|test|live|sandbox|local)"
     r"|--?pas"  # a password's flag cut short, as a tool that takes any prefix of a switch reads it (gbak's -pas)
@@ -77,6 +77,9 @@ _KEY = (
     # a one-time or personal code, as a whole word or after a separator (pin=, card.pin:, pin_code=, mfa_code=);
     # a verifier (OAuth 1.0's oauth_verifier, PKCE's code_verifier, a webhook's verification code)
     rf"|(?:{_KEY_CHAR}*[_.-])?(?:pin(?:[_-]?code)?|otp|totp|mfa[_-]?code|2fa[_-]?code|recovery[_-]?codes?|backup[_-]?codes?|security[_-]?answer|verifier)"
+    # a product's registration or activation code, which registers a system as the customer's (SUSE's
+    # AutoYaST <reg_code>, SUSEConnect's --regcode, a licence's activation_code)
+    rf"|(?:{_KEY_CHAR}*[_.-])?(?:reg|registration|activation|licen[cs]e)[_-]?code"
     rf"|{_KEY_CHAR}*(?-i:[a-z]Pin(?:Code)?)"  # a PIN as a camel-case last word (Aramex's AccountPin)
     # a cipher's initialisation vector set beside its key (KG Inicis' INIAPI_IV, aes_iv, NewebPay's
     # HashIV): key material
@@ -135,6 +138,11 @@ def _oauth_codes(text: str, spans: list[Span]) -> None:
 _JSON_OBJECT = pattern(r"\{[ \t]*(?:\\*[\"'][^\"'\r\n]{1,64}\\*[\"']|[A-Za-z_$][\w$-]{0,63})[ \t]*:")
 
 
+# a setting's value wrapped in an object of its own (Spring Cloud Config's and Steeltoe's property sources:
+# "spring.datasource.password":{"value":"x","origin":...}): the field's string is the value (group 1)
+_WRAPPED_VALUE = pattern(r"\{[ \t]*[\"']value[\"'][ \t]*:[ \t]*[\"']([^\"'\r\n]*)[\"']")
+
+
 # key<space>value, '--key', 'value': only the key and the space are matched, the value is read in
 # Python, so a value that is not a secret is not consumed ("pass password=x" still shows its key).
 # No group: RE2 then finds a match's bounds with its DFA alone, where a group made it read a long
@@ -158,6 +166,7 @@ _MODIFIED_KEY = pattern(
 _XML_ELEMENT = pattern(
     r"<([\w:.-]*(?:pass|pwd|secret|token|credential|signature|api[-_]?key|access[-_]?key|private[-_]?key"
     r"|account[-_]?key|session[-_]?key|auth[-_]?key|client[-_]?key|[_.-]key|(?-i:[a-z]Key)|[_.-]pw|"  # <hmac_key>,
+    r"(?:reg|registration|activation|licen[cs]e)[-_]?code|"  # <reg_code> (AutoYaST)
     r"session[-_]?id|"  # a SOAP login's answer (Salesforce's, Speedex's <sessionId>): the session's bearer credential
     # <applicationKey>, not <key> (a plist's name)
     + "|".join(_FOREIGN_WORDS)
@@ -1049,6 +1058,11 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
             _key_values(braced[1:], fields, depth + 1)
             spans.extend((raw_start + 1 + begin, raw_start + 1 + finish) for begin, finish in fields)
             continue
+        wrapped = _WRAPPED_VALUE.match(braced) if braced.startswith("{") else None
+        if wrapped is not None:
+            if not _not_secret(wrapped.group(1)):
+                spans.append((raw_start + wrapped.start(1), raw_start + wrapped.end(1)))
+            continue  # the string inside, judged alone: a mask the config server printed stays
         kept = _identity(key, value)  # --auth=user:password (HTTPie, xh), PVEAPIToken=user@realm!tokenid=***
         if kept:
             start += kept
@@ -1089,6 +1103,8 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
             continue  # the shell's working directory (PWD=/opt/airflow), not ODBC's password
         if lowered == "session" and value.isdigit():
             continue  # a session's number (Exasol's "(Session: 1802316549870271489)"), not its token
+        if lowered == "sid" and not _looks_random(value):
+            continue  # an Oracle database's SID (SID=ORCL), a Twilio object's (SM<32 hex>), not a session's random id
         if lowered in ("key", "keys") and (
             (not any(c.isdigit() for c in value) and not _request_header(text, key_start))
             or _snake_name(value)
@@ -1310,7 +1326,7 @@ def echoed_id(text: str, start: int, end: int, shown: frozenset[str]) -> bool:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    _JSON_OBJECT, _OAUTH_CODE, _TYPOGRAPHIC,
+    _JSON_OBJECT, _WRAPPED_VALUE, _OAUTH_CODE, _TYPOGRAPHIC,
     _FORM_BODY, _SHORT_KEY_DSN,
     _KEY_VALUE, _KEY_SPACE, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _SEED_PHRASE, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _LOGIN_VECTOR, _BRACKETED,
@@ -1341,6 +1357,7 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         or "sig" in lowered
         or "auth" in lowered
         or "session" in lowered
+        or "sid" in lowered
         or "cookie" in lowered
         or "salt" in lowered
         or "pin" in lowered

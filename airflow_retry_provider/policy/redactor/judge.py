@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import string
 from collections import Counter
+from itertools import groupby
 
 from airflow_retry_provider.policy import secret_words
 from airflow_retry_provider.policy.engine import Pattern, pattern
@@ -55,6 +56,14 @@ _MASK_CHARACTERS = "*•●xX#"
 """The characters a tool repeats in place of a secret it masks (``*********``, ``••••``, ``xxxxxx``)."""
 
 
+def _tool_mask(value: str) -> bool:
+    """A mask the tool printed, as long as it likes (Grafana's ``GF_DATABASE_PASSWORD=*********``), perhaps beside
+    the few characters it shows (Hoplite's ``8Rv*****``, ``****4242``): a run of one mask character, three or more
+    and at least half the value."""
+    run = max((len(list(group)) for c, group in groupby(value) if c in _MASK_CHARACTERS), default=0)
+    return run >= 3 and run * 2 >= len(value)
+
+
 # a mask a tool printed in place of a secret, with spaces or dashes around it: "--- Token Redacted ---"
 _MASK_PHRASE = pattern(
     r"^[-=*#\[(<\s]*(?:\w+\s+)?(?:redacted|hidden|masked|filtered|omitted|removed)[-=*#\])>\s]*$"
@@ -80,8 +89,8 @@ def _not_secret(value: str) -> bool:
     (``$TOKEN``, ``${PG_PASSWORD}``; ``$ecret1`` is a value)."""
     if value.lower() in _NOT_SECRETS or _MASK_PHRASE.match(value.lower()) is not None:
         return True
-    if len(value) >= 3 and len(set(value)) == 1 and value[0] in _MASK_CHARACTERS:
-        return True  # a mask the tool printed, as long as it likes (Grafana's GF_DATABASE_PASSWORD=*********)
+    if _tool_mask(value):
+        return True
     if value.startswith("%(") and value[2:].removesuffix(")s").replace("_", "").isalnum():
         return True  # a named bind parameter (psycopg's password_hash = %(password_hash)s), not its value
     if value[:1] == "$" and value[1:].isdigit():

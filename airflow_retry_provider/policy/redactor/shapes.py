@@ -26,6 +26,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _readable,
     _secret_column,
     _secret_segment,
+    _tool_mask,
     _typed_object_id,
 )
 from airflow_retry_provider.policy.redactor.spans import Span, _matches, _spans_of
@@ -119,6 +120,7 @@ def _chosen(word: str) -> bool:
         and word[0] not in _CHOSEN_SYMBOLS + "@%"
         and _mixed(word)
         and not any(span in word for span in ("a-z", "A-Z", "0-9"))
+        and not _tool_mask(word)  # Hoplite's 8Rv*****: the tool masked it, showing its first characters
     )
 
 

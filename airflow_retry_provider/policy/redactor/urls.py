@@ -17,6 +17,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _not_secret,
     _readable,
     _secret_column,
+    _secret_key,
     _token_identity,
     _uuid,
 )
@@ -449,7 +450,10 @@ def _authorization(text: str, spans: list[Span]) -> None:
             _auth_parameters(text, start, start + len(line), spans)  # Hawk id="x", ts="1", mac="***"
             continue
         equals = text.find("=", start, end)
-        if 0 <= equals and text[start:equals].isalpha() and " " not in text[start:equals]:
+        name = text[start:equals] if equals >= 0 else ""
+        if _object_id_parameter(name):
+            continue  # DiadocAuth ddauth_api_client_id=<id>: a client's id, named so, is no credential
+        if name.isalpha():
             start = equals + 1  # AWS4-HMAC-SHA256 Credential=***: the parameter's name stays
         if digest < 0 or digest >= 40:  # one credential: to the next space (Digest's run to the end)
             space = min(
@@ -462,6 +466,12 @@ def _authorization(text: str, spans: list[Span]) -> None:
             end -= 1
         if end > start and not _not_secret(text[start:end]):
             spans.append((start, end))
+
+
+def _object_id_parameter(name: str) -> bool:
+    """An unquoted auth-param's name that names an object's id, not a credential's (Diadoc's
+    ``ddauth_api_client_id``; not a session's id)."""
+    return name.replace("_", "").replace("-", "").isalnum() and _id_key(name) and not _secret_key(name)
 
 
 # a scheme's quoted auth-params (RFC 7235): Hawk id="x", ts="1", nonce="y", mac="z"

@@ -542,6 +542,7 @@ HELD_OUT = (
     "holdout57.yaml",
     "holdout58.yaml",
     "holdout59.yaml",
+    "holdout60.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -559,7 +560,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout59, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout60, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -3312,6 +3313,46 @@ def test_round_sixty_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_sixty_keeps(text: str) -> None:
     """What round sixty's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a session's random id under sid
+        ('  "sid" : "Mh3kR8vZ2qWx7LpT5nYc9FdB1sJ4gUaE0oKi6VtNl-Q",', '  "sid" : "***",'),
+        # a product's registration code
+        ("    <reg_code>7F3A9C21E4B8D605</reg_code>", "    <reg_code>***</reg_code>"),
+        ("SUSEConnect --regcode 7F3A9C21E4B8D605 --email ops@example.org",
+         "SUSEConnect --regcode *** --email ops@example.org"),
+        # igluctl's positional API key (the flags table)
+        ("igluctl static push schemas/ https://iglu.data.example.org 3f8b2c61-9e4d-47a0-b5c3-d81e6f2a9c07 --public",
+         "igluctl static push schemas/ https://iglu.data.example.org *** --public"),
+        # a setting's value wrapped in an object of its own
+        ('"spring.datasource.password":{"value":"Qx7pL2mR4dk","origin":"x"}',
+         '"spring.datasource.password":{"value":"***","origin":"x"}'),
+    ],
+)  # fmt: skip
+def test_round_sixty_one_classes(text: str, expected: str) -> None:
+    """Round sixty-one's classes (holdout60's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a database's SID, a Twilio object's sid
+        "(CONNECT_DATA=(SID=ORCL))",
+        '"sid": "SM1f0e93b2c54d78a9f2b4d8c30e1a7c5b"',
+        # masks the tools printed, showing a few characters or none
+        "| db.password             | Env Var Overrides                | 8Rv*****       |",
+        '"Spring:Cloud:Config:Password":{"value":"******"}',
+        # an auth-param named as a client's id
+        "Authorization: DiadocAuth ddauth_api_client_id=acme-torg-erp-7f3c9a21",
+    ],
+)  # fmt: skip
+def test_round_sixty_one_keeps(text: str) -> None:
+    """What round sixty-one's classes must keep."""
     assert redact(text) == text
 
 
