@@ -13,7 +13,7 @@ the same line the flag at the start of an argument (after a space, or a quote of
 the text.
 
 The generic rule, for any tool: ``user:secret`` (or ``user%secret``) after ``--user``, ``-u``,
-``-U`` or a flag named for credentials (``--creds``, ``--src-creds``, ``--*-credentials``, sqlmap's ``--auth-cred``) hides what follows the separator, unless it is a number (``docker run -u 1000:1000``), the
+``-U`` or a flag named for credentials (``--creds``, ``--src-creds``, ``--*-credentials``, sqlmap's ``--auth-cred``, Mill's ``--sonatypeCreds``) hides what follows the separator, unless it is a number (``docker run -u 1000:1000``), the
 user again, or a URL's rest (``beeline -u jdbc:hive2://...``); and after a user flag and its name,
 a short password flag's value on the same command (``-p``, ``-P``, ``-pw``, ``-w``, ``--pass``:
 ``knife -U ubuntu -P x``), unless it is a port (digits) or a path; and the value of a flag the text's own
@@ -168,9 +168,11 @@ def _pattern_of(row: Flag) -> tuple[Pattern, Pattern]:
 # the generic rule: user:secret or user%secret after --user, -u, -U (any tool)
 # (and after a flag named for credentials: crictl --creds, skopeo --src-creds, any --*-credentials, --*-cred)
 USER_PAIR = pattern(
-    rf"{START}(?:--user(?:name)?|-u|-U|--(?:[\w-]*-)?creds?|--(?:[\w-]*-)?credentials)(?:=|{NEXT})?[\"']?([^\s:%'\"/@,]+)[:%]([^\s'\"@,\])]+)"
+    rf"{START}(?:--user(?:name)?|-u|-U|--(?:[\w-]*-)?creds?|--(?:[\w-]*-)?credentials"
+    r"|--[a-z][A-Za-z]*Cred(?:s|entials)?)"  # in camel case (Mill's --sonatypeCreds user:x)
+    rf"(?:=|{NEXT})?[\"']?([^\s:%'\"/@,]+)[:%]([^\s'\"@,\])]+)"
 )
-_USER_FLAGS = ("--user", "-u", "-U", "cred")  # cred: --x-creds, --x-credentials, sqlmap's --auth-cred
+_USER_FLAGS = ("--user", "-u", "-U", "cred", "Cred")  # cred: --x-creds, --x-credentials, sqlmap's --auth-cred
 # an API key given as the user, with no password after the colon (curl -u KEY:, as Stripe, Mailgun and
 # Dead Man's Snitch document it): the user is the secret, unless it is a name of letters (admin:)
 KEY_AS_USER = pattern(rf"{START}(?:--user|-u)(?:=|{NEXT})?[\"']?([^\s:%'\"/@,]+):(?:[\s'\"]|$)")

@@ -13,7 +13,6 @@ from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _DEVICE_KINDS,
     _FOREIGN_WORDS,
-    _NOT_SECRETS,
     _OUTRIGHT_WORDS,
     _PASSWORD_KEYS,
     _SPACED_KEY,
@@ -21,6 +20,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _before_next_key,
     _bracketed_name,
     _compact,
+    _credential_scope,
     _domain_name,
     _flag_prose,
     _id_key,
@@ -255,6 +255,20 @@ _SENT_CODE = pattern(
     + "|".join(map(re.escape, secret_words.CODE_WORDS))
     + r")[^\r\n]{0,80}?(?:[^\w\r\n-])([0-9]{4,8})(?:[^\w-]|$)"
 )
+
+
+# a code phrase a password-authenticated transfer prints for its peer to type (magic-wormhole's "Wormhole
+# code is: 4-hamburger-vocalist-uproot", croc's): a channel's number, then words joined by dashes, after "code"
+_CODE_PHRASE = pattern(r"(?i:\bcode)\b[^\r\n]{0,24}?[\s:=\"']([0-9]{1,4}(?:-[a-z]{2,16}){2,6})(?:[^\w-]|$)")
+_OUTCOME_WORDS = ("error", "status", "exit", "return", "response", "http", "reason")
+"""Words before "code" that make it an outcome's code (``error code: 404-not-found``), not a phrase to type."""
+
+
+def _code_phrases(text: str, lowered: str, spans: list[Span]) -> None:
+    for match in _matches(_CODE_PHRASE, text, spans):
+        before = lowered[max(0, match.start() - 16) : match.start()]
+        if not any(word in before for word in _OUTCOME_WORDS):
+            spans.append(match.span(1))
 
 
 # a signature a verifier quotes back, as it received it or as it computed it, in a text about a
@@ -1103,6 +1117,10 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
             continue  # the shell's working directory (PWD=/opt/airflow), not ODBC's password
         if lowered == "session" and value.isdigit():
             continue  # a session's number (Exasol's "(Session: 1802316549870271489)"), not its token
+        if key == "Credential" and _credential_scope(value):
+            continue  # HMAC-SHA256 Credential=<key id>/<date>: the signing key's id and scope, not the key
+        if lowered in ("cookie", "set-cookie") and "=" in value:
+            continue  # a cookie header's pairs: the URL family's, which keeps the analytics cookies among them
         if lowered == "sid" and not _looks_random(value):
             continue  # an Oracle database's SID (SID=ORCL), a Twilio object's (SM<32 hex>), not a session's random id
         if lowered in ("key", "keys") and (
@@ -1215,7 +1233,7 @@ def _named(text: str, spans: list[Span]) -> None:
                     and end > start
                 ):
                     end -= 1  # the closing quote of a value read to its line's end
-                if text[start:end].strip() not in _NOT_SECRETS:
+                if not _not_secret(text[start:end].strip()):
                     spans.append((start, end))
 
 
@@ -1293,9 +1311,10 @@ def _form_siblings(text: str, spans: list[Span]) -> None:
                     spans.append((start, start + len(value)))
 
 
-# a value under a key naming an object's id (merchant_id='2547916', orderId=GLL7TNH9...), group 2
+# a value under a key naming an object's id (merchant_id='2547916', orderId=GLL7TNH9..., an escaped
+# payload's \"purchaseUuid\":\"Yx2b...\"), group 2
 _ID_ASSIGNMENT = pattern(
-    r"(?:^|[^\w.-])([A-Za-z][\w.-]{0,40}?(?:_id|-id|Id|ID))[\"']?[ \t]*[:=][ \t]*[\"']?([\w.-]{4,64})"
+    r"(?:^|[^\w.-])([A-Za-z][\w.-]{0,40}?(?:_id|-id|Id|ID|_uuid|Uuid|UUID|_guid|Guid|GUID))\\*[\"']?[ \t]*[:=][ \t]*\\*[\"']?([\w.-]{4,64})"
 )
 
 
@@ -1332,7 +1351,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _LOGIN_VECTOR, _BRACKETED,
     _SETTING_ECHO, _PYDANTIC_INPUT, _TRAIT_ERROR, _CUE_ERROR, _GO_FIELD, _USER_PAIR_KEY, _ERROR_OBJECT,
     _ID_ASSIGNMENT, _NEXT_COUNTER, _PREVIOUS_COUNTER, _LABELLED_ARGUMENT, _FLAT_OBJECT, _FIELD_NAME, _PROOF_FIELD,
-    _REVEAL, _SENT_CODE, _HEX_DIGEST, _SIGNATURE_AFTER_TIME, _COMPARED_SIGNATURE, _DIGEST_INPUT, _BRACED_SECRETS,
+    _REVEAL, _SENT_CODE, _CODE_PHRASE, _HEX_DIGEST, _SIGNATURE_AFTER_TIME, _COMPARED_SIGNATURE, _DIGEST_INPUT, _BRACED_SECRETS,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 
@@ -1423,6 +1442,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         _spans_of(_REVEAL, text, spans)
     if not gates.isdisjoint(secret_words.CODE_WORDS):
         _spans_of(_SENT_CODE, text, spans)
+    if "code" in lowered and "-" in text:
+        _code_phrases(text, lowered, spans)
     if any(map(lowered.__contains__, _SIGNATURE_WORDS)):
         _spans_of(_COMPARED_SIGNATURE, text, spans)
     if "input" in lowered or "source" in lowered or "base" in lowered or " to " in lowered:

@@ -575,9 +575,21 @@ def _connection_calls(text: str, spans: list[Span]) -> None:
         _connection_arguments(args, spans)
 
 
+# a digest shown beside what it was computed over: "sha256(<input>) = <hex>"; the digest of a key is a
+# proof of it (Payhip's webhook signature is sha256 of the API key: computed sha256(PAYHIP_API_KEY=x) = <hex>)
+_DIGEST_RESULT = pattern(
+    r"\b(?:md5|sha1|sha224|sha256|sha384|sha512)\(([^()\r\n]{1,256})\)[ \t]*(?:==?|->|:)[ \t]*([0-9a-fA-F]{32,128})\b"
+)
+_KEYED_INPUTS = ("key", "secret", "token", "pass", "salt")
+"""Words that make a digest's input a secret's: its digest is then a proof of the secret."""
+
+
 def _hashed_keys(text: str, spans: list[Span]) -> None:
     """An HMAC's key literal, and a literal joined by ``+`` into a digest's argument, when shaped as a
-    secret (not a word of the message: ``"Refund"``, ``"|"``)."""
+    secret (not a word of the message: ``"Refund"``, ``"|"``); the digest of an input that holds a secret."""
+    for match in _matches(_DIGEST_RESULT, text, spans):
+        if any(word in match.group(1).lower() for word in _KEYED_INPUTS):
+            spans.append(match.span(2))
     for match in _matches(_HMAC_KEY, text, spans):
         start, end = match.span(1) if match.start(1) >= 0 else match.span(2)
         if _looks_secret(text[start:end]) and not _not_secret(text[start:end]):
@@ -849,7 +861,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS, _NAMED_SETTING, _STORE_PASSWORD_FLAG, _DOMAIN_LOGIN, _JDBC_ARGUMENTS, _LTOKEN_LINE, _ENCRYPT_STRING, _QUOTED_ARGUMENT,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
     _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
-    _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _JOINED_LITERAL, _ODBC_LOGIN,
+    _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _DIGEST_RESULT, _JOINED_LITERAL, _ODBC_LOGIN,
     _SASL_TUPLE, _PASSPHRASE_CALL, _PRINTF_TEMPLATE, _PRINTF_ARGUMENT, _CONVERSION,
 )  # fmt: skip
 """This module's patterns, beside ``policy/argv.py``'s (the linear-time test runs each on adversarial input)."""

@@ -36,14 +36,14 @@ _DEVICE_KINDS = ("sha512", "sha256", "md5", "plaintext", "encrypted", "ascii", "
 # ---------------------------------------------------------------------------------------------
 _NOT_SECRETS = frozenset(
     {"", MASK, "null", "none", "nil", "true", "false", "on", "off", "undefined", "bearer", "basic", "token", "digest",
-     "negotiate", "ntlm", "<redacted>", "[redacted]", "redacted", "********", "xxx",
+     "negotiate", "ntlm", "<redacted>", "[redacted]", "redacted",
      "%s", "%r", "%d", "?", "{}", "<token>", "<password>", "<secret>",
      "yes", "no",  # MySQL's "(using password: YES)"
      "get", "post", "put", "patch", "delete",  # a request's method ("auth: POST https://..."), no value
      # a value another tool already masked: Ansible's no_log, gcloud's --log-http, a hidden field
      "value_specified_in_no_log_parameter", "[hidden]", "<hidden>", "(hidden)", "hidden", "<masked>",
-     "[masked]", "masked", "[filtered]", "filtered", "[secure]", "<omitted>", "[omitted]", "******",
-     "*****", "****", "---", "--",
+     "[masked]", "masked", "[filtered]", "filtered", "[secure]", "<omitted>", "[omitted]", "---", "--",
+     "not-set", "not_set", "notset", "unset", "(unset)", "<unset>", "(not set)", "<not set>",  # a template's default
      *(ANSWER_WORDS := (  # yes/no/hidden/none in the languages of policy/secret_words.py
          "si", "sí", "oui", "non", "ja", "nein", "não", "nao", "sim", "nenhuma", "nenhum", "ninguna",
          "ninguno", "aucun", "aucune", "masqué", "masquée", "caché", "cachée", "oculta", "oculto",
@@ -211,6 +211,19 @@ def _identity(key: str, value: str) -> int:
     return _token_identity(value) or _scoped_token(value) or _uuid_key_id(value) or _site_key(value)
 
 
+# a signing key's id and its scope, as an HMAC scheme's Credential= gives them (AWS's SigV4 and its kin:
+# Credential=<key id>/<yyyymmdd>/<region>/<service>/aws4_request)
+_CREDENTIAL_SCOPE = pattern(
+    r"^(?:[A-Za-z0-9_.-]{1,128}|\*\*\*)/[0-9]{8}(?:/|,|$)"
+)  # an AKIA id hidden: ***/<date>
+
+
+def _credential_scope(value: str) -> bool:
+    """Whether an HMAC scheme's ``Credential=`` value is a key's id and its scope (``lk_prod_3114/20250625``):
+    no secret, the proof being ``Signature=``'s; an AWS key's id is hidden by its vendor's shape wherever it stands."""
+    return _CREDENTIAL_SCOPE.match(value) is not None
+
+
 def _site_key(value: str) -> int:
     """How much of a ``<host>:<key>`` key names its site, to be kept: the host (Flywheel's API key
     ``neurolab.flywheel.io:<key>``); a port after a host is no key."""
@@ -304,8 +317,8 @@ def _domain_label(label: str) -> bool:
     return label.replace("-", "").replace("_", "").isalnum() or (label != "" and set(label) == {"_"})
 
 
-# the key just before a value: taskId=, "order_id": (group 1)
-_KEY_BEFORE = pattern(r"([A-Za-z][\w.-]{0,40})[\"']?[ \t]*[:=][ \t]*[\"']?$")
+# the key just before a value: taskId=, "order_id": , \"purchaseUuid\":\" in an escaped payload (group 1)
+_KEY_BEFORE = pattern(r"([A-Za-z][\w.-]{0,40})\\*[\"']?[ \t]*[:=][ \t]*\\*[\"']?$")
 
 
 def _key_before(text: str, start: int) -> str | None:
@@ -314,7 +327,7 @@ def _key_before(text: str, start: int) -> str | None:
     return None if match is None else match.group(1)
 
 
-_BARE_IDS = frozenset({"id", "ids", "adid", "gaid", "oaid", "idfa", "idfv"})
+_BARE_IDS = frozenset({"id", "ids", "uuid", "guid", "adid", "gaid", "oaid", "idfa", "idfv"})
 """Ids spelled as one word: a mobile device's advertising ids (Adjust's ``adid``, Google's ``gaid``,
 Apple's ``idfa``), which a measurement callback carries beside its secret."""
 
@@ -322,7 +335,9 @@ Apple's ``idfa``), which a measurement callback carries beside its secret."""
 def _id_key(key: str) -> bool:
     """A key named as an object's id (``id``, ``zone_id``, ``OSSAccessKeyId``, ``client_id``): its value is what
     on-call looks up, however random, unless the id is a credential (``session_id``, ``app_id``)."""
-    named_id = key.lower() in _BARE_IDS or key.endswith(("_id", "-id", ".id", "Id", "ID", "_ids", "Ids"))
+    named_id = key.lower() in _BARE_IDS or key.endswith(
+        ("_id", "-id", ".id", "Id", "ID", "_ids", "Ids", "_uuid", "Uuid", "UUID", "_guid", "Guid", "GUID")
+    )  # a UUID's key names an id too (Zettle's purchaseUuid)
     return named_id and not _compact(key).endswith(_SECRET_IDS)
 
 
@@ -1071,6 +1086,7 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
 
 PATTERNS: tuple[Pattern, ...] = (
     _MASK_PHRASE,
+    _CREDENTIAL_SCOPE,
     _SIGNED_AT,
     _REPOSITORY_AT,
     _BRACKETED_CODE,

@@ -23,6 +23,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _looks_secret,
     _mixed,
     _named_hash,
+    _object_name,
     _readable,
     _secret_column,
     _secret_segment,
@@ -124,14 +125,23 @@ def _chosen(word: str) -> bool:
     )
 
 
-def _words_shaped(pattern_: Pattern, shaped: Callable[[str], bool], text: str, spans: list[Span]) -> None:
+def _words_shaped(
+    pattern_: Pattern, shaped: Callable[[str], bool], text: str, spans: list[Span], readable: list[Span]
+) -> None:
     """Every word ``pattern_`` finds (its group 1) that has the ``shaped`` mix (:func:`_chosen`,
-    :func:`_passphrase`), unless a key naming an id holds it (Onfleet's ``taskId=kc8SS1tzuZ~jqjl...``)."""
+    :func:`_passphrase`), unless a key naming an id holds it (Onfleet's ``taskId=kc8SS1tzuZ~jqjl...``); a
+    ``readable`` user at its start stays."""
     for match in _matches(pattern_, text, spans):
         if shaped(match.group(1)):
             key = _key_before(text, match.start(1))
             if key is None or not _id_key(key):
-                spans.append(match.span(1))
+                start, end = match.span(1)
+                user = next(
+                    (finish + 1 for begin, finish in readable if begin == start and finish < end), start
+                )
+                spans.append(
+                    (user, end)
+                )  # the user of a pair and its % stay (Samba's -U svc-domjoin%x, an argv list's)
 
 
 # a passphrase a person chose, joined by dashes (Horse-Battery-Staple-91, Pr0ducer-Queue-2024,
@@ -275,7 +285,12 @@ def _random_part(token: str, whole: bool) -> Span:
         elif whole and not keyed and _short_hex(piece):
             named = True  # /reporting/test/<24 hex>: an object's id (MongoDB's ObjectId), too short for a key
         elif (
-            (not _readable(piece) and not _typed_object_id(piece))
+            # (deploy/<Deployment>-<ReplicaSet hash>-<suffix>: a Pod's name, cut in short words, is no key)
+            (
+                not _readable(piece)
+                and not _typed_object_id(piece)
+                and not _object_name(piece, piece.split("-"))
+            )
             if whole or keyed
             else _random_piece(piece, keyed=_version_segment(previous) and index == len(pieces) - 1)
         ):
@@ -503,6 +518,8 @@ def _random_runs(text: str, lowered: str, spans: list[Span], readable: list[Span
         if count == MAX_RUNS:
             return
         start, end = match.span(1)
+        if text[start - 1 : start] == "%" and not text[start : start + 2].translate(_HEX):
+            start += 2  # a byte percent-encoded before the run (EDGE_ENROLL_TOKEN%3D<token>: an encoded =)
         token = text[start:end]
         random = judged.get(token)
         if random is None:
@@ -587,9 +604,9 @@ def find(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> No
     if "$" in text:
         _spans_of(_CRYPT_HASH, text, spans)
     if any(map(text.__contains__, _CHOSEN_SYMBOLS)):
-        _words_shaped(_CHOSEN, _chosen, text, spans)
+        _words_shaped(_CHOSEN, _chosen, text, spans, readable)
     if "-" in text:
-        _words_shaped(_PASSPHRASE, _passphrase, text, spans)
+        _words_shaped(_PASSPHRASE, _passphrase, text, spans, readable)
     if len(text) >= LONG_WORD:  # a word long enough to hold a vendor token, found with a loop (not a
         for word in text.split():  # max(map(len, ...)), which costs more for a few words)
             if len(word) >= LONG_WORD:

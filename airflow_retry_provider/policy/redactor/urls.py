@@ -9,6 +9,7 @@ from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _NEXT_KEY,
     _authorization_id,
+    _credential_scope,
     _digest_user,
     _has_digit,
     _id_key,
@@ -419,11 +420,27 @@ def _header_value(text: str, match: Any, stops: str) -> Span:
     return start, _escaped_line_end(text, start, cut)
 
 
+_ANALYTICS_COOKIES = ("_ga", "_gid", "_gat", "_gcl_", "_fbp", "_fbc", "__utm", "_hjid", "_hjsession", "ajs_anonymous_id")  # fmt: skip
+"""Cookies that count visits, as their vendors document them (Google Analytics' ``_ga=GA1.2.<id>.<time>``, Google Ads',
+Meta's pixel, Hotjar's, Segment's anonymous id): a visitor's random id, no session's credential."""
+
+
 def _cookie(text: str, spans: list[Span]) -> None:
+    """A cookie header's value, hidden but for the analytics cookies among its pairs (each run of the other
+    pairs is one ``***``)."""
     for match in _matches(_COOKIE, text, spans):
         start, end = _header_value(text, match, "")
-        if end > start and text[start:end] != MASK:
-            spans.append((start, end))
+        if end <= start or text[start:end] == MASK:
+            continue
+        hidden = at = start
+        for pair in text[start:end].split(";"):
+            if pair.strip().startswith(_ANALYTICS_COOKIES):
+                if at > hidden:
+                    spans.append((hidden, at - 1))  # up to the ";" before this pair
+                hidden = at + len(pair) + 1
+            at += len(pair) + 1
+        if end > hidden:
+            spans.append((hidden + (text[hidden : hidden + 1] == " "), end))
 
 
 def _authorization(text: str, spans: list[Span]) -> None:
@@ -451,7 +468,7 @@ def _authorization(text: str, spans: list[Span]) -> None:
             continue
         equals = text.find("=", start, end)
         name = text[start:equals] if equals >= 0 else ""
-        if _object_id_parameter(name):
+        if _object_id_parameter(name) or (name == "Credential" and _credential_scope(text[equals + 1 : end])):
             continue  # DiadocAuth ddauth_api_client_id=<id>: a client's id, named so, is no credential
         if name.isalpha():
             start = equals + 1  # AWS4-HMAC-SHA256 Credential=***: the parameter's name stays

@@ -543,6 +543,7 @@ HELD_OUT = (
     "holdout58.yaml",
     "holdout59.yaml",
     "holdout60.yaml",
+    "holdout61.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -560,7 +561,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout60, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout61, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -3353,6 +3354,57 @@ def test_round_sixty_one_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_sixty_one_keeps(text: str) -> None:
     """What round sixty-one's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a credentials flag in camel case
+        ("+ mill -i mill.scalalib.PublishModule/publishAll --sonatypeCreds ledger-ci:ErXmROFwX0NWfq0UxdXciAzZ --release true",
+         "+ mill -i mill.scalalib.PublishModule/publishAll --sonatypeCreds ledger-ci:*** --release true"),
+        # a code phrase to type, and magic-wormhole's receive (the flags table)
+        ("INFO - Wormhole code is: 4-hamburger-vocalist-uproot", "INFO - Wormhole code is: ***"),
+        ("INFO - wormhole receive 4-hamburger-vocalist-uproot", "INFO - wormhole receive ***"),
+        # the digest of an input that holds a key
+        ("computed sha256(PAYHIP_API_KEY=f0a3c9e17b5d2846e1c7f9a0b3d5e8c2a4f60719) = 5d1f1e46a8b0c2e97f3a6d4b8c0e2f1a9b7d5c3e1f0a2b4c6d8e0f2a4b6c8d0e",
+         "computed sha256(PAYHIP_API_KEY=***) = ***"),
+        # a run after a percent-encoded byte, which stays
+        ("data:,EDGE_SITE%3Dams3%0AEDGE_ENROLL_TOKEN%3Detok_0Zz0jAXMzKrlO8JM5GSS1K%0AEDGE_API%3Dhttps",
+         "data:,EDGE_SITE%3Dams3%0AEDGE_ENROLL_TOKEN%3D***%0AEDGE_API%3Dhttps"),
+        # a user%password in an argv list: the user stays
+        ("Running: ['net', 'ads', 'join', '-U', 'svc-domjoin%Jq4!vR8zTw2m@x', '-S', 'dc02.corp.acme.lan']",
+         "Running: ['net', 'ads', 'join', '-U', 'svc-domjoin%***', '-S', 'dc02.corp.acme.lan']"),
+        # a cookie header: the analytics cookies stay, the session's goes
+        ("-   ReqHeader      Cookie: _ga=GA1.2.118237.1719200000; PHPSESSID=IUDOFkbsGXIDBMsjNhup7q",
+         "-   ReqHeader      Cookie: _ga=GA1.2.118237.1719200000; ***"),
+        # an HMAC scheme's Credential: the key's id and scope stay, the signature goes
+        ("authorization: HMAC-SHA256 Credential=lk_prod_3114/20250625, SignedHeaders=host;x-date, Signature=7faa3a938a8060a578cfb128c15b475ccd1367b2409939a7eb605348b89b9c45",
+         "authorization: HMAC-SHA256 Credential=lk_prod_3114/20250625, SignedHeaders=host;x-date, Signature=***"),
+    ],
+)  # fmt: skip
+def test_round_sixty_two_classes(text: str, expected: str) -> None:
+    """Round sixty-two's classes (holdout61's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a template's default that is no value
+        "+ export PGBOUNCER_STATS_PASSWORD=not-set",
+        # a Pod's name after deploy/
+        "worker log tail (deploy/webhook-worker-6c9f7d8b54-xk2lp):",
+        # an id under a UUID's key in an escaped payload, and where a sentence names it
+        '"payload":"{\\"purchaseUuid\\":\\"Yx2b8QwKEe-1FZ3lq0t9xA\\"}" ValueError: purchase Yx2b8QwKEe-1FZ3lq0t9xA has no products[]',
+        # an outcome's code, no phrase to type
+        "error code: 404-not-found-here",
+        # a file's digest
+        "sha256(orders_2025.parquet) = 5d1f1e46a8b0c2e97f3a6d4b8c0e2f1a9b7d5c3e1f0a2b4c6d8e0f2a4b6c8d0e",
+    ],
+)  # fmt: skip
+def test_round_sixty_two_keeps(text: str) -> None:
+    """What round sixty-two's classes must keep."""
     assert redact(text) == text
 
 

@@ -27,7 +27,8 @@ SHA = "3b18e512dba79e4c8300dd08aeb37f8e728b8dad"
         (
             "Authorization: AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20261204/us-east-1/s3/aws4_request, "
             f"SignedHeaders=host, Signature={SHA}",
-            "Authorization: AWS4-HMAC-SHA256 Credential=***, SignedHeaders=host, Signature=***",
+            # the key's id hidden by its vendor's shape, its scope readable
+            "Authorization: AWS4-HMAC-SHA256 Credential=***/20261204/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=***",
         ),
         # a bare credential: no scheme to keep
         ("Authorization: abcdef123456", "Authorization: ***"),
