@@ -57,9 +57,10 @@ VALUES = {
 }
 """How a row's value is written after its flag (its ``value`` field)."""
 
-SEPARATORS = {"all": "", "after:": ":", "after%": "%", "after,": ",", "after=": "="}
+SEPARATORS = {"all": "", "after:": ":", "after%": "%", "after,": ",", "after=": "=", "last:": ":"}
 """Which part of the value is the secret (its ``secret`` field): all of it, or what follows the
-separator (``user:X``, ``user%X``, ``user,X``, ``name=X``)."""
+separator (``user:X``, ``user%X``, ``user,X``, ``name=X``), or the last colon (PageKite's
+``proto:kite:host:port:X``)."""
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,8 @@ def _pattern_of(row: Flag) -> tuple[Pattern, Pattern]:
         # flags before a row's positional arguments are passed over (htpasswd -b -c file user X)
         skipped = f"(?:-[^\\s'\",\\])]+{NEXT})*(?:{_SKIPPED}{NEXT}){{{row.skip}}}" if row.skip else ""
         separator = SEPARATORS[row.secret]
-        before = rf"[\"']?[^\s{separator}'\"]*{re.escape(separator)}" if separator else ""
+        within = "" if row.secret == "last:" else separator  # up to the last separator: it may stand within
+        before = rf"[\"']?[^\s{within}'\"]*{re.escape(separator)}" if separator else ""
         value = POSITIONAL if row.value == "positional" and not before else ARG
         rest = f"{START}{flag}{VALUES[row.value]}{skipped}{before}{value}"
         found = _PATTERNS[row] = (pattern(f"{head}{rest}"), pattern(rest))

@@ -62,12 +62,13 @@ HELD = {
     "holdout53.yaml": "58/60 held (96.7 %)",
     "holdout54.yaml": "55/60 held (91.7 %)",
     "holdout55.yaml": "51/60 held (85.0 %)",
-    "holdout56.yaml": "56/60 held (93.3 %)",
+    "holdout56.yaml": "57/60 held (95.0 %)",
     "holdout57.yaml": "58/60 held (96.7 %)",
     "holdout58.yaml": "51/60 held (85.0 %)",
     "holdout59.yaml": "53/60 held (88.3 %)",
     "holdout60.yaml": "60/60 held (100.0 %)",
     "holdout61.yaml": "58/60 held (96.7 %)",
+    "holdout62.yaml": "59/60 held (98.3 %)",
 }
 """What each fitted corpus holds today (its history is bench/corpus.py's FITTED): a change in either direction is seen."""
 
@@ -131,10 +132,10 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "  - Podio [webhook]: leaked=['7d3b0b1c4e'] lost=[] (known: holdout59's" in out
     # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
     assert (
-        "holdout62.yaml (held out, not fitted): 48/60 held (80.0 %)   target >= 97 % NOT REACHED"
-        "   no secret leaked: 54/60 (90.0 %)"
+        "holdout63.yaml (held out, not fitted): 56/60 held (93.3 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 58/60 (96.7 %)"
     ) in out
-    assert "  - Lepton AI CLI (lep) [cli]: leaked=['mxnoxcg99l4hnigkzqhsu531o4'] lost=[]" in out
+    assert "  - ECPG [driver]: leaked=['Tz9!qW4mLx2Rv7Kp'] lost=[]" in out
     assert (
         "  - Aikido Security CI gating [ci]: leaked=[] lost=['1b9f0e7c2d4a6b8e3f5a7c9d1e2b4f6a8c0d2e4f'] (known: holdout61"
         in out

@@ -13,6 +13,7 @@ from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
     _DEVICE_KINDS,
     _FOREIGN_WORDS,
+    _NAMING_KEYS,
     _OUTRIGHT_WORDS,
     _PASSWORD_KEYS,
     _SPACED_KEY,
@@ -145,11 +146,12 @@ _WRAPPED_VALUE = pattern(r"\{[ \t]*[\"']value[\"'][ \t]*:[ \t]*[\"']([^\"'\r\n]*
 
 # key<space>value, '--key', 'value': only the key and the space are matched, the value is read in
 # Python, so a value that is not a secret is not consumed ("pass password=x" still shows its key).
+# A keyword's colon may stand before the key: Clojure's {:password "x"}, Common Lisp's :PASSWORD "x".
 # No group: RE2 then finds a match's bounds with its DFA alone, where a group made it read a long
 # match again with its NFA (5 ms for a 16 KiB word of key characters, 0.1 ms without); the key is
 # the match less the character before it and the separator after it (_spaced_key)
 _KEY_SPACE = pattern(
-    rf"(?:^|[\s\"'(\[{{,，。；、（【「]|[{{(\[,][ \t]*:)(?:{_KEY})(?:\\*[\"'][ \t]*,[ \t]*|[ \t]+)",
+    rf"(?:^|[\s\"'(\[{{,，。；、（【「]|[{{(\[, \t][ \t]*:)(?:{_KEY})(?:\\*[\"'][ \t]*,[ \t]*|[ \t]+)",
     ignore_case=True,
 )
 
@@ -191,8 +193,13 @@ _NAMED = (
         rf"\\*[\"'](?:value|parametervalue)\\*[\"'][ \t]*:[ \t]*({_QUOTED})",
         ignore_case=True,
     ),
-    # and Spring Boot's "Failed to bind properties": "Property: db.password / Value: "x""
-    pattern(r"\b(?:name|property):[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*\r?\n[ \t]*value:[ \t]*([^\r\n]*)", ignore_case=True),
+    # and Spring Boot's "Failed to bind properties": "Property: db.password / Value: "x""; each line perhaps
+    # after a log's prefix (a Pod spec an Airflow task prints: [<time>] INFO -     - name: "X" / [<time>] INFO -       value: "x")
+    pattern(
+        r"\b(?:name|property):[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*\r?\n"
+        r"(?:\[[^\]\r\n]{1,64}\][ \t]*(?:\{[^}\r\n]{0,80}\}[ \t]*)?[A-Z]{3,8}[ \t]+-[ \t])?[ \t]*value:[ \t]*([^\r\n]*)",
+        ignore_case=True,
+    ),
     pattern(r"<[\w:.-]+[ \t][^<>]*?\b(?:name|key)[ \t]*=[ \t]*[\"']([^\"'<>]*)[\"'][^<>/]*>([^<]*)<", ignore_case=True),
     # Hadoop's configuration XML (core-site, hive-site, hdfs-site...), as services print it:
     # <property><name>javax.jdo.option.ConnectionPassword</name><value>x</value></property>
@@ -704,13 +711,26 @@ _KEY_USES = ("shared", "signing", "hmac", "webhook", "master", "encryption")
 (LiveKit's ``invalid token signature for API key <id>``)."""
 
 
+def _modifier(text: str, key_start: int) -> str:
+    """The word before a key (``shared`` of ``shared key``, ``snapshot`` of ``snapshot key:``), in lower case."""
+    return text[max(0, key_start - 16) : key_start].rstrip(" \t").rpartition(" ")[2].lower()
+
+
+def _naming_words(text: str, key_start: int) -> bool:
+    """Whether ``key`` at ``key_start`` is an object's key in two words (reg-suit's ``snapshot key: '<sha>'``,
+    ``cache key``, ``sort key``): the words together are a naming key's (:data:`judge._NAMING_KEYS`)."""
+    return _compact(_modifier(text, key_start) + "key").endswith(_NAMING_KEYS)
+
+
 def _key_space_values(text: str, spans: list[Span]) -> None:
     for match in _matches(_KEY_SPACE, text, spans):
         key_start, key_end = _spaced_key(text, match)
         key = text[key_start:key_end]
-        modifier = text[max(0, key_start - 16) : key_start].rstrip(" \t").rpartition(" ")[2].lower()
+        modifier = _modifier(text, key_start)
         if key.lower() == "key" and modifier in _KEY_USES:
             key = f"{modifier}_key"  # a key named by its use: "using shared key 'x'"
+        if key.lower() == "key" and _naming_words(text, key_start):
+            continue  # "cache key abc-123": an object's key
         start, end = _next_word(text, match.end())
         end = _escaped_line_end(text, start, end)
         value = text[start:end]
@@ -1117,14 +1137,15 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
             continue  # the shell's working directory (PWD=/opt/airflow), not ODBC's password
         if lowered == "session" and value.isdigit():
             continue  # a session's number (Exasol's "(Session: 1802316549870271489)"), not its token
-        if key == "Credential" and _credential_scope(value):
+        if _compact(key).endswith("credential") and key[:1].isupper() and _credential_scope(value):
             continue  # HMAC-SHA256 Credential=<key id>/<date>: the signing key's id and scope, not the key
         if lowered in ("cookie", "set-cookie") and "=" in value:
             continue  # a cookie header's pairs: the URL family's, which keeps the analytics cookies among them
         if lowered == "sid" and not _looks_random(value):
             continue  # an Oracle database's SID (SID=ORCL), a Twilio object's (SM<32 hex>), not a session's random id
         if lowered in ("key", "keys") and (
-            (not any(c.isdigit() for c in value) and not _request_header(text, key_start))
+            _naming_words(text, key_start)  # "snapshot key: '<sha>'"
+            or (not any(c.isdigit() for c in value) and not _request_header(text, key_start))
             or _snake_name(value)
             or "/" in value
             or ("." in value and all(map(_readable, value.split("."))))
@@ -1213,8 +1234,11 @@ def _xml(text: str, spans: list[Span]) -> None:
             start = text.index(lines[1], start)
             end = start + len(lines[1].rstrip())
         value = text[start:end].strip()
-        if text[end : end + 2] != "</" and not any(c.isalnum() for c in value):
-            continue  # cut short by the text's end after punctuation: a usage's "[-p <secret>]", no element
+        if text[end : end + 2] != "</" and (
+            not any(c.isalnum() for c in value) or " " in value.split("\n", 1)[0]
+        ):
+            continue  # cut short by the text's end after punctuation or a sentence: a usage's "[-p <secret>]",
+            # "lxc remote add <name> <token> --accept-certificate' returned ...", no element
         if _named_by_its_use(match.group(1)) and _readable(value):
             continue  # <primaryKey>ORDER_ID</primaryKey>, <rowKey>user-42</rowKey>: a name, not <applicationKey>'s secret
         if value not in ("", MASK):

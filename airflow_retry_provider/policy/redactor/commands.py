@@ -143,9 +143,8 @@ _NAMED_SETTING = pattern(
 
 def _named_settings(text: str, spans: list[Span]) -> None:
     for match in _matches(_NAMED_SETTING, text, spans):
-        name = (
-            match.group(1).replace("/", ".").rsplit(".", 1)[-1]
-        )  # node.session.auth.password, /etl/db/password
+        # the setting's last name: node.session.auth.password, /etl/db/password
+        name = match.group(1).replace("/", ".").rsplit(".", 1)[-1]
         value = _quoted_content(text, *match.span(2))
         if _secret_name(name) and not _not_secret(text[value[0] : value[1]]):
             spans.append(value)
@@ -243,6 +242,13 @@ _LOGIN_CALL = pattern(
     r"(?i:\b(?:login|log_in|logon|signin|sign_in|authenticate|auth|bind|bind_s|simple_bind|simple_bind_s|smtp|smtp_ssl))"
     rf"[ \t]*\([ \t]*(?:{_QUOTED_ARG})[ \t]*,[ \t]*"
     r"(?:'((?:[^'\\\r\n]|\\.)*)'|\"((?:[^\"\\\r\n]|\\.)*)\")[ \t]*[,)]"
+)
+# the same call as a Lisp backtrace's frame prints it, its arguments apart by spaces and objects
+# (Postmodern's (CL-POSTGRES::AUTHENTICATE #<SB-SYS:FD-STREAM ...> "user" "x" "db" NIL)): a user's
+# string, then the password's
+_LISP_LOGIN = pattern(
+    r"\((?:[\w.-]+::?)?[\w-]*(?i:authenticate|login|log-in|sign-in)[\w-]*[ \t][^\r\n]{0,200}?"
+    r"\"[\w.@-]{1,64}\"[ \t]+\"([^\"\\\r\n]{1,256})\""
 )
 _LOGIN_WORDS = ("log", "auth", "bind", "sign", "smtp")
 # and in a directive or command named for a connection, apart by spaces (ProFTPD's
@@ -603,6 +609,12 @@ def _hashed_keys(text: str, spans: list[Span]) -> None:
                 spans.append((offset + joined.start(index), offset + joined.end(index)))
 
 
+def _lisp_logins(text: str, spans: list[Span]) -> None:
+    for match in _matches(_LISP_LOGIN, text, spans):
+        if _looks_secret(match.group(1)):
+            spans.append(match.span(1))
+
+
 def _connection_directives(text: str, spans: list[Span]) -> None:
     """``SQLConnectInfo db@host:3306 user x``: the location is bare, quoted here to be judged the same way;
     a word that ends in a colon is a sentence's, no user (``Connection amqps://h:5671 closed: amqp:...``)."""
@@ -860,7 +872,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 PATTERNS: tuple[Pattern, ...] = (
     _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS, _NAMED_SETTING, _STORE_PASSWORD_FLAG, _DOMAIN_LOGIN, _JDBC_ARGUMENTS, _LTOKEN_LINE, _ENCRYPT_STRING, _QUOTED_ARGUMENT,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
-    _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
+    _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _LISP_LOGIN, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _DIGEST_RESULT, _JOINED_LITERAL, _ODBC_LOGIN,
     _SASL_TUPLE, _PASSPHRASE_CALL, _PRINTF_TEMPLATE, _PRINTF_ARGUMENT, _CONVERSION,
 )  # fmt: skip
@@ -890,6 +902,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _connection_calls(text, spans)
     if "(" in text and any(map(lowered.__contains__, _LOGIN_WORDS)):
         _spans_of(_LOGIN_CALL, text, spans, groups=2)
+        if '" "' in text:
+            _lisp_logins(text, spans)
     if "connect" in gates:
         _connection_directives(text, spans)
     if "://" in text and "(" in text:

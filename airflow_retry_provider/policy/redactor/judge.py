@@ -60,6 +60,10 @@ def _tool_mask(value: str) -> bool:
     """A mask the tool printed, as long as it likes (Grafana's ``GF_DATABASE_PASSWORD=*********``), perhaps beside
     the few characters it shows (Hoplite's ``8Rv*****``, ``****4242``): a run of one mask character, three or more
     and at least half the value."""
+    if max(map(value.count, _MASK_CHARACTERS)) * 2 < len(value):
+        return (
+            False  # too few mask characters for a run of half the value (counted in C: a value may be long)
+        )
     run = max((len(list(group)) for c, group in groupby(value) if c in _MASK_CHARACTERS), default=0)
     return run >= 3 and run * 2 >= len(value)
 
@@ -185,6 +189,7 @@ _REFERENCE = pattern(
 _NAME_SUFFIXES = (
     "file", "path", "dir", "url", "uri", "name", "type", "arn", "expiry", "expires", "expires_at",
     "expiration", "ttl", "timeout", "length", "count", "rate", "ratio", "format", "mode", "version", "policy", "scope",
+    "scheme",  # how a password is hashed (mailcow's MAILCOW_PASS_SCHEME=BLF-CRYPT)
     "validity", "lifetime",  # how long a token lives (SuperTokens' access_token_validity: 3600)
     "method", "endpoint", "location", "_id", "-id", ".id", "keyid", "provider", "manager", "store",
     # a hash of a secret, not the secret (kubeadm's --discovery-token-ca-cert-hash sha256:...)
@@ -212,10 +217,11 @@ def _identity(key: str, value: str) -> int:
 
 
 # a signing key's id and its scope, as an HMAC scheme's Credential= gives them (AWS's SigV4 and its kin:
-# Credential=<key id>/<yyyymmdd>/<region>/<service>/aws4_request)
-_CREDENTIAL_SCOPE = pattern(
-    r"^(?:[A-Za-z0-9_.-]{1,128}|\*\*\*)/[0-9]{8}(?:/|,|$)"
-)  # an AKIA id hidden: ***/<date>
+# Credential=<key id>/<yyyymmdd>/<region>/<service>/aws4_request), and a signed URL's X-Amz-Credential=,
+# X-Goog-Credential=
+_CREDENTIAL_SCOPE = pattern(  # an AKIA id hidden: ***/<date>; URL-encoded in a query (<email>%2F<date>)
+    r"^(?:[A-Za-z0-9_.@%-]{1,128}|\*\*\*)(?:/|%2F)[0-9]{8}(?:/|%2F|,|&|$)"
+)
 
 
 def _credential_scope(value: str) -> bool:
@@ -350,6 +356,7 @@ _NAMING_KEYS = (
     # an event's or an alert's key for deduplication (incident.io's deduplication_key, ilert's alertKey,
     # PagerDuty's v1 incident_key): it names the alert so that a repeat joins it
     "deduplicationkey", "alertkey", "incidentkey", "correlationkey", "messagekey", "lookupkey",
+    "snapshotkey",  # a visual test's snapshot, named by its commit (reg-suit's "snapshot key: '<sha>'")
     "websocketkey",  # a WebSocket handshake's nonce (Sec-WebSocket-Key), random for each connection, no credential
 )  # fmt: skip
 """Keys that name an object, not a secret, written without ``_`` and ``-`` (``partition_key``,
@@ -917,6 +924,8 @@ def _typed_object_id(token: str) -> bool:
         return True
     if _typed_hex(token):
         return True
+    if underscore and prefix.isalpha() and prefix.islower() and _ulid(rest):
+        return True  # a noun then a ULID (Medusa's variant_01JXQ8M4A9F3E2D1C0B9A8Z7Y6, prod_<ULID>)
     return bool(underscore) and prefix.lower() in _OBJECT_ID_PREFIXES and rest.isalnum()
 
 
@@ -1064,9 +1073,10 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     own_key = key.strip("'\"{[(").lower()
     if own_key.startswith("private"):
         return False  # whatever it names, a private one is a secret (Kushki's Private-Merchant-Id beside its Public-)
-    compact = _compact(own_key)
+    # its own key names it ('public_key': 'public_d+k+...', deduplication_key=), in two words too (snapshot key:)
+    compact = _compact(words[-2] + own_key if len(words) > 1 and own_key == "key" else own_key)
     if compact.endswith(_NAMING_KEYS) and not compact.endswith(_ROUTING_KEYS):
-        return True  # its own key names it ('public_key': 'public_d+k+...', deduplication_key=)
+        return True
     # the end of a range (a1b2..c3d4) reads as its start; a hex digest may be named a line above
     window = 80 if before.endswith("..") else len(before) if hexadecimal else 32
     near = before[-32:].lower()

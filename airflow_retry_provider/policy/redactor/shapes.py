@@ -135,13 +135,12 @@ def _words_shaped(
         if shaped(match.group(1)):
             key = _key_before(text, match.start(1))
             if key is None or not _id_key(key):
+                # the user of a pair and its % stay (Samba's -U svc-domjoin%x, in an argv list)
                 start, end = match.span(1)
                 user = next(
-                    (finish + 1 for begin, finish in readable if begin == start and finish < end), start
+                    (finish + 1 for begin, finish in readable if begin == start < finish < end), start
                 )
-                spans.append(
-                    (user, end)
-                )  # the user of a pair and its % stay (Samba's -U svc-domjoin%x, an argv list's)
+                spans.append((user, end))
 
 
 # a passphrase a person chose, joined by dashes (Horse-Battery-Staple-91, Pr0ducer-Queue-2024,
@@ -285,11 +284,13 @@ def _random_part(token: str, whole: bool) -> Span:
         elif whole and not keyed and _short_hex(piece):
             named = True  # /reporting/test/<24 hex>: an object's id (MongoDB's ObjectId), too short for a key
         elif (
-            # (deploy/<Deployment>-<ReplicaSet hash>-<suffix>: a Pod's name, cut in short words, is no key)
+            # (deploy/<Deployment>-<ReplicaSet hash>-<suffix>: a Pod's name, cut in short words, is no key;
+            # /api/outEBelgeV2/: an endpoint's name, shorter than a key)
             (
                 not _readable(piece)
                 and not _typed_object_id(piece)
                 and not _object_name(piece, piece.split("-"))
+                and (whole or len(piece) >= KEYED_LENGTH)
             )
             if whole or keyed
             else _random_piece(piece, keyed=_version_segment(previous) and index == len(pieces) - 1)
@@ -301,6 +302,11 @@ def _random_part(token: str, whole: bool) -> Span:
     if first >= 0:
         return first, last
     return (0, 0) if named or not whole else (0, len(token))
+
+
+KEYED_LENGTH = 16
+"""The shortest segment a credential's segment (``/api/``, ``/token/``) names as a key: a shorter one is an
+endpoint's name (Birfatura's ``/api/outEBelgeV2/SendDocument``)."""
 
 
 def _short_hex(piece: str) -> bool:

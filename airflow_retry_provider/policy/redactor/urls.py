@@ -439,8 +439,10 @@ def _cookie(text: str, spans: list[Span]) -> None:
                     spans.append((hidden, at - 1))  # up to the ";" before this pair
                 hidden = at + len(pair) + 1
             at += len(pair) + 1
+        while hidden < end and text[hidden] == " ":
+            hidden += 1  # the space after the last analytics cookie's ";"
         if end > hidden:
-            spans.append((hidden + (text[hidden : hidden + 1] == " "), end))
+            spans.append((hidden, end))
 
 
 def _authorization(text: str, spans: list[Span]) -> None:
