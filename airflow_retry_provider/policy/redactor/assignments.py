@@ -668,6 +668,10 @@ _DDL_VERBS = (
 )
 
 
+_OUTCOMES = ("created", "deleted", "configured", "unchanged", "patched", "replaced", "labeled", "annotated")
+"""What a cluster's tool says it did to an object named before it (kubectl's and Kanister's ``secret 'x' created``)."""
+
+
 _SPACED_VALUE_CHARS = 256
 """A value read after ``key<space>`` is at most this long (the scan is bounded, so it stays linear)."""
 
@@ -768,6 +772,8 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
             continue  # the key goes on to its colon (סיסמת המשתמש: x, the user's password): not a value
         if text[max(0, key_start - 24) : key_start].lower().rstrip().endswith(_DDL_VERBS):
             continue  # CREATE SECRET s3_prod (...): the object's name, its fields are judged each
+        if text[end : end + 24].lstrip(" \t\"'").startswith(_OUTCOMES):
+            continue  # secret 's3-secret-m2x7q' created: an object's name, then what was done to it
         if text[max(0, key_start - 24) : key_start].lower().rstrip(" \t\"':").endswith("authorization"):
             continue  # Authorization: Token <id>:<secret>: the scheme's credential is the header family's
         if value.startswith("(") or value.lower() in _DEVICE_KINDS:

@@ -546,6 +546,7 @@ HELD_OUT = (
     "holdout60.yaml",
     "holdout61.yaml",
     "holdout62.yaml",
+    "holdout63.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -563,7 +564,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout62, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout63, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -3453,6 +3454,32 @@ def test_round_sixty_three_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_sixty_three_keeps(text: str) -> None:
     """What round sixty-three's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # atuin login's key (the flags table)
+        ("+ atuin login -u ops-runner -k 'canvas orbit lunar fragile wheat cushion ethics bargain sniff total mango pilot escape'",
+         "+ atuin login -u ops-runner -k '***'"),
+    ],
+)  # fmt: skip
+def test_round_sixty_four_classes(text: str, expected: str) -> None:
+    """Round sixty-four's classes (holdout63's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an object's name, then what a cluster's tool did to it
+        "[2025-06-13, 12:01:12] INFO - secret 's3-secret-m2x7q' created",
+        "Secret 6f1b2c8e-93d4-4a17-b5e0-2c9a7d3f1e64 created",
+    ],
+)  # fmt: skip
+def test_round_sixty_four_keeps(text: str) -> None:
+    """What round sixty-four's classes must keep."""
     assert redact(text) == text
 
 
