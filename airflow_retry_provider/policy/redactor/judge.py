@@ -487,7 +487,7 @@ _HASH_WORDS = LiteralSet((
     *secret_words.PUBLIC_KEY_WORDS,  # a public key, in those languages (δημόσιο κλειδί pk_...)
 ))  # fmt: skip
 """Words that name a run as a hash or an id, found in one pass (a text of 100 KB asks for its runs' ~100
-neighbourhoods: one substring search per word took 1.6 of redact()'s 6.4 ms)."""
+neighbourhoods: one substring search per word was an eighth of redact()'s time under the profiler)."""
 
 
 # a business object's noun just before its id, in English, Portuguese and Spanish (Iugu's "cliente
