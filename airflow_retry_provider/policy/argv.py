@@ -174,7 +174,8 @@ USER_PAIR = pattern(
     r"|--[a-z][A-Za-z]*Cred(?:s|entials)?)"  # in camel case (Mill's --sonatypeCreds user:x)
     rf"(?:=|{NEXT})?[\"']?([^\s:%'\"/@,]+)[:%]([^\s'\"@,\])]+)"
 )
-_USER_FLAGS = ("--user", "-u", "-U", "cred", "Cred")  # cred: --x-creds, --x-credentials, sqlmap's --auth-cred
+# cred: --x-creds, --x-credentials, sqlmap's --auth-cred; -l: a login's flag (-l, --login) before a password's
+_USER_FLAGS = ("--user", "-u", "-U", "cred", "Cred", "-l")
 # an API key given as the user, with no password after the colon (curl -u KEY:, as Stripe, Mailgun and
 # Dead Man's Snitch document it): the user is the secret, unless it is a name of letters (admin:)
 KEY_AS_USER = pattern(rf"{START}(?:--user|-u)(?:=|{NEXT})?[\"']?([^\s:%'\"/@,]+):(?:[\s'\"]|$)")

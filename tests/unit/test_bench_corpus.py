@@ -70,6 +70,7 @@ HELD = {
     "holdout61.yaml": "58/60 held (96.7 %)",
     "holdout62.yaml": "59/60 held (98.3 %)",
     "holdout63.yaml": "58/60 held (96.7 %)",
+    "holdout64.yaml": "58/60 held (96.7 %)",
 }
 """What each fitted corpus holds today (its history is bench/corpus.py's FITTED): a change in either direction is seen."""
 
@@ -133,10 +134,11 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "  - Podio [webhook]: leaked=['7d3b0b1c4e'] lost=[] (known: holdout59's" in out
     # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
     assert (
-        "holdout64.yaml (held out, not fitted): 53/60 held (88.3 %)   target >= 97 % NOT REACHED"
+        "holdout65.yaml (held out, not fitted): 50/60 held (83.3 %)   target >= 97 % NOT REACHED"
         "   no secret leaked: 56/60 (93.3 %)"
     ) in out
-    assert "  - shmig [cli]: leaked=['b4Nq%Tx8Kw2Zr6Lm'] lost=[]" in out
+    assert "  - ZNC [config]: leaked=['nickserv-h4ppy'] lost=[]" in out
+    assert "  - Jumio [webhook]: leaked=['a7Kq2Xw9Tz4Lm8Rb1NvY3cHs6Pd0Jf5E'] lost=[] (known: holdout64" in out
     assert "  - ECPG [driver]: leaked=['Tz9!qW4mLx2Rv7Kp'] lost=[] (known: holdout63" in out
     assert (
         "  - Aikido Security CI gating [ci]: leaked=[] lost=['1b9f0e7c2d4a6b8e3f5a7c9d1e2b4f6a8c0d2e4f'] (known: holdout61"

@@ -95,9 +95,10 @@ _KEY = (
 
 # = or :, full-width too (密码：x), or : then a YAML list item; after a subscript's closing bracket too
 # (Python's conf["password"] = x, PHP's $config['db_pass'] = x, Ruby's ENV['TOKEN'] = x, Perl's
-# $Self->{DatabasePw} = 'x' and $conf{'password'} = 'x'); or a dotted leader, as a table of settings
-# prints it (php artisan about's "webhook_secret ........ x")
-_SEP = r"(\\*(?:[\"']\]?|[\"']?\})?[ \t]*(?::=|=>|==?|:|：|＝| \.{4,})[ \t]*(?:\r?\n[ \t]*-[ \t]+)?)"
+# $Self->{DatabasePw} = 'x' and $conf{'password'} = 'x'), a nested parameter's too, percent-encoded or
+# not (a form's or a query's user[password]=x, params%5BsecretKey%5D=x); or a dotted leader, as a table
+# of settings prints it (php artisan about's "webhook_secret ........ x")
+_SEP = r"(\\*(?:[\"']\]?|[\"']?\})?[ \t]*(?::=|=>|==?|:|：|＝| \.{4,})[ \t]*(?:\r?\n[ \t]*-[ \t]+)?|(?:\]|%5[dD])=)"
 
 
 _VALUE = (
@@ -116,7 +117,8 @@ _VALUE = (
 # secreta del comerç (SHA-256): x", Paytrail's "salainen avain (SECRET_KEY): x"), or the key may be
 # the parenthesised word itself ("(SECRET_KEY): x")
 _KEY_VALUE = pattern(
-    rf"(?:^|[^\pL\pN\pM_.-])({_KEY})(?:[ \t]*\([^()\r\n]{{1,40}}\)|\))?{_SEP}{_VALUE}", ignore_case=True
+    rf"(?:^|%5[bB]|[^\pL\pN\pM_.-])({_KEY})(?:[ \t]*\([^()\r\n]{{1,40}}\)|\))?{_SEP}{_VALUE}",
+    ignore_case=True,
 )
 
 
@@ -259,11 +261,12 @@ def _in_reference(text: str, key_start: int) -> bool:
 
 
 # a one-time code a message sends, after a verification code's words in any language (``secret_words.CODE_WORDS``):
-# the first number of 4 to 8 digits on the line that is a word of its own (not DH-250326-0917's, not a date's)
+# the first number of 4 to 8 digits on the line that is a word of its own (not DH-250326-0917's, not a date's),
+# before any mask (a code hidden already, "验证码是***", leaves the phone's 138****5521 alone)
 _SENT_CODE = pattern(
     "(?i:"
     + "|".join(map(re.escape, secret_words.CODE_WORDS))
-    + r")[^\r\n]{0,80}?(?:[^\w\r\n-])([0-9]{4,8})(?:[^\w-]|$)"
+    + r")[^\r\n*]{0,80}?(?:[^\w\r\n*-])([0-9]{4,8})(?:[^\w-]|$)"
 )
 
 
@@ -1045,6 +1048,19 @@ _LOGGED_DIGEST = "{SHA256}"
 _HEX_DIGEST = pattern(r"[0-9a-f]{64}(?:[^0-9A-Za-z]|$)")
 
 
+# an SMTP reply's enhanced status after its code (RFC 3463: "rejected the AUTH: 535 5.7.3 Authentication
+# unsuccessful"): the code is the server's answer, no value
+_ENHANCED_STATUS = pattern(r" [245]\.[0-9]{1,3}\.[0-9]{1,3}(?:[^0-9.]|$)")
+
+
+_KEY_NAME_LENGTH = 12
+"""Capital letters only, at most this many, under a key's name: a name (a merchant's), no random key."""
+
+
+_KEY_NOUNS = frozenset({"key", "chave", "clave", "llave", "clé", "cle", "chiave", "schlüssel", "sleutel"})
+"""The noun "key" alone, in the languages whose nested parameters name it (``produto[chave]``)."""
+
+
 def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
     references = _REFERENCE_TAG in text
     for match in _matches(_KEY_VALUE, text, spans):
@@ -1052,6 +1068,8 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
         key, sep = text[key_start:key_end], text[sep_start:sep_end]
         if not _secret_key(key) or text[max(0, key_start - 3) : key_start] == "://":
             continue  # not a secret's name, or the user of a URI (https://x-access-token:...@): the URI's family
+        if sep.endswith(("]=", "%5D=", "%5d=")) and key.lower() in _KEY_NOUNS:
+            continue  # a nested parameter's key alone: its object's (a form's produto[chave]=x, the product's code)
         if references and _in_reference(text, key_start):
             continue
         if _public_key(text, key_start, key_end) or "public" in text[key_end:sep_start].lower():
@@ -1072,6 +1090,15 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
             value = text[start:end]
         if _not_secret(value):
             continue
+        if len(value) == 3 and value.isdigit() and _ENHANCED_STATUS.match(text, end) is not None:
+            continue  # an SMTP server's reply after the AUTH it answers
+        if (
+            _compact(key).endswith("key")
+            and value.isalpha()
+            and value.isupper()
+            and len(value) <= _KEY_NAME_LENGTH
+        ):
+            continue  # a key given as a name in capitals (Qliro's MerchantApiKey=ACMESE, its merchant's): a key is random
         call, paren, argument = value.partition("(")
         if (
             start == raw_start
@@ -1386,7 +1413,7 @@ def echoed_id(text: str, start: int, end: int, shown: frozenset[str]) -> bool:
 PATTERNS: tuple[Pattern, ...] = (
     _JSON_OBJECT, _WRAPPED_VALUE, _OAUTH_CODE, _TYPOGRAPHIC,
     _FORM_BODY, _SHORT_KEY_DSN,
-    _KEY_VALUE, _KEY_SPACE, _KEYWORD_STRING, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _SEED_PHRASE, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
+    _KEY_VALUE, _KEY_SPACE, _KEYWORD_STRING, _ENHANCED_STATUS, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _SEED_PHRASE, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _LOGIN_VECTOR, _BRACKETED,
     _SETTING_ECHO, _PYDANTIC_INPUT, _TRAIT_ERROR, _CUE_ERROR, _GO_FIELD, _USER_PAIR_KEY, _ERROR_OBJECT,
     _ID_ASSIGNMENT, _NEXT_COUNTER, _PREVIOUS_COUNTER, _LABELLED_ARGUMENT, _FLAT_OBJECT, _FIELD_NAME, _PROOF_FIELD,

@@ -79,6 +79,11 @@ _MASK_PHRASE = pattern(
 _BRACKETED_CODE = pattern(r"^\[[0-9][0-9.:-]*(?:\][.,;:]?)?$")  # a bare value ends before "]"
 
 
+# OpenSSL's error string where a signature or a key was to be (Borica's "P_SIGN: error:1C800064:Provider
+# routines::bad decrypt"): error:, the code's 8 hex digits, a colon
+_OPENSSL_ERROR = pattern(r"^error:[0-9A-Fa-f]{8}:")
+
+
 def _error_code(value: str) -> bool:
     """A word after a secret's name that is an error's code in brackets, not the secret."""
     return _BRACKETED_CODE.match(value) is not None
@@ -93,7 +98,7 @@ def _not_secret(value: str) -> bool:
     (``$TOKEN``, ``${PG_PASSWORD}``; ``$ecret1`` is a value)."""
     if value.lower() in _NOT_SECRETS or _MASK_PHRASE.match(value.lower()) is not None:
         return True
-    if _tool_mask(value):
+    if _tool_mask(value) or _OPENSSL_ERROR.match(value) is not None:
         return True
     if value.startswith("%(") and value[2:].removesuffix(")s").replace("_", "").isalnum():
         return True  # a named bind parameter (psycopg's password_hash = %(password_hash)s), not its value
@@ -1098,6 +1103,7 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
 
 PATTERNS: tuple[Pattern, ...] = (
     _MASK_PHRASE,
+    _OPENSSL_ERROR,
     _CREDENTIAL_SCOPE,
     _SIGNED_AT,
     _REPOSITORY_AT,
