@@ -71,6 +71,7 @@ HELD = {
     "holdout62.yaml": "59/60 held (98.3 %)",
     "holdout63.yaml": "58/60 held (96.7 %)",
     "holdout64.yaml": "58/60 held (96.7 %)",
+    "holdout65.yaml": "57/60 held (95.0 %)",
 }
 """What each fitted corpus holds today (its history is bench/corpus.py's FITTED): a change in either direction is seen."""
 
@@ -134,10 +135,14 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "  - Podio [webhook]: leaked=['7d3b0b1c4e'] lost=[] (known: holdout59's" in out
     # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
     assert (
-        "holdout65.yaml (held out, not fitted): 50/60 held (83.3 %)   target >= 97 % NOT REACHED"
-        "   no secret leaked: 56/60 (93.3 %)"
+        "holdout66.yaml (held out, not fitted): 50/60 held (83.3 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 54/60 (90.0 %)"
     ) in out
-    assert "  - ZNC [config]: leaked=['nickserv-h4ppy'] lost=[]" in out
+    assert "  - Deluge [config]: leaked=['Cabbage77'] lost=[]" in out
+    assert (
+        "  - Gandi [sdk]: leaked=[] lost=['Xq2p7LmN9vT4kR1wZ8yB3cH6jD5fS0aG-Ue7Ki2Oo'] (known: holdout65"
+        in out
+    )
     assert "  - Jumio [webhook]: leaked=['a7Kq2Xw9Tz4Lm8Rb1NvY3cHs6Pd0Jf5E'] lost=[] (known: holdout64" in out
     assert "  - ECPG [driver]: leaked=['Tz9!qW4mLx2Rv7Kp'] lost=[] (known: holdout63" in out
     assert (

@@ -260,6 +260,15 @@ def _in_reference(text: str, key_start: int) -> bool:
     return opening >= 0 and not any(c in "} \t\r\n" for c in text[opening:key_start])
 
 
+# sendmail's authinfo items, each quoted after its letter (U: the user, I: the authorization id, R: the
+# realm, M: the mechanisms): P: is the password, P= the same in base64 ("U:reports" "P:x" "M:LOGIN")
+_AUTHINFO_ITEMS = ('"U:', '"I:', '"R:')
+_AUTHINFO_NEXT = tuple(f" {item}" for item in _AUTHINFO_ITEMS)
+_AUTHINFO_PASSWORD = pattern(
+    r"\"[UIR][:=][^\"\r\n]*\"(?:[ \t]+\"[A-Z][:=][^\"\r\n]*\")*?[ \t]+\"P[:=]([^\"\r\n]{1,256})\""
+)
+
+
 # a one-time code a message sends, after a verification code's words in any language (``secret_words.CODE_WORDS``):
 # the first number of 4 to 8 digits on the line that is a word of its own (not DH-250326-0917's, not a date's),
 # before any mask (a code hidden already, "验证码是***", leaves the phone's 138****5521 alone)
@@ -732,6 +741,12 @@ def _naming_words(text: str, key_start: int) -> bool:
     return _compact(_modifier(text, key_start) + "key").endswith(_NAMING_KEYS)
 
 
+def _flag_key(word: str) -> bool:
+    """Whether ``word`` is a whole key as ``_KEY_SPACE`` reads one (``--new-pin``)."""
+    match = _KEY_SPACE.match(f" {word} ")
+    return match is not None and match.end() == len(word) + 2
+
+
 def _keyword_strings(text: str, spans: list[Span]) -> None:
     for match in _matches(_KEYWORD_STRING, text, spans):
         if _secret_key(match.group(1)) and not _not_secret(match.group(2)):
@@ -750,6 +765,13 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
         start, end = _next_word(text, match.end())
         end = _escaped_line_end(text, start, end)
         value = text[start:end]
+        if key.startswith("-") and value.startswith("-") and text[end : end + 1] == " " and _flag_key(value):
+            # a switch named for a secret, then a flag that is one (pkcs11-tool's --init-pin --new-pin x):
+            # the match took the space before it, so it is read here, once
+            key_start, key_end, key = start, end, value
+            start, end = _next_word(text, end + 1)
+            end = _escaped_line_end(text, start, end)
+            value = text[start:end]
         if start > match.end() and text[end + 1 : end + 2] == ":":
             continue  # a JSON object's next key ("...credentials","responseCode":"99"): no value
         kind = value.lower()
@@ -1090,6 +1112,8 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
             value = text[start:end]
         if _not_secret(value):
             continue
+        if text.startswith(_AUTHINFO_ITEMS, raw_start) or text.startswith(_AUTHINFO_NEXT, raw_end):
+            continue  # sendmail's AuthInfo:<host> "U:user" "P:x": the map's host and its user; the password is read alone
         if len(value) == 3 and value.isdigit() and _ENHANCED_STATUS.match(text, end) is not None:
             continue  # an SMTP server's reply after the AUTH it answers
         if (
@@ -1413,7 +1437,7 @@ def echoed_id(text: str, start: int, end: int, shown: frozenset[str]) -> bool:
 PATTERNS: tuple[Pattern, ...] = (
     _JSON_OBJECT, _WRAPPED_VALUE, _OAUTH_CODE, _TYPOGRAPHIC,
     _FORM_BODY, _SHORT_KEY_DSN,
-    _KEY_VALUE, _KEY_SPACE, _KEYWORD_STRING, _ENHANCED_STATUS, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _SEED_PHRASE, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
+    _KEY_VALUE, _KEY_SPACE, _KEYWORD_STRING, _AUTHINFO_PASSWORD, _ENHANCED_STATUS, _MODIFIED_KEY, _XML_ELEMENT, *_NAMED, _CREDENTIAL_PAIR, _SEED_PHRASE, _CALL_PAIR, _SETTER_CALL, _LOGIN_TUPLE,
     _ERLANG_TUPLE, _ACCESS_TOKEN_ENV, _LOGIN_VECTOR, _BRACKETED,
     _SETTING_ECHO, _PYDANTIC_INPUT, _TRAIT_ERROR, _CUE_ERROR, _GO_FIELD, _USER_PAIR_KEY, _ERROR_OBJECT,
     _ID_ASSIGNMENT, _NEXT_COUNTER, _PREVIOUS_COUNTER, _LABELLED_ARGUMENT, _FLAT_OBJECT, _FIELD_NAME, _PROOF_FIELD,
@@ -1510,6 +1534,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span]) -> N
         _spans_of(_REVEAL, text, spans)
     if not gates.isdisjoint(secret_words.CODE_WORDS):
         _spans_of(_SENT_CODE, text, spans)
+    if '"P:' in text or '"P=' in text:
+        _spans_of(_AUTHINFO_PASSWORD, text, spans)
     if "code" in lowered and "-" in text:
         _code_phrases(text, lowered, spans)
     if any(map(lowered.__contains__, _SIGNATURE_WORDS)):

@@ -260,6 +260,11 @@ _HOST_PORT_LOGIN = pattern(
     r"(?:^|[ \t])(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)[ \t]+\d{2,5}[ \t]+"
     r"[A-Za-z][\w.@-]{0,63}[ \t]+([^\s'\"/:.]{6,128})(?:[ \t\r\n]|$)"  # no path, time or file name
 )
+# and on a server's line with no user, last on it (ZNC's "Server = irc.oftc.net +6697 <password>", + for TLS)
+_SERVER_PASSWORD = pattern(
+    r"(?im)(?:^|[ \t])server[ \t]*(?:=[ \t]*|[ \t]+)(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)"
+    r"[ \t]+\+?\d{2,5}[ \t]+([^\s'\"]{1,128})[ \t]*\r?$"
+)
 
 
 # a key an HMAC is computed with, as source code in a traceback or a debug line shows it: Python's
@@ -628,12 +633,13 @@ def _connection_directives(text: str, spans: list[Span]) -> None:
 
 
 def _host_port_logins(text: str, spans: list[Span]) -> None:
-    """``<host> <port> <user> <password>`` on a config line: the password, when shaped as a secret
+    """``<host> <port> <user> <password>`` on a config line, ``server <host> <port> <password>``: the password, when shaped as a secret
     (a digit, a symbol or an inner capital, not a word: a log's ``10.0.0.5 8080 GET index`` has none)."""
-    for match in _matches(_HOST_PORT_LOGIN, text, spans):
-        password = match.group(1)
-        if _looks_secret(password) and not _not_secret(password):
-            spans.append(match.span(1))
+    for pattern_ in (_HOST_PORT_LOGIN, _SERVER_PASSWORD) if "erver" in text else (_HOST_PORT_LOGIN,):
+        for match in _matches(pattern_, text, spans):
+            password = match.group(1)
+            if _looks_secret(password) and not _not_secret(password):
+                spans.append(match.span(1))
 
 
 def _device_secrets(text: str, spans: list[Span]) -> None:
@@ -659,6 +665,8 @@ def _device_values(text: str, spans: list[Span]) -> None:
             continue
         if not value.strip("=:"):
             continue  # an assignment's sign (PRAGMA key = 'x', set api-key = x): the value is the key family's
+        if value.endswith(":"):
+            continue  # what a log's line is about (gpg: key 7D2E41A9C0B38F15: secret key imported), no device's value
         words = text[match.start() : start].lower().split()
         if len(words) >= 2 and words[-2] in ("create", "drop", "alter", "replace", "exists", "describe"):
             continue  # create secret s3_prod (...): the object's name, its fields are judged each
@@ -872,7 +880,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 PATTERNS: tuple[Pattern, ...] = (
     _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS, _NAMED_SETTING, _STORE_PASSWORD_FLAG, _DOMAIN_LOGIN, _JDBC_ARGUMENTS, _LTOKEN_LINE, _ENCRYPT_STRING, _QUOTED_ARGUMENT,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
-    _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _LISP_LOGIN, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
+    _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _LISP_LOGIN, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _SERVER_PASSWORD, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _DIGEST_RESULT, _JOINED_LITERAL, _ODBC_LOGIN,
     _SASL_TUPLE, _PASSPHRASE_CALL, _PRINTF_TEMPLATE, _PRINTF_ARGUMENT, _CONVERSION,
 )  # fmt: skip

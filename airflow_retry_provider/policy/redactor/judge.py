@@ -84,6 +84,11 @@ _BRACKETED_CODE = pattern(r"^\[[0-9][0-9.:-]*(?:\][.,;:]?)?$")  # a bare value e
 _OPENSSL_ERROR = pattern(r"^error:[0-9A-Fa-f]{8}:")
 
 
+# a placeholder in braces, a variable's or a setting's (${pg_password}, Spring's ${db.password}, WeeChat's
+# ${sec.data.x}), its closing brace perhaps cut by a bare value's end: resolved by the tool, not a value
+_PLACEHOLDER = pattern(r"^\$\{[A-Za-z_][\w.-]*\}?$")
+
+
 def _error_code(value: str) -> bool:
     """A word after a secret's name that is an error's code in brackets, not the secret."""
     return _BRACKETED_CODE.match(value) is not None
@@ -95,7 +100,7 @@ LONG_NUMBER = 20
 
 def _not_secret(value: str) -> bool:
     """A placeholder, not a value: ``***``, ``null``, ``%s``, ``<token>``, a shell variable in capitals
-    (``$TOKEN``, ``${PG_PASSWORD}``; ``$ecret1`` is a value)."""
+    (``$TOKEN``; ``$ecret1`` is a value), any name in braces (``${pg_password}``, ``${db.password}``)."""
     if value.lower() in _NOT_SECRETS or _MASK_PHRASE.match(value.lower()) is not None:
         return True
     if _tool_mask(value) or _OPENSSL_ERROR.match(value) is not None:
@@ -118,13 +123,9 @@ def _not_secret(value: str) -> bool:
         return (
             True  # an Ethereum-style account's address (0x and 40 hex digits), public; a private key has 64
         )
-    name = (
-        value[2:].removesuffix("}")  # ${NAME}, or ${NAME cut before its brace by a bare value's end
-        if value.startswith("${")
-        else value[1:]
-        if value[:1] == "$"
-        else ""
-    )
+    if _PLACEHOLDER.match(value) is not None:
+        return True  # ${pg_password}, ${db.password}, or ${NAME cut before its brace by a bare value's end
+    name = value[1:] if value[:1] == "$" else ""
     return (
         name.isupper() and name.replace("_", "A").isalnum() and not name[0].isdigit()
     )  # $TOKEN, not $ecret1
@@ -200,6 +201,8 @@ _NAME_SUFFIXES = (
     # a hash of a secret, not the secret (kubeadm's --discovery-token-ca-cert-hash sha256:...)
     "hash", "digest", "fingerprint", "checksum",
     "stdin",  # docker login --password-stdin: the secret comes from standard input, the next word is not it
+    "timestamp",  # a signature's time (Whoop's X-WHOOP-Signature-Timestamp: 1752560041928)
+    "label",  # a token's or a key's label, its name (pkcs11-tool's --token-label etl-signing)
 )  # fmt: skip
 
 
@@ -1104,6 +1107,7 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
 PATTERNS: tuple[Pattern, ...] = (
     _MASK_PHRASE,
     _OPENSSL_ERROR,
+    _PLACEHOLDER,
     _CREDENTIAL_SCOPE,
     _SIGNED_AT,
     _REPOSITORY_AT,
