@@ -114,10 +114,11 @@ _VALUE = (
 
 # key=value, "key": "value", key: value, key value, '--key', 'value', where the key names a secret;
 # a word in parentheses may stand between the key and its colon, saying which or how (Redsys' "clau
-# secreta del comerç (SHA-256): x", Paytrail's "salainen avain (SECRET_KEY): x"), or the key may be
+# secreta del comerç (SHA-256): x", Paytrail's "salainen avain (SECRET_KEY): x", in full-width parentheses
+# too: bitFlyer's "APIシークレット（先頭のみ）: x", its first characters only), or the key may be
 # the parenthesised word itself ("(SECRET_KEY): x")
 _KEY_VALUE = pattern(
-    rf"(?:^|%5[bB]|[^\pL\pN\pM_.-])({_KEY})(?:[ \t]*\([^()\r\n]{{1,40}}\)|\))?{_SEP}{_VALUE}",
+    rf"(?:^|%5[bB]|[^\pL\pN\pM_.-])({_KEY})(?:[ \t]*\([^()\r\n]{{1,40}}\)|[ \t]*（[^（）\r\n]{{1,40}}）|\))?{_SEP}{_VALUE}",
     ignore_case=True,
 )
 
@@ -828,9 +829,20 @@ def _key_space_values(text: str, spans: list[Span]) -> None:
         if end > start and not _not_secret(value) and _secret_key(key):
             if key.startswith("-") and _flag_prose(text, start, value):
                 continue  # the flag named in a sentence: "Retry with --password prompting enabled."
-            if _spaced_value(key, value):
+            if _spaced_value(key, value) or _statement(text, start, end):
                 start += _identity(key, value)  # chisel's --auth user:password: the user is kept
                 spans.append((start, end))
+
+
+def _statement(text: str, start: int, end: int) -> bool:
+    """Whether the value at ``start:end`` is quoted and ends a config's statement (UnrealIRCd's and BIND's
+    ``password "x";``): the value whatever its shape, a word too, unless a sentence's (``"required";``)."""
+    quote = text[start - 1 : start]
+    return (
+        quote in ("'", '"')
+        and text[end : end + 2] == f"{quote};"
+        and text[start:end].lower() not in PROSE_WORDS
+    )
 
 
 # the secrets in braces after a password's target, as Tcl writes a word with any character in it

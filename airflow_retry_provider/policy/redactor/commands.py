@@ -230,6 +230,9 @@ _REGISTRY_VALUE = pattern(
 _PGPASS_LINE = pattern(
     r"(?:^|[\s'\"+])(?:[A-Za-z*][\w.-]*|[0-9]{1,3}(?:\.[0-9]{1,3}){3}):(?:[0-9]{1,5}|\*):[^:\s'\"]+:[^:\s'\"]+:([^\s'\"]+)"
 )
+# CVS's ~/.cvspass line: /1, the CVSROOT, then the password scrambled (an A, then the scrambled characters:
+# a trivial cipher, the password itself)
+_CVSPASS_LINE = pattern(r"(?:^|[ \t])/1[ \t]+:[a-z]+:[^\s]+[ \t]+(A[^\s]{1,256})[ \t]*(?:\r?\n|$)")
 # a token file's line, host;port;user;token (Klocwork's ~/.klocwork/ltoken, as kwauth writes it)
 _LTOKEN_LINE = pattern(
     r"(?:^|[\s'\"+])(?:[A-Za-z][\w.-]*|[0-9]{1,3}(?:\.[0-9]{1,3}){3});[0-9]{1,5};[^;\s'\"]+;([^;\s'\"]+)(?:[\s'\"]|$)"
@@ -629,7 +632,8 @@ def _connection_directives(text: str, spans: list[Span]) -> None:
             continue
         if _location(f"'{location}'") and _user_name(f"'{user}'") and not _prose(password):
             if not _not_secret(password):
-                spans.append(match.span(3))
+                start, end = match.span(3)
+                spans.append((start, end - 1 if password.endswith(";") else end))  # the command's ; stays
 
 
 def _host_port_logins(text: str, spans: list[Span]) -> None:
@@ -880,7 +884,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 PATTERNS: tuple[Pattern, ...] = (
     _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS, _NAMED_SETTING, _STORE_PASSWORD_FLAG, _DOMAIN_LOGIN, _JDBC_ARGUMENTS, _LTOKEN_LINE, _ENCRYPT_STRING, _QUOTED_ARGUMENT,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
-    _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _LISP_LOGIN, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _SERVER_PASSWORD, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
+    _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _LISP_LOGIN, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CVSPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _SERVER_PASSWORD, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _DIGEST_RESULT, _JOINED_LITERAL, _ODBC_LOGIN,
     _SASL_TUPLE, _PASSPHRASE_CALL, _PRINTF_TEMPLATE, _PRINTF_ARGUMENT, _CONVERSION,
 )  # fmt: skip
@@ -946,6 +950,8 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _spans_of(_REGISTRY_VALUE, text, spans, groups=2)
     if text.count(":") >= 4:
         _spans_of(_PGPASS_LINE, text, spans)
+    if "/1 :" in text:
+        _spans_of(_CVSPASS_LINE, text, spans)
     if text.count(";") >= 3:
         _token_lines(text, spans)
     if "net use" in lowered or "net user" in lowered:

@@ -34,9 +34,10 @@ _URI = pattern(r"(?:^|[^\w+.-])[a-zA-Z][\w+.-]*(?::?//|:/)([^\s\"'<>]+)")
 # user:password@host without a scheme (curl --socks5 u:p@proxy, mysqlsh --uri u:p@db), the user perhaps
 # after its domain (impacket's target, domain/user:password@host)
 # (also with no user: redis-py's "connecting to :x@cache:6379"), or an e-mail address then :password,
-# as a relay's credentials file writes it (Postfix's sasl_passwd: [smtp.example.org]:587 user@example.org:x)
+# as a relay's credentials file writes it (Postfix's sasl_passwd: [smtp.example.org]:587 user@example.org:x);
+# perhaps after an access method between colons (a CVSROOT's :pserver:user:x@host:/cvsroot)
 _USERINFO = pattern(
-    r"(?:^|[\s'\"=(\[,])(?:(?:[A-Za-z_][\w.-]*(?:/[A-Za-z_][\w.$-]*)?)?:([^\s:@/'\"]+)@[A-Za-z0-9][\w.-]*(:/)?"
+    r"(?:^|[\s'\"=(\[,])(?::[a-z]+:)?(?:(?:[A-Za-z_][\w.-]*(?:/[A-Za-z_][\w.$-]*)?)?:([^\s:@/'\"]+)@[A-Za-z0-9][\w.-]*(:/)?"
     r"|[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+:([^\s:@/'\"]*[^\s\d:@/'\"),;\]][^\s:@/'\"]*)(?:[\s'\"]|$))"
 )
 
@@ -275,7 +276,8 @@ def _userinfo(text: str, spans: list[Span]) -> None:
                 spans.append(match.span(3))  # user@domain:password
             continue
         start, end = match.span(1)
-        if match.group(2):
+        method = text[match.start() : start].lstrip(" \t\r\n'\"=([,").startswith(":")  # :pserver:user:x@
+        if match.group(2) and not method:
             continue  # a backend's scp-style location (restic's sftp:user@host:/path): a name, no password
         if _NEXT_KEY.search(match.group(1)):
             continue  # an ODBC string's next keys (Server=tcp:host,1433;Database=x;PWD=y@z): the key family's

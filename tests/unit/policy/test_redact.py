@@ -549,6 +549,7 @@ HELD_OUT = (
     "holdout63.yaml",
     "holdout64.yaml",
     "holdout65.yaml",
+    "holdout66.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -566,7 +567,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout65, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout66, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -3571,6 +3572,47 @@ def test_round_sixty_six_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_sixty_six_keeps(text: str) -> None:
     """What round sixty-six's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a CVSROOT's password after its access method, and ~/.cvspass's scrambled one
+        ("+ cvs -d :pserver:etlbuild:marmot42@cvs.legacy.example-data.net:/cvsroot/reports login",
+         "+ cvs -d :pserver:etlbuild:***@cvs.legacy.example-data.net:/cvsroot/reports login"),
+        ("CVSROOT=:ext:anon:s3cret@cvs.example.org:/cvs", "CVSROOT=:ext:anon:***@cvs.example.org:/cvs"),
+        ("/1 :pserver:etlbuild@cvs.legacy.example-data.net:2401/cvsroot/reports Ay=0=a%0bZ\n+ cvs -q co fin",
+         "/1 :pserver:etlbuild@cvs.legacy.example-data.net:2401/cvsroot/reports ***\n+ cvs -q co fin"),
+        # a quoted value that ends a config's statement, a word too
+        ('oper alertbot { class opers; mask *@10.20.4.*; password "owlnight"; operclass netadmin; }',
+         'oper alertbot { class opers; mask *@10.20.4.*; password "***"; operclass netadmin; }'),
+        # Kvrocks' namespace token (the flags table)
+        ("+ redis-cli -h kvrocks-0 -p 6666 namespace add features_v2 'nsTok_9fK2mQ7xLw4Rb'",
+         "+ redis-cli -h kvrocks-0 -p 6666 namespace add features_v2 '***'"),
+        # a key's note in full-width parentheses before its colon
+        ("APIシークレット（先頭のみ）: 'nK7vR2xQ9Lw...' — シークレットの再発行", "APIシークレット（先頭のみ）: '***' — シークレットの再発行"),
+        # a connect command's password before the command's ;
+        ("+ deluge-console 'connect 10.40.1.9:58846 dataseed Cabbage77; add x'", "+ deluge-console 'connect 10.40.1.9:58846 dataseed ***; add x'"),
+    ],
+)  # fmt: skip
+def test_round_sixty_seven_classes(text: str, expected: str) -> None:
+    """Round sixty-seven's classes (holdout66's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a backend's scp-style location, no access method before it
+        "restic -r sftp:backup@host:/srv/restic snapshots",
+        "Logging in to :pserver:etlbuild@cvs.legacy.example-data.net:2401/cvsroot/reports",
+        # a sentence's word quoted before a ;
+        'error: password "required";',
+    ],
+)  # fmt: skip
+def test_round_sixty_seven_keeps(text: str) -> None:
+    """What round sixty-seven's classes must keep."""
     assert redact(text) == text
 
 
