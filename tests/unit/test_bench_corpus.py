@@ -73,6 +73,7 @@ HELD = {
     "holdout64.yaml": "58/60 held (96.7 %)",
     "holdout65.yaml": "57/60 held (95.0 %)",
     "holdout66.yaml": "54/60 held (90.0 %)",
+    "holdout67.yaml": "59/60 held (98.3 %)",
 }
 """What each fitted corpus holds today (its history is bench/corpus.py's FITTED): a change in either direction is seen."""
 
@@ -136,10 +137,11 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "  - Podio [webhook]: leaked=['7d3b0b1c4e'] lost=[] (known: holdout59's" in out
     # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
     assert (
-        "holdout67.yaml (held out, not fitted): 56/60 held (93.3 %)   target >= 97 % NOT REACHED"
-        "   no secret leaked: 60/60 (100.0 %)"
+        "holdout68.yaml (held out, not fitted): 52/60 held (86.7 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 56/60 (93.3 %)"
     ) in out
-    assert "  - Riemann [webhook]: leaked=[] lost=['9kd3qyx7wp8bz4h2c1ma']" in out
+    assert "  - DBIish [driver]: leaked=['Kiwi!fern31'] lost=[]" in out
+    assert "  - Riemann [webhook]: leaked=[] lost=['9kd3qyx7wp8bz4h2c1ma'] (known: holdout67" in out
     assert "  - Deluge [config]: leaked=['Cabbage77'] lost=[] (known: holdout66" in out
     assert (
         "  - Gandi [sdk]: leaked=[] lost=['Xq2p7LmN9vT4kR1wZ8yB3cH6jD5fS0aG-Ue7Ki2Oo'] (known: holdout65"

@@ -1106,6 +1106,8 @@ def _key_values(text: str, spans: list[Span], depth: int = 0) -> None:
             continue  # a nested parameter's key alone: its object's (a form's produto[chave]=x, the product's code)
         if references and _in_reference(text, key_start):
             continue
+        if text[max(0, key_start - 4) : key_start] == "did:":
+            continue  # did:key:<id>, a decentralized identifier's method: a public id, no key's value
         if _public_key(text, key_start, key_end) or "public" in text[key_end:sep_start].lower():
             continue  # a public key (WireGuard's "public key: x", Statsig's "client key (public, ...)=x") is published
         raw_start, raw_end = match.span(3)

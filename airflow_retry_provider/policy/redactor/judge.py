@@ -1053,6 +1053,16 @@ _REPOSITORY_AT = pattern(r"[\w.-]+/[\w.-]+ at $")
 _SIGNED_AT = pattern(r"\bt=[0-9]{9,11},v[0-9]=$")
 
 
+# a decentralized identifier's method, before its id (Radicle's and Bluesky's did:key:z6Mk..., did:plc:):
+# a public key or a registry's id, published by design
+_DID = pattern(r"\bdid:[a-z0-9]{2,16}:$")
+
+
+# a run in the value of a key that is "name" alone (Ubicloud's "Machine name: 'vmx9q2...'", "Runner name:
+# 'ubicloud-standard-4-vmx9q2...'"): a generated name; not a username (an API key given as the user)
+_NAME_KEY = pattern(r"(?i)(?:^|[^\w-])name[\"']?[ \t]*[:=][ \t]*[\"']?[\w.-]*$")
+
+
 def _named_hash(before: str, hexadecimal: bool = False) -> bool:
     """Whether the words just before a random run (32 characters) name it as a hash or an id
     (``sha256=``, ``commit``, ``request id:``), unless its own key names a secret
@@ -1063,6 +1073,8 @@ def _named_hash(before: str, hexadecimal: bool = False) -> bool:
         return False  # /incidents/api/<hex>: the segment before says what it is
     if _collection_segment(before):
         return True  # an object's id after its collection in a path: /Accounts/AC<32 hex>/, /payments/<id>
+    if _DID.search(before[-24:]) is not None or _NAME_KEY.search(before[-64:]) is not None:
+        return True  # did:key:<id>: a decentralized identifier, public; a name
     if _SIGNED_AT.search(before[-24:]) is not None:
         return False  # a signature after its time (Stripe's scheme, Duffel's: t=1750986252,v1=<hex>)
     if hexadecimal and (before.rstrip(" ").endswith("@") or _REPOSITORY_AT.search(before[-128:]) is not None):
@@ -1110,6 +1122,8 @@ PATTERNS: tuple[Pattern, ...] = (
     _PLACEHOLDER,
     _CREDENTIAL_SCOPE,
     _SIGNED_AT,
+    _DID,
+    _NAME_KEY,
     _REPOSITORY_AT,
     _BRACKETED_CODE,
     _NEXT_KEY,

@@ -62,8 +62,10 @@ _POOL_URL = pattern(
 
 # secrets that travel in a URL path: chat webhooks, Telegram bot tokens
 _WEBHOOK = pattern(
-    # Slack's team and bot ids (T..., B...) name the workspace and the app; the last segment is the secret
-    r"(?:hooks\.slack\.com/(?:services|workflows|triggers)/(?:[TBA][A-Z0-9]{6,14}/){0,2}|discord(?:app)?\.com/api/webhooks/"
+    # Slack's team and bot ids (T..., B...) name the workspace and the app, Discord's webhook id (a
+    # snowflake, digits) names the hook; the last segment is the secret
+    r"(?:hooks\.slack\.com/(?:services|workflows|triggers)/(?:[TBA][A-Z0-9]{6,14}/){0,2}"
+    r"|discord(?:app)?\.com/api/webhooks/(?:[0-9]{17,20}/)?"
     r"|\.webhook\.office\.com/webhookb2/)([^\s\"'<>]+)"
     r"|api\.telegram\.org/(?:file/)?bot([^\s/\"'<>]+)",
     ignore_case=True,

@@ -550,6 +550,7 @@ HELD_OUT = (
     "holdout64.yaml",
     "holdout65.yaml",
     "holdout66.yaml",
+    "holdout67.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -567,7 +568,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout66, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout67, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -3613,6 +3614,42 @@ def test_round_sixty_seven_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_sixty_seven_keeps(text: str) -> None:
     """What round sixty-seven's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a Discord webhook's id stays, its token goes
+        ("POST https://discord.com/api/webhooks/1301125478802812938/hV2kQ9xLm7Tz4Rb1Wc8Np6Ys3Jd0Fa5Gu2Ei9Ko7Lq4Mx1Zn8Vb3Cs6Dp0Rt5Wy2Ah",
+         "POST https://discord.com/api/webhooks/1301125478802812938/***"),
+        ("https://discordapp.com/api/webhooks/hV2kQ9xLm7Tz4Rb1Wc8Np6Ys3Jd0Fa5Gu2Ei9Ko7Lq4", "https://discordapp.com/api/webhooks/***"),
+        # a key alone before a random run is still a key's
+        ("key:z6MkrLMMsiPWUcNPHcRaaTzp1c3Rsqyk7mFvhFsTtFn2pQhx", "key:***"),
+        # an API key given as a username is no name
+        ("Configuration(host='https://api.lob.com/v1', username='live_aofy41n2t5nr7el87qc3rkicyng7mcspi70')",
+         "Configuration(host='https://api.lob.com/v1', username='***')"),
+    ],
+)  # fmt: skip
+def test_round_sixty_eight_classes(text: str, expected: str) -> None:
+    """Round sixty-eight's classes (holdout67's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a decentralized identifier
+        "✓ Unlocked key for did:key:z6MkrLMMsiPWUcNPHcRaaTzp1c3Rsqyk7mFvhFsTtFn2pQhx",
+        "author did:plc:ewvi7nxzyoun6zhxrhs64oiz failed",
+        # a generated name under a key that is "name" alone
+        "2025-07-06T08:58:02.1212004Z Machine name: 'vmx9q2w1kcmd4je8a7r3t6pz0'",
+        "2025-07-06T08:58:02.1210447Z Runner name: 'ubicloud-standard-4-vmx9q2w1kcmd4je8a7r3t6pz0'",
+        '{"name": "k8s-node-4f9a2c7e1b3d5f8a0c6e9b2d4f7a1c3e"}',
+    ],
+)  # fmt: skip
+def test_round_sixty_eight_keeps(text: str) -> None:
+    """What round sixty-eight's classes must keep."""
     assert redact(text) == text
 
 
