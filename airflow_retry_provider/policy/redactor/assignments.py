@@ -11,6 +11,7 @@ from typing import Any
 from airflow_retry_provider.policy import secret_words
 from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
+    _AUTHINFO_ITEMS,
     _DEVICE_KINDS,
     _FOREIGN_WORDS,
     _NAMING_KEYS,
@@ -263,7 +264,6 @@ def _in_reference(text: str, key_start: int) -> bool:
 
 # sendmail's authinfo items, each quoted after its letter (U: the user, I: the authorization id, R: the
 # realm, M: the mechanisms): P: is the password, P= the same in base64 ("U:reports" "P:x" "M:LOGIN")
-_AUTHINFO_ITEMS = ('"U:', '"I:', '"R:')
 _AUTHINFO_NEXT = tuple(f" {item}" for item in _AUTHINFO_ITEMS)
 _AUTHINFO_PASSWORD = pattern(
     r"\"[UIR][:=][^\"\r\n]*\"(?:[ \t]+\"[A-Z][:=][^\"\r\n]*\")*?[ \t]+\"P[:=]([^\"\r\n]{1,256})\""

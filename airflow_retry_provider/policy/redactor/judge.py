@@ -79,6 +79,11 @@ _MASK_PHRASE = pattern(
 _BRACKETED_CODE = pattern(r"^\[[0-9][0-9.:-]*(?:\][.,;:]?)?$")  # a bare value ends before "]"
 
 
+_AUTHINFO_ITEMS = ('"U:', '"I:', '"R:')
+"""sendmail's authinfo items that name a user, an authorization id or a realm (``"U:postmaster@mg.example.com"``),
+each quoted after its letter: names, whatever follows (an address reads as ``user:x@host``)."""
+
+
 # OpenSSL's error string where a signature or a key was to be (Borica's "P_SIGN: error:1C800064:Provider
 # routines::bad decrypt"): error:, the code's 8 hex digits, a colon
 _OPENSSL_ERROR = pattern(r"^error:[0-9A-Fa-f]{8}:")

@@ -7,6 +7,7 @@ from typing import Any
 
 from airflow_retry_provider.policy.engine import Pattern, pattern
 from airflow_retry_provider.policy.redactor.judge import (
+    _AUTHINFO_ITEMS,
     _NEXT_KEY,
     _authorization_id,
     _credential_scope,
@@ -267,10 +268,6 @@ _DIGEST_ALGORITHMS = ("sha256:", "sha512:")
 """What an image reference's digest starts with, after its tag's ``@``."""
 
 
-_AUTHINFO_USERS = ('"U:', '"I:')
-"""sendmail's authinfo items that name a user (``"U:postmaster@mg.example.com"``), read as ``user:x@host``."""
-
-
 def _userinfo(text: str, spans: list[Span]) -> None:
     for match in _matches(_USERINFO, text, spans):
         if match.group(3) is not None:
@@ -285,7 +282,7 @@ def _userinfo(text: str, spans: list[Span]) -> None:
             continue  # an ODBC string's next keys (Server=tcp:host,1433;Database=x;PWD=y@z): the key family's
         if text.startswith(_DIGEST_ALGORITHMS, end + 1):
             continue  # an image's tag and digest (library/nginx:1.25@sha256:...), not user:password@host
-        if text[start - 3 : start] in _AUTHINFO_USERS:
+        if text[start - 3 : start] in _AUTHINFO_ITEMS:
             continue  # sendmail's authinfo item, "U:user@domain": a user's address, no password
         if not text[start:end].isdigit() and text[start:end] != MASK:
             spans.append((start, end))
