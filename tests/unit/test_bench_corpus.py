@@ -74,6 +74,7 @@ HELD = {
     "holdout65.yaml": "57/60 held (95.0 %)",
     "holdout66.yaml": "54/60 held (90.0 %)",
     "holdout67.yaml": "59/60 held (98.3 %)",
+    "holdout68.yaml": "55/60 held (91.7 %)",
 }
 """What each fitted corpus holds today (its history is bench/corpus.py's FITTED): a change in either direction is seen."""
 
@@ -137,10 +138,11 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "  - Podio [webhook]: leaked=['7d3b0b1c4e'] lost=[] (known: holdout59's" in out
     # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
     assert (
-        "holdout68.yaml (held out, not fitted): 52/60 held (86.7 %)   target >= 97 % NOT REACHED"
-        "   no secret leaked: 56/60 (93.3 %)"
+        "holdout69.yaml (held out, not fitted): 52/60 held (86.7 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 54/60 (90.0 %)"
     ) in out
-    assert "  - DBIish [driver]: leaked=['Kiwi!fern31'] lost=[]" in out
+    assert "  - QuickFIX/J session settings [config]: leaked=['Wq8!vTz3Lm'] lost=[]" in out
+    assert "  - Marathon REST API [http]: leaked=['wSe7Vq2RnP0kXb3M'] lost=[] (known: holdout68" in out
     assert "  - Riemann [webhook]: leaked=[] lost=['9kd3qyx7wp8bz4h2c1ma'] (known: holdout67" in out
     assert "  - Deluge [config]: leaked=['Cabbage77'] lost=[] (known: holdout66" in out
     assert (

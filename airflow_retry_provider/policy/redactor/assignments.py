@@ -159,8 +159,11 @@ _KEY_SPACE = pattern(
     ignore_case=True,
 )
 # after a space, only with a string for its value (a Common Lisp structure's :PASSWORD "x"): a text of
-# "password :" again and again is no run of keys to read one by one (10 KiB took 6 ms, not 4)
-_KEYWORD_STRING = pattern(rf"[ \t]:({_KEY})[ \t]+\"([^\"\\\r\n]{{1,256}})\"", ignore_case=True)
+# "password :" again and again is no run of keys to read one by one (10 KiB took 6 ms, not 4); or
+# Raku's colon pair, its word in angle brackets (DBIish.connect('Pg', :user<u>, :password<x>))
+_KEYWORD_STRING = pattern(
+    rf"[ \t]:({_KEY})(?:[ \t]+\"([^\"\\\r\n]{{1,256}})\"|<([^<>\s]{{1,256}})>)", ignore_case=True
+)
 
 
 # a key word of another language, then one or two words that say which (Vietnamese "mật khẩu merchant:",
@@ -750,8 +753,9 @@ def _flag_key(word: str) -> bool:
 
 def _keyword_strings(text: str, spans: list[Span]) -> None:
     for match in _matches(_KEYWORD_STRING, text, spans):
-        if _secret_key(match.group(1)) and not _not_secret(match.group(2)):
-            spans.append(match.span(2))
+        value = 2 if match.start(2) >= 0 else 3
+        if _secret_key(match.group(1)) and not _not_secret(match.group(value)):
+            spans.append(match.span(value))
 
 
 def _key_space_values(text: str, spans: list[Span]) -> None:

@@ -801,6 +801,8 @@ def _looks_random(token: str) -> bool:
     if len(token) < 20:
         return False
     digits = token.strip("_")  # hex digits after an underscore (Lacework's secret key, _<32 hex>)
+    if "-" in digits and all(len(piece) >= 32 for piece in digits.split("-")):
+        digits = digits.replace("-", "")  # hex keys joined by a dash (Sklik's <32 hex>-<32 hex> token)
     if not digits.translate(_HEX):
         has_digit = any(c.isdigit() for c in digits)
         return (
@@ -1007,11 +1009,12 @@ _SECRET_COLLECTIONS = ("keys", "tokens", "secrets", "credentials", "passwords", 
 
 
 _SECRET_SEGMENTS = frozenset(
-    {"api", "apikey", "api-key", "api_key", "token", "secret", "hook", "integrations", "deploy"}
+    {"api", "apikey", "api-key", "api_key", "token", "secret", "hook", "integrations", "deploy", "t"}
 )
 """A URL path's segment that says what the next one is: a credential (Squadcast's
 ``/v2/incidents/api/<token>``, Basecamp's chatbot key in ``/integrations/<key>/buckets``, a deploy hook's
-``/api/deploy/<40 hex>``), whatever object nouns stand before it."""
+``/api/deploy/<40 hex>``, a conda channel's token in ``/t/<token>/<channel>``), whatever object nouns
+stand before it."""
 
 
 def _secret_segment(before: str) -> bool:

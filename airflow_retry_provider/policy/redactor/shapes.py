@@ -46,8 +46,12 @@ _PEM = pattern(
 
 
 # a password hash in crypt(3)'s form, which a device's config, /etc/shadow or htpasswd print: an
-# offline guess recovers the password (Cisco's types 5, 8 and 9, Juniper's $9$ and $6$, $apr1$, bcrypt)
-_CRYPT_HASH = pattern(r"(?:^|[^\w$])(\$(?:1|1[a-d]|2[abxy]|5|6|7|8|9|y|gy|apr1|sha1|md5)\$[\w./$+=-]{8,})")
+# offline guess recovers the password (Cisco's types 5, 8 and 9, Juniper's $9$ and $6$, $apr1$, bcrypt),
+# or in the PHC string format, its parameters joined by commas ($argon2id$v=19$m=4096,t=3,p=1$<salt>$<hash>)
+_CRYPT_HASH = pattern(
+    r"(?:^|[^\w$])(\$(?:1|1[a-d]|2[abxy]|5|6|7|8|9|y|gy|apr1|sha1|md5)\$[\w./$+=-]{8,}"
+    r"|\$(?:argon2(?:id|i|d)|scrypt|pbkdf2(?:-sha[0-9]{1,3})?)\$[\w./$+=,-]{8,})"
+)
 
 
 # secrets recognisable on their own (a vendor's prefix) that gitleaks' rules (policy/vendor.py,

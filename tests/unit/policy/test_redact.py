@@ -551,6 +551,7 @@ HELD_OUT = (
     "holdout65.yaml",
     "holdout66.yaml",
     "holdout67.yaml",
+    "holdout68.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -568,7 +569,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout67, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout68, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -3650,6 +3651,49 @@ def test_round_sixty_eight_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_sixty_eight_keeps(text: str) -> None:
     """What round sixty-eight's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a conda channel's token as the path's segment after /t/
+        ("micromamba create -n geo-etl -c https://conda.aerolith.ai/t/ak-3b1e90f7d2c64a58/geo -c conda-forge gdal",
+         "micromamba create -n geo-etl -c https://conda.aerolith.ai/t/***/geo -c conda-forge gdal"),
+        ("conda install -c https://conda.anaconda.org/t/xy-8d0c41f7a29e6b35c1/acme acme-etl",
+         "conda install -c https://conda.anaconda.org/t/***/acme acme-etl"),
+        # Raku's colon pair, the value in angle brackets
+        ("DBIish.connect('Pg', :host<pg-gtfs.transit-data.nz>, :port(5432), :user<gtfs_loader>, :password<Kiwi!fern31>)",
+         "DBIish.connect('Pg', :host<pg-gtfs.transit-data.nz>, :port(5432), :user<gtfs_loader>, :password<***>)"),
+        # hex keys joined by a dash
+        ('POST https://api.sklik.cz/drak/json/v5/client.loginByToken ["7c2d0f7e3b9a41d58e6c0b2f4a1d9e37-01fa6b8c9d2e4f3a5b7c8d9e0f1a2b3c"]',
+         'POST https://api.sklik.cz/drak/json/v5/client.loginByToken ["***"]'),
+        # a password hash in the PHC string format, hidden whole (again: its masked form stays as it is)
+        ('hash: "$argon2id$v=19$m=4096,t=3,p=1$c2FsdHlzYWx0MTIz$3qf8jKp2Lw9vXzN4mRt7YbC1hGd6sA0eUo5iQnWkE8I"',
+         'hash: "***"'),
+        ('hash: "$argon2id$v=19$m=4096,t=3,p=1$c2FsdHlzYWx0MTIz$***"', 'hash: "***"'),
+    ],
+)  # fmt: skip
+def test_round_sixty_nine_classes(text: str, expected: str) -> None:
+    """Round sixty-nine's classes (holdout68's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a forum's topic after /t/: a slug and a number
+        "GET https://meta.discourse.org/t/how-to-configure-sso-for-discourse/123456 returned 404",
+        "GET https://forum.example.com/t/topic/98765/4 returned 404",
+        # Raku's colon pairs that name no secret
+        "DBIish.connect('Pg', :host<pg-gtfs.transit-data.nz>, :database<gtfs>, :user<gtfs_loader>)",
+        # a digest then its size, and two UUIDs joined
+        "blob 3f786850e387550fdab836ed7e6dc881de23001b3f786850e387550fdab836ed-1087 missing",
+        "run 5e2c7a1f-93b4-4d08-a6e1-2f9c0b7d4e83 of deployment 6f1d8b2a-04c5-4e19-b7f2-3a0d1c8e5f94 failed",
+    ],
+)  # fmt: skip
+def test_round_sixty_nine_keeps(text: str) -> None:
+    """What round sixty-nine's classes must keep."""
     assert redact(text) == text
 
 
