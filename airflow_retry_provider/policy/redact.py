@@ -24,14 +24,20 @@ what they share. This module runs them and owns the public API: :func:`redact`, 
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from itertools import accumulate
 
 from airflow_retry_provider.policy import secret_words
 from airflow_retry_provider.policy.engine import LiteralSet, Pattern, bounded
 from airflow_retry_provider.policy.redactor import assignments, commands, judge, shapes, tables, urls
 from airflow_retry_provider.policy.redactor.commands import _DEVICE_WORDS
-from airflow_retry_provider.policy.redactor.judge import _FOREIGN_WORDS, _looks_secret
+from airflow_retry_provider.policy.redactor.judge import (
+    _FOREIGN_WORDS,
+    _HASH_WORDS,
+    _key_before,
+    _looks_secret,
+)
 from airflow_retry_provider.policy.redactor.spans import MASK, Span
 from airflow_retry_provider.policy.text import storable
 
@@ -137,6 +143,19 @@ def _quoted_in_prose(text: str, start: int, end: int) -> bool:
     return not before.endswith((":", "=")) and not after.startswith((":", "="))
 
 
+def _quoted_under_key(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is a whole quoted value under a key that names neither an id nor a
+    hash (the words that name a random run one, :data:`_HASH_WORDS`): an API's answer giving back the
+    key it hands out (USGS M2M's login ``"data": "<key>"``, sent after as its ``X-Auth-Token``). A key
+    naming an id or a hash keeps its value (Typeform's ``response_id``, equal to the response's
+    ``token``; Keeper's ``record_uid``; Dropbox Sign's ``event_hash``, compared with what was computed)."""
+    quote = text[start - 1 : start]
+    if quote not in ("'", '"') or text[end : end + 1] != quote:
+        return False
+    key = _key_before(text, start)
+    return key is not None and not _HASH_WORDS.found(f"{key.lower()}=")
+
+
 _PARSER_STOPS = "%#"
 """Where a parser stops reading a value and quotes the rest of it: configparser's interpolation at ``%``
 (``'%' must be followed by '%' or '(', found: '%mQ9w@rabbit:5672'``, the rest of a URI's password), a
@@ -154,13 +173,16 @@ def _echoes(text: str, spans: list[Span]) -> list[Span]:
     """Where else ``text`` quotes back a secret found once: an error repeating, in quotes, the value it
     refused (wpa_supplicant's ``Invalid passphrase length 6 ... 'Dock7!"'``, a line before its ``psk``).
     Only a value that looks like a secret (digits, symbols or inner capitals, not a word of a sentence)
-    is looked for, as a whole word quoted in a sentence (:func:`_quoted_in_prose`): ``password=airflow``
-    hides no other ``airflow``, an id hidden once for its shape is not hidden again where a sentence
-    names it, nor where it is another key's value (Typeform's response ``token`` is its ``response_id``).
-    The rest of a value from where a parser stopped (:func:`_rests`) is looked for at any quote's opening:
-    no sentence holds half a secret."""
+    is looked for, as a whole word quoted in a sentence (:func:`_quoted_in_prose`) or as the quoted value
+    of a key naming neither an id nor a hash (:func:`_quoted_under_key`): ``password=airflow`` hides no
+    other ``airflow``, an id hidden once for its shape is not hidden again where a sentence names it, nor
+    where an id's key gives it (Typeform's response ``token`` is its ``response_id``). The rest of a value
+    from where a parser stopped (:func:`_rests`) is looked for at any quote's opening: no sentence holds
+    half a secret; its bytes in hex anywhere (:func:`_hex_echoes`)."""
     found: list[Span] = []
     values: set[str] = set()
+    ordered = sorted(spans)  # where the text is hidden already: an occurrence there needs no judging
+    starts, reach = [start for start, _ in ordered], list(accumulate((end for _, end in ordered), max))
     for start, end in spans:
         value = text[start:end].strip("\"'")
         if value in values or value == MASK or not _looks_secret(value):
@@ -174,14 +196,38 @@ def _echoes(text: str, spans: list[Span]) -> list[Span]:
                 if at < 0:
                     break
                 after = at + len(piece)
-                if (
-                    _quoted_in_prose(text, at, after)
+                if _covered(starts, reach, at):
+                    pass
+                elif (
+                    _quoted_in_prose(text, at, after) or _quoted_under_key(text, at, after)
                     if whole
                     else text[at - 1 : at] in _OPENING_QUOTES and not text[after : after + 1].isalnum()
                 ):
                     found.append((at, after))
                 at = text.find(piece, after)
+        _hex_echoes(text, value, found)
     return found
+
+
+def _covered(starts: list[int], reach: list[int], at: int) -> bool:
+    """Whether ``at`` is inside a span, given the spans' sorted ``starts`` and the furthest end ``reach``ed
+    by the spans up to each."""
+    index = bisect_right(starts, at) - 1
+    return index >= 0 and reach[index] > at
+
+
+def _hex_echoes(text: str, value: str, found: list[Span]) -> None:
+    """Where ``text`` shows ``value``'s bytes in hex, in either case: a protocol's packet dumped in a debug
+    log (python-smpplib's ``>>b'...<password's hex>00...'``, a bind PDU after the parameters that name
+    the password)."""
+    encoded = value.encode().hex()
+    for form in {encoded, encoded.upper()}:
+        at = text.find(form)
+        for _ in range(ECHOES_PER_TEXT):
+            if at < 0:
+                break
+            found.append((at, at + len(form)))
+            at = text.find(form, at + len(form))
 
 
 def _masked(text: str, spans: list[Span]) -> tuple[str, int]:

@@ -41,7 +41,7 @@ HELD = {
     "holdout32.yaml": "60/60 held (100.0 %)",
     "holdout33.yaml": "59/60 held (98.3 %)",
     "holdout34.yaml": "58/60 held (96.7 %)",
-    "holdout35.yaml": "54/60 held (90.0 %)",
+    "holdout35.yaml": "55/60 held (91.7 %)",
     "holdout36.yaml": "57/60 held (95.0 %)",
     "holdout37.yaml": "56/60 held (93.3 %)",
     "holdout38.yaml": "55/60 held (91.7 %)",
@@ -72,9 +72,10 @@ HELD = {
     "holdout63.yaml": "58/60 held (96.7 %)",
     "holdout64.yaml": "58/60 held (96.7 %)",
     "holdout65.yaml": "57/60 held (95.0 %)",
-    "holdout66.yaml": "54/60 held (90.0 %)",
+    "holdout66.yaml": "55/60 held (91.7 %)",
     "holdout67.yaml": "59/60 held (98.3 %)",
     "holdout68.yaml": "55/60 held (91.7 %)",
+    "holdout69.yaml": "58/60 held (96.7 %)",
 }
 """What each fitted corpus holds today (its history is bench/corpus.py's FITTED): a change in either direction is seen."""
 
@@ -138,10 +139,12 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "  - Podio [webhook]: leaked=['7d3b0b1c4e'] lost=[] (known: holdout59's" in out
     # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
     assert (
-        "holdout69.yaml (held out, not fitted): 52/60 held (86.7 %)   target >= 97 % NOT REACHED"
-        "   no secret leaked: 54/60 (90.0 %)"
+        "holdout70.yaml (held out, not fitted): 57/60 held (95.0 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 59/60 (98.3 %)"
     ) in out
-    assert "  - QuickFIX/J session settings [config]: leaked=['Wq8!vTz3Lm'] lost=[]" in out
+    assert (
+        "  - e-Boekhouden.nl SOAP API [i18n]: leaked=['A7C3E9F1-52B4-4D08-9E6A-1F3B7C5D2E80'] lost=[]" in out
+    )
     assert "  - Marathon REST API [http]: leaked=['wSe7Vq2RnP0kXb3M'] lost=[] (known: holdout68" in out
     assert "  - Riemann [webhook]: leaked=[] lost=['9kd3qyx7wp8bz4h2c1ma'] (known: holdout67" in out
     assert "  - Deluge [config]: leaked=['Cabbage77'] lost=[] (known: holdout66" in out

@@ -233,6 +233,18 @@ _PGPASS_LINE = pattern(
 # CVS's ~/.cvspass line: /1, the CVSROOT, then the password scrambled (an A, then the scrambled characters:
 # a trivial cipher, the password itself)
 _CVSPASS_LINE = pattern(r"(?:^|[ \t])/1[ \t]+:[a-z]+:[^\s]+[ \t]+(A[^\s]{1,256})[ \t]*(?:\r?\n|$)")
+# chrony's key file's line (chrony.keys): the key's number, its type, then the key, in hex after HEX: or
+# as text after ASCII: (1 SHA256 HEX:<64 hex>, 2 MD5 ASCII:x): the type names the key's hash, not a digest
+_NTP_KEY_LINE = pattern(
+    r"(?:^|[ \t])[0-9]{1,5}[ \t]+(?:MD5|SHA1|SHA256|SHA384|SHA512|SHA3-[0-9]{3}|AES128CMAC|AES256CMAC)"
+    r"[ \t]+(?:HEX|ASCII):([^\s]{1,256})[ \t]*(?:\r?\n|$)"
+)
+# a FIX message's password fields (Password(554), NewPassword(925), EncryptedPassword(1402),
+# EncryptedNewPassword(1404)), between its fields' separators (|, ^A or SOH) as an engine logs a Logon
+_FIX_PASSWORD = pattern(r"(?:^|[|\x01\s(;]|\^A)(?:554|925|1402|1404)=([^|\x01^\s);]{1,256})")
+# a hardware token's PIN in a signing key's container name, as SafeNet's CSP reads it (signtool's
+# /k "[{{<PIN>}}]=<container>", jsign's and osslsigncode's alike)
+_TOKEN_PIN = pattern(r"\[\{\{([^{}\s]{1,128})\}\}\]=")
 # a token file's line, host;port;user;token (Klocwork's ~/.klocwork/ltoken, as kwauth writes it)
 _LTOKEN_LINE = pattern(
     r"(?:^|[\s'\"+])(?:[A-Za-z][\w.-]*|[0-9]{1,3}(?:\.[0-9]{1,3}){3});[0-9]{1,5};[^;\s'\"]+;([^;\s'\"]+)(?:[\s'\"]|$)"
@@ -884,7 +896,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 PATTERNS: tuple[Pattern, ...] = (
     _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS, _NAMED_SETTING, _STORE_PASSWORD_FLAG, _DOMAIN_LOGIN, _JDBC_ARGUMENTS, _LTOKEN_LINE, _ENCRYPT_STRING, _QUOTED_ARGUMENT,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
-    _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _LISP_LOGIN, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CVSPASS_LINE, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _SERVER_PASSWORD, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
+    _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _LISP_LOGIN, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CVSPASS_LINE, _NTP_KEY_LINE, _FIX_PASSWORD, _TOKEN_PIN, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _SERVER_PASSWORD, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _DIGEST_RESULT, _JOINED_LITERAL, _ODBC_LOGIN,
     _SASL_TUPLE, _PASSPHRASE_CALL, _PRINTF_TEMPLATE, _PRINTF_ARGUMENT, _CONVERSION,
 )  # fmt: skip
@@ -952,6 +964,12 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _spans_of(_PGPASS_LINE, text, spans)
     if "/1 :" in text:
         _spans_of(_CVSPASS_LINE, text, spans)
+    if "HEX:" in text or "ASCII:" in text:
+        _spans_of(_NTP_KEY_LINE, text, spans)
+    if "8=FIX" in text:
+        _spans_of(_FIX_PASSWORD, text, spans)
+    if "[{{" in text:
+        _spans_of(_TOKEN_PIN, text, spans)
     if text.count(";") >= 3:
         _token_lines(text, spans)
     if "net use" in lowered or "net user" in lowered:

@@ -93,6 +93,7 @@ _VENDOR = pattern(
     r"|dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,}|pul-[a-f0-9]{40}|nfp_[A-Za-z0-9]{36}"  # Doppler, Pulumi, Netlify
     r"|[A-Za-z0-9]{14}\.atlasv1\.[\w-]{60,}|AGE-SECRET-KEY-1[0-9A-Z]{58}"  # Terraform Cloud, age
     r"|AKID[A-Za-z0-9]{32}"  # Tencent Cloud
+    r"|AKfyc[\w-]{40,}"  # a Google Apps Script deployment's id (/macros/s/<id>/exec: a web app's only credential)
     r"|S[A-Z2-7]{55}(?:[A-Z2-7]{2})?"  # an Ed25519 seed in base32 (a NATS nkey's SU..., a Stellar secret key's S...)
     r")"
 )

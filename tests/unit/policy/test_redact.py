@@ -552,6 +552,7 @@ HELD_OUT = (
     "holdout66.yaml",
     "holdout67.yaml",
     "holdout68.yaml",
+    "holdout69.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -569,7 +570,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout68, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout69, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -3695,6 +3696,61 @@ def test_round_sixty_nine_classes(text: str, expected: str) -> None:
 def test_round_sixty_nine_keeps(text: str) -> None:
     """What round sixty-nine's classes must keep."""
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a secret found once, given back as another key's quoted value
+        ("""{"requestId": 1849302211, "data": "1f54384f3857681463f0c8e7689bb6b9"} then headers={'X-Auth-Token': '1f54384f3857681463f0c8e7689bb6b9'}""",
+         """{"requestId": 1849302211, "data": "***"} then headers={'X-Auth-Token': '***'}"""),
+        # ... or in hex, in a packet's dump
+        ("SMPP params: {'system_id': 'airtrack01', 'password': 'q7Tz9kLm'}\n"
+         ">>b'00000029000000020000000000000001616972747261636b3031007137547a396b4c6d000034010100' (41 bytes)",
+         "SMPP params: {'system_id': 'airtrack01', 'password': '***'}\n"
+         ">>b'00000029000000020000000000000001616972747261636b303100***000034010100' (41 bytes)"),
+        # chrony's key file's line
+        ("INFO - 1 SHA256 HEX:9F3C2A7B1E6D4F08A5C3B29E7D1F6A4C8B2E0D5F7A9C3E1B4D6F8A0C2E4B6D8F\nINFO - 2 MD5 ASCII:tick-tock",
+         "INFO - 1 SHA256 HEX:***\nINFO - 2 MD5 ASCII:***"),
+        # a FIX Logon's password, between | or ^A
+        ("(8=FIX.4.4|9=118|35=A|49=ALDERCAP_DC|553=aldercap_dc|554=Wq8!vTz3Lm|10=187|)",
+         "(8=FIX.4.4|9=118|35=A|49=ALDERCAP_DC|553=aldercap_dc|554=***|10=187|)"),
+        ("8=FIX.4.2^A35=A^A553=ops^A554=hunter22^A925=Hunter23^A10=001", "8=FIX.4.2^A35=A^A553=ops^A554=***^A925=***^A10=001"),
+        # a hardware token's PIN in signtool's container name
+        ('signtool sign /csp "eToken Base Cryptographic Provider" /k "[{{Pc-EVtoken-7731}}]=p11#c0ffee5ab7d24e19" a.msi',
+         'signtool sign /csp "eToken Base Cryptographic Provider" /k "[{{***}}]=p11#c0ffee5ab7d24e19" a.msi'),
+        # a Google Apps Script deployment's id
+        ("POST https://script.google.com/macros/s/AKfycbHVbhdm-64h-Qxg-tqabtmdjLszpnueBCmxB8EbGNf-sUjsV1CcNEkeOs5WxouyPp0G/exec 302",
+         "POST https://script.google.com/macros/s/***/exec 302"),
+    ],
+)  # fmt: skip
+def test_round_seventy_classes(text: str, expected: str) -> None:
+    """Round seventy's classes (holdout69's first-sight failures), each tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a secret's value given back under a key naming an id or a hash stays there
+        '{"response_id": "Zq8vK2mX9pL4wR7tB3nY6cJ1", "event_hash": "Zq8vK2mX9pL4wR7tB3nY6cJ1"}',
+        # a digest named by its hash, no key file's HEX:; FIX's other tags; a template's index
+        "verified 2 SHA256 digests",
+        "(8=FIX.4.4|35=A|49=ALDERCAP_DC|553=aldercap_dc|58=Invalid username or password|10=044|)",
+        "for i in 1 2; do arr[{{ i }}]=1; done",
+    ],
+)  # fmt: skip
+def test_round_seventy_keeps(text: str) -> None:
+    """What round seventy's classes must keep."""
+    assert redact(text) == text
+
+
+def test_round_seventy_echoes_under_an_id_key_stay() -> None:
+    """A token hidden under its key is not hidden again where a key naming an id gives the same value."""
+    assert (
+        redact('token=Zq8vK2mX9pL4wR7tB3nY6cJ1 {"response_id": "Zq8vK2mX9pL4wR7tB3nY6cJ1"}')
+        == 'token=*** {"response_id": "Zq8vK2mX9pL4wR7tB3nY6cJ1"}'
+    )
 
 
 @pytest.mark.parametrize(
