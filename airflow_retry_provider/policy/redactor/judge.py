@@ -259,16 +259,11 @@ def _digest_user(value: str) -> int:
 
 def _user_and_password_key(key: str) -> bool:
     """A key whose value is ``user:password`` (``--auth=etl:x``, an OAuth client's ``credential:
-    'client_id:client_secret'``): only the password is hidden."""
-    return key.lstrip("-").lower() in (
-        "userinfo",
-        "auth",
-        "authorization",
-        "basic-auth",
-        "proxy-auth",
-        "http-auth",
-        "credential",
-        "credentials",
+    'client_id:client_secret'``, any ``*_auth`` or ``*-auth``: ``--proxy-auth``, Galera's
+    ``wsrep_sst_auth=sst_user:x``): only the password is hidden."""
+    lowered = key.lstrip("-").lower()
+    return lowered in ("userinfo", "auth", "authorization", "credential", "credentials") or lowered.endswith(
+        ("_auth", "-auth", ".auth")
     )
 
 

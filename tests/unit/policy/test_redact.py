@@ -553,6 +553,7 @@ HELD_OUT = (
     "holdout67.yaml",
     "holdout68.yaml",
     "holdout69.yaml",
+    "holdout70.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -570,7 +571,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout69, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout70, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -3742,6 +3743,33 @@ def test_round_seventy_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_seventy_keeps(text: str) -> None:
     """What round seventy's classes must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a user:password under any key ending in auth keeps its user
+        ("INFO - --wsrep_sst_auth=sst_user:fN4q8Zr2vWk7Tx", "INFO - --wsrep_sst_auth=sst_user:***"),
+        ('wsrep_sst_auth = "sst:Pw0rd!x9"', 'wsrep_sst_auth = "sst:***"'),
+        ("http.auth=ops:Hx7!kq2Lm", "http.auth=ops:***"),
+    ],
+)  # fmt: skip
+def test_round_seventy_one_classes(text: str, expected: str) -> None:
+    """Round seventy-one's class (holdout70's first-sight failures), tried beside what it must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a word ending in auth is no key ending in auth
+        "oauth=github:enabled",
+        "INFO - provider oauth: github:callback",
+    ],
+)  # fmt: skip
+def test_round_seventy_one_keeps(text: str) -> None:
+    """What round seventy-one's class must keep."""
     assert redact(text) == text
 
 
