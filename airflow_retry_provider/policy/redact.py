@@ -196,9 +196,7 @@ def _echoes(text: str, spans: list[Span]) -> list[Span]:
                 if at < 0:
                     break
                 after = at + len(piece)
-                if _covered(starts, reach, at):
-                    pass
-                elif (
+                if not _covered(starts, reach, at) and (
                     _quoted_in_prose(text, at, after) or _quoted_under_key(text, at, after)
                     if whole
                     else text[at - 1 : at] in _OPENING_QUOTES and not text[after : after + 1].isalnum()
