@@ -286,6 +286,30 @@ def _sent(dist: E2E, job_id: int) -> int:
     return int(count)
 
 
+def _replays(dist: E2E, job_id: int) -> list[tuple]:
+    """The job's replays as the assertions' messages show them: letter, outcome, detail."""
+    with psycopg.connect(dist.provider_dsn) as conn:
+        return conn.execute(
+            "SELECT letter_id, outcome, detail FROM retry_replays WHERE job_id = %s ORDER BY id", (job_id,)
+        ).fetchall()
+
+
+def _no_sweeps(dist: E2E) -> None:
+    """Pause the sweeper (an earlier test's trigger unpaused it, on its 10-minute schedule) and wait for a
+    run of it to end: a sweep draining this job while the api-server is down would see its clears refused
+    and stop the job by the stop rule (three failed clears in a row), which is the sweep's test, not this one's."""
+    dist.stack.wait_for_dag("dead_letter_sweeper")
+    dist.stack.api("PATCH", "/api/v2/dags/dead_letter_sweeper", json={"is_paused": True})
+    sample_until(
+        lambda: (
+            not dist.stack.api(
+                "GET", "/api/v2/dags/dead_letter_sweeper/dagRuns", params={"state": ["queued", "running"]}
+            )["dag_runs"]
+        ),
+        timeout=300,
+    )
+
+
 def test_a_replay_job_is_read_through_both_api_workers_and_survives_an_api_server_restart(dist):
     """20 letters replayed at 60/min: progress answered by both api-server workers, the api-server SIGKILLed
     and restarted mid-job, and the job still ends with every letter cleared once, resolved or back in dlq.
@@ -309,6 +333,7 @@ def test_a_replay_job_is_read_through_both_api_workers_and_survives_an_api_serve
             for row in conn.execute("SELECT id FROM retry_dead_letters WHERE dag_id = 'dlq_replay_many'")
         ]
     dist.stack.api("POST", "/api/v2/variables", json={"key": "many_fix_applied", "value": "yes"})
+    _no_sweeps(dist)
     answer = _plugin(
         dist,
         "POST",
@@ -338,7 +363,10 @@ def test_a_replay_job_is_read_through_both_api_workers_and_survives_an_api_serve
     while not job["finished"] and time.monotonic() < deadline:
         time.sleep(1)
         job = _plugin(dist, "GET", f"/api/jobs/{job_id}").json()
-    assert job["finished"] and job["status"] == "done" and sum(job["counts"].values()) == 20, job
+    assert job["finished"] and job["status"] == "done" and sum(job["counts"].values()) == 20, (
+        job,
+        _replays(dist, job_id),
+    )
     assert set(job["counts"]) <= {"cleared", "unknown", "clear-failed", "included"}, job["counts"]
     assert _sent(dist, job_id) == 20  # every clear was sent, once (below), the restart notwithstanding
     with psycopg.connect(dist.provider_dsn) as conn:

@@ -302,6 +302,15 @@ _JOINED_LITERAL = pattern(
 _CARET_PLAIN = pattern(r"(?:=|:)[ \t]*\^[^\s^]*\^([^\s^'\"]+)")
 
 
+# a header given to a flag as two arguments, its name then its value (wkhtmltopdf's --custom-header
+# X-Report-Key <key>, --custom-header-propagation's kin): the value when the name names a secret
+_HEADER_ARGUMENTS = pattern(
+    r"(?i:--?[\w-]*header)[ \t]+['\"]?([A-Za-z][\w-]{0,63})['\"]?[ \t]+(?:'([^'\r\n]+)'|\"([^\"\r\n]+)\"|([^\s'\"-][^\s'\"]*))"
+)
+# a block config's Auth directive and its quoted password (Predixy's Authority { Auth "<x>" { Mode write } })
+_AUTH_DIRECTIVE = pattern(r"(?:^|[{};])[ \t]*[Aa]uth[ \t]+\"([^\"\s]{1,256})\"[ \t]*[{;]")
+
+
 # a SASL exchange's initial response in an XML stream (XMPP's <auth mechanism="PLAIN">base64</auth>)
 _SASL_ELEMENT = pattern(r"mechanism=[\"'][A-Z0-9-]+[\"'][^>\r\n]*>([^<\s]+)<")
 # and as an Erlang or Elixir tuple of the mechanism, the user and the password (brod's and
@@ -622,11 +631,33 @@ def _hashed_keys(text: str, spans: list[Span]) -> None:
             spans.append((start, end))
     for call in _matches(_DIGEST_CALL, text, spans):
         argument, offset = call.group(1), call.start(1)
+        literal = argument.partition(")")[0]
+        if _bare_literal(literal):
+            spans.append(
+                (offset, offset + len(literal))
+            )  # sha1(Kt.Api!2025_prod): a digest's input, written out
         for joined in _JOINED_LITERAL.finditer(argument):
             index = 1 if joined.start(1) >= 0 else 2
             literal = joined.group(index)
             if _looks_secret(literal) and not _readable(literal):
                 spans.append((offset + joined.start(index), offset + joined.end(index)))
+
+
+def _header_arguments(text: str, spans: list[Span]) -> None:
+    for match in _matches(_HEADER_ARGUMENTS, text, spans):
+        if _secret_column(match.group(1)):
+            _first_group(text, match, (2, 3, 4), spans)
+
+
+def _bare_literal(argument: str) -> bool:
+    """Whether a digest call's whole argument is one unquoted literal shaped as a secret, not a name
+    (``sha1(Kt.Api!2025_prod)``, where ``sha1(password)`` and ``md5(self.secret)`` name a variable)."""
+    return (
+        _looks_secret(argument)
+        and not _readable(argument)
+        and not any(mark in argument for mark in " \t'\",+(=*")  # words, a call, an assignment, a mask
+        and not argument.replace(".", "_").isidentifier()
+    )
 
 
 def _lisp_logins(text: str, spans: list[Span]) -> None:
@@ -898,7 +929,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
     _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _LISP_LOGIN, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CVSPASS_LINE, _NTP_KEY_LINE, _FIX_PASSWORD, _TOKEN_PIN, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _SERVER_PASSWORD, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _DIGEST_RESULT, _JOINED_LITERAL, _ODBC_LOGIN,
-    _SASL_TUPLE, _PASSPHRASE_CALL, _PRINTF_TEMPLATE, _PRINTF_ARGUMENT, _CONVERSION,
+    _SASL_TUPLE, _PASSPHRASE_CALL, _HEADER_ARGUMENTS, _AUTH_DIRECTIVE, _PRINTF_TEMPLATE, _PRINTF_ARGUMENT, _CONVERSION,
 )  # fmt: skip
 """This module's patterns, beside ``policy/argv.py``'s (the linear-time test runs each on adversarial input)."""
 
@@ -970,6 +1001,10 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _spans_of(_FIX_PASSWORD, text, spans)
     if "[{{" in text:
         _spans_of(_TOKEN_PIN, text, spans)
+    if "header" in lowered:
+        _header_arguments(text, spans)
+    if 'uth "' in text:
+        _spans_of(_AUTH_DIRECTIVE, text, spans)
     if text.count(";") >= 3:
         _token_lines(text, spans)
     if "net use" in lowered or "net user" in lowered:

@@ -283,7 +283,17 @@ def _authorization_id(value: str) -> int:
     """How much of an Authorization header's ``id:secret`` credential names it, to be kept: the id (Uploadcare's
     ``Uploadcare.Simple <public key>:<secret key>``), as curl's ``-u id:secret`` keeps its user (a
     vendor's key id is hidden by its shape wherever it stands: ``AWS AKIA...:<signature>``); a signed
-    request's time between them stays too (Lalamove's ``hmac <key>:<milliseconds>:<signature>``)."""
+    request's time between them stays too (Lalamove's ``hmac <key>:<milliseconds>:<signature>``); and a
+    token that begins with its user's number and a dot (Etsy's ``Bearer <user id>.<token>``) keeps the number."""
+    number, dot, token = value.partition(".")
+    if (
+        dot
+        and number.isdigit()
+        and len(number) >= 5
+        and (len(token) >= 20 or token == MASK)
+        and "." not in token
+    ):
+        return len(number) + 1
     named, colon, secret = value.rpartition(":")
     identity, _, time = named.partition(":")
     if colon and identity and secret and (not time or time.isdigit()) and "/" not in value:

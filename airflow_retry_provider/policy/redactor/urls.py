@@ -551,7 +551,9 @@ def _looks_encoded(secret: str) -> bool:
 def _scheme(text: str, spans: list[Span]) -> None:
     for match in _matches(_SCHEME, text, spans):
         if match.group(1).lower() == "bearer" or _looks_encoded(match.group(2)):
-            spans.append(match.span(2))
+            start, end = match.span(2)
+            if not text.startswith(MASK, end):  # Bearer 802119644.***: hidden already, its number kept
+                spans.append((start + _authorization_id(text[start:end]), end))
 
 
 PATTERNS: tuple[Pattern, ...] = (

@@ -554,6 +554,7 @@ HELD_OUT = (
     "holdout68.yaml",
     "holdout69.yaml",
     "holdout70.yaml",
+    "holdout71.yaml",
 )
 """The sets of tools no rule was written for, each fitted after its first sight (bench/corpus.py says
 each one's first-sight figure); an entry listed in holdout_known_failures.yaml (by tool) still fails."""
@@ -571,7 +572,7 @@ def _held_out(known: bool) -> list[Any]:
 
 @pytest.mark.parametrize(("message", "secrets", "keep"), _held_out(known=False))
 def test_held_out_corpora(message: str, secrets: list[str], keep: list[str]) -> None:
-    """Every held-out message (unseen, holdout to holdout70, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
+    """Every held-out message (unseen, holdout to holdout71, round5) not listed as a known failure loses its secrets, also cut to 500 characters, and keeps what on-call reads."""
     redacted = redact(message)
     cut = redact(message, 500)
     for secret in secrets:
@@ -3770,6 +3771,53 @@ def test_round_seventy_one_classes(text: str, expected: str) -> None:
 )  # fmt: skip
 def test_round_seventy_one_keeps(text: str) -> None:
     """What round seventy-one's class must keep."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # the tools' own flags: qpdf's two passwords after --encrypt, ccrypt's key
+        ("qpdf --encrypt Ana2025! 7fG2kW9qZr4sTb1x 256 -- in.pdf out.pdf", "qpdf --encrypt *** *** 256 -- in.pdf out.pdf"),
+        ("+ ccrypt -d -f -K 'plover harbor 1962 teacup' /backups/a.sql.cpt", "+ ccrypt -d -f -K '***' /backups/a.sql.cpt"),
+        ("ccdecrypt --key=Tr4il-mix-88 db.cpt", "ccdecrypt --key=*** db.cpt"),
+        # a header given to a flag as its name then its value
+        (
+            "wkhtmltopdf --custom-header X-Report-Key rk_6c1f0e93b47a4d28a5f3 https://bi/r WK-17.pdf",
+            "wkhtmltopdf --custom-header X-Report-Key *** https://bi/r WK-17.pdf",
+        ),
+        ("tool --header Authorization 'Token 9fQ2x7Lm' run", "tool --header Authorization '***' run"),
+        # a block config's Auth directive
+        (
+            'Authority { Auth "cartRW-2025" { Mode write } Auth "ro#Kestrel9" { Mode read } }',
+            'Authority { Auth "***" { Mode write } Auth "***" { Mode read } }',
+        ),
+        # a digest's input written out as one literal
+        ("HashPassword(base64(sha1(Kt.Api!2025_prod)))", "HashPassword(base64(sha1(***)))"),
+        # a bearer token led by its user's number keeps the number
+        ("authorization=Bearer 802119644.Fv3kQ9zW_hL2tXc7bN0mRpJ4sYd8aGe1uKo", "authorization=Bearer 802119644.***"),
+    ],
+)  # fmt: skip
+def test_round_seventy_two_classes(text: str, expected: str) -> None:
+    """Round seventy-two's classes (holdout71's first-sight failures), tried beside what they must keep."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a header that names no secret, given the same way
+        "wkhtmltopdf --custom-header Accept-Language en-US --custom-header X-Trace-Id 4f1c9a7e out.pdf",
+        # a digest of a variable, a date or a file's name
+        "digests: sha1(password), md5(self.secret), sha256(2025-06-01), md5(report.tar.gz)",
+        # auth as a word of a sentence; a quoted scheme
+        'ERROR - auth "basic" is not enabled for this listener',
+        # a version's number and its build
+        "Bearer 2025.1 deprecated",
+    ],
+)  # fmt: skip
+def test_round_seventy_two_keeps(text: str) -> None:
+    """What round seventy-two's classes must keep."""
     assert redact(text) == text
 
 
