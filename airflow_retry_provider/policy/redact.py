@@ -25,6 +25,7 @@ what they share. This module runs them and owns the public API: :func:`redact`, 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -191,20 +192,25 @@ def _echoes(text: str, spans: list[Span]) -> list[Span]:
         if len(values) > ECHOES_PER_TEXT:
             break
         for whole, piece in [(True, value), *((False, rest) for rest in _rests(value))]:
-            at = text.find(piece)
-            for _ in range(ECHOES_PER_TEXT):
-                if at < 0:
-                    break
-                after = at + len(piece)
+            for at, after in _occurrences(text, piece):
                 if not _covered(starts, reach, at) and (
                     _quoted_in_prose(text, at, after) or _quoted_under_key(text, at, after)
                     if whole
                     else text[at - 1 : at] in _OPENING_QUOTES and not text[after : after + 1].isalnum()
                 ):
                     found.append((at, after))
-                at = text.find(piece, after)
         _hex_echoes(text, value, found)
     return found
+
+
+def _occurrences(text: str, piece: str) -> Iterator[Span]:
+    """Where ``piece`` stands in ``text``, the first :data:`ECHOES_PER_TEXT` times (bounded work)."""
+    at = text.find(piece)
+    for _ in range(ECHOES_PER_TEXT):
+        if at < 0:
+            return
+        yield at, at + len(piece)
+        at = text.find(piece, at + len(piece))
 
 
 def _covered(starts: list[int], reach: list[int], at: int) -> bool:
@@ -220,12 +226,7 @@ def _hex_echoes(text: str, value: str, found: list[Span]) -> None:
     the password)."""
     encoded = value.encode().hex()
     for form in {encoded, encoded.upper()}:
-        at = text.find(form)
-        for _ in range(ECHOES_PER_TEXT):
-            if at < 0:
-                break
-            found.append((at, at + len(form)))
-            at = text.find(form, at + len(form))
+        found.extend(_occurrences(text, form))
 
 
 def _masked(text: str, spans: list[Span]) -> tuple[str, int]:

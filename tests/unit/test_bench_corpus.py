@@ -78,6 +78,7 @@ HELD = {
     "holdout69.yaml": "58/60 held (96.7 %)",
     "holdout70.yaml": "58/60 held (96.7 %)",
     "holdout71.yaml": "56/60 held (93.3 %)",
+    "holdout72.yaml": "54/60 held (90.0 %)",
 }
 """What each fitted corpus holds today (its history is bench/corpus.py's FITTED): a change in either direction is seen."""
 
@@ -141,10 +142,14 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "  - Podio [webhook]: leaked=['7d3b0b1c4e'] lost=[] (known: holdout59's" in out
     # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
     assert (
-        "holdout72.yaml (held out, not fitted): 51/60 held (85.0 %)   target >= 97 % NOT REACHED"
-        "   no secret leaked: 54/60 (90.0 %)"
+        "holdout73.yaml (held out, not fitted): 55/60 held (91.7 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 57/60 (95.0 %)"
     ) in out
-    assert "  - pcp_attach_node (Pgpool-II PCP) [cli]: leaked=['Ferrule_Anvil_73'] lost=[]" in out
+    assert "  - Penneo PHP SDK [sdk]: leaked=['3f9a0c7e51b2d84e6a1c'] lost=[]" in out
+    assert (
+        "  - GOV.UK Notify [http]: leaked=[] lost=['26785a09-ab16-4eb0-8407-a37497a57506', 'fw_citizen_alerts'] (known: holdout72"
+        in out
+    )
     assert "  - iikoTransport API [i18n]: leaked=['c9e2f71a4b'] lost=[] (known: holdout71" in out
     assert (
         "  - e-Boekhouden.nl SOAP API [i18n]: leaked=['A7C3E9F1-52B4-4D08-9E6A-1F3B7C5D2E80'] lost=[] (known: holdout70"

@@ -230,6 +230,12 @@ _REGISTRY_VALUE = pattern(
 _PGPASS_LINE = pattern(
     r"(?:^|[\s'\"+])(?:[A-Za-z*][\w.-]*|[0-9]{1,3}(?:\.[0-9]{1,3}){3}):(?:[0-9]{1,5}|\*):[^:\s'\"]+:[^:\s'\"]+:([^\s'\"]+)"
 )
+# Pgpool-II's PCP password file's line (.pcppass: host:port:user:password), its host a domain name, an
+# address, localhost or *: the password when it looks like one (a compiler's file.c:12:5:error has a space)
+_PCPPASS_LINE = pattern(
+    r"(?:^|[\s'\"+])(?:[A-Za-z][\w-]*(?:\.[\w-]+)+|localhost|\*|[0-9]{1,3}(?:\.[0-9]{1,3}){3})"
+    r":(?:[0-9]{1,5}|\*):[^:\s'\"]+:([^:\s'\"]+)(?:[\s'\"]|$)"
+)
 # CVS's ~/.cvspass line: /1, the CVSROOT, then the password scrambled (an A, then the scrambled characters:
 # a trivial cipher, the password itself)
 _CVSPASS_LINE = pattern(r"(?:^|[ \t])/1[ \t]+:[a-z]+:[^\s]+[ \t]+(A[^\s]{1,256})[ \t]*(?:\r?\n|$)")
@@ -643,6 +649,12 @@ def _hashed_keys(text: str, spans: list[Span]) -> None:
                 spans.append((offset + joined.start(index), offset + joined.end(index)))
 
 
+def _pcppass_lines(text: str, spans: list[Span]) -> None:
+    for match in _matches(_PCPPASS_LINE, text, spans):
+        if _looks_secret(match.group(1)):
+            spans.append(match.span(1))
+
+
 def _header_arguments(text: str, spans: list[Span]) -> None:
     for match in _matches(_HEADER_ARGUMENTS, text, spans):
         if _secret_column(match.group(1)):
@@ -927,7 +939,7 @@ def _oracle(text: str, spans: list[Span]) -> None:
 PATTERNS: tuple[Pattern, ...] = (
     _PROMPT, _ORACLE, _ORACLE_WORD, _EASY_CONNECT, _AUTH_COMMAND, _REDIS_DIRECTIVE, _SENTINEL_AUTH, _IDENTIFIED_BY, _SQL_KEY, _PASS_COMMAND, _IMAP_LOGIN, _PLUS_LOGIN, _KEY_SECRET_FLAGS, _NAMED_SETTING, _STORE_PASSWORD_FLAG, _DOMAIN_LOGIN, _JDBC_ARGUMENTS, _LTOKEN_LINE, _ENCRYPT_STRING, _QUOTED_ARGUMENT,
     _REDIS_CONFIG_REPLY, _SMTP_CHALLENGE, _SMTP_ANSWER, _LIBPQ, _QUOTED_PORT, _EXPECT_SEND, _SECURE_STRING,
-    _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _LISP_LOGIN, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _CVSPASS_LINE, _NTP_KEY_LINE, _FIX_PASSWORD, _TOKEN_PIN, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _SERVER_PASSWORD, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
+    _NET_USE, _FTP_USER, _LOGON_STRING, _COMMUNITY_BLOCK, _CONNECT_CALL, _BARE_FIELDS, _LOGIN_CALL, _LISP_LOGIN, _DEVICE_KIND_LATER, _REGISTRY_VALUE, _PGPASS_LINE, _PCPPASS_LINE, _CVSPASS_LINE, _NTP_KEY_LINE, _FIX_PASSWORD, _TOKEN_PIN, _CALL_ARGUMENT, _CONNECT_DIRECTIVE, _HOST_PORT_LOGIN, _SERVER_PASSWORD, _WINDOWS_LOGIN, _PIPED, _LOGIN_SINK,
     _DEVICE_SECRET, _CARET_PLAIN, _SASL_ELEMENT, _NAGIOS_MACRO, _HMAC_KEY, _DIGEST_CALL, _DIGEST_RESULT, _JOINED_LITERAL, _ODBC_LOGIN,
     _SASL_TUPLE, _PASSPHRASE_CALL, _HEADER_ARGUMENTS, _AUTH_DIRECTIVE, _PRINTF_TEMPLATE, _PRINTF_ARGUMENT, _CONVERSION,
 )  # fmt: skip
@@ -991,8 +1003,11 @@ def find(text: str, lowered: str, gates: frozenset[str], spans: list[Span], read
         _nagios_macros(text, spans)
     if "/d" in lowered and "/v" in lowered:
         _spans_of(_REGISTRY_VALUE, text, spans, groups=2)
-    if text.count(":") >= 4:
+    colons = text.count(":")
+    if colons >= 4:
         _spans_of(_PGPASS_LINE, text, spans)
+    if colons >= 3:
+        _pcppass_lines(text, spans)
     if "/1 :" in text:
         _spans_of(_CVSPASS_LINE, text, spans)
     if "HEX:" in text or "ASCII:" in text:

@@ -435,8 +435,9 @@ _ACTION_FLAG_VERBS = ("create", "delete", "modify", "list", "remove", "describe"
 # or by nothing (a CamelCase directive, lowered: Apache's AuthLDAPBindPassword, BindPassword)
 _SPACED_KEY = pattern(
     r"(?:(?:[a-z0-9_.-]*[_.-])?pass"  # pass, ftp_pass as a word of their own (not bypass, D0ckerPass)
-    r"|[a-z0-9_.-]*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key"
-    r"|secret[_-]?key|private[_-]?key|account[_-]?key|credentials?|client[_-]?secret"
+    # a dotted setting's words too (Spark's spark.hadoop.fs.s3a.access.key <key>)
+    r"|[a-z0-9_.-]*(?:password|passwd|passphrase|pwd|secret|token|api[_.-]?key|access[_.-]?key"
+    r"|secret[_.-]?key|private[_.-]?key|account[_.-]?key|credentials?|client[_.-]?secret"
     r"|requirepass|masterauth"  # Redis's config directives, echoed as they are written: requirepass "x"
     r"|bindpw|rootpw|[_.-]pw|authtok|psk"  # nslcd's, slapd's; ldap_pw; SSSD's ldap_default_authtok; a Wi-Fi psk
     r"|(?:shared|signing|hmac|webhook|master|encryption)[_-]key"  # a key named by its use: shared_key x
@@ -521,6 +522,7 @@ _OBJECT_NOUNS = (
     "order ",
     "pedido ",
     "item ",  # a media server's or a store's item (Jellyfin's "for item <32 hex>")
+    "zone ",  # a DNS zone's (Cloudflare's "[zone <32 hex>]")
 )
 
 
