@@ -100,11 +100,12 @@ FITTED = {
     "holdout70.yaml": "57/60 at first sight (rounds sixty-nine and seventy), fitted in round seventy-one",
     "holdout71.yaml": "51/60 at first sight (rounds seventy and seventy-one), fitted in round seventy-two",
     "holdout72.yaml": "51/60 at first sight (rounds seventy-one and seventy-two), fitted in round seventy-three",
+    "holdout73.yaml": "55/60 at first sight (rounds seventy-two and seventy-three), fitted in round seventy-four",
 }
 """Every corpus fitted to, with its history (a first-sight count is under the round named)."""
 TARGETS = {name: 100.0 for name in FITTED}
 """The share of entries that must hold, per file, known failures aside (issue 54)."""
-MEASURED: dict[str, float] = {"holdout73.yaml": 97.0}  # written after round seventy-two, never fitted
+MEASURED: dict[str, float] = {"holdout74.yaml": 97.0}  # written after round seventy-three, never fitted
 """Held-out sets nothing was fitted to: their figure says whether the design generalises, printed
 beside the issue's target; a miss is reported, not a failure of the run (nothing may be fitted to them)."""
 KNOWN_FAILURES = DATA / "holdout_known_failures.yaml"

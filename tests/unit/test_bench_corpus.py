@@ -79,6 +79,7 @@ HELD = {
     "holdout70.yaml": "58/60 held (96.7 %)",
     "holdout71.yaml": "56/60 held (93.3 %)",
     "holdout72.yaml": "54/60 held (90.0 %)",
+    "holdout73.yaml": "56/60 held (93.3 %)",
 }
 """What each fitted corpus holds today (its history is bench/corpus.py's FITTED): a change in either direction is seen."""
 
@@ -142,10 +143,11 @@ def test_every_corpus_present_meets_its_target(capsys) -> None:
     assert "  - Podio [webhook]: leaked=['7d3b0b1c4e'] lost=[] (known: holdout59's" in out
     # measured, never fitted: the honest generalisation figure, printed beside the 97 % target
     assert (
-        "holdout73.yaml (held out, not fitted): 55/60 held (91.7 %)   target >= 97 % NOT REACHED"
-        "   no secret leaked: 57/60 (95.0 %)"
+        "holdout74.yaml (held out, not fitted): 46/60 held (76.7 %)   target >= 97 % NOT REACHED"
+        "   no secret leaked: 52/60 (86.7 %)"
     ) in out
-    assert "  - Penneo PHP SDK [sdk]: leaked=['3f9a0c7e51b2d84e6a1c'] lost=[]" in out
+    assert "  - Clover webhooks [webhook]: leaked=['23eba0c9-758d-4970-9aae-cedd5d8a863f'] lost=[]" in out
+    assert "  - Penneo PHP SDK [sdk]: leaked=['3f9a0c7e51b2d84e6a1c'] lost=[] (known: holdout73" in out
     assert (
         "  - GOV.UK Notify [http]: leaked=[] lost=['26785a09-ab16-4eb0-8407-a37497a57506', 'fw_citizen_alerts'] (known: holdout72"
         in out

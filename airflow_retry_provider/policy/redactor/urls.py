@@ -16,6 +16,7 @@ from airflow_retry_provider.policy.redactor.judge import (
     _id_key,
     _key_shaped,
     _looks_random,
+    _looks_secret,
     _not_secret,
     _readable,
     _secret_column,
@@ -556,10 +557,21 @@ def _scheme(text: str, spans: list[Span]) -> None:
                 spans.append((start + _authorization_id(text[start:end]), end))
 
 
+# an RTMP URL's last path segment, after its application's: the stream key a live-streaming service
+# hands out (Twitch's rtmp://live.twitch.tv/app/<key>, YouTube's rtmp://a.rtmp.youtube.com/live2/<key>)
+_STREAM_KEY = pattern(r"(?i:\brtmp[est]{0,2})://[^\s/'\"]+(?:/[^\s/'\"?#]+)+/([^\s/'\"?#&]{16,256})")
+
+
+def _stream_keys(text: str, spans: list[Span]) -> None:
+    for match in _matches(_STREAM_KEY, text, spans):
+        if _looks_secret(match.group(1)):
+            spans.append(match.span(1))
+
+
 PATTERNS: tuple[Pattern, ...] = (
     _URI, _RELATIVE_URL, _URL_THEN_TOKEN, _POOL_URL, _USERINFO, _WEBHOOK, _REDIS_USERINFO, _COOKIE, _AUTHORIZATION,
     _AUTHORIZATION_DIRECTIVE, _AUTH_PARAMETERS,
-    _AUTH_PARAMETER, _SCHEME, _HOST_THEN_PATH,
+    _AUTH_PARAMETER, _SCHEME, _HOST_THEN_PATH, _STREAM_KEY,
 )  # fmt: skip
 """This module's patterns (the linear-time test runs each on adversarial input)."""
 
@@ -587,3 +599,5 @@ def find(text: str, lowered: str, spans: list[Span], readable: list[Span]) -> No
         _authorization_directive(text, spans)
     if "bearer" in lowered or "basic" in lowered or "ntlm" in lowered or "negotiate" in lowered:
         _scheme(text, spans)
+    if "rtmp" in lowered:
+        _stream_keys(text, spans)
