@@ -638,10 +638,8 @@ def _hashed_keys(text: str, spans: list[Span]) -> None:
     for call in _matches(_DIGEST_CALL, text, spans):
         argument, offset = call.group(1), call.start(1)
         literal = argument.partition(")")[0]
-        if _bare_literal(literal):
-            spans.append(
-                (offset, offset + len(literal))
-            )  # sha1(Kt.Api!2025_prod): a digest's input, written out
+        if _bare_literal(literal):  # sha1(Kt.Api!2025_prod): a digest's input, written out
+            spans.append((offset, offset + len(literal)))
         for joined in _JOINED_LITERAL.finditer(argument):
             index = 1 if joined.start(1) >= 0 else 2
             literal = joined.group(index)
